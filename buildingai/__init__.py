@@ -1,0 +1,52 @@
+"""BuildingAI: a deep-learning framework on NumPy (CPU) and CuPy (GPU).
+
+Explicit control, no hidden magic: every op runs through one dispatch function, every gradient
+rule is readable Python, and the training loop is code you write.
+"""
+
+from . import backend, debug, ops
+from .autograd import (
+    Interceptor,
+    Tensor,
+    apply,
+    backward,
+    enable_grad,
+    grad,
+    intercept,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .backend import Device, Generator, cuda_is_available, default_generator, manual_seed
+from .backend.dtypes import (
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from .errors import (
+    AutogradError,
+    BuildingAIError,
+    CheckpointError,
+    DeviceError,
+    DTypeError,
+    GradcheckError,
+    ShapeError,
+)
+from .functions import *
+
+__version__ = "0.1.0"
+bool = bool_  # noqa: A001 - the dtype, as in torch.bool
+
+
+def __getattr__(name: str):
+    if name == "bfloat16":
+        from .backend.dtypes import as_dtype
+
+        return as_dtype("bfloat16")
+    raise AttributeError(f"module 'buildingai' has no attribute {name!r}")

@@ -1,0 +1,7 @@
+"""Tensors, the dynamic graph, and the backward engine."""
+
+from .dispatch import Interceptor, apply, intercept
+from .engine import backward, grad
+from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .node import Node
+from .tensor import Tensor

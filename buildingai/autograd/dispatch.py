@@ -1,0 +1,107 @@
+"""``apply``: the only door through which computation happens.
+
+It unwraps Tensors to backend arrays, runs the op's check and forward, wraps the output, records
+the graph node when a gradient is needed, and tells the active interceptors. Interceptors
+(tracers, profilers, anomaly detectors, activation statistics...) are pushed by the scoped
+``intercept`` context manager and cost one truth test when none is active.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..backend import device as _device
+from ..errors import BuildingAIError
+from .mode import grad_mode
+from .node import Node
+from .tensor import Tensor
+
+_interceptors: list = []
+# Names of the modules being called, innermost last; nn pushes them so errors can say where.
+module_path: list[str] = []
+
+
+class Interceptor:
+    """An observer of every op. Subclasses override ``before_op`` and/or ``after_op``."""
+
+    def before_op(self, op, inputs: tuple, attrs: dict) -> None:
+        """Called before the op runs (inputs are Tensors or Python scalars)."""
+
+    def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
+        """Called with the op's output Tensor."""
+
+
+@contextlib.contextmanager
+def intercept(observer: Interceptor):
+    """``with intercept(observer): ...`` shows every op run inside the block to ``observer``."""
+    _interceptors.append(observer)
+    try:
+        yield observer
+    finally:
+        _interceptors.remove(observer)
+
+
+def apply(op, *inputs, **attrs) -> Tensor:
+    """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
+    arrays = []
+    needs_grad = False
+    for value in inputs:
+        if isinstance(value, Tensor):
+            arrays.append(value.data)
+            if value.requires_grad:
+                needs_grad = True
+        else:
+            arrays.append(value)
+
+    if _interceptors:
+        for observer in _interceptors:
+            observer.before_op(op, inputs, attrs)
+
+    ctx = Node(op, inputs, attrs)
+    xp = np if _device._cupy is None else _namespace_of(arrays)
+    try:
+        if op.check is not None:
+            op.check(*arrays, **attrs)
+        data = op.forward(ctx, xp, *arrays, **attrs)
+    except BuildingAIError as error:
+        raise _with_module_path(error) from None
+    except (ValueError, TypeError, IndexError) as exc:
+        raise _with_module_path(op.describe_failure(exc, arrays)) from exc
+
+    out = Tensor(data)
+    if op.view:
+        source = inputs[0]
+        out._version = source._version
+        out._base = source if source._base is None else source._base
+
+    if needs_grad and grad_mode.enabled and op.differentiable and data.dtype.kind in "fV":
+        out.requires_grad = True
+        out._node = ctx
+        if op.save_inputs:
+            ctx.input_versions = [
+                value._version[0] if isinstance(value, Tensor) else None for value in inputs
+            ]
+        if op.save_output:
+            ctx.out_data = data
+            ctx.out_version = out._version
+            ctx.out_version_at = out._version[0]
+
+    if _interceptors:
+        for observer in _interceptors:
+            observer.after_op(op, inputs, out, attrs)
+    return out
+
+
+def _namespace_of(arrays: list):
+    for array in arrays:
+        if hasattr(array, "__array_namespace__") or hasattr(array, "shape"):
+            return _device.array_namespace(array)
+    return np
+
+
+def _with_module_path(error: BuildingAIError) -> BuildingAIError:
+    if module_path and error.where is None:
+        error.where = ".".join(module_path)
+    return error

@@ -1,0 +1,266 @@
+"""The backward engine: an iterative walk of the graph in reverse topological order.
+
+Gradients of each node's output are summed before its backward rule runs (dependency counting,
+as in Kahn's algorithm), so each rule runs once. The walk uses an explicit stack: a chain of any
+length backpropagates without touching Python's recursion limit. Unless the graph is retained,
+each node drops its saved values as soon as its rule has run, so memory is returned as the walk
+proceeds. Broadcasting is undone here, once for every op: a gradient whose shape differs from its
+input's is summed back to the input's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..backend.device import array_namespace
+from ..errors import AutogradError, ShapeError
+from .mode import set_grad_enabled
+from .node import Node
+from .tensor import Tensor
+
+
+def backward(
+    tensors, grad_tensors=None, retain_graph: bool | None = None, create_graph: bool = False
+) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of every leaf they depend on.
+
+    Args:
+        tensors: a Tensor or a sequence of Tensors to differentiate.
+        grad_tensors: the gradient of some scalar with respect to each tensor (``None`` means
+            ones, allowed only for one-element tensors).
+        retain_graph: keep the graph so that backward can run through it again
+            (defaults to ``create_graph``).
+        create_graph: record the backward pass itself, so the gradients can be differentiated.
+    """
+    roots = _as_list(tensors)
+    grads = _root_gradients(roots, grad_tensors, "backward")
+    retain = create_graph if retain_graph is None else retain_graph
+    _run(roots, grads, retain, create_graph, targets=None)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple:
+    """Return d(outputs)/d(inputs) without touching any ``.grad``.
+
+    Args:
+        outputs: a Tensor or sequence of Tensors.
+        inputs: a Tensor or sequence of Tensors (leaves or intermediate results).
+        grad_outputs: weights for the outputs, as in ``backward``.
+        create_graph: make the returned gradients differentiable (higher-order derivatives).
+        allow_unused: return None for an input the outputs do not depend on, instead of raising.
+
+    Returns:
+        A tuple with one gradient (Tensor or None) per input.
+    """
+    roots = _as_list(outputs)
+    targets = _as_list(inputs)
+    for position, target in enumerate(targets):
+        if not isinstance(target, Tensor) or not target.requires_grad:
+            raise AutogradError(
+                f"[grad] input {position} does not require grad, so it has no gradient",
+                help="create it with requires_grad=True, or call .requires_grad_() on the leaf",
+            )
+    grads = _root_gradients(roots, grad_outputs, "grad")
+    retain = create_graph if retain_graph is None else retain_graph
+    found = _run(roots, grads, retain, create_graph, targets=targets)
+    results = []
+    for position, target in enumerate(targets):
+        value = found.get(id(target))
+        if value is None and not allow_unused:
+            raise AutogradError(
+                f"[grad] input {position} (shape {tuple(target.shape)}) was not used to compute "
+                "the outputs",
+                help="pass allow_unused=True to get None for it",
+            )
+        results.append(value)
+    return tuple(results)
+
+
+def _as_list(value) -> list:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, Sequence):
+        return list(value)
+    raise TypeError(f"expected a Tensor or a sequence of Tensors, got {type(value).__name__}")
+
+
+def _root_gradients(roots: list, given, caller: str) -> list:
+    if given is None:
+        given = [None] * len(roots)
+    elif isinstance(given, Tensor):
+        given = [given]
+    if len(given) != len(roots):
+        raise AutogradError(f"[{caller}] got {len(roots)} outputs but {len(given)} gradients")
+    result = []
+    for root, gradient in zip(roots, given):
+        if not isinstance(root, Tensor) or not root.requires_grad:
+            raise AutogradError(
+                f"[{caller}] the tensor does not require grad and has no grad_fn",
+                help="make sure some input has requires_grad=True and no no_grad() block "
+                "surrounds the computation",
+            )
+        if gradient is None:
+            if root.data.size != 1:
+                raise AutogradError(
+                    f"[{caller}] a gradient can be implied only for one-element outputs, got "
+                    f"shape {tuple(root.shape)}",
+                    help="pass gradient= (a tensor shaped like the output), or reduce the output "
+                    "to a scalar first (e.g. loss.sum())",
+                )
+            gradient = Tensor(array_namespace(root.data).ones_like(root.data))
+        elif not isinstance(gradient, Tensor):
+            gradient = Tensor(gradient)
+        if tuple(gradient.shape) != tuple(root.shape):
+            raise ShapeError(
+                f"[{caller}] gradient shape {tuple(gradient.shape)} does not match output shape "
+                f"{tuple(root.shape)}"
+            )
+        result.append(gradient)
+    return result
+
+
+def _run(
+    roots: list, root_grads: list, retain_graph: bool, create_graph: bool, targets: list | None
+) -> dict:
+    """Propagate ``root_grads`` through the graph.
+
+    With ``targets`` None, leaf gradients accumulate into ``.grad``; otherwise the gradients of
+    the targets are returned as ``{id(tensor): gradient}`` and no ``.grad`` changes.
+    """
+    node_grads: dict[Node, Tensor] = {}
+    leaf_grads: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
+    for root, gradient in zip(roots, root_grads):
+        if root._node is None:
+            _add_leaf(leaf_grads, root, gradient)
+        else:
+            previous = node_grads.get(root._node)
+            node_grads[root._node] = gradient if previous is None else previous + gradient
+
+    dependencies = _count_dependencies(list(node_grads))
+    target_nodes = {}
+    if targets is not None:
+        target_nodes = {t._node: t for t in targets if t._node is not None}
+    found: dict[int, Tensor] = {}
+
+    ready = [node for node in node_grads if dependencies[node] == 0]
+    with set_grad_enabled(create_graph):
+        while ready:
+            node = ready.pop()
+            gradient = node_grads.pop(node, None)
+            if gradient is not None and node._hooks:
+                gradient = _run_hooks(node._hooks, gradient)
+            if node in target_nodes:
+                found[id(target_nodes[node])] = gradient
+            inputs = node.inputs
+            input_grads = None
+            if gradient is not None:
+                node.check_versions()
+                input_grads = node.op.backward(node, gradient)
+            for position, value in enumerate(inputs):
+                if not isinstance(value, Tensor) or not value.requires_grad:
+                    continue
+                input_grad = None if input_grads is None else input_grads[position]
+                if input_grad is not None:
+                    input_grad = _fit_to(input_grad, value, node.op)
+                child = value._node
+                if child is None:
+                    if input_grad is not None:
+                        _add_leaf(leaf_grads, value, input_grad)
+                    continue
+                if input_grad is not None:
+                    previous = node_grads.get(child)
+                    node_grads[child] = input_grad if previous is None else previous + input_grad
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
+                    ready.append(child)
+            if not retain_graph:
+                node.release()
+
+        assigned: set[int] = set()
+        for leaf, gradient in leaf_grads.values():
+            if leaf._hooks:
+                gradient = _run_hooks(leaf._hooks, gradient)
+            if targets is not None:
+                found.setdefault(id(leaf), gradient)
+            else:
+                _accumulate(leaf, gradient, assigned, create_graph)
+    if targets is not None:
+        for target in targets:  # a target that is also a root receives its own root gradient
+            if id(target) not in found and target._node in node_grads:
+                found[id(target)] = node_grads[target._node]
+    return found
+
+
+def _count_dependencies(start: list) -> dict:
+    """How many recorded consumers inside this graph each node's output has (iterative DFS)."""
+    dependencies = dict.fromkeys(start, 0)
+    stack = list(start)
+    while stack:
+        node = stack.pop()
+        if node.freed:
+            raise AutogradError(
+                f"[backward] the graph through '{node.op.name}' was already freed by an earlier "
+                "backward",
+                help="pass retain_graph=True to the first backward() if you need to run backward "
+                "through the same graph twice",
+            )
+        for value in node.inputs:
+            if isinstance(value, Tensor) and value.requires_grad and value._node is not None:
+                child = value._node
+                if child in dependencies:
+                    dependencies[child] += 1
+                else:
+                    dependencies[child] = 1
+                    stack.append(child)
+    return dependencies
+
+
+def _fit_to(gradient: Tensor, value: Tensor, op) -> Tensor:
+    """Sum a broadcast gradient back to its input's shape and cast it to the input's dtype."""
+    if gradient.data.shape != value.data.shape:
+        try:
+            gradient = gradient.sum_to(value.data.shape)
+        except ShapeError as error:
+            raise AutogradError(
+                f"[{op.name}] backward returned a gradient of shape {tuple(gradient.shape)} for "
+                f"an input of shape {tuple(value.shape)}"
+            ) from error
+    if gradient.data.dtype != value.data.dtype:
+        gradient = gradient.astype(value.data.dtype)
+    return gradient
+
+
+def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor) -> None:
+    entry = leaf_grads.get(id(leaf))
+    if entry is None:
+        leaf_grads[id(leaf)] = [leaf, gradient]
+    else:
+        entry[1] = entry[1] + gradient
+
+
+def _run_hooks(hooks: list, gradient: Tensor) -> Tensor:
+    for hook in list(hooks):
+        replaced = hook(gradient)
+        if replaced is not None:
+            gradient = replaced
+    return gradient
+
+
+def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: bool) -> None:
+    """Add ``gradient`` into ``leaf.grad``. A stored gradient gets its own writable memory, so
+    in-place updates of one ``.grad`` (clipping, optimizers) can never change another."""
+    if leaf.grad is not None:
+        leaf.grad = leaf.grad + gradient
+        return
+    if not create_graph:
+        data = gradient.data
+        shared = data.base is not None or not data.flags.writeable or id(data) in assigned
+        gradient = Tensor(data.copy() if shared else data)
+    assigned.add(id(gradient.data))
+    leaf.grad = gradient

@@ -1,0 +1,276 @@
+"""The Tensor: a backend array, plus what autograd needs to know about it.
+
+This file holds only the Tensor's own state and accessors. Math methods (``x.exp()``,
+``x.sum(axis=1)``, ``x + y``...) are the public functions of ``buildingai.functions``, attached in
+one visible table by ``buildingai.functions.methods``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import device as _device
+from ..backend.dtypes import is_floating
+from ..errors import AutogradError, DTypeError
+
+
+class _Size(int):
+    """``x.size`` is the element count (NumPy habit) and ``x.size()`` / ``x.size(dim)`` the shape
+    (PyTorch habit)."""
+
+    def __new__(cls, shape: tuple[int, ...]):
+        count = 1
+        for extent in shape:
+            count *= extent
+        size = super().__new__(cls, count)
+        size._shape = shape
+        return size
+
+    def __call__(self, dim: int | None = None):
+        return self._shape if dim is None else self._shape[dim]
+
+
+class Tensor:
+    """An n-dimensional array that can record how it was computed.
+
+    Attributes:
+        data: the backend array (``numpy.ndarray`` on the CPU, ``cupy.ndarray`` on a GPU).
+        requires_grad: whether gradients flow to this tensor.
+        grad: the accumulated gradient (a Tensor) of a leaf, or None.
+    """
+
+    __slots__ = (
+        "data",
+        "requires_grad",
+        "grad",
+        "_node",
+        "_version",
+        "_base",
+        "_hooks",
+        "__weakref__",
+    )
+    # NumPy must hand `ndarray * tensor` to Tensor.__rmul__ instead of looping over the tensor.
+    __array_ufunc__ = None
+
+    def __init__(self, data, requires_grad: bool = False) -> None:
+        if not isinstance(data, _device.ARRAY_TYPES):
+            data = np.asarray(data)
+        self.data = data
+        self.grad = None
+        self._node = None  # the graph node that produced this tensor; None for leaves
+        self._version = [0, None]  # [in-place modification count, name of the last such op]
+        self._base = None  # the tensor this one is a view of, if any
+        self._hooks = None
+        self.requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ----- what the tensor is --------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> _Size:
+        return _Size(self.data.shape)
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def device(self) -> _device.Device:
+        return _device.device_of(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        """The graph node that produced this tensor (None for leaves)."""
+        return self._node
+
+    @property
+    def version(self) -> int:
+        """How many times this tensor (or a view sharing its memory) was modified in place."""
+        return self._version[0]
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.data.reshape(()))
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only integer tensors of one element can be used as an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    # ----- leaving the framework -------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A host NumPy copy of the values (never part of the graph)."""
+        if type(self.data) is np.ndarray:
+            return self.data.copy()
+        return _device.to_device(self.data, _device.CPU)
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(
+                f"item() needs a tensor with one element, got shape {tuple(self.shape)}"
+            )
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return _device.to_device(self.data, _device.CPU).tolist()
+
+    # ----- autograd state ----------------------------------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Mark a leaf tensor as needing gradients (floating dtypes only)."""
+        if requires_grad and not is_floating(self.data.dtype):
+            raise DTypeError(
+                f"only floating-point tensors can require gradients, got {self.data.dtype}",
+                help="convert first, e.g. x.astype('float32').requires_grad_()",
+            )
+        if not requires_grad and self._node is not None:
+            raise AutogradError(
+                "requires_grad_(False) on a non-leaf tensor; use .detach() to cut it from the graph"
+            )
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        """The same values (shared memory, shared version counter) outside the graph."""
+        out = Tensor(self.data)
+        out._version = self._version
+        return out
+
+    def detach_(self) -> Tensor:
+        self._node = None
+        self.requires_grad = False
+        return self
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor replaces
+        the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
+        if not self.requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that does not require grad")
+        owner = self._node if self._node is not None else self
+        if owner._hooks is None:
+            owner._hooks = []
+        owner._hooks.append(hook)
+        return HookHandle(owner._hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for a non-leaf tensor after backward."""
+        if self._node is None:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            tensor = ref()
+            if tensor is not None:
+                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+
+        self.register_hook(keep)
+
+    def backward(
+        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``buildingai.backward``."""
+        from .engine import backward
+
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    # ----- moving and converting -------------------------------------------------------------
+    def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
+        """Convert to a dtype and/or move to a device: ``x.to("cuda")``, ``x.to(float64)``."""
+        for arg in args:
+            if isinstance(arg, (_device.Device,)) or (
+                isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda")
+            ):
+                device = arg
+            else:
+                dtype = arg
+        out = self
+        if dtype is not None:
+            out = out.astype(dtype, copy=copy)
+        if device is not None:
+            from ..functions.creation import to_device
+
+            out = to_device(out, _device.Device(device))
+        return out
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Tensor:
+        return self.to(f"cuda:{index}")
+
+    # ----- printing ----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        values = np.array2string(
+            _device.to_device(self.data, _device.CPU),
+            separator=", ",
+            prefix="tensor(",
+            precision=4,
+            threshold=200,
+            edgeitems=3,
+        )
+        extras = []
+        if self.data.dtype not in _DTYPES_SHOWN_WITHOUT_NAME:
+            extras.append(f"dtype={self.data.dtype}")
+        device = self.device
+        if device.type != "cpu":
+            extras.append(f"device='{device}'")
+        if self._node is not None:
+            extras.append(f"grad_fn=<{self._node.op.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + values + "".join(", " + e for e in extras) + ")"
+
+
+class HookHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+_DTYPES_SHOWN_WITHOUT_NAME = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_))

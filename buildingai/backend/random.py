@@ -1,0 +1,81 @@
+"""Random number generation: explicit ``Generator`` objects and one default generator that
+``manual_seed`` reseeds. A generator's state is a plain JSON-serialisable dict, so it can be saved
+in a checkpoint and restored bit-exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .device import CPU, Device, cupy_module
+
+
+class Generator:
+    """A seeded stream of random numbers for one device.
+
+    ``Generator(seed=0)`` draws with NumPy's PCG64 on the CPU; ``device="cuda"`` draws on the GPU
+    with CuPy's generator. Pass it to ``rand``, ``randn``, ``dropout``, samplers... to make
+    randomness explicit and reproducible.
+    """
+
+    def __init__(self, seed: int | None = None, device: str | Device = "cpu") -> None:
+        self.device = Device(device)
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int | None) -> Generator:
+        """Restart the stream from ``seed`` (fresh OS entropy when None)."""
+        self.initial_seed = (
+            seed if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        )
+        self._numpy = np.random.Generator(np.random.PCG64(self.initial_seed))
+        self._cupy = None
+        if self.device.type == "cuda":
+            cupy = cupy_module()
+            with cupy.cuda.Device(self.device.index):
+                self._cupy = cupy.random.Generator(cupy.random.XORWOW(self.initial_seed))
+        return self
+
+    def backend_generator(self, device: Device = CPU):
+        """The NumPy (or CuPy) generator that draws arrays for ``device``."""
+        if device.type == "cuda":
+            if self._cupy is None:
+                cupy = cupy_module()
+                self._cupy = cupy.random.Generator(cupy.random.XORWOW(self.initial_seed))
+            return self._cupy
+        return self._numpy
+
+    def get_state(self) -> dict:
+        """The generator state as a JSON-serialisable dict (CPU stream)."""
+        state = self._numpy.bit_generator.state
+        return {
+            "bit_generator": state["bit_generator"],
+            "state": {k: int(v) for k, v in state["state"].items()},
+            "has_uint32": int(state["has_uint32"]),
+            "uinteger": int(state["uinteger"]),
+            "initial_seed": int(self.initial_seed),
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Restore a state returned by ``get_state``."""
+        self.initial_seed = state["initial_seed"]
+        self._numpy.bit_generator.state = {
+            "bit_generator": state["bit_generator"],
+            "state": dict(state["state"]),
+            "has_uint32": state["has_uint32"],
+            "uinteger": state["uinteger"],
+        }
+
+    def __repr__(self) -> str:
+        return f"Generator(seed={self.initial_seed}, device='{self.device}')"
+
+
+default_generator = Generator(seed=0)
+
+
+def manual_seed(seed: int) -> Generator:
+    """Reseed the default generator (and NumPy's legacy global one, for user code that uses it)."""
+    np.random.seed(seed % 2**32)
+    return default_generator.manual_seed(seed)
+
+
+def resolve_generator(generator: Generator | None) -> Generator:
+    return default_generator if generator is None else generator

@@ -1,0 +1,11 @@
+"""The public functions over tensors, one module per op family. Everything here is exported at
+the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``)."""
+
+from .creation import *
+from .elementwise import *
+from .linalg import *
+from .methods import attach_tensor_methods
+from .reduce import *
+from .shape import *
+
+attach_tensor_methods()

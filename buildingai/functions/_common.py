@@ -1,0 +1,45 @@
+"""Argument helpers shared by the public functions: axis normalisation and PyTorch aliases."""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """A non-negative axis index, or a ShapeError naming the op."""
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(
+            f"[{op}] axis {axis} is out of range for a tensor with {ndim} dimensions",
+            help=f"use an axis in [{-ndim}, {ndim - 1}]",
+        )
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...] | None:
+    """``None`` (every axis) or a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return None
+    if isinstance(axis, int):
+        return (normalize_axis(axis, ndim, op),)
+    axes = tuple(sorted(normalize_axis(a, ndim, op) for a in axis))
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"[{op}] repeated axis in {tuple(axis)}")
+    return axes
+
+
+def pick(numpy_name, numpy_value, torch_name, torch_value, default=None):
+    """Accept the NumPy spelling (``axis``/``keepdims``) or the PyTorch one (``dim``/``keepdim``)."""
+    if numpy_value is not None and torch_value is not None and numpy_value != torch_value:
+        raise TypeError(f"got both {numpy_name}={numpy_value!r} and {torch_name}={torch_value!r}")
+    if numpy_value is not None:
+        return numpy_value
+    if torch_value is not None:
+        return torch_value
+    return default
+
+
+def as_shape(shape) -> tuple[int, ...]:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)

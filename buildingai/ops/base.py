@@ -1,0 +1,72 @@
+"""The op record: everything about one primitive op in one place.
+
+An op is a class with a single instance. ``forward`` computes on backend arrays with the array
+namespace ``xp`` (NumPy or CuPy), so the same code serves both devices. ``backward`` receives the
+op's context (the graph node) and the output gradient as *Tensors* and returns one gradient per
+input, written with differentiable Tensor operations: running it with gradients on yields
+higher-order derivatives for free. ``check`` (optional) validates inputs before forward, for every
+backend alike. ``onnx`` names the ONNX operator the exporter maps the op to.
+"""
+
+from __future__ import annotations
+
+from ..errors import BuildingAIError, DeviceError, DTypeError, ShapeError
+
+
+class Op:
+    """Base class of every primitive op record.
+
+    Class attributes describe the op to dispatch, the backward engine, tracers and exporters:
+
+    - ``name``: the op's name in errors, graphs and profiles.
+    - ``onnx``: the ONNX operator type it maps to (``None`` until the exporter supports it).
+    - ``save_inputs`` / ``save_output``: whether backward reads the input values / the output
+      value. The engine guards exactly these against in-place modification.
+    - ``differentiable``: False for ops with no gradient (comparisons, argmax...).
+    - ``view``: True when the output may share memory with the first input (reshape, transpose...).
+    - ``check``: ``None`` or a method ``check(self, *arrays, **attrs)`` run before ``forward``.
+    """
+
+    name: str = "op"
+    onnx: str | None = None
+    save_inputs: bool = True
+    save_output: bool = False
+    differentiable: bool = True
+    view: bool = False
+    check = None
+
+    def forward(self, ctx, xp, *arrays, **attrs):
+        """Compute the output array from input arrays (and Python scalars)."""
+        raise NotImplementedError(f"op '{self.name}' has no forward")
+
+    def backward(self, ctx, grad):
+        """Return a tuple with one gradient Tensor (or None) per input."""
+        raise BuildingAIError(f"[{self.name}] has no gradient")
+
+    def describe_failure(self, exc: Exception, arrays: list) -> BuildingAIError:
+        """Turn a backend exception into an error that names this op and its inputs."""
+        shapes = ", ".join(_describe(a) for a in arrays)
+        kinds = {type(a).__module__.split(".")[0] for a in arrays if hasattr(a, "shape")}
+        if len(kinds) > 1:
+            return DeviceError(
+                f"[{self.name}] inputs live on different devices ({shapes})",
+                help="move them to one device with .to(device) first",
+            )
+        message = str(exc)
+        if "broadcast" in message:
+            return ShapeError(
+                f"[{self.name}] shapes {shapes} cannot be broadcast together",
+                help="each dimension must match or be 1; reshape or unsqueeze an input to align it",
+            )
+        if isinstance(exc, TypeError) and ("dtype" in message or "ufunc" in message):
+            return DTypeError(f"[{self.name}] unsupported dtype combination ({shapes}): {message}")
+        return BuildingAIError(f"[{self.name}] failed on inputs ({shapes}): {message}")
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def _describe(value) -> str:
+    if hasattr(value, "shape"):
+        return f"{tuple(value.shape)} {value.dtype}"
+    return repr(value)
