@@ -3,9 +3,12 @@ the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``).
 
 from .creation import *
 from .elementwise import *
+from .index import *
+from .inplace import *
 from .linalg import *
-from .methods import attach_tensor_methods
+from .nn import *
 from .reduce import *
 from .shape import *
+from .methods import attach_tensor_methods
 
 attach_tensor_methods()

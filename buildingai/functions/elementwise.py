@@ -39,9 +39,44 @@ def log(x):
     return apply(ops.LOG, x)
 
 
+def where(condition, a, b):
+    """Elements of ``a`` where ``condition`` holds, else of ``b`` (all three broadcast)."""
+    return apply(ops.WHERE, condition, a, b)
+
+
+def _tensor_where(self, condition, other):
+    """``x.where(condition, other)``: PyTorch's method form of ``where(condition, x, other)``."""
+    return where(condition, self, other)
+
+
+def eq(a, b):
+    return apply(ops.EQ, a, b)
+
+
+def ne(a, b):
+    return apply(ops.NE, a, b)
+
+
+def lt(a, b):
+    return apply(ops.LT, a, b)
+
+
+def le(a, b):
+    return apply(ops.LE, a, b)
+
+
+def gt(a, b):
+    return apply(ops.GT, a, b)
+
+
+def ge(a, b):
+    return apply(ops.GE, a, b)
+
+
 subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
 
-__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log",
+__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "where",
+           "eq", "ne", "lt", "le", "gt", "ge",
            "subtract", "multiply", "divide", "true_divide", "negative"]  # fmt: skip
 
 
@@ -59,5 +94,7 @@ TENSOR_METHODS = {
     "__mul__": mul, "__rmul__": _reflected(mul),
     "__truediv__": div, "__rtruediv__": _reflected(div),
     "__neg__": neg,
+    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "where": _tensor_where,
     "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "exp": exp, "log": log,
 }  # fmt: skip

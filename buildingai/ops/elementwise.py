@@ -97,3 +97,42 @@ class Log(Op):
 
 
 ADD, SUB, MUL, DIV, NEG, EXP, LOG = Add(), Sub(), Mul(), Div(), Neg(), Exp(), Log()
+
+
+class Where(Op):
+    """``condition ? a : b``; the condition gets no gradient."""
+
+    name, onnx = "where", "Where"
+    save_inputs = True
+
+    def forward(self, ctx, xp, condition, a, b):
+        return xp.where(condition, a, b)
+
+    def backward(self, ctx, grad):
+        condition, a, b = ctx.inputs
+        zero = grad * 0
+        grad_a = grad.where(condition, zero) if _needs(a) else None
+        grad_b = zero.where(condition, grad) if _needs(b) else None
+        return None, grad_a, grad_b
+
+
+class Compare(Op):
+    """An element-wise comparison (no gradient); ``ufunc`` names the NumPy function."""
+
+    save_inputs = False
+    differentiable = False
+
+    def __init__(self, name: str, ufunc: str, onnx: str | None) -> None:
+        self.name, self.ufunc, self.onnx = name, ufunc, onnx
+
+    def forward(self, ctx, xp, a, b):
+        return getattr(xp, self.ufunc)(a, b)
+
+
+WHERE = Where()
+EQ = Compare("eq", "equal", "Equal")
+NE = Compare("ne", "not_equal", None)
+LT = Compare("lt", "less", "Less")
+LE = Compare("le", "less_equal", "LessOrEqual")
+GT = Compare("gt", "greater", "Greater")
+GE = Compare("ge", "greater_equal", "GreaterOrEqual")

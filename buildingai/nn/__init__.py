@@ -1,0 +1,1 @@
+"""Neural networks: Module, Parameter, layers, losses, initialisation."""
