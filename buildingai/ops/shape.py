@@ -84,3 +84,196 @@ class Permute(Op):
 
 
 RESHAPE, EXPAND, PERMUTE = Reshape(), Expand(), Permute()
+
+
+class Squeeze(Op):
+    """Drop dimensions of size 1 (a view). ``axes`` is a sorted tuple of non-negative ints."""
+
+    name, onnx = "squeeze", "Squeeze"
+    save_inputs, view = False, True
+
+    def check(self, x, *, axes):
+        for axis in axes:
+            if x.shape[axis] != 1:
+                raise ShapeError(
+                    f"[squeeze] cannot squeeze axis {axis} of a tensor shaped {tuple(x.shape)}: "
+                    f"its size is {x.shape[axis]}, not 1",
+                    help="pass only axes of size 1, or no axis to drop every size-1 dimension "
+                    "(PyTorch silently ignores such an axis; BuildingAI raises so a wrong axis "
+                    "is not hidden)",
+                )
+
+    def forward(self, ctx, xp, x, *, axes):
+        return xp.squeeze(x, axis=axes)
+
+    def backward(self, ctx, grad):
+        return (grad.unsqueeze(ctx.attrs["axes"]),)
+
+
+class Unsqueeze(Op):
+    """Insert dimensions of size 1 (a view). ``axes`` are sorted positions in the output."""
+
+    name, onnx = "unsqueeze", "Unsqueeze"
+    save_inputs, view = False, True
+
+    def forward(self, ctx, xp, x, *, axes):
+        return xp.expand_dims(x, axes)
+
+    def backward(self, ctx, grad):
+        return (grad.squeeze(ctx.attrs["axes"]),)
+
+
+class Concatenate(Op):
+    """Join tensors along an existing axis; the gradient of each input is its slice of ``grad``."""
+
+    name, onnx = "concatenate", "Concat"
+    save_inputs = False
+
+    def check(self, *arrays, axis):
+        first = arrays[0]
+        for position, other in enumerate(arrays[1:], start=1):
+            same_rank = other.ndim == first.ndim
+            if same_rank and all(
+                have == want
+                for dim, (have, want) in enumerate(zip(other.shape, first.shape))
+                if dim != axis
+            ):
+                continue
+            shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
+            if not same_rank:
+                reason = (
+                    f"input {position} has {other.ndim} dimensions but input 0 has {first.ndim}"
+                )
+            else:
+                dim = next(
+                    d
+                    for d, (have, want) in enumerate(zip(other.shape, first.shape))
+                    if d != axis and have != want
+                )
+                reason = (
+                    f"input {position} has size {other.shape[dim]} in dimension {dim} where "
+                    f"input 0 has {first.shape[dim]}"
+                )
+            raise ShapeError(
+                f"[concatenate] cannot concatenate shapes {shapes} along axis {axis}: {reason}",
+                help="every dimension except the concatenation axis must match; reshape or "
+                "unsqueeze the inputs first, or use stack() to join along a new axis",
+            )
+
+    def forward(self, ctx, xp, *arrays, axis):
+        ctx.sizes = [a.shape[axis] for a in arrays]
+        return xp.concatenate(arrays, axis=axis)
+
+    def backward(self, ctx, grad):
+        axis = ctx.attrs["axis"]
+        lead = (slice(None),) * axis
+        grads = []
+        start = 0
+        for value, size in zip(ctx.inputs, ctx.sizes):
+            wanted = getattr(value, "requires_grad", False)
+            grads.append(grad.getitem(lead + (slice(start, start + size),)) if wanted else None)
+            start += size
+        return tuple(grads)
+
+
+PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad_source_index(xp, size: int, before: int, after: int, mode: str):
+    """For each output position along one padded axis, the input position it copies.
+
+    ``mode`` is one of reflect (mirror without repeating the edge), replicate (repeat the edge)
+    or circular (wrap around). Padding along several axes is the composition of these gathers.
+    """
+    positions = xp.arange(-before, size + after)
+    if mode == "replicate":
+        return xp.clip(positions, 0, size - 1)
+    if mode == "circular":
+        return positions % size
+    # reflect: fold the line with period 2 * (size - 1) onto [0, size - 1]
+    period = 2 * (size - 1)
+    folded = positions % period if period else xp.zeros_like(positions)
+    return xp.where(folded < size, folded, period - folded)
+
+
+class Pad(Op):
+    """Pad every axis by ``widths[axis] = (before, after)`` (non-negative) in one of four modes.
+
+    Constant padding fills with ``value``; its gradient is the central slice of ``grad``. The
+    other modes copy input elements (a gather along each padded axis), so their gradient adds
+    the output gradient back into the source positions (``zeros_index_add``, axis by axis).
+    """
+
+    name, onnx = "pad", "Pad"
+    save_inputs = False
+
+    def check(self, x, *, widths, mode, value):
+        for axis, (before, after) in enumerate(widths):
+            size = x.shape[axis]
+            if mode == "reflect" and max(before, after) >= max(size, 1):
+                raise ShapeError(
+                    f"[pad] reflect padding ({before}, {after}) on axis {axis} of a tensor "
+                    f"shaped {tuple(x.shape)} must be smaller than that dimension ({size})",
+                    help="pad less, or use mode='replicate' or 'constant'",
+                )
+            if mode == "circular" and max(before, after) > size:
+                raise ShapeError(
+                    f"[pad] circular padding ({before}, {after}) on axis {axis} of a tensor "
+                    f"shaped {tuple(x.shape)} cannot exceed that dimension ({size})",
+                    help="pad at most the dimension's size, or use mode='replicate'",
+                )
+            if mode == "replicate" and size == 0 and before + after > 0:
+                raise ShapeError(
+                    f"[pad] replicate padding on axis {axis} of a tensor shaped "
+                    f"{tuple(x.shape)} has no edge value to repeat (the dimension is empty)",
+                    help="use mode='constant' to pad an empty dimension",
+                )
+
+    def forward(self, ctx, xp, x, *, widths, mode, value):
+        ctx.input_shape = x.shape
+        if mode == "constant":
+            # One allocation and one copy: cheaper than xp.pad's general machinery.
+            out_shape = tuple(s + b + a for s, (b, a) in zip(x.shape, widths))
+            out = xp.full(out_shape, value, dtype=x.dtype)
+            out[_central(x.shape, widths)] = x
+            return out
+        return xp.pad(x, widths, mode=PAD_MODES[mode])
+
+    def backward(self, ctx, grad):
+        widths, mode = ctx.attrs["widths"], ctx.attrs["mode"]
+        if mode == "constant":
+            return (grad.getitem(_central(ctx.input_shape, widths)),)
+        from ..backend.device import array_namespace
+
+        xp = array_namespace(grad.data)
+        shape = list(grad.shape)
+        for axis, (before, after) in enumerate(widths):
+            if before == 0 and after == 0:
+                continue
+            size = ctx.input_shape[axis]
+            source = pad_source_index(xp, size, before, after, mode)
+            shape[axis] = size
+            grad = grad.zeros_index_add(tuple(shape), (slice(None),) * axis + (source,))
+        return (grad,)
+
+
+def _central(shape: tuple, widths: tuple) -> tuple:
+    """The index of the original elements inside the padded output."""
+    return tuple(slice(before, before + size) for size, (before, _) in zip(shape, widths))
+
+
+class Contiguous(Op):
+    """A C-ordered copy (the public function skips it when the input is already C-ordered)."""
+
+    name, onnx = "contiguous", "Identity"
+    save_inputs = False
+
+    def forward(self, ctx, xp, x):
+        return x.copy(order="C")
+
+    def backward(self, ctx, grad):
+        return (grad,)
+
+
+SQUEEZE, UNSQUEEZE, CONCATENATE = Squeeze(), Unsqueeze(), Concatenate()
+PAD, CONTIGUOUS = Pad(), Contiguous()

@@ -1,0 +1,87 @@
+"""Shared pieces of the benchmarks: interleaved timing, and a record of the machine and BLAS.
+
+Timings of the implementations under comparison are interleaved (A, B, C, A, B, C, ...) so that
+noise from a shared machine hits all of them alike; results are medians with min and max.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+
+def measure(candidates: dict[str, Callable[[], None]], repeats: int = 7, number: int = 100,
+            warmup: int = 1) -> dict[str, dict[str, float]]:
+    """Time each callable ``number`` times per repetition, interleaving the candidates.
+
+    Returns ``{name: {"median": s, "min": s, "max": s}}`` in seconds per call.
+    """
+    for _ in range(warmup):
+        for function in candidates.values():
+            for _ in range(max(1, number // 10)):
+                function()
+    samples: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, function in candidates.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                function()
+            samples[name].append((time.perf_counter() - start) / number)
+    return {
+        name: {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        for name, values in samples.items()
+    }
+
+
+def environment() -> dict:
+    """The machine, library versions, and which BLAS library and kernel are in use."""
+    import numpy as np
+
+    info = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": _cpu_name(),
+        "cores": os.cpu_count(),
+        "numpy": np.__version__,
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    except ImportError:
+        info["torch"] = "(not installed)"
+    try:
+        from threadpoolctl import threadpool_info
+
+        info["blas"] = [
+            f"{p.get('internal_api')} {p.get('version')} kernel={p.get('architecture')} "
+            f"threads={p.get('num_threads')}"
+            for p in threadpool_info()
+            if p.get("user_api") == "blas"
+        ]
+    except ImportError:
+        info["blas"] = ["(threadpoolctl not installed)"]
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""Per-op overhead: microseconds per op for a small element-wise op and a small matmul, against
+PyTorch eager and bare NumPy in the same run.
+
+Modes:
+- ``forward``: no gradient recording (inference).
+- ``record``: forward while recording the graph (inputs require grad).
+- ``forward+backward``: a chain of ``CHAIN`` ops, then one backward through it; time per op.
+
+Run: ``python -m benchmarks.dispatch [--quick] [--threads N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+import buildingai as bai
+
+from .common import environment, format_table, measure
+
+CHAIN = 50
+
+
+def _workloads(size: int):
+    rng = np.random.default_rng(0)
+    a_np = rng.standard_normal((size, size)).astype(np.float32)
+    b_np = rng.standard_normal((size, size)).astype(np.float32)
+    return a_np, b_np
+
+
+def _candidates(kind: str, mode: str, a_np, b_np, torch):
+    """Callables performing one op (or a chain of CHAIN ops for forward+backward)."""
+    ours_a, ours_b = bai.tensor(a_np), bai.tensor(b_np, requires_grad=mode != "forward")
+    theirs_a = torch.tensor(a_np)
+    theirs_b = torch.tensor(b_np, requires_grad=mode != "forward")
+    if kind == "add":
+        ours_op, theirs_op, numpy_op = (lambda x, y: x + y,) * 3
+    else:
+        ours_op, theirs_op, numpy_op = (lambda x, y: x @ y,) * 3
+    scale = np.float32(1.0 / np.sqrt(a_np.shape[0])) if kind == "matmul" else np.float32(1.0)
+
+    if mode in ("forward", "record"):
+        def ours():
+            ours_op(ours_a, ours_b)
+
+        def theirs():
+            theirs_op(theirs_a, theirs_b)
+
+        def numpy():
+            numpy_op(a_np, b_np)
+
+        return {"buildingai": ours, "pytorch": theirs, "numpy": numpy}
+
+    ours_seed = bai.tensor(np.ones_like(a_np))
+    theirs_seed = torch.ones_like(theirs_a)
+
+    def ours_chain():
+        y = ours_b
+        for _ in range(CHAIN):
+            y = ours_op(y, ours_a) * scale if kind == "matmul" else ours_op(y, ours_a)
+        y.backward(ours_seed)
+
+    def theirs_chain():
+        y = theirs_b
+        for _ in range(CHAIN):
+            y = theirs_op(y, theirs_a) * scale if kind == "matmul" else theirs_op(y, theirs_a)
+        y.backward(theirs_seed)
+
+    def numpy_chain():  # the same math with hand-written backward: the lower bound
+        y = b_np
+        saved = []
+        for _ in range(CHAIN):
+            saved.append(y)
+            y = numpy_op(y, a_np) * scale if kind == "matmul" else numpy_op(y, a_np)
+        grad = np.ones_like(a_np)
+        for _ in reversed(saved):
+            grad = (grad * scale) @ a_np.T if kind == "matmul" else grad
+        return grad
+
+    return {"buildingai": ours_chain, "pytorch": theirs_chain, "numpy": numpy_chain}
+
+
+def run(quick: bool = False, threads: int | None = None) -> list[dict]:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    size = 16
+    a_np, b_np = _workloads(size)
+    records = []
+    for kind in ("add", "matmul"):
+        for mode in ("forward", "record", "forward+backward"):
+            candidates = _candidates(kind, mode, a_np, b_np, torch)
+            per_call = CHAIN if mode == "forward+backward" else 1
+            # with backward, ops per call = CHAIN ops (+ the scale multiply for matmul)
+            ops_per_call = per_call * (2 if (kind == "matmul" and per_call > 1) else 1)
+            number = 2 if quick else (20 if per_call > 1 else 2000)
+            results = measure(candidates, repeats=2 if quick else 7, number=number)
+            record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
+            for name, stats in results.items():
+                record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}
+            record["ratio_to_pytorch"] = record["buildingai"]["median"] / record["pytorch"]["median"]
+            records.append(record)
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny run for tests")
+    parser.add_argument("--threads", type=int, default=None, help="PyTorch intra-op threads")
+    parser.add_argument("--json", help="also write the records to this JSON file")
+    args = parser.parse_args()
+    records = run(quick=args.quick, threads=args.threads)
+    rows = [
+        [r["op"], r["mode"], f"{r['buildingai']['median']:.2f}", f"{r['pytorch']['median']:.2f}",
+         f"{r['numpy']['median']:.2f}", f"{r['ratio_to_pytorch']:.2f}"]
+        for r in records
+    ]
+    print(format_table(
+        ["op", "mode", "BuildingAI µs/op", "PyTorch µs/op", "NumPy µs/op", "BuildingAI / PyTorch"],
+        rows,
+    ))
+    print()
+    print(json.dumps(environment(), indent=1))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"environment": environment(), "records": records}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

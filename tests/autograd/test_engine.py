@@ -1,0 +1,217 @@
+"""The backward engine: accumulation, grad(), higher orders, graph freeing, hooks, modes."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import buildingai as bai
+
+
+def leaf(*values):
+    return bai.tensor(np.array(values, dtype=np.float64), requires_grad=True)
+
+
+def test_backward_accumulates_into_leaves():
+    x = leaf(1.0, 2.0, 3.0)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * x.numpy())
+
+
+def test_grad_leaves_dot_grad_untouched():
+    x = leaf(1.0, 2.0)
+    (g,) = bai.grad((x * x).sum(), x)
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+    assert x.grad is None
+
+
+def test_grad_with_respect_to_an_intermediate_tensor():
+    x = leaf(1.0, 2.0)
+    hidden = x * 3.0
+    out = (hidden * hidden).sum()
+    gh, gx = bai.grad(out, [hidden, x])
+    np.testing.assert_allclose(gh.numpy(), 2 * hidden.numpy())
+    np.testing.assert_allclose(gx.numpy(), 18 * x.numpy())
+
+
+def test_third_derivative_of_cube():
+    x = leaf(0.5, -1.5)
+    (first,) = bai.grad((x * x * x).sum(), x, create_graph=True)
+    (second,) = bai.grad(first.sum(), x, create_graph=True)
+    (third,) = bai.grad(second.sum(), x)
+    np.testing.assert_allclose(first.numpy(), 3 * x.numpy() ** 2)
+    np.testing.assert_allclose(second.numpy(), 6 * x.numpy())
+    np.testing.assert_allclose(third.numpy(), [6.0, 6.0])
+
+
+def test_hessian_vector_product_matches_torch():
+    rng = np.random.default_rng(0)
+    w0, x0, v0 = rng.standard_normal((3, 4)), rng.standard_normal((5, 3)), rng.standard_normal((3, 4))
+
+    def loss(lib, w, x):
+        h = (x @ w).exp()
+        return (h * h / (h + 1.0)).sum()
+
+    w = bai.tensor(w0, requires_grad=True)
+    (g,) = bai.grad(loss(bai, w, bai.tensor(x0)), w, create_graph=True)
+    (hv,) = bai.grad((g * bai.tensor(v0)).sum(), w)
+
+    tw = torch.tensor(w0, requires_grad=True)
+    (tg,) = torch.autograd.grad(loss(torch, tw, torch.tensor(x0)), tw, create_graph=True)
+    (thv,) = torch.autograd.grad((tg * torch.tensor(v0)).sum(), tw)
+    np.testing.assert_allclose(hv.numpy(), thv.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_diamond_graph_sums_both_paths():
+    x = leaf(2.0)
+    a = x * 3.0
+    y = a * a + a  # a is used twice
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3 * (2 * 6.0 + 1)])
+
+
+def test_second_backward_through_freed_graph_raises():
+    x = leaf(1.0, 2.0)
+    y = (x.exp() * 2.0).sum()
+    y.backward()
+    with pytest.raises(bai.AutogradError, match=r"already freed.*\n.*retain_graph=True"):
+        y.backward()
+
+
+def test_long_chain_does_not_recurse():
+    x = leaf(1.0)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0])
+
+
+def test_memory_is_released_as_the_walk_proceeds():
+    x = leaf(0.1, 0.2)
+    late = x.exp()
+    late_node = late._node
+    out = (late.exp() * 2.0).sum()
+    seen = {}
+
+    def observe(grad):
+        # this hook runs when the walk reaches `late`, after the nodes above it ran
+        seen["upper_freed"] = out._node.freed
+        return grad
+
+    late.register_hook(observe)
+    saved = weakref.ref(late_node)
+    del late, late_node
+    out.backward()
+    assert seen["upper_freed"] is True
+    gc.collect()
+    assert saved() is None or saved().freed
+
+
+def test_root_gradient_required_for_non_scalars():
+    x = leaf(1.0, 2.0)
+    with pytest.raises(bai.AutogradError, match=r"one-element outputs, got shape \(2,\)"):
+        (x * 2.0).backward()
+    (x * 2.0).backward(bai.tensor(np.array([1.0, 10.0])))
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 20.0])
+
+
+def test_grad_errors_for_unused_and_non_differentiable_inputs():
+    x, z = leaf(1.0), leaf(2.0)
+    with pytest.raises(bai.AutogradError, match=r"input 1 \(shape \(1,\)\) was not used"):
+        bai.grad((x * 2.0).sum(), [x, z])
+    assert bai.grad((x * 2.0).sum(), [x, z], allow_unused=True)[1] is None
+    with pytest.raises(bai.AutogradError, match="input 0 does not require grad"):
+        bai.grad((x * 2.0).sum(), bai.tensor([1.0]))
+
+
+def test_backward_without_graph_raises():
+    with pytest.raises(bai.AutogradError, match="does not require grad"):
+        bai.tensor([1.0]).sum().backward()
+
+
+def test_integer_tensors_cannot_require_grad():
+    with pytest.raises(bai.DTypeError, match="only floating-point tensors can require gradients"):
+        bai.tensor([1, 2], requires_grad=True)
+
+
+def test_no_grad_and_enable_grad():
+    x = leaf(1.0)
+    with bai.no_grad():
+        assert not (x * 2.0).requires_grad
+        with bai.enable_grad():
+            assert (x * 2.0).requires_grad
+    assert (x * 2.0).requires_grad
+
+    @bai.no_grad()
+    def evaluate(t):
+        return t * 2.0
+
+    assert not evaluate(x).requires_grad
+    with bai.set_grad_enabled(False):
+        assert not bai.is_grad_enabled()
+    assert bai.is_grad_enabled()
+
+
+def test_hooks_replace_gradients_and_can_be_removed():
+    x = leaf(1.0, 2.0)
+    hidden = x * 2.0
+    handle = hidden.register_hook(lambda g: g * 10.0)
+    leaf_calls = []
+    x.register_hook(lambda g: leaf_calls.append(g.numpy().copy()))
+    hidden.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [20.0, 20.0])
+    assert len(leaf_calls) == 1
+    handle.remove()
+    x.grad = None
+    (x * 2.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_retain_grad_keeps_non_leaf_gradient():
+    x = leaf(1.0, 2.0)
+    hidden = x * 3.0
+    hidden.retain_grad()
+    (hidden * hidden).sum().backward()
+    np.testing.assert_allclose(hidden.grad.numpy(), 2 * hidden.numpy())
+
+
+def test_leaf_gradients_never_alias_each_other():
+    a, b = leaf(1.0, 2.0), leaf(3.0, 4.0)
+    (a + b).sum().backward()
+    a.grad.mul_(5.0)
+    np.testing.assert_allclose(b.grad.numpy(), [1.0, 1.0])
+
+
+def test_float32_leaf_gets_float32_gradient_from_float64_use():
+    x = bai.tensor([1.0, 2.0], requires_grad=True)
+    (x * bai.tensor(np.array([1.0, 1.0]))).sum().backward()
+    assert x.grad.dtype == bai.float32
+
+
+def test_interceptor_sees_every_op_in_order():
+    class Recorder(bai.Interceptor):
+        def __init__(self):
+            self.names = []
+
+        def after_op(self, op, inputs, output, attrs):
+            self.names.append(op.name)
+
+    x = leaf(1.0, 2.0)
+    with bai.intercept(Recorder()) as recorder:
+        ((x * 2.0).exp() @ x).sum()
+    assert recorder.names == ["mul", "exp", "reshape", "reshape", "matmul", "reshape", "sum"]
+    from buildingai.autograd import dispatch
+
+    assert dispatch._interceptors == []
+
+
+def test_cuda_device_without_cupy_is_a_clear_error():
+    if bai.cuda_is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(bai.DeviceError, match="'cuda' device needs CuPy|no CUDA GPU"):
+        bai.zeros(2, device="cuda")
