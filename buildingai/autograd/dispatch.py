@@ -59,7 +59,9 @@ def apply(op, *inputs, **attrs) -> Tensor:
         for observer in _interceptors:
             observer.before_op(op, inputs, attrs)
 
-    ctx = Node(op, inputs, attrs)
+    recording = needs_grad and grad_mode.enabled and op.differentiable
+    # A forward may store values for backward on its context; only a recorded call keeps it.
+    ctx = Node(op, inputs, attrs) if recording else _Scratch()
     xp = np if _device._cupy is None else _namespace_of(arrays)
     try:
         if op.check is not None:
@@ -69,14 +71,21 @@ def apply(op, *inputs, **attrs) -> Tensor:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:
         raise _with_module_path(op.describe_failure(exc, arrays)) from exc
+    if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
+        data = xp.asarray(data)
 
-    out = Tensor(data)
+    out = Tensor.__new__(Tensor)  # the fields of Tensor.__init__, without its input checks
+    out.data = data
+    out.grad = out._node = out._base = out._hooks = None
+    out.requires_grad = False
     if op.view:
         source = inputs[0]
         out._version = source._version
         out._base = source if source._base is None else source._base
+    else:
+        out._version = [0, None]
 
-    if needs_grad and grad_mode.enabled and op.differentiable and data.dtype.kind in "fV":
+    if recording and data.dtype.kind in "fV":
         out.requires_grad = True
         out._node = ctx
         if op.save_inputs:
@@ -92,6 +101,10 @@ def apply(op, *inputs, **attrs) -> Tensor:
         for observer in _interceptors:
             observer.after_op(op, inputs, out, attrs)
     return out
+
+
+class _Scratch:
+    """The context of an unrecorded call: forward may write to it; nothing reads it later."""
 
 
 def _namespace_of(arrays: list):
