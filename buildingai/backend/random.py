@@ -79,3 +79,72 @@ def manual_seed(seed: int) -> Generator:
 
 def resolve_generator(generator: Generator | None) -> Generator:
     return default_generator if generator is None else generator
+
+
+# ----- capturing every random stream a training run draws from -------------------------------
+# A resumed run is bit-identical only if every stream it draws from resumes where it stopped:
+# BuildingAI's default generator, NumPy's legacy global generator (np.random.rand & co, which
+# user code and libraries still call) and Python's `random` module.
+
+
+def get_rng_state() -> dict:
+    """The state of the default generator, NumPy's global generator and Python's ``random``.
+
+    Returns a dict of plain values (ints, floats, strings, None) and uint32 NumPy arrays, which
+    ``buildingai.save`` writes exactly (128-bit PCG64 integers included)::
+
+        {"buildingai": default_generator.get_state(),
+         "numpy": {"bit_generator": "MT19937", "key": uint32 (624,), "pos": int,
+                   "has_gauss": int, "cached_gaussian": float},
+         "python": {"version": int, "internal_state": uint32 (625,), "gauss_next": float | None}}
+
+    Explicit ``Generator`` objects are not included: save their own ``get_state()``.
+    """
+    import random
+
+    algorithm, key, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    version, internal_state, gauss_next = random.getstate()
+    return {
+        "buildingai": default_generator.get_state(),
+        "numpy": {
+            "bit_generator": str(algorithm),
+            "key": np.array(key, dtype=np.uint32),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "python": {
+            "version": int(version),
+            # 624 Mersenne Twister words and the position, each below 2**32
+            "internal_state": np.array(internal_state, dtype=np.uint32),
+            "gauss_next": gauss_next,
+        },
+    }
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore every stream captured by ``get_rng_state`` (also after a save/load round trip)."""
+    import random
+
+    from ..errors import BuildingAIError
+
+    missing = [part for part in ("buildingai", "numpy", "python") if part not in state]
+    if missing:
+        raise BuildingAIError(
+            f"set_rng_state needs the parts 'buildingai', 'numpy' and 'python'; missing {missing}",
+            help="pass the dict returned by get_rng_state() unchanged",
+        )
+    default_generator.set_state(state["buildingai"])
+    legacy = state["numpy"]
+    np.random.set_state(
+        (
+            legacy["bit_generator"],
+            np.asarray(legacy["key"], dtype=np.uint32),
+            int(legacy["pos"]),
+            int(legacy["has_gauss"]),
+            float(legacy["cached_gaussian"]),
+        )
+    )
+    python = state["python"]
+    internal = tuple(np.asarray(python["internal_state"], dtype=np.uint64).tolist())
+    random.setstate((int(python["version"]), internal, python["gauss_next"]))

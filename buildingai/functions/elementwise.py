@@ -1,45 +1,227 @@
-"""Element-wise functions: ``buildingai.exp(x)`` and ``x.exp()`` alike."""
+"""Element-wise functions: ``buildingai.exp(x)`` and ``x.exp()`` alike.
+
+Every function accepts Tensors or Python scalars, broadcasts binary inputs, and follows PyTorch's
+semantics (and dtype rules) where NumPy and PyTorch differ.
+"""
 
 from __future__ import annotations
 
 from ..autograd.dispatch import apply
+from ..autograd.tensor import Tensor
+from ..errors import BuildingAIError
 from ..ops import elementwise as ops
+from ..ops import special
+
+TensorLike = Tensor | float | int | bool
+
+# ----- arithmetic -------------------------------------------------------------------------------
 
 
-def add(a, b):
+def add(a: TensorLike, b: TensorLike) -> Tensor:
     """a + b, broadcast."""
     return apply(ops.ADD, a, b)
 
 
-def sub(a, b):
+def sub(a: TensorLike, b: TensorLike) -> Tensor:
     """a - b, broadcast."""
     return apply(ops.SUB, a, b)
 
 
-def mul(a, b):
+def mul(a: TensorLike, b: TensorLike) -> Tensor:
     """a * b, broadcast."""
     return apply(ops.MUL, a, b)
 
 
-def div(a, b):
-    """a / b (true division), broadcast."""
+def div(a: TensorLike, b: TensorLike) -> Tensor:
+    """a / b (true division: integers give the default float dtype), broadcast."""
     return apply(ops.DIV, a, b)
 
 
-def neg(x):
+def neg(x: TensorLike) -> Tensor:
+    """-x."""
     return apply(ops.NEG, x)
 
 
-def exp(x):
+def pow(base: TensorLike, exponent: TensorLike) -> Tensor:  # noqa: A001 - PyTorch's name
+    """base ** exponent, broadcast; either may be a Python scalar.
+
+    The gradient with respect to the exponent (base^exponent * log(base)) is computed only when
+    the exponent is a tensor that requires grad.
+    """
+    return apply(ops.POW, base, exponent)
+
+
+def floor_divide(a: TensorLike, b: TensorLike) -> Tensor:
+    """floor(a / b), broadcast (Python's ``//``: -7 // 2 == -4). No gradient, as in PyTorch."""
+    return apply(ops.FLOOR_DIVIDE, a, b)
+
+
+def remainder(a: TensorLike, b: TensorLike) -> Tensor:
+    """a - floor(a / b) * b, broadcast (Python's ``%``: the result takes the divisor's sign)."""
+    return apply(ops.REMAINDER, a, b)
+
+
+def maximum(a: TensorLike, b: TensorLike) -> Tensor:
+    """Element-wise maximum, broadcast; NaN propagates. Ties split the gradient in halves."""
+    return apply(ops.MAXIMUM, a, b)
+
+
+def minimum(a: TensorLike, b: TensorLike) -> Tensor:
+    """Element-wise minimum, broadcast; NaN propagates. Ties split the gradient in halves."""
+    return apply(ops.MINIMUM, a, b)
+
+
+def clamp(x: TensorLike, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:  # noqa: A002
+    """Limit x to [min, max]; each bound is None, a scalar or a tensor broadcast against x.
+
+    Where min > max the result is max (PyTorch). At a boundary the gradient goes to x.
+    """
+    if min is None and max is None:
+        raise BuildingAIError(
+            "[clamp] needs at least one of min and max", help="pass min=..., max=... or both"
+        )
+    return apply(ops.CLAMP, x, min, max)
+
+
+clip = clamp
+
+# ----- math functions ---------------------------------------------------------------------------
+
+
+def exp(x: TensorLike) -> Tensor:
+    """e ** x."""
     return apply(ops.EXP, x)
 
 
-def log(x):
+def expm1(x: TensorLike) -> Tensor:
+    """exp(x) - 1, accurate for |x| near 0."""
+    return apply(ops.EXPM1, x)
+
+
+def log(x: TensorLike) -> Tensor:
     """Natural logarithm."""
     return apply(ops.LOG, x)
 
 
-def where(condition, a, b):
+def log1p(x: TensorLike) -> Tensor:
+    """log(1 + x), accurate for |x| near 0."""
+    return apply(ops.LOG1P, x)
+
+
+def sqrt(x: TensorLike) -> Tensor:
+    """Square root (NaN for negative inputs)."""
+    return apply(ops.SQRT, x)
+
+
+def rsqrt(x: TensorLike) -> Tensor:
+    """1 / sqrt(x)."""
+    return apply(ops.RSQRT, x)
+
+
+def reciprocal(x: TensorLike) -> Tensor:
+    """1 / x (integers give the default float dtype)."""
+    return apply(ops.RECIPROCAL, x)
+
+
+def square(x: TensorLike) -> Tensor:
+    """x * x."""
+    return apply(ops.SQUARE, x)
+
+
+def abs(x: TensorLike) -> Tensor:  # noqa: A001 - PyTorch's name
+    """|x|; the gradient is sign(x) (0 at 0)."""
+    return apply(ops.ABS, x)
+
+
+def sin(x: TensorLike) -> Tensor:
+    return apply(ops.SIN, x)
+
+
+def cos(x: TensorLike) -> Tensor:
+    return apply(ops.COS, x)
+
+
+def tanh(x: TensorLike) -> Tensor:
+    return apply(ops.TANH, x)
+
+
+def erf(x: TensorLike) -> Tensor:
+    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
+    return apply(special.ERF, x)
+
+
+# ----- activations -----------------------------------------------------------------------------
+
+
+def sigmoid(x: TensorLike) -> Tensor:
+    """1 / (1 + exp(-x)), finite and accurate for any x."""
+    return apply(special.SIGMOID, x)
+
+
+def relu(x: TensorLike) -> Tensor:
+    """max(x, 0); the gradient at 0 is 0."""
+    return apply(ops.RELU, x)
+
+
+def leaky_relu(x: TensorLike, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, negative_slope * x otherwise."""
+    return apply(ops.LEAKY_RELU, x, negative_slope=negative_slope)
+
+
+def gelu(x: TensorLike, approximate: str = "none") -> Tensor:
+    """x * Phi(x) with Phi the standard normal CDF (``approximate="none"``, through erf), or
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) with ``approximate="tanh"``."""
+    if approximate not in ("none", "tanh"):
+        raise BuildingAIError(
+            f"[gelu] approximate must be 'none' or 'tanh', got {approximate!r}",
+            help="use gelu(x) for the exact form or gelu(x, approximate='tanh')",
+        )
+    return apply(special.GELU, x, approximate=approximate)
+
+
+def silu(x: TensorLike) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    return apply(special.SILU, x)
+
+
+def softplus(x: TensorLike, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as in PyTorch).
+    Finite for any x."""
+    return apply(special.SOFTPLUS, x, beta=beta, threshold=threshold)
+
+
+# ----- piecewise-constant functions (zero gradient) --------------------------------------------
+
+
+def sign(x: TensorLike) -> Tensor:
+    """-1, 0 or 1 (0 for NaN, as in PyTorch); zero gradient."""
+    return apply(ops.SIGN, x)
+
+
+def floor(x: TensorLike) -> Tensor:
+    """Round down; zero gradient. Integer tensors are returned as a copy."""
+    return apply(ops.FLOOR, x)
+
+
+def ceil(x: TensorLike) -> Tensor:
+    """Round up; zero gradient. Integer tensors are returned as a copy."""
+    return apply(ops.CEIL, x)
+
+
+def round(x: TensorLike, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Round half to even, to ``decimals`` decimal places; zero gradient."""
+    return apply(ops.ROUND, x, decimals=int(decimals))
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy with its own memory, still in the graph (the gradient passes through)."""
+    return apply(ops.CLONE, x)
+
+
+# ----- selection and comparison --------------------------------------------------------------
+
+
+def where(condition: TensorLike, a: TensorLike, b: TensorLike) -> Tensor:
     """Elements of ``a`` where ``condition`` holds, else of ``b`` (all three broadcast)."""
     return apply(ops.WHERE, condition, a, b)
 
@@ -49,35 +231,98 @@ def _tensor_where(self, condition, other):
     return where(condition, self, other)
 
 
-def eq(a, b):
+def eq(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.EQ, a, b)
 
 
-def ne(a, b):
+def ne(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.NE, a, b)
 
 
-def lt(a, b):
+def lt(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.LT, a, b)
 
 
-def le(a, b):
+def le(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.LE, a, b)
 
 
-def gt(a, b):
+def gt(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.GT, a, b)
 
 
-def ge(a, b):
+def ge(a: TensorLike, b: TensorLike) -> Tensor:
     return apply(ops.GE, a, b)
 
 
-subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
+def isnan(x: TensorLike) -> Tensor:
+    """True where x is NaN (boolean, no gradient)."""
+    return apply(ops.ISNAN, x)
 
-__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "where",
-           "eq", "ne", "lt", "le", "gt", "ge",
-           "subtract", "multiply", "divide", "true_divide", "negative"]  # fmt: skip
+
+def isinf(x: TensorLike) -> Tensor:
+    """True where x is +inf or -inf (boolean, no gradient)."""
+    return apply(ops.ISINF, x)
+
+
+def isfinite(x: TensorLike) -> Tensor:
+    """True where x is neither NaN nor infinite (boolean, no gradient)."""
+    return apply(ops.ISFINITE, x)
+
+
+# ----- logic ------------------------------------------------------------------------------------
+
+
+def logical_and(a: TensorLike, b: TensorLike) -> Tensor:
+    """Truth of a and b (nonzero is true), any dtype; boolean result."""
+    return apply(ops.LOGICAL_AND, a, b)
+
+
+def logical_or(a: TensorLike, b: TensorLike) -> Tensor:
+    return apply(ops.LOGICAL_OR, a, b)
+
+
+def logical_xor(a: TensorLike, b: TensorLike) -> Tensor:
+    return apply(ops.LOGICAL_XOR, a, b)
+
+
+def logical_not(x: TensorLike) -> Tensor:
+    return apply(ops.LOGICAL_NOT, x)
+
+
+def bitwise_and(a: TensorLike, b: TensorLike) -> Tensor:
+    """``a & b`` for integer or boolean tensors (logical and on booleans)."""
+    return apply(ops.BITWISE_AND, a, b)
+
+
+def bitwise_or(a: TensorLike, b: TensorLike) -> Tensor:
+    """``a | b`` for integer or boolean tensors."""
+    return apply(ops.BITWISE_OR, a, b)
+
+
+def bitwise_xor(a: TensorLike, b: TensorLike) -> Tensor:
+    """``a ^ b`` for integer or boolean tensors."""
+    return apply(ops.BITWISE_XOR, a, b)
+
+
+def bitwise_not(x: TensorLike) -> Tensor:
+    """``~x`` for integer or boolean tensors (logical not on booleans)."""
+    return apply(ops.BITWISE_NOT, x)
+
+
+subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
+absolute = abs
+
+__all__ = ["add", "sub", "mul", "div", "neg", "pow", "floor_divide", "remainder",
+           "maximum", "minimum", "clamp", "clip",
+           "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "square", "abs",
+           "sin", "cos", "tanh", "erf",
+           "sigmoid", "relu", "leaky_relu", "gelu", "silu", "softplus",
+           "sign", "floor", "ceil", "round", "clone",
+           "where", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+           "logical_and", "logical_or", "logical_xor", "logical_not",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "subtract", "multiply", "divide", "true_divide", "negative", "absolute"]  # fmt: skip
 
 
 def _reflected(function):
@@ -93,8 +338,28 @@ TENSOR_METHODS = {
     "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul),
     "__truediv__": div, "__rtruediv__": _reflected(div),
-    "__neg__": neg,
+    "__pow__": pow, "__rpow__": _reflected(pow),
+    "__floordiv__": floor_divide, "__rfloordiv__": _reflected(floor_divide),
+    "__mod__": remainder, "__rmod__": _reflected(remainder),
+    "__neg__": neg, "__abs__": abs,
+    "__invert__": bitwise_not,
+    "__and__": bitwise_and, "__rand__": _reflected(bitwise_and),
+    "__or__": bitwise_or, "__ror__": _reflected(bitwise_or),
+    "__xor__": bitwise_xor, "__rxor__": _reflected(bitwise_xor),
     "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "where": _tensor_where,
-    "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "exp": exp, "log": log,
+    "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "pow": pow,
+    "floor_divide": floor_divide, "remainder": remainder,
+    "maximum": maximum, "minimum": minimum, "clamp": clamp, "clip": clamp,
+    "exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "sqrt": sqrt, "rsqrt": rsqrt,
+    "reciprocal": reciprocal, "square": square, "abs": abs, "sin": sin, "cos": cos,
+    "tanh": tanh, "erf": erf,
+    "sigmoid": sigmoid, "relu": relu, "leaky_relu": leaky_relu, "gelu": gelu, "silu": silu,
+    "softplus": softplus,
+    "sign": sign, "floor": floor, "ceil": ceil, "round": round, "clone": clone,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
+    "logical_not": logical_not,
+    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
+    "bitwise_not": bitwise_not,
 }  # fmt: skip

@@ -1,7 +1,114 @@
-"""Neural-network primitives: softmax, log_softmax, dropout, embedding."""
+"""Neural-network primitives: softmax, log_softmax, dropout (with a visible mask), embedding."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import numbers
 
-TENSOR_METHODS: dict = {}
+from ..autograd.dispatch import apply
+from ..autograd.tensor import Tensor
+from ..backend.device import Device
+from ..backend.random import Generator, resolve_generator
+from ..errors import BuildingAIError, ShapeError
+from ..ops import nn as ops
+from ._common import normalize_axis, pick
+from .creation import as_tensor, astype
+
+
+def _softmax_like(op, x: Tensor, axis, dim, dtype) -> Tensor:
+    axis = pick("axis", axis, "dim", dim, -1)
+    if dtype is not None:
+        x = astype(x, dtype)
+    if x.ndim == 0:  # a scalar is a one-element distribution
+        normalize_axis(axis, 1, op.name)
+        return apply(op, x.reshape(1), axis=0).reshape(())
+    return apply(op, x, axis=normalize_axis(axis, x.ndim, op.name))
+
+
+def softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``axis`` (alias ``dim``, default -1), numerically stable
+    for logits of any size. x: any shape -> same shape, each slice along ``axis`` summing to 1.
+    ``dtype`` casts the input first (e.g. compute in float32 from float16 logits)."""
+    return _softmax_like(ops.SOFTMAX, x, axis, dim, dtype)
+
+
+def log_softmax(
+    x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype=None
+) -> Tensor:
+    """``log(softmax(x))`` along ``axis`` (alias ``dim``, default -1), computed without forming
+    ``softmax`` so that very negative log-probabilities stay finite and exact."""
+    return _softmax_like(ops.LOG_SOFTMAX, x, axis, dim, dtype)
+
+
+def _check_probability(p) -> float:
+    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise BuildingAIError(
+            f"[dropout] p must be a probability in [0, 1], got {p!r}",
+            help="p is the probability of dropping an element (0 keeps everything)",
+        )
+    return float(p)
+
+
+def dropout_mask(shape, p: float = 0.5, generator: Generator | None = None, device=None) -> Tensor:
+    """A boolean keep-mask of ``shape``: each element is True with probability ``1 - p``.
+
+    Drawn from ``generator`` (the default generator when None) on ``device`` (CPU when None),
+    so the same seed gives the same mask.
+    """
+    p = _check_probability(p)
+    device = Device("cpu") if device is None else Device(device)
+    rng = resolve_generator(generator).backend_generator(device)
+    shape = tuple(shape)
+    # uniform [0, 1) >= p holds with probability 1 - p; float32 draws halve the random bits
+    return Tensor(rng.random(shape, dtype="float32") >= p)
+
+
+def dropout(
+    x: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    generator: Generator | None = None,
+    *,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Inverted dropout: zero each element with probability ``p`` and scale the survivors by
+    ``1 / (1 - p)``, so the expected value is unchanged and evaluation needs no rescaling.
+
+    x: any shape -> same shape. The keep-mask is drawn from ``generator`` (see ``dropout_mask``),
+    or given as ``mask`` (bool, broadcastable to ``x``: ``(N, C, 1, 1)`` drops whole channels) to
+    reuse or inspect one. ``p == 0`` or ``training=False`` return ``x`` itself; ``p == 1`` gives
+    zeros (with a zero gradient).
+    """
+    p = _check_probability(p)
+    if not training or (p == 0.0 and mask is None):
+        return x
+    if mask is None:
+        mask = dropout_mask(x.shape, p, generator, x.device)
+    elif not isinstance(mask, Tensor):
+        mask = as_tensor(mask)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    return apply(ops.DROPOUT, x, mask, scale=scale)
+
+
+def embedding(indices, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Look up rows of ``weight``: indices (any shape, integers), weight (num_embeddings, dim)
+    -> indices.shape + (dim,).
+
+    The gradient adds up over repeated indices; the row at ``padding_idx`` (negative counts from
+    the end) receives none, so it stays as initialised (usually zeros).
+    """
+    if not isinstance(indices, Tensor):
+        indices = as_tensor(indices)
+    if padding_idx is not None:
+        count = weight.shape[0] if weight.ndim else 0
+        if not -count <= padding_idx < count:
+            raise ShapeError(
+                f"[embedding] padding_idx {padding_idx} is out of range for {count} embeddings",
+                help=f"use an index in [{-count}, {count - 1}], or None",
+            )
+        padding_idx %= count
+    return apply(ops.EMBEDDING, indices, weight, padding_idx=padding_idx)
+
+
+__all__ = ["softmax", "log_softmax", "dropout", "dropout_mask", "embedding"]
+
+TENSOR_METHODS = {"softmax": softmax, "log_softmax": log_softmax}

@@ -1,17 +1,34 @@
-"""Reductions: ``buildingai.sum(x, axis=1)`` and ``x.sum(dim=1, keepdim=True)`` alike."""
+"""Reductions and scans: ``buildingai.sum(x, axis=1)`` and ``x.sum(dim=1, keepdim=True)`` alike.
+
+Every reduction takes ``axis`` (an int, a tuple of ints, or None for all axes) and ``keepdims``,
+or PyTorch's spellings ``dim`` and ``keepdim``. ``max``/``min`` return values only, as in NumPy;
+use ``argmax``/``argmin`` for the indices.
+"""
 
 from __future__ import annotations
 
 from ..autograd.dispatch import apply
+from ..autograd.tensor import Tensor
+from ..errors import ShapeError
 from ..ops import reduce as ops
-from ._common import as_shape, normalize_axes, pick
+from ._common import as_shape, normalize_axes, normalize_axis, pick
+
+
+def _axes(x, axis, dim, op: str):
+    return normalize_axes(pick("axis", axis, "dim", dim), x.ndim, op)
+
+
+def _keep(keepdims, keepdim) -> bool:
+    return bool(pick("keepdims", keepdims, "keepdim", keepdim, False))
 
 
 def sum(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
-    """Sum over ``axis`` (an int, a tuple of ints, or None for all axes)."""
-    axes = normalize_axes(pick("axis", axis, "dim", dim), x.ndim, "sum")
-    keep = bool(pick("keepdims", keepdims, "keepdim", keepdim, False))
-    return apply(ops.SUM, x, axes=axes, keepdims=keep)
+    """Sum over ``axis`` (an int, a tuple of ints, or None for all axes); 0 when empty.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
+    axes = _axes(x, axis, dim, "sum")
+    return apply(ops.SUM, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
 def sum_to(x, *shape):
@@ -22,6 +39,225 @@ def sum_to(x, *shape):
     return apply(ops.SUM_TO, x, shape=shape)
 
 
-__all__ = ["sum", "sum_to"]
+def mean(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """Arithmetic mean over ``axis``; nan for an empty reduction (as NumPy and PyTorch).
 
-TENSOR_METHODS = {"sum": sum, "sum_to": sum_to}
+    Integer inputs give float64, as in NumPy.
+    """
+    axes = _axes(x, axis, dim, "mean")
+    return apply(ops.MEAN, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def _correction(op: str, correction, ddof, unbiased) -> float:
+    """Resolve PyTorch's ``correction``/``unbiased`` and NumPy's ``ddof`` (default 1)."""
+    given = pick("correction", correction, "ddof", ddof)
+    if unbiased is not None:
+        if given is not None:
+            raise TypeError(f"[{op}] got both unbiased={unbiased!r} and correction={given!r}")
+        return 1 if unbiased else 0
+    return 1 if given is None else given
+
+
+def _spread_args(op, x, axis, unbiased, keepdims, correction, ddof, dim, keepdim) -> dict:
+    if isinstance(axis, bool):  # PyTorch's var(x, unbiased) overload
+        axis, unbiased = None, axis if unbiased is None else unbiased
+    return {
+        "axes": _axes(x, axis, dim, op),
+        "keepdims": _keep(keepdims, keepdim),
+        "correction": _correction(op, correction, ddof, unbiased),
+    }
+
+
+def var(
+    x,
+    axis=None,
+    unbiased: bool | None = None,
+    keepdims=None,
+    *,
+    correction=None,
+    ddof=None,
+    dim=None,
+    keepdim=None,
+):
+    """Variance over ``axis``: ``sum((x - mean)^2) / (N - correction)``.
+
+    ``correction`` defaults to 1 (PyTorch's Bessel correction); NumPy's ``ddof`` is the same
+    number (pass ``ddof=0`` for NumPy's default), and ``unbiased=False`` means correction 0.
+    Positional arguments follow PyTorch: ``x.var(dim, unbiased, keepdim)``.
+    """
+    attrs = _spread_args("var", x, axis, unbiased, keepdims, correction, ddof, dim, keepdim)
+    return apply(ops.VAR, x, **attrs)
+
+
+def std(
+    x,
+    axis=None,
+    unbiased: bool | None = None,
+    keepdims=None,
+    *,
+    correction=None,
+    ddof=None,
+    dim=None,
+    keepdim=None,
+):
+    """Standard deviation over ``axis``: the square root of ``var`` (same arguments)."""
+    attrs = _spread_args("std", x, axis, unbiased, keepdims, correction, ddof, dim, keepdim)
+    return apply(ops.STD, x, **attrs)
+
+
+def _extremum(op, name: str, x, axis, keepdims, dim, keepdim):
+    chosen = pick("axis", axis, "dim", dim)
+    if isinstance(chosen, Tensor):
+        other = "maximum" if name in ("max", "amax") else "minimum"
+        raise TypeError(
+            f"[{name}] reduces one tensor over axes and got a tensor as the axis; use "
+            f"{other}(a, b) for the element-wise {other} of two tensors"
+        )
+    axes = normalize_axes(chosen, x.ndim, name)
+    return apply(op, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+    """The largest value over ``axis`` (values only, as ``numpy.max``/``torch.amax``).
+
+    The gradient is split evenly among tied maxima: each of k equal largest elements receives
+    1/k of it (PyTorch's ``amax`` rule; ``torch.max(x, dim)`` instead picks one of them).
+    An empty reduction raises a ShapeError: the maximum of nothing is undefined.
+    """
+    return _extremum(ops.MAX, "max", x, axis, keepdims, dim, keepdim)
+
+
+def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+    """The smallest value over ``axis``; see ``max`` for ties and empty tensors."""
+    return _extremum(ops.MIN, "min", x, axis, keepdims, dim, keepdim)
+
+
+def amax(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """Same as ``max``: values only, gradient split evenly among ties."""
+    return _extremum(ops.MAX, "amax", x, axis, keepdims, dim, keepdim)
+
+
+def amin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """Same as ``min``: values only, gradient split evenly among ties."""
+    return _extremum(ops.MIN, "amin", x, axis, keepdims, dim, keepdim)
+
+
+def _arg_extremum(op, x, axis, keepdims, dim, keepdim):
+    chosen = pick("axis", axis, "dim", dim)
+    if chosen is not None and not isinstance(chosen, int):
+        raise ShapeError(
+            f"[{op.name}] takes one axis or None, got {chosen!r}",
+            help="pass a single int, or axis=None for the index into the flattened tensor",
+        )
+    if chosen is not None:
+        chosen = normalize_axis(chosen, x.ndim, op.name)
+        if x.ndim == 0:
+            chosen = None
+    return apply(op, x, axis=chosen, keepdims=_keep(keepdims, keepdim))
+
+
+def argmax(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """int64 index of the largest value along ``axis`` (the first one on ties); with
+    ``axis=None`` the index into the flattened tensor. No gradient."""
+    return _arg_extremum(ops.ARGMAX, x, axis, keepdims, dim, keepdim)
+
+
+def argmin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """int64 index of the smallest value along ``axis``; see ``argmax``."""
+    return _arg_extremum(ops.ARGMIN, x, axis, keepdims, dim, keepdim)
+
+
+def prod(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """Product over ``axis``; 1 when empty. Gradients (first and second) are exact even when
+    ``x`` holds zeros."""
+    axes = _axes(x, axis, dim, "prod")
+    return apply(ops.PROD, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def logsumexp(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """``log(sum(exp(x)))`` over ``axis``, computed stably (shifted by the maximum); -inf when
+    empty. Its gradient is the softmax of ``x`` over the same axes."""
+    axes = _axes(x, axis, dim, "logsumexp")
+    return apply(ops.LOGSUMEXP, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def _scan(op, x, axis, dim, exclusive: bool, reverse: bool):
+    chosen = pick("axis", axis, "dim", dim)
+    if chosen is None:  # NumPy: scan the flattened tensor
+        x = x.reshape(-1)
+        chosen = 0
+    elif not isinstance(chosen, int):
+        raise ShapeError(
+            f"[{op.name}] scans along one axis, got {chosen!r}",
+            help="pass a single int, or axis=None to scan the flattened tensor",
+        )
+    chosen = normalize_axis(chosen, x.ndim, op.name)
+    if x.ndim == 0:  # PyTorch: a 0-d tensor scans as itself
+        return apply(op, x.reshape(1), axis=0, exclusive=exclusive, reverse=reverse).reshape(())
+    return apply(op, x, axis=chosen, exclusive=bool(exclusive), reverse=bool(reverse))
+
+
+def cumsum(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False):
+    """Cumulative sum along ``axis`` (None: the flattened tensor, as NumPy).
+
+    ``exclusive=True`` leaves out each element itself (the first output is 0), ``reverse=True``
+    accumulates from the end (both as ONNX's CumSum). The gradient is the reversed cumsum.
+    """
+    return _scan(ops.CUMSUM, x, axis, dim, exclusive, reverse)
+
+
+def cumprod(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False):
+    """Cumulative product along ``axis``, with ``exclusive``/``reverse`` as in ``cumsum``.
+    The gradient is exact for inputs with zeros."""
+    return _scan(ops.CUMPROD, x, axis, dim, exclusive, reverse)
+
+
+def all(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+    """Whether every element over ``axis`` is non-zero (bool; True when empty)."""
+    axes = _axes(x, axis, dim, "all")
+    return apply(ops.ALL, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def any(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+    """Whether some element over ``axis`` is non-zero (bool; False when empty)."""
+    axes = _axes(x, axis, dim, "any")
+    return apply(ops.ANY, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def count_nonzero(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+    """The int64 number of non-zero elements over ``axis``."""
+    axes = _axes(x, axis, dim, "count_nonzero")
+    return apply(ops.COUNT_NONZERO, x, axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+def norm(x, ord=2, axis=None, keepdims=None, *, p=None, dim=None, keepdim=None):
+    """The vector p-norm ``sum(|x|^ord)^(1/ord)`` over ``axis`` (None: all elements, flattened).
+
+    ``ord`` (alias ``p``) may be any real number, ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the
+    number of non-zeros) or ``"fro"`` (the 2-norm). Like ``torch.linalg.vector_norm``: a 2-D
+    tensor with ``axis=None`` is treated as a vector, never as a matrix.
+    """
+    if p is not None:
+        if ord not in (2, p):
+            raise TypeError(f"[norm] got both ord={ord!r} and p={p!r}")
+        ord = p
+    if ord == "fro":
+        ord = 2
+    if isinstance(ord, str) or ord is None:
+        raise ValueError(
+            f"[norm] unsupported ord {ord!r}: use a number, inf, -inf or 'fro' (vector norms only)"
+        )
+    axes = _axes(x, axis, dim, "norm")
+    return apply(ops.VECTOR_NORM, x, ord=float(ord), axes=axes, keepdims=_keep(keepdims, keepdim))
+
+
+__all__ = ["sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
+           "argmin", "prod", "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero",
+           "norm"]  # fmt: skip
+
+TENSOR_METHODS = {
+    "sum": sum, "sum_to": sum_to, "mean": mean, "var": var, "std": std,
+    "max": max, "min": min, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
+    "prod": prod, "logsumexp": logsumexp, "cumsum": cumsum, "cumprod": cumprod,
+    "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm,
+}  # fmt: skip

@@ -1,13 +1,28 @@
-"""Shape functions: reshape, expand, permute and friends."""
+"""Shape functions: reshape, squeeze, concatenate, split, pad, tile and friends.
+
+Most of them are thin: they normalise PyTorch and NumPy spellings (``dim``/``axis``) and either
+call a primitive of ``ops.shape`` or compose primitives (``flip`` and ``split`` are slices,
+``tile`` is reshape + expand + reshape), so their gradients come for free.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from ..autograd.dispatch import apply
+from ..autograd.tensor import Tensor
+from ..backend.device import array_namespace
+from ..errors import ShapeError
 from ..ops import shape as ops
-from ._common import as_shape, normalize_axis
+from ._common import as_shape, normalize_axes, normalize_axis, pick
+from .creation import as_tensor
+
+# ----- reshaping and reordering --------------------------------------------------------------
 
 
-def reshape(x, *shape):
+def reshape(x: Tensor, *shape) -> Tensor:
     """The same elements in a new shape (a view when possible); one dimension may be -1."""
     shape = as_shape(shape)
     if tuple(x.shape) == shape:
@@ -15,7 +30,7 @@ def reshape(x, *shape):
     return apply(ops.RESHAPE, x, shape=shape)
 
 
-def expand(x, *shape):
+def expand(x: Tensor, *shape) -> Tensor:
     """Broadcast to ``shape`` without copying; -1 keeps a dimension."""
     shape = as_shape(shape)
     lead = len(shape) - x.ndim
@@ -27,7 +42,7 @@ def expand(x, *shape):
     return apply(ops.EXPAND, x, shape=shape)
 
 
-def permute(x, *axes):
+def permute(x: Tensor, *axes) -> Tensor:
     """Reorder dimensions: ``x.permute(0, 2, 1)``."""
     axes = tuple(normalize_axis(a, x.ndim, "permute") for a in as_shape(axes))
     if axes == tuple(range(x.ndim)):
@@ -35,7 +50,7 @@ def permute(x, *axes):
     return apply(ops.PERMUTE, x, axes=axes)
 
 
-def transpose(x, *axes):
+def transpose(x: Tensor, *axes) -> Tensor:
     """With no axes, reverse the dimensions (NumPy); with two axes, swap them (PyTorch)."""
     if not axes:
         return permute(x, tuple(reversed(range(x.ndim))))
@@ -44,7 +59,7 @@ def transpose(x, *axes):
     return permute(x, *axes)
 
 
-def swapaxes(x, axis1: int, axis2: int):
+def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
     """Exchange two dimensions."""
     order = list(range(x.ndim))
     first = normalize_axis(axis1, x.ndim, "swapaxes")
@@ -53,16 +68,414 @@ def swapaxes(x, axis1: int, axis2: int):
     return permute(x, tuple(order))
 
 
+def movedim(x: Tensor, source, destination) -> Tensor:
+    """Move the dimensions ``source`` (an int or a sequence) to positions ``destination``; the
+    other dimensions keep their order. ``movedim(x, 0, -1)``: (N, C, H) -> (C, H, N)."""
+    source = (source,) if isinstance(source, int) else tuple(source)
+    destination = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(source) != len(destination):
+        raise ShapeError(
+            f"[movedim] source {source} and destination {destination} must name as many axes",
+            help="pass one destination per moved axis",
+        )
+    src = [normalize_axis(a, x.ndim, "movedim") for a in source]
+    dst = [normalize_axis(a, x.ndim, "movedim") for a in destination]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ShapeError(f"[movedim] repeated axis in source {source} or destination {destination}")
+    order = [axis for axis in range(x.ndim) if axis not in src]
+    for position, axis in sorted(zip(dst, src)):
+        order.insert(position, axis)
+    return permute(x, tuple(order))
+
+
+def squeeze(x: Tensor, axis=None, *, dim=None) -> Tensor:
+    """Remove dimensions of size 1: all of them (no axis), or the given int or tuple of ints.
+
+    Naming an axis whose size is not 1 raises a ShapeError, as in NumPy (PyTorch would silently
+    leave it), so that a wrong axis cannot go unnoticed. ``(1, 3, 1) -> (3,)``.
+    """
+    axes = normalize_axes(pick("axis", axis, "dim", dim), x.ndim, "squeeze")
+    if axes is None:
+        axes = tuple(a for a, extent in enumerate(x.shape) if extent == 1)
+    if not axes:
+        return x
+    return apply(ops.SQUEEZE, x, axes=axes)
+
+
+def unsqueeze(x: Tensor, axis=None, *, dim=None) -> Tensor:
+    """Insert a dimension of size 1 at ``axis`` (an int, or a tuple of positions in the result,
+    as NumPy's ``expand_dims``). ``(3, 4)`` with axis -1 -> ``(3, 4, 1)``."""
+    axis = pick("axis", axis, "dim", dim)
+    if axis is None:
+        raise TypeError("unsqueeze() needs the position of the new dimension (axis= or dim=)")
+    count = 1 if isinstance(axis, int) else len(axis)
+    axes = normalize_axes(axis, x.ndim + count, "unsqueeze")
+    return apply(ops.UNSQUEEZE, x, axes=axes)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim..end_dim`` (inclusive) into one: ``(N, C, H, W)`` with
+    ``start_dim=1`` -> ``(N, C*H*W)``. A 0-d tensor becomes ``(1,)``, as in PyTorch."""
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    start = normalize_axis(start_dim, x.ndim, "flatten")
+    end = normalize_axis(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise ShapeError(
+            f"[flatten] start_dim {start_dim} comes after end_dim {end_dim} for a tensor shaped "
+            f"{tuple(x.shape)}",
+            help="start_dim must not be after end_dim",
+        )
+    merged = int(np.prod(x.shape[start : end + 1]))
+    return reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1 :])
+
+
+def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
+    """Split dimension ``dim`` into ``sizes`` (one of which may be -1): the inverse of
+    ``flatten``. ``(N, 12)`` with ``unflatten(1, (3, -1))`` -> ``(N, 3, 4)``."""
+    axis = normalize_axis(dim, x.ndim, "unflatten")
+    sizes = as_shape((sizes,))
+    extent = x.shape[axis]
+    known = int(np.prod([s for s in sizes if s != -1]))
+    unknown = sum(1 for s in sizes if s == -1)
+    valid = all(s >= 0 or s == -1 for s in sizes) and unknown <= 1
+    if unknown:
+        fits = valid and known > 0 and extent % known == 0
+    else:
+        fits = valid and known == extent
+    if not sizes or not fits:
+        raise ShapeError(
+            f"[unflatten] sizes {sizes} do not multiply to {extent}, the size of dimension "
+            f"{axis} of a tensor shaped {tuple(x.shape)}",
+            help="the product of the sizes must equal the dimension; at most one may be -1",
+        )
+    if unknown:
+        sizes = tuple(extent // known if s == -1 else s for s in sizes)
+    return reshape(x, x.shape[:axis] + sizes + x.shape[axis + 1 :])
+
+
+def contiguous(x: Tensor) -> Tensor:
+    """``x`` itself when its memory is C-ordered, otherwise a C-ordered copy."""
+    if x.data.flags.c_contiguous:
+        return x
+    return apply(ops.CONTIGUOUS, x)
+
+
+# ----- joining --------------------------------------------------------------------------------
+
+
+def _as_tensor_list(tensors, op: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"[{op}] expects a list or tuple of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise ShapeError(f"[{op}] needs at least one tensor, got an empty sequence")
+    return [as_tensor(t) for t in tensors]
+
+
+def concatenate(tensors: Sequence[Tensor], axis: int | None = None, *, dim=None) -> Tensor:
+    """Join tensors along an existing axis (default 0). All dimensions but ``axis`` must match;
+    dtypes are promoted. ``[(2, 3), (4, 3)]`` along 0 -> ``(6, 3)``."""
+    tensors = _as_tensor_list(tensors, "concatenate")
+    first = tensors[0]
+    if first.ndim == 0:
+        raise ShapeError(
+            "[concatenate] cannot concatenate 0-d tensors: they have no axis to join along",
+            help="use stack() to join scalars into a vector",
+        )
+    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), first.ndim, "concatenate")
+    return apply(ops.CONCATENATE, *tensors, axis=axis)
+
+
+def stack(tensors: Sequence[Tensor], axis: int | None = None, *, dim=None) -> Tensor:
+    """Join equally shaped tensors along a new axis (default 0): ``3 x (2, 4)`` -> ``(3, 2, 4)``."""
+    tensors = _as_tensor_list(tensors, "stack")
+    shape = tuple(tensors[0].shape)
+    if any(tuple(t.shape) != shape for t in tensors):
+        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+        raise ShapeError(
+            f"[stack] expects tensors of equal shape, got {shapes}",
+            help="reshape the inputs to one shape, or use concatenate() along an existing axis",
+        )
+    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), len(shape) + 1, "stack")
+    expanded = [unsqueeze(t, axis) for t in tensors]
+    return apply(ops.CONCATENATE, *expanded, axis=axis)
+
+
+# ----- splitting and slicing ------------------------------------------------------------------
+
+
+def _slice_along(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
+    return x.getitem((slice(None),) * axis + (slice(start, stop),))
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """Elements ``start .. start + length - 1`` along ``dim`` (a view); ``start`` may be
+    negative (counted from the end). ``(4, 6)`` with ``narrow(1, 2, 3)`` -> ``(4, 3)``."""
+    axis = normalize_axis(dim, x.ndim, "narrow")
+    extent = x.shape[axis]
+    begin = start + extent if -extent <= start < 0 else start
+    if not 0 <= begin <= extent or length < 0 or begin + length > extent:
+        raise ShapeError(
+            f"[narrow] start {start} and length {length} do not fit in dimension {axis} of size "
+            f"{extent} of a tensor shaped {tuple(x.shape)}",
+            help=f"need 0 <= start and start + length <= {extent}",
+        )
+    return _slice_along(x, axis, begin, begin + length)
+
+
+def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=None) -> tuple:
+    """Split along ``dim`` (default 0), PyTorch style: an int is the size of each piece (the last
+    may be smaller), a list gives every piece's size and must sum to the dimension. Returns a
+    tuple of views. ``(5, 3)`` with ``split(2)`` -> ``(2, 3), (2, 3), (1, 3)``."""
+    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "split")
+    extent = x.shape[axis]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise ShapeError(
+                f"[split] split size must be positive, got {size}",
+                help="pass the size of each piece, or a list of piece sizes",
+            )
+        sizes = [size] * (extent // size) + ([extent % size] if extent % size else [])
+        sizes = sizes or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != extent or any(s < 0 for s in sizes):
+            raise ShapeError(
+                f"[split] section sizes {tuple(sizes)} (sum {sum(sizes)}) do not add up to "
+                f"{extent}, the size of dimension {axis} of a tensor shaped {tuple(x.shape)}",
+                help="the sizes must be non-negative and sum to the dimension; pass an int to cut "
+                "equal pieces",
+            )
+    starts = np.cumsum([0] + sizes)
+    return tuple(_slice_along(x, axis, int(a), int(b)) for a, b in zip(starts[:-1], starts[1:]))
+
+
+def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple:
+    """Split along ``dim`` into at most ``chunks`` pieces of ``ceil(size / chunks)`` elements
+    (PyTorch semantics: fewer pieces when the size does not allow more)."""
+    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "chunk")
+    if chunks <= 0:
+        raise ShapeError(f"[chunk] the number of chunks must be positive, got {chunks}")
+    extent = x.shape[axis]
+    if extent == 0:
+        return tuple(_slice_along(x, axis, 0, 0) for _ in range(chunks))
+    return split(x, -(-extent // chunks), axis)
+
+
+def flip(x: Tensor, axis=None, *more_axes, dims=None) -> Tensor:
+    """Reverse the order of elements along ``axis`` (an int or tuple; every axis when None).
+    ``x.flip(0, 1)`` and ``flip(x, (0, 1))`` are the same; a view, like a ``[::-1]`` slice."""
+    axis = pick("axis", axis, "dims", dims)
+    if more_axes:
+        axis = (axis,) + more_axes
+    axes = normalize_axes(axis, x.ndim, "flip")
+    if axes is None:
+        axes = tuple(range(x.ndim))
+    if not axes:
+        return x
+    reverse = slice(None, None, -1)
+    return x.getitem(tuple(reverse if a in axes else slice(None) for a in range(x.ndim)))
+
+
+# ----- padding and repetition -----------------------------------------------------------------
+
+_PAD_MODE_NAMES = {"edge": "replicate", "wrap": "circular"}
+
+
+def _pad_widths(pad, shape: tuple) -> list[list[int]]:
+    """Per-axis ``[before, after]`` from PyTorch's flat form or NumPy's per-axis form."""
+    ndim = len(shape)
+    if isinstance(pad, (int, np.integer)):
+        return [[int(pad), int(pad)] for _ in range(ndim)]
+    pad = list(pad)
+    if all(isinstance(p, (int, np.integer)) for p in pad):
+        # PyTorch: (left, right, top, bottom, ...) starting from the last dimension.
+        if len(pad) % 2 or len(pad) // 2 > ndim:
+            raise ShapeError(
+                f"[pad] PyTorch-style padding {tuple(pad)} needs an even length of at most "
+                f"{2 * ndim} for a tensor shaped {shape}",
+                help="give (before, after) pairs starting from the last dimension, or NumPy's "
+                "((before, after), ...) with one pair per axis",
+            )
+        widths = [[0, 0] for _ in range(ndim)]
+        for pair in range(len(pad) // 2):
+            widths[ndim - 1 - pair] = [int(pad[2 * pair]), int(pad[2 * pair + 1])]
+        return widths
+    pairs = [list(p) for p in pad]
+    if len(pairs) == 1:
+        pairs = pairs * ndim  # NumPy broadcasts a single pair to every axis
+    if len(pairs) != ndim or any(len(p) != 2 for p in pairs):
+        raise ShapeError(
+            f"[pad] NumPy-style padding {tuple(tuple(p) for p in pad)} needs one (before, after) "
+            f"pair per axis of a tensor shaped {shape}",
+            help=f"give {ndim} pairs, or PyTorch's flat (left, right, top, bottom, ...) form",
+        )
+    return [[int(b), int(a)] for b, a in pairs]
+
+
+def pad(x: Tensor, pad, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Pad ``x`` with ``value`` (constant) or with copies of its own elements.
+
+    ``pad`` takes either form:
+
+    - PyTorch's flat tuple, starting from the *last* dimension: ``(left, right)`` pads the last
+      axis, ``(left, right, top, bottom)`` the last two. ``(N, C, 4, 5)`` with ``(1, 1, 2, 0)``
+      -> ``(N, C, 6, 7)``.
+    - NumPy's per-axis pairs, starting from the *first* dimension: ``((0, 0), (0, 0), (2, 0),
+      (1, 1))`` is the same padding; a single pair or an int applies to every axis.
+
+    Modes: ``"constant"`` (fill with ``value``; negative widths crop, as in PyTorch),
+    ``"reflect"`` (mirror without repeating the edge; widths must be smaller than the dimension),
+    ``"replicate"`` (repeat the edge; NumPy's ``"edge"``) and ``"circular"`` (wrap around; NumPy's
+    ``"wrap"``). Any axis may be padded, not only the trailing ones. With no padding at all
+    ``x`` itself is returned.
+    """
+    mode = _PAD_MODE_NAMES.get(mode, mode)
+    if mode not in ops.PAD_MODES:
+        raise ValueError(
+            f"[pad] unknown mode {mode!r}; use 'constant', 'reflect', 'replicate' or 'circular'"
+        )
+    widths = _pad_widths(pad, tuple(x.shape))
+    if any(w < 0 for pair in widths for w in pair):
+        if mode != "constant":
+            raise ShapeError(
+                f"[pad] negative padding {tuple(map(tuple, widths))} is only allowed in constant "
+                f"mode, not {mode!r}",
+                help="crop first with narrow() or slicing, then pad",
+            )
+        # Negative widths crop: slice them off, then pad with what is left.
+        crop = []
+        for axis, (before, after) in enumerate(widths):
+            extent = x.shape[axis]
+            start, stop = max(-before, 0), extent - max(-after, 0)
+            if start > stop:
+                raise ShapeError(
+                    f"[pad] padding ({before}, {after}) crops more than the {extent} elements of "
+                    f"axis {axis} of a tensor shaped {tuple(x.shape)}"
+                )
+            crop.append(slice(start, stop))
+        x = x.getitem(tuple(crop))
+        widths = [[max(b, 0), max(a, 0)] for b, a in widths]
+    widths = tuple((b, a) for b, a in widths)
+    if all(b == 0 and a == 0 for b, a in widths):
+        return x
+    return apply(ops.PAD, x, widths=widths, mode=mode, value=value)
+
+
+def pad_adjoint(x: Tensor, widths, mode: str) -> Tensor:
+    """The adjoint of ``pad`` in a copying mode (reflect, replicate, circular): a tensor shaped
+    like the unpadded input, where each element holds the sum of the values of ``x`` at every
+    position the pad copied it to. ``widths`` is NumPy's per-axis ``((before, after), ...)``.
+    This is the gradient of such a pad; its own gradient is the pad."""
+    mode = _PAD_MODE_NAMES.get(mode, mode)
+    widths = tuple((int(b), int(a)) for b, a in _pad_widths(widths, tuple(x.shape)))
+    if mode not in ("reflect", "replicate", "circular") or any(
+        b < 0 or a < 0 or b + a > extent for (b, a), extent in zip(widths, x.shape)
+    ):
+        raise ShapeError(
+            f"[pad_adjoint] cannot fold {mode!r} padding {widths} out of a tensor shaped "
+            f"{tuple(x.shape)}",
+            help="use a copying mode and non-negative widths that fit in the tensor",
+        )
+    if all(b == 0 and a == 0 for b, a in widths):
+        return x
+    return apply(ops.PAD_ADJOINT, x, widths=widths, mode=mode)
+
+
+def tile(x: Tensor, *reps) -> Tensor:
+    """Repeat the whole tensor ``reps[i]`` times along each axis (NumPy's ``tile``; PyTorch's
+    ``Tensor.repeat``). Shorter ``reps`` are padded with 1s in front, a smaller tensor gets new
+    leading axes. ``(2, 3)`` tiled ``(2, 1, 2)`` -> ``(2, 2, 6)``. When every count is 1 the
+    result may share memory with ``x``."""
+    reps = as_shape(reps)
+    if any(r < 0 for r in reps):
+        raise ShapeError(f"[tile] repeat counts must be non-negative, got {reps}")
+    ndim = max(len(reps), x.ndim)
+    reps = (1,) * (ndim - len(reps)) + reps
+    shape = (1,) * (ndim - x.ndim) + tuple(x.shape)
+    # Each repeated axis becomes a (reps, size) pair: a broadcast view, then one copying reshape.
+    paired, broadcast = [], []
+    for count, extent in zip(reps, shape):
+        if count != 1:
+            paired.append(1)
+            broadcast.append(count)
+        paired.append(extent)
+        broadcast.append(extent)
+    result = tuple(count * extent for count, extent in zip(reps, shape))
+    return reshape(expand(reshape(x, tuple(paired)), tuple(broadcast)), result)
+
+
+def repeat(x: Tensor, *sizes) -> Tensor:
+    """PyTorch's ``Tensor.repeat``: tile with one count per dimension (at least ``x.ndim``).
+    ``x.repeat(2, 3)`` == ``tile(x, (2, 3))``. (NumPy's ``repeat`` is ``repeat_interleave``.)"""
+    sizes = as_shape(sizes)
+    if len(sizes) < x.ndim:
+        raise ShapeError(
+            f"[repeat] got {len(sizes)} repeat counts {sizes} for a tensor shaped "
+            f"{tuple(x.shape)} with {x.ndim} dimensions",
+            help="give at least one count per dimension, or use tile() (NumPy semantics)",
+        )
+    return tile(x, sizes)
+
+
+def repeat_interleave(x: Tensor, repeats, dim: int | None = None, *, axis=None) -> Tensor:
+    """Repeat each element ``repeats`` times along ``dim`` (NumPy's ``repeat``); ``repeats`` is
+    an int or one count per element. With no ``dim`` the tensor is flattened first.
+    ``[a, b]`` with ``repeats=2`` -> ``[a, a, b, b]``; ``repeats=[1, 3]`` -> ``[a, b, b, b]``."""
+    axis = pick("axis", axis, "dim", dim)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    axis = normalize_axis(axis, x.ndim, "repeat_interleave")
+    extent = x.shape[axis]
+    counts = repeats.numpy() if isinstance(repeats, Tensor) else np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts < 0).any():
+        raise ShapeError(
+            f"[repeat_interleave] repeats must be a non-negative int or a 1-d sequence of them, "
+            f"got {repeats!r}"
+        )
+    if counts.ndim == 1 and counts.size == 1:
+        counts = counts.reshape(())
+    if counts.ndim == 0:
+        # One count for all: a broadcast view along a new axis, merged by one copying reshape.
+        count = int(counts)
+        shape = tuple(x.shape)
+        widened = expand(unsqueeze(x, axis + 1), shape[: axis + 1] + (count,) + shape[axis + 1 :])
+        return reshape(widened, shape[:axis] + (extent * count,) + shape[axis + 1 :])
+    if counts.shape != (extent,):
+        raise ShapeError(
+            f"[repeat_interleave] got {counts.size} repeat counts for dimension {axis} of size "
+            f"{extent} of a tensor shaped {tuple(x.shape)}",
+            help="give one count per element along the dimension, or a single int",
+        )
+    xp = array_namespace(x.data)
+    source = xp.asarray(np.repeat(np.arange(extent), counts))
+    return x.getitem((slice(None),) * axis + (source,))
+
+
+# ----- aliases and the Tensor methods ----------------------------------------------------------
+
 broadcast_to = expand
 view = reshape
 swapdims = swapaxes
+moveaxis = movedim
+expand_dims = unsqueeze
+cat = concatenate
 
 __all__ = ["reshape", "view", "expand", "broadcast_to", "permute", "transpose", "swapaxes",
-           "swapdims"]  # fmt: skip
+           "swapdims", "movedim", "moveaxis", "squeeze", "unsqueeze", "expand_dims", "flatten",
+           "unflatten", "contiguous", "concatenate", "cat", "stack", "narrow", "split", "chunk",
+           "flip", "pad", "pad_adjoint", "tile", "repeat_interleave"]  # fmt: skip
 
 TENSOR_METHODS = {
     "reshape": reshape, "view": reshape, "expand": expand, "broadcast_to": expand,
     "permute": permute, "transpose": transpose, "swapaxes": swapaxes, "swapdims": swapaxes,
     "T": property(lambda x: permute(x, tuple(reversed(range(x.ndim))))),
     "mT": property(lambda x: swapaxes(x, -1, -2)),
+    "movedim": movedim, "moveaxis": movedim,
+    "squeeze": squeeze, "unsqueeze": unsqueeze, "expand_dims": unsqueeze,
+    "flatten": flatten, "unflatten": unflatten, "contiguous": contiguous,
+    "narrow": narrow, "split": split, "chunk": chunk, "flip": flip,
+    "pad": pad, "pad_adjoint": pad_adjoint,
+    "tile": tile, "repeat": repeat, "repeat_interleave": repeat_interleave,
 }  # fmt: skip

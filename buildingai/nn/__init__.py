@@ -1,1 +1,33 @@
-"""Neural networks: Module, Parameter, layers, losses, initialisation."""
+"""Neural networks: Module, Parameter, containers, layers and initialisation."""
+
+from . import init
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
+from .linear import Bilinear, Linear
+from .module import IncompatibleKeys, Module, RemovableHandle
+from .parameter import Parameter
+
+__all__ = [
+    "init",
+    "Module",
+    "Parameter",
+    "RemovableHandle",
+    "IncompatibleKeys",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "Identity",
+    "Flatten",
+    "Unflatten",
+    "Linear",
+    "Bilinear",
+    "ReLU",
+    "LeakyReLU",
+    "GELU",
+    "SiLU",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "Softplus",
+]

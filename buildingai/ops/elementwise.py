@@ -1,12 +1,20 @@
-"""Element-wise primitive ops: arithmetic and math functions, with broadcasting.
+"""Element-wise primitive ops: arithmetic, math functions, rounding, comparisons and logic.
 
-Backward rules return gradients shaped like the broadcast output; the engine sums them back to
-each input's shape. Python scalars may stand for any input and receive no gradient.
+Binary ops broadcast. Backward rules return gradients shaped like the broadcast output; the engine
+sums them back to each input's shape. Python scalars may stand for any input and receive no
+gradient. Dtypes follow PyTorch where NumPy differs: an integer tensor meeting a float takes the
+float's dtype (a Python float gives the default float dtype), and float-only functions (``sqrt``,
+``exp``, true division...) of integer tensors give the default float dtype, not float64.
 """
 
 from __future__ import annotations
 
+import math
+
+from ..errors import BuildingAIError, DTypeError
 from .base import Op
+
+_INTEGRAL = "biu"  # dtype kinds: bool, signed and unsigned integers
 
 
 def _is_tensor(value) -> bool:
@@ -17,11 +25,81 @@ def _needs(value) -> bool:
     return _is_tensor(value) and value.requires_grad
 
 
+def _default_float():
+    from ..backend import dtypes
+
+    return dtypes.default_float_dtype
+
+
+def as_float(x):
+    """Integer and boolean arrays become the default float dtype, as in PyTorch."""
+    if x.dtype.kind in _INTEGRAL:
+        return x.astype(_default_float())
+    return x
+
+
+def promote(a, b):
+    """Cast the operands of a binary op so that NumPy's result dtype is PyTorch's.
+
+    The two libraries differ where integers meet floats: NumPy widens ``int64 + float32`` and
+    ``int64 + 0.5`` to float64; PyTorch keeps the float's dtype (the default float dtype for a
+    Python float). Everything else (same kinds, Python ints) already agrees.
+    """
+    kind_a = a.dtype.kind if hasattr(a, "dtype") else None
+    kind_b = b.dtype.kind if hasattr(b, "dtype") else None
+    if kind_a == kind_b:
+        return a, b
+    if kind_a is None:
+        if isinstance(a, float) and kind_b in _INTEGRAL:
+            b = b.astype(_default_float())
+    elif kind_b is None:
+        if isinstance(b, float) and kind_a in _INTEGRAL:
+            a = a.astype(_default_float())
+    elif kind_a in _INTEGRAL and kind_b not in _INTEGRAL:
+        a = a.astype(b.dtype)
+    elif kind_b in _INTEGRAL and kind_a not in _INTEGRAL:
+        b = b.astype(a.dtype)
+    return a, b
+
+
+def in_place(ufunc, array, *operands):
+    """``ufunc(array, *operands)`` written into ``array``, a temporary the caller owns.
+
+    NumPy returns 0-d results as scalars, which have no memory to reuse; those are recomputed.
+    """
+    if array.ndim:
+        return ufunc(array, *operands, out=array)
+    return ufunc(array, *operands)
+
+
+def _is_integral(value) -> bool:
+    """True for integer/bool arrays and Python ints."""
+    if hasattr(value, "dtype"):
+        return value.dtype.kind in _INTEGRAL
+    return isinstance(value, int)
+
+
+def _refuse_integer_zero_division(op, divisor) -> None:
+    """Integer division by zero has no answer (NumPy would silently return 0)."""
+    if not _is_integral(divisor):
+        return
+    has_zero = bool((divisor == 0).any()) if hasattr(divisor, "any") else divisor == 0
+    if has_zero:
+        raise BuildingAIError(
+            f"[{op}] integer division by zero",
+            help="make sure the divisor has no zeros, or convert to a float dtype first",
+        )
+
+
+# ----- arithmetic ---------------------------------------------------------------------------------
+
+
 class Add(Op):
     name, onnx = "add", "Add"
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
         return xp.add(a, b)
 
     def backward(self, ctx, grad):
@@ -33,6 +111,7 @@ class Sub(Op):
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
         return xp.subtract(a, b)
 
     def backward(self, ctx, grad):
@@ -43,6 +122,7 @@ class Mul(Op):
     name, onnx = "mul", "Mul"
 
     def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
         return xp.multiply(a, b)
 
     def backward(self, ctx, grad):
@@ -54,6 +134,10 @@ class Div(Op):
     name, onnx = "div", "Div"
 
     def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
+        if _is_integral(a) and _is_integral(b):  # true division of integers gives floats
+            a = as_float(a) if hasattr(a, "dtype") else float(a)
+            b = as_float(b) if hasattr(b, "dtype") else b
         return xp.true_divide(a, b)
 
     def backward(self, ctx, grad):
@@ -74,29 +158,398 @@ class Neg(Op):
         return (-grad,)
 
 
+class Pow(Op):
+    """``base ** exponent``; either may be a Python scalar.
+
+    The exponent's gradient, base^exponent * log(base), is computed only when the exponent
+    requires grad; it recomputes the power in backward rather than saving the output, so that
+    ``y = x ** 2; y.add_(1)`` stays legal, as in PyTorch.
+    """
+
+    name, onnx = "pow", "Pow"
+
+    def forward(self, ctx, xp, base, exponent):
+        base, exponent = promote(base, exponent)
+        if not hasattr(exponent, "dtype") and exponent == 2 and hasattr(base, "dtype"):
+            return xp.square(base)  # the most common power: one multiply, no pow
+        return xp.power(base, exponent)
+
+    def backward(self, ctx, grad):
+        base, exponent = ctx.inputs
+        grad_base = grad_exponent = None
+        if _needs(base):
+            if _is_tensor(exponent):
+                # PyTorch: a zero exponent gives a zero gradient even at base 0 (not 0 * inf)
+                term = grad * (exponent * base ** (exponent - 1))
+                grad_base = term.where(exponent != 0, 0.0)
+            elif exponent == 0:
+                grad_base = grad.new_zeros(grad.shape)
+            elif exponent == 1:
+                grad_base = grad
+            elif exponent == 2:
+                grad_base = grad * (base * 2.0)
+            else:
+                grad_base = grad * (base ** (exponent - 1) * exponent)
+        if _needs(exponent):
+            power = base**exponent
+            if _is_tensor(base):
+                term = grad * (power * base.log())
+                # d/dy 0^y is taken as 0 for y >= 0 (PyTorch), not 0 * log(0) = nan
+                grad_exponent = term.where(~((base == 0) & (exponent >= 0)), 0.0)
+            elif base == 0:
+                term = grad * (power * -math.inf)
+                grad_exponent = term.where(~(exponent >= 0), 0.0)
+            else:
+                log_base = math.log(base) if base > 0 else math.nan
+                grad_exponent = grad * (power * log_base)
+        return grad_base, grad_exponent
+
+
+class Maximum(Op):
+    """Element-wise maximum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
+
+    name, onnx = "maximum", "Max"
+
+    def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
+        return xp.maximum(a, b)
+
+    def backward(self, ctx, grad):
+        return _select_backward(ctx, grad, loser_of_a=lambda a, b: a < b)
+
+
+class Minimum(Op):
+    """Element-wise minimum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
+
+    name, onnx = "minimum", "Min"
+
+    def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
+        return xp.minimum(a, b)
+
+    def backward(self, ctx, grad):
+        return _select_backward(ctx, grad, loser_of_a=lambda a, b: a > b)
+
+
+def _select_backward(ctx, grad, loser_of_a):
+    """Gradient of maximum/minimum: the winner takes the gradient, a tie splits it in halves."""
+    a, b = ctx.inputs
+    shared = (grad * 0.5).where(a == b, grad)
+    grad_a = shared.where(~loser_of_a(a, b), 0.0) if _needs(a) else None
+    grad_b = shared.where(~loser_of_a(b, a), 0.0) if _needs(b) else None
+    return grad_a, grad_b
+
+
+class Clamp(Op):
+    """``min(max(x, low), high)``; either bound may be None, a Python scalar or a tensor.
+
+    As in PyTorch the result is ``high`` where ``low > high``, and at a boundary (x == low or
+    x == high) the gradient flows to x, not to the bound.
+    """
+
+    name, onnx = "clamp", "Clip"
+
+    def forward(self, ctx, xp, x, low, high):
+        out = x
+        if low is not None:
+            out, low = promote(out, low)
+            out = xp.maximum(out, low)
+        if high is not None:
+            out, high = promote(out, high)
+            out = xp.minimum(out, high)
+        return out
+
+    def backward(self, ctx, grad):
+        x, low, high = ctx.inputs
+        grad_x = grad_low = grad_high = None
+        if low is not None and high is not None:
+            if _needs(x):
+                grad_x = grad.where((x >= low) & (x <= high), 0.0)
+            if _needs(low):
+                grad_low = grad.where((x < low) & (low < high), 0.0)
+            if _needs(high):
+                grad_high = grad.where((x > high) | (high < low), 0.0)
+        elif low is not None:
+            grad_x = grad.where(x >= low, 0.0) if _needs(x) else None
+            grad_low = grad.where(x < low, 0.0) if _needs(low) else None
+        else:
+            grad_x = grad.where(x <= high, 0.0) if _needs(x) else None
+            grad_high = grad.where(x > high, 0.0) if _needs(high) else None
+        return grad_x, grad_low, grad_high
+
+
+class FloorDivide(Op):
+    """``floor(a / b)`` (Python's ``//``); like PyTorch, it has no gradient."""
+
+    name, onnx = "floor_divide", None  # ONNX Div truncates: an exporter writes Floor(Div)
+    save_inputs = False
+    differentiable = False
+
+    def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
+        _refuse_integer_zero_division(self.name, b)
+        return xp.floor_divide(a, b)
+
+
+class Remainder(Op):
+    """``a - floor(a / b) * b`` (Python's ``%``): the result has the divisor's sign."""
+
+    name, onnx = "remainder", None  # ONNX Mod on floats is C fmod (the dividend's sign)
+
+    def forward(self, ctx, xp, a, b):
+        a, b = promote(a, b)
+        _refuse_integer_zero_division(self.name, b)
+        return xp.remainder(a, b)
+
+    def backward(self, ctx, grad):
+        a, b = ctx.inputs
+        grad_b = -grad * (a // b) if _needs(b) else None
+        return (grad if _needs(a) else None), grad_b
+
+
+ADD, SUB, MUL, DIV, NEG, POW = Add(), Sub(), Mul(), Div(), Neg(), Pow()
+MAXIMUM, MINIMUM, CLAMP = Maximum(), Minimum(), Clamp()
+FLOOR_DIVIDE, REMAINDER = FloorDivide(), Remainder()
+
+
+# ----- unary math ------------------------------------------------------------------------------
+
+
 class Exp(Op):
     name, onnx = "exp", "Exp"
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
-        return xp.exp(x)
+        return xp.exp(as_float(x))
 
     def backward(self, ctx, grad):
         return (grad * ctx.output,)
+
+
+class Expm1(Op):
+    """exp(x) - 1, accurate for small x."""
+
+    name, onnx = "expm1", None
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return xp.expm1(as_float(x))
+
+    def backward(self, ctx, grad):
+        return (grad * (ctx.output + 1),)
 
 
 class Log(Op):
     name, onnx = "log", "Log"
 
     def forward(self, ctx, xp, x):
-        return xp.log(x)
+        return xp.log(as_float(x))
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         return (grad / x,)
 
 
-ADD, SUB, MUL, DIV, NEG, EXP, LOG = Add(), Sub(), Mul(), Div(), Neg(), Exp(), Log()
+class Log1p(Op):
+    """log(1 + x), accurate for small x."""
+
+    name, onnx = "log1p", None
+
+    def forward(self, ctx, xp, x):
+        return xp.log1p(as_float(x))
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad / (x + 1),)
+
+
+class Sqrt(Op):
+    name, onnx = "sqrt", "Sqrt"
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return xp.sqrt(as_float(x))
+
+    def backward(self, ctx, grad):
+        return (grad / (ctx.output * 2),)
+
+
+class Rsqrt(Op):
+    """1 / sqrt(x)."""
+
+    name, onnx = "rsqrt", None
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return in_place(xp.reciprocal, xp.sqrt(as_float(x)))
+
+    def backward(self, ctx, grad):
+        out = ctx.output  # d/dx x^(-1/2) = -1/2 x^(-3/2) = -out^3 / 2
+        return (grad * (out * out * out * -0.5),)
+
+
+class Reciprocal(Op):
+    name, onnx = "reciprocal", "Reciprocal"
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return xp.reciprocal(as_float(x))
+
+    def backward(self, ctx, grad):
+        out = ctx.output
+        return (-(grad * (out * out)),)
+
+
+class Square(Op):
+    name, onnx = "square", None  # an exporter writes Mul(x, x)
+
+    def forward(self, ctx, xp, x):
+        return xp.square(x)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad * (x * 2.0),)
+
+
+class Abs(Op):
+    name, onnx = "abs", "Abs"
+
+    def forward(self, ctx, xp, x):
+        return xp.abs(x)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad * x.sign(),)
+
+
+class Sin(Op):
+    name, onnx = "sin", "Sin"
+
+    def forward(self, ctx, xp, x):
+        return xp.sin(as_float(x))
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad * x.cos(),)
+
+
+class Cos(Op):
+    name, onnx = "cos", "Cos"
+
+    def forward(self, ctx, xp, x):
+        return xp.cos(as_float(x))
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (-(grad * x.sin()),)
+
+
+class Tanh(Op):
+    name, onnx = "tanh", "Tanh"
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return xp.tanh(as_float(x))
+
+    def backward(self, ctx, grad):
+        out = ctx.output
+        return (grad * (1 - out * out),)
+
+
+class Relu(Op):
+    name, onnx = "relu", "Relu"
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        return xp.maximum(x, 0)  # NaN stays NaN
+
+    def backward(self, ctx, grad):
+        return (grad.where(ctx.output > 0, 0.0),)
+
+
+class LeakyRelu(Op):
+    """x where x > 0, else negative_slope * x."""
+
+    name, onnx = "leaky_relu", "LeakyRelu"  # ONNX attribute alpha = negative_slope
+
+    def forward(self, ctx, xp, x, *, negative_slope):
+        scaled = x * negative_slope
+        if 0 <= negative_slope <= 1:  # then max(x, slope * x) is the same function, one pass less
+            return in_place(xp.maximum, scaled, x)
+        return xp.where(x > 0, x, scaled)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad.where(x > 0, grad * ctx.attrs["negative_slope"]),)
+
+
+EXP, EXPM1, LOG, LOG1P = Exp(), Expm1(), Log(), Log1p()
+SQRT, RSQRT, RECIPROCAL, SQUARE, ABS = Sqrt(), Rsqrt(), Reciprocal(), Square(), Abs()
+SIN, COS, TANH, RELU, LEAKY_RELU = Sin(), Cos(), Tanh(), Relu(), LeakyRelu()
+
+
+# ----- piecewise-constant functions: zero gradient, as in PyTorch --------------------------------
+
+
+class PiecewiseConstant(Op):
+    """An op whose derivative is zero wherever it exists (sign, floor, ceil, round).
+
+    Float outputs still carry a (zero) gradient, so ``x.floor().sum().backward()`` works as in
+    PyTorch. Rounding returns integer inputs unchanged (as a copy); sign of a boolean is itself.
+    """
+
+    save_inputs = False
+
+    def __init__(self, name: str, onnx: str | None, function, identity_kinds: str) -> None:
+        self.name, self.onnx, self.function = name, onnx, function
+        self.identity_kinds = identity_kinds  # dtype kinds on which the op is the identity
+
+    def forward(self, ctx, xp, x, **attrs):
+        if x.dtype.kind in self.identity_kinds:
+            return x.copy()
+        return self.function(xp, x, **attrs)
+
+    def backward(self, ctx, grad):
+        return (grad.new_zeros(grad.shape),)
+
+
+def _sign(xp, x):
+    # PyTorch's sign(NaN) is 0; NumPy's is NaN
+    out = xp.sign(x)
+    return xp.nan_to_num(out, copy=not out.ndim, nan=0.0)  # 0-d results are scalars: no copy=False
+
+
+def _round(xp, x, *, decimals):
+    # half to even, as in PyTorch; decimals scale by 10**decimals, round, and scale back
+    return xp.round(x, decimals) if decimals else xp.rint(x)
+
+
+SIGN = PiecewiseConstant("sign", "Sign", _sign, "b")
+FLOOR = PiecewiseConstant("floor", "Floor", lambda xp, x: xp.floor(x), _INTEGRAL)
+CEIL = PiecewiseConstant("ceil", "Ceil", lambda xp, x: xp.ceil(x), _INTEGRAL)
+ROUND = PiecewiseConstant("round", "Round", _round, _INTEGRAL)
+
+
+# ----- copies -----------------------------------------------------------------------------------
+
+
+class Clone(Op):
+    """A copy with its own memory; the gradient passes through unchanged."""
+
+    name, onnx = "clone", "Identity"
+    save_inputs = False
+
+    def forward(self, ctx, xp, x):
+        return x.copy()
+
+    def backward(self, ctx, grad):
+        return (grad,)
+
+
+CLONE = Clone()
+
+
+# ----- selection, comparison, logic (no gradient except where's) -------------------------------
 
 
 class Where(Op):
@@ -116,8 +569,9 @@ class Where(Op):
         return None, grad_a, grad_b
 
 
-class Compare(Op):
-    """An element-wise comparison (no gradient); ``ufunc`` names the NumPy function."""
+class Elementwise(Op):
+    """An element-wise function without gradient (comparisons, logic, predicates);
+    ``ufunc`` names the NumPy/CuPy function."""
 
     save_inputs = False
     differentiable = False
@@ -125,14 +579,44 @@ class Compare(Op):
     def __init__(self, name: str, ufunc: str, onnx: str | None) -> None:
         self.name, self.ufunc, self.onnx = name, ufunc, onnx
 
-    def forward(self, ctx, xp, a, b):
-        return getattr(xp, self.ufunc)(a, b)
+    def forward(self, ctx, xp, *arrays):
+        return getattr(xp, self.ufunc)(*arrays)
+
+
+Compare = Elementwise  # comparisons are element-wise functions without gradient
+
+
+class Bitwise(Elementwise):
+    """Bitwise logic on integer or boolean tensors (on booleans, the logical operation)."""
+
+    def check(self, *arrays):
+        for value in arrays:
+            if hasattr(value, "dtype") and value.dtype.kind not in _INTEGRAL:
+                shown = ", ".join(str(getattr(v, "dtype", type(v).__name__)) for v in arrays)
+                raise DTypeError(
+                    f"[{self.name}] needs boolean or integer tensors, got {shown}",
+                    help="compare first (e.g. (x > 0) & (y > 0)), or use logical_and/logical_or "
+                    "for truth values of any dtype",
+                )
 
 
 WHERE = Where()
-EQ = Compare("eq", "equal", "Equal")
-NE = Compare("ne", "not_equal", None)
-LT = Compare("lt", "less", "Less")
-LE = Compare("le", "less_equal", "LessOrEqual")
-GT = Compare("gt", "greater", "Greater")
-GE = Compare("ge", "greater_equal", "GreaterOrEqual")
+EQ = Elementwise("eq", "equal", "Equal")
+NE = Elementwise("ne", "not_equal", None)
+LT = Elementwise("lt", "less", "Less")
+LE = Elementwise("le", "less_equal", "LessOrEqual")
+GT = Elementwise("gt", "greater", "Greater")
+GE = Elementwise("ge", "greater_equal", "GreaterOrEqual")
+
+LOGICAL_AND = Elementwise("logical_and", "logical_and", "And")
+LOGICAL_OR = Elementwise("logical_or", "logical_or", "Or")
+LOGICAL_XOR = Elementwise("logical_xor", "logical_xor", "Xor")
+LOGICAL_NOT = Elementwise("logical_not", "logical_not", "Not")
+BITWISE_AND = Bitwise("bitwise_and", "bitwise_and", "BitwiseAnd")
+BITWISE_OR = Bitwise("bitwise_or", "bitwise_or", "BitwiseOr")
+BITWISE_XOR = Bitwise("bitwise_xor", "bitwise_xor", "BitwiseXor")
+BITWISE_NOT = Bitwise("bitwise_not", "invert", "BitwiseNot")
+
+ISNAN = Elementwise("isnan", "isnan", "IsNaN")
+ISINF = Elementwise("isinf", "isinf", "IsInf")
+ISFINITE = Elementwise("isfinite", "isfinite", None)

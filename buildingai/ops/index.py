@@ -1,14 +1,26 @@
 """Indexing primitives.
 
-``getitem`` reads ``x[index]``; its adjoint ``zeros_index_add`` adds values into a zero array at
-the same index (summing where an advanced index repeats a position). Each is the other's backward,
-so gradients of any order flow through indexing. ``index`` is a tuple already normalised by the
-public function: ints, slices, None, Ellipsis and integer or boolean arrays.
+``getitem`` reads ``x[index]`` for a *basic* index (ints, slices, None, Ellipsis): the result is a
+view that shares memory, and so the version counter, with ``x``. ``index`` reads ``x[index]`` for
+an *advanced* index (integer or boolean arrays, alone or mixed with basic parts): the result is a
+copy. Their adjoint ``zeros_index_add`` adds values into a zero array at the same index (summing
+where an integer array repeats a position). Each is the other's backward, so gradients of any
+order flow through indexing. ``one_hot`` turns class indices into int64 indicator vectors.
+
+``index`` attributes are tuples already normalised by the public functions: ints, slices, None,
+Ellipsis and integer or boolean backend arrays.
 """
 
 from __future__ import annotations
 
+import operator
+
+from ..errors import BuildingAIError, DTypeError
 from .base import Op
+
+
+class IndexingError(BuildingAIError, IndexError):
+    """An index that does not fit the tensor: out of range, mismatched mask, too many indices."""
 
 
 def has_advanced(index: tuple) -> bool:
@@ -16,13 +28,232 @@ def has_advanced(index: tuple) -> bool:
     return any(hasattr(part, "shape") for part in index)
 
 
+# ----- explaining a bad index ---------------------------------------------------------------------
+
+
+def describe_index(index: tuple) -> str:
+    """``[0, 1:5:2, None, ..., array(shape=(3, 4), dtype=int64)]``: an index as a user wrote it."""
+    if index and index[-1] is Ellipsis and len(index) > 1:
+        index = index[:-1]  # the '...' that normalisation appends to basic indices
+    return "[" + ", ".join(_describe_part(part) for part in index) + "]"
+
+
+def _describe_part(part) -> str:
+    if part is Ellipsis:
+        return "..."
+    if isinstance(part, slice):
+        text = ("" if part.start is None else str(part.start)) + ":"
+        text += "" if part.stop is None else str(part.stop)
+        return text if part.step is None else f"{text}:{part.step}"
+    if hasattr(part, "shape"):
+        if part.ndim == 1 and part.size <= 6:
+            return str(part.tolist())
+        return f"array(shape={tuple(part.shape)}, dtype={part.dtype})"
+    return repr(part)
+
+
+def find_index_problem(op: str, shape: tuple, index: tuple) -> IndexingError | None:
+    """The error ``index`` causes on a tensor of ``shape``, or None when it fits.
+
+    Reading the extremes of integer arrays costs one pass over the index (not over the tensor),
+    so it is cheap; NumPy checks bounds itself, so on the CPU this runs only after NumPy refused
+    the index, to say precisely what was wrong. CuPy does not check, so on a GPU it runs first.
+    """
+    where = _Context(shape, index)
+    ndim = len(shape)
+    ellipses = sum(1 for part in index if part is Ellipsis)
+    if ellipses > 1:
+        return IndexingError(
+            f"[{op}] an index can have only one ellipsis ('...'), got {ellipses} {where}"
+        )
+    consumed = 0
+    for part in index:
+        if hasattr(part, "shape") and part.dtype.kind == "b":
+            consumed += part.ndim
+        elif part is not None and part is not Ellipsis and type(part) is not bool:
+            consumed += 1
+    if consumed > ndim:
+        return IndexingError(
+            f"[{op}] too many indices: the index addresses {consumed} dimensions but the tensor "
+            f"has {ndim} {where}",
+            help="use one index per dimension at most; '...' stands for all the dimensions "
+            "not indexed",
+        )
+    axis = 0
+    broadcast_shapes = []
+    for part in index:
+        if part is Ellipsis:
+            axis += ndim - consumed
+            continue
+        if part is None or type(part) is bool:
+            continue
+        if isinstance(part, slice):
+            for bound in (part.start, part.stop, part.step):
+                if bound is not None and not _is_integer(bound):
+                    return IndexingError(
+                        f"[{op}] slice bounds must be integers, got {bound!r} at axis {axis} "
+                        f"{where}"
+                    )
+            if part.step == 0:
+                return IndexingError(f"[{op}] slice step cannot be zero at axis {axis} {where}")
+            axis += 1
+            continue
+        if hasattr(part, "shape"):
+            problem = _array_problem(op, part, shape, axis, where)
+            if problem is not None:
+                return problem
+            if part.dtype.kind == "b":
+                broadcast_shapes.append((int(part.sum()),))
+                axis += part.ndim
+            else:
+                broadcast_shapes.append(tuple(part.shape))
+                axis += 1
+            continue
+        if not _is_integer(part):
+            return IndexingError(
+                f"[{op}] {part!r} of type {type(part).__name__} is not a valid index {where}",
+                help="index with ints, slices, None, '...', or integer or boolean arrays/tensors",
+            )
+        value, size = operator.index(part), shape[axis]
+        if not -size <= value < size:
+            return IndexingError(
+                f"[{op}] index {value} is out of range for axis {axis} with size {size} {where}",
+                help=_range_help(size),
+            )
+        axis += 1
+    if len(broadcast_shapes) > 1 and not _broadcastable(broadcast_shapes):
+        listed = ", ".join(str(s) for s in broadcast_shapes)
+        return IndexingError(
+            f"[{op}] the index arrays of shapes {listed} cannot be broadcast together {where}",
+            help="advanced indices are paired element by element, so their shapes must broadcast",
+        )
+    return None
+
+
+class _Context:
+    """``(tensor shape ..., index ...)`` for a message, formatted only if an error is raised."""
+
+    def __init__(self, shape: tuple, index: tuple) -> None:
+        self.shape, self.index = shape, index
+
+    def __str__(self) -> str:
+        return f"(tensor shape {tuple(self.shape)}, index {describe_index(self.index)})"
+
+
+def _array_problem(op: str, part, shape: tuple, axis: int, where: _Context) -> IndexingError | None:
+    kind = part.dtype.kind
+    if kind == "b":
+        covered = tuple(shape[axis : axis + part.ndim])
+        if tuple(part.shape) != covered:
+            axes = f"axis {axis}" if part.ndim == 1 else f"axes {axis}..{axis + part.ndim - 1}"
+            return IndexingError(
+                f"[{op}] boolean mask of shape {tuple(part.shape)} does not match the indexed "
+                f"dimensions {covered} at {axes} {where}",
+                help="a mask must have exactly the shape of the dimensions it selects from",
+            )
+        return None
+    if kind not in "iu":
+        return IndexingError(
+            f"[{op}] index arrays must hold integers or booleans, got dtype {part.dtype} at axis "
+            f"{axis} {where}",
+            help="convert the index with .long() (or .astype('int64'))",
+        )
+    size = shape[axis]
+    if part.size:
+        low, high = int(part.min()), int(part.max())
+        bad = high if high >= size else low if low < -size else None
+        if bad is not None:
+            return IndexingError(
+                f"[{op}] index {bad} (in an index array) is out of range for axis {axis} with "
+                f"size {size} {where}",
+                help=_range_help(size),
+            )
+    return None
+
+
+def _range_help(size: int) -> str:
+    if size == 0:
+        return "the axis is empty, so no index can be read from it"
+    return f"valid indices are {-size}..{size - 1} (negative ones count from the end)"
+
+
+def _is_integer(value) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return not isinstance(value, bool)
+
+
+def _is_whole(part) -> bool:
+    return isinstance(part, slice) and part == _WHOLE
+
+
+_WHOLE = slice(None)
+
+
+def _broadcastable(shapes: list) -> bool:
+    width = max(len(s) for s in shapes)
+    for position in range(1, width + 1):
+        extents = {s[-position] for s in shapes if len(s) >= position} - {1}
+        if len(extents) > 1:
+            return False
+    return True
+
+
+def _failure(op: str, shape: tuple, index: tuple, exc: Exception) -> BuildingAIError:
+    problem = find_index_problem(op, shape, index)
+    if problem is not None:
+        return problem
+    return IndexingError(
+        f"[{op}] cannot index a tensor of shape {tuple(shape)} with {describe_index(index)}: {exc}"
+    )
+
+
+def on_device(xp, index: tuple) -> tuple:
+    """The index with every array moved into ``xp``'s memory (a no-op on the CPU)."""
+    if xp.__name__ == "numpy":
+        return index
+    return tuple(xp.asarray(part) if hasattr(part, "shape") else part for part in index)
+
+
+# ----- the records --------------------------------------------------------------------------------
+
+
 class GetItem(Op):
+    """``x[index]`` for a basic index: a view of ``x`` (it shares ``x``'s version counter)."""
+
     name, onnx = "getitem", "Slice"
+    save_inputs, view = False, True
+
+    def forward(self, ctx, xp, x, *, index):
+        ctx.input_shape = x.shape
+        try:
+            return x[index]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise _failure("getitem", x.shape, index, exc) from None
+
+    def backward(self, ctx, grad):
+        return (grad.zeros_index_add(ctx.input_shape, ctx.attrs["index"]),)
+
+
+class Index(Op):
+    """``x[index]`` for an advanced index (integer or boolean arrays): a copy of the selection."""
+
+    name = "index"
     save_inputs = False
 
     def forward(self, ctx, xp, x, *, index):
         ctx.input_shape = x.shape
-        return x[index]
+        if xp.__name__ != "numpy":  # CuPy wraps out-of-range indices silently: check first
+            index = on_device(xp, index)
+            problem = find_index_problem("getitem", x.shape, index)
+            if problem is not None:
+                raise problem
+        try:
+            return x[index]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise _failure("getitem", x.shape, index, exc) from None
 
     def backward(self, ctx, grad):
         return (grad.zeros_index_add(ctx.input_shape, ctx.attrs["index"]),)
@@ -31,19 +262,108 @@ class GetItem(Op):
 class ZerosIndexAdd(Op):
     """``out = zeros(shape); out[index] += values`` (repeated positions accumulate)."""
 
-    name = "zeros_index_add"
+    name, onnx = "zeros_index_add", "ScatterND"
     save_inputs = False
+
+    def check(self, values, *, shape, index):
+        # Integer arrays are folded into flat positions below, where an out-of-range index
+        # would land on a wrong element instead of failing: validate them first.
+        if has_advanced(index):
+            problem = find_index_problem("zeros_index_add", shape, index)
+            if problem is not None:
+                raise problem
 
     def forward(self, ctx, xp, values, *, shape, index):
         out = xp.zeros(shape, dtype=values.dtype)
-        if has_advanced(index):
+        if not has_advanced(index):
+            out[index] = values  # basic indices never repeat a position
+            return out
+        index = on_device(xp, index)
+        if all(part.dtype.kind == "b" for part in index if hasattr(part, "shape")):
+            out[index] = values  # masks select each position at most once
+            return out
+        positions = flat_positions(xp, shape, index)
+        if positions is None:
             xp.add.at(out, index, values)
         else:
-            out[index] = values
+            # One 1-D accumulation over flat positions is 2-4x faster than add.at with a tuple
+            # index (measured on 128..4096 rows of a 10000x64 table, float32 and float64); a
+            # bincount is slower for float32, since it accumulates in float64.
+            flat_values = xp.broadcast_to(values, positions.shape).reshape(-1)
+            xp.add.at(out.reshape(-1), positions.reshape(-1), flat_values)
         return out
 
     def backward(self, ctx, grad):
         return (grad.getitem(ctx.attrs["index"]),)
 
 
-GETITEM, ZEROS_INDEX_ADD = GetItem(), ZerosIndexAdd()
+def flat_positions(xp, shape: tuple, index: tuple):
+    """Flat positions in an array of ``shape`` of the elements ``index`` selects, shaped like the
+    selection; None when the index is not one of the two common forms handled here:
+
+    - one integer array per dimension (gather, take_along_axis, scatter_add);
+    - a single integer array at axis ``a`` with every other axis whole (``x[idx]``,
+      ``x[:, idx]``, index_select, embedding lookups).
+
+    Indices must already be validated: negative ones are wrapped with ``%``.
+    """
+    parts = [part for part in index if part is not Ellipsis]
+    if len(parts) == len(shape) and all(
+        hasattr(part, "shape") and part.dtype.kind in "iu" for part in parts
+    ):
+        positions = 0
+        for part, size in zip(parts, shape):
+            positions = positions * size + part % size
+        return positions
+    arrays = [position for position, part in enumerate(index) if hasattr(part, "shape")]
+    if len(arrays) != 1 or index[arrays[0]].dtype.kind not in "iu":
+        return None
+    for part in index:
+        if not (part is Ellipsis or hasattr(part, "shape") or _is_whole(part)):
+            return None
+    position = arrays[0]
+    if any(part is Ellipsis for part in index[:position]):
+        axis = len(shape) - len(index) + position  # count from the end: only ':' follow
+    else:
+        axis = position
+    chosen = index[position]
+    lead = 1
+    for extent in shape[:axis]:
+        lead *= extent
+    inner = 1
+    for extent in shape[axis + 1 :]:
+        inner *= extent
+    size = shape[axis]
+    rows = xp.arange(lead).reshape(lead, 1, 1) * size + (chosen.reshape(1, -1, 1) % size)
+    positions = rows * inner + xp.arange(inner).reshape(1, 1, inner)
+    return positions.reshape(tuple(shape[:axis]) + tuple(chosen.shape) + tuple(shape[axis + 1 :]))
+
+
+class OneHot(Op):
+    """Class indices ``(...)`` -> int64 indicators ``(..., num_classes)`` (no gradient)."""
+
+    name, onnx = "one_hot", "OneHot"
+    save_inputs, differentiable = False, False
+
+    def check(self, indices, *, num_classes):
+        if indices.dtype.kind not in "iu":
+            raise DTypeError(
+                f"[one_hot] indices must be integers, got dtype {indices.dtype}",
+                help="convert them with .long()",
+            )
+        if indices.size:
+            low, high = int(indices.min()), int(indices.max())
+            if low < 0 or high >= num_classes:
+                bad = low if low < 0 else high
+                raise IndexingError(
+                    f"[one_hot] class index {bad} is out of range for num_classes={num_classes} "
+                    f"(indices shape {tuple(indices.shape)})",
+                    help=f"class indices must lie in 0..{num_classes - 1}; "
+                    "drop ignored labels (such as -100) first",
+                )
+
+    def forward(self, ctx, xp, indices, *, num_classes):
+        return (indices[..., None] == xp.arange(num_classes)).astype(xp.int64)
+
+
+GETITEM, INDEX, ZEROS_INDEX_ADD, ONE_HOT = GetItem(), Index(), ZerosIndexAdd(), OneHot()

@@ -1,3 +1,215 @@
-"""Neural-network primitive ops: softmax, log_softmax, dropout, embedding."""
+"""Neural-network primitive ops: softmax, log_softmax, dropout, embedding.
+
+These are fat primitives: each is one op (one dispatch, one pass over memory where possible)
+instead of a chain of small ones, because they sit on every training step's hot path. Their
+backward rules are still written with differentiable Tensor ops.
+"""
 
 from __future__ import annotations
+
+from ..errors import DTypeError, ShapeError
+from .base import Op
+
+
+def _check_floating(name: str, x) -> None:
+    if x.dtype.kind not in "fV":  # "V": ml_dtypes' bfloat16
+        raise DTypeError(
+            f"[{name}] expects a floating-point tensor, got {x.dtype} of shape {tuple(x.shape)}",
+            help="convert first, e.g. x.astype('float32')",
+        )
+
+
+class Softmax(Op):
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed as ``exp(x - max)`` so no exponent
+    overflows. Saves only its output: the gradient is ``out * (g - sum(g * out))``."""
+
+    name, onnx = "softmax", "Softmax"
+    save_inputs, save_output = False, True
+
+    def check(self, x, *, axis):
+        _check_floating(self.name, x)
+
+    def forward(self, ctx, xp, x, *, axis):
+        if x.size == 0:
+            return xp.empty_like(x)
+        out = x - x.max(axis=axis, keepdims=True)
+        xp.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+        return out
+
+    def backward(self, ctx, grad):
+        axis = ctx.attrs["axis"]
+        out = ctx.output
+        return (out * (grad - (grad * out).sum(axis=axis, keepdims=True)),)
+
+
+class LogSoftmax(Op):
+    """``x - log(sum(exp(x)))`` along ``axis``, with the maximum subtracted first for stability.
+    Saves only its output: the gradient is ``g - exp(out) * sum(g)``."""
+
+    name, onnx = "log_softmax", "LogSoftmax"
+    save_inputs, save_output = False, True
+
+    def check(self, x, *, axis):
+        _check_floating(self.name, x)
+
+    def forward(self, ctx, xp, x, *, axis):
+        if x.size == 0:
+            return xp.empty_like(x)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        # exp of the shifted values: the largest term is exp(0) = 1, so the sum is >= 1 and its
+        # log is finite
+        log_sum = xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        shifted -= log_sum
+        return shifted
+
+    def backward(self, ctx, grad):
+        axis = ctx.attrs["axis"]
+        out = ctx.output
+        return (grad - out.exp() * grad.sum(axis=axis, keepdims=True),)
+
+
+class Dropout(Op):
+    """Inverted dropout with an explicit mask: ``where(mask, x * scale, 0)``.
+
+    ``mask`` (bool, broadcastable to ``x``) is an input, so tracers and users can see it; ``scale``
+    is ``1 / (1 - p)`` (0 when every element is dropped). The op is linear in ``x``, so its
+    backward is the same op applied to the gradient.
+    """
+
+    name, onnx = "dropout", "Dropout"
+
+    def check(self, x, mask, *, scale):
+        if mask.dtype.kind != "b":
+            raise DTypeError(
+                f"[dropout] mask must be bool, got {mask.dtype}",
+                help="pass a boolean tensor: True keeps an element, False drops it",
+            )
+        if mask.ndim > x.ndim or any(
+            m != 1 and m != e for m, e in zip(mask.shape[::-1], x.shape[::-1])
+        ):
+            raise ShapeError(
+                f"[dropout] mask {tuple(mask.shape)} does not broadcast to input {tuple(x.shape)}",
+                help="the mask must have the input's shape, or 1 in dimensions shared by a "
+                "whole slice (e.g. (N, C, 1, 1) drops whole channels)",
+            )
+
+    def forward(self, ctx, xp, x, mask, *, scale):
+        if scale == 0.0:  # p == 1: everything is dropped
+            return xp.zeros_like(x)
+        # where(), not x * mask: a dropped element is exactly 0, even where x holds inf or nan
+        return xp.where(mask, x * x.dtype.type(scale), x.dtype.type(0))
+
+    def backward(self, ctx, grad):
+        from ..autograd.dispatch import apply
+
+        x, mask = ctx.inputs
+        return apply(DROPOUT, grad, mask, scale=ctx.attrs["scale"]), None
+
+
+class Embedding(Op):
+    """Row lookup: ``weight[indices]``.
+
+    indices: integer array of any shape, weight: (num_embeddings, dim) -> indices.shape + (dim,).
+    The gradient scatters rows back (``embedding_grad``), adding where an index repeats.
+    """
+
+    name, onnx = "embedding", "Gather"
+
+    def check(self, indices, weight, *, padding_idx):
+        if indices.dtype.kind not in "iu":
+            raise DTypeError(
+                f"[embedding] indices must be integers, got {indices.dtype}",
+                help="convert them, e.g. indices.astype('int64')",
+            )
+        if weight.ndim != 2:
+            raise ShapeError(
+                f"[embedding] weight must be 2-D (num_embeddings, embedding_dim), got "
+                f"{tuple(weight.shape)}"
+            )
+        _check_range("embedding", indices, weight.shape[0])
+
+    def forward(self, ctx, xp, indices, weight, *, padding_idx):
+        return xp.take(weight, indices, axis=0)
+
+    def backward(self, ctx, grad):
+        from ..autograd.dispatch import apply
+
+        indices, weight = ctx.inputs
+        return None, apply(
+            EMBEDDING_GRAD,
+            grad,
+            indices,
+            num_embeddings=weight.shape[0],
+            padding_idx=ctx.attrs["padding_idx"],
+        )
+
+
+class EmbeddingGrad(Op):
+    """The adjoint of ``embedding``: ``out = zeros(num_embeddings, dim)``, then every row of
+    ``grad`` is added into ``out[index]``; the ``padding_idx`` row stays zero.
+
+    grad: indices.shape + (dim,), indices: any shape -> (num_embeddings, dim)
+    """
+
+    name = "embedding_grad"
+
+    def forward(self, ctx, xp, grad, indices, *, num_embeddings, padding_idx):
+        dim = grad.shape[-1]
+        rows = grad.reshape(-1, dim)
+        # int64 cell numbers: row * dim overflows int32 for tables past 2**31 elements
+        flat = indices.reshape(-1).astype("int64", copy=False)
+        # One bincount over (row, column) cells sums repeated rows in a single vectorised pass
+        # (measured 3-10x faster than add.at). When the table is larger than the batch, count
+        # over the distinct rows only, so the work scales with the batch, not the vocabulary.
+        if num_embeddings > flat.size:
+            rows_used, flat = xp.unique(flat, return_inverse=True)
+            flat = flat.reshape(-1)
+            target = rows_used.size
+        else:
+            rows_used, target = None, num_embeddings
+        cells = (flat[:, None] * dim + xp.arange(dim)).reshape(-1)
+        sums = xp.bincount(cells, weights=rows.reshape(-1), minlength=target * dim)
+        sums = sums.reshape(target, dim).astype(grad.dtype, copy=False)
+        if rows_used is None:
+            out = sums
+        else:
+            out = xp.zeros((num_embeddings, dim), dtype=grad.dtype)
+            out[rows_used] = sums
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return out
+
+    def backward(self, ctx, grad):
+        from ..autograd.dispatch import apply
+
+        _, indices = ctx.inputs
+        rows = apply(EMBEDDING, indices, grad, padding_idx=None)
+        padding_idx = ctx.attrs["padding_idx"]
+        if padding_idx is not None:
+            # rows at padding_idx received no gradient, so they contribute nothing here either
+            keep = (indices != padding_idx).reshape(tuple(indices.shape) + (1,))
+            rows = rows.where(keep, 0.0)
+        return rows, None
+
+
+def _check_range(name: str, indices, count: int) -> None:
+    if indices.size == 0:
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= count:
+        bad = low if low < 0 else high
+        raise IndexOutOfRangeError(
+            f"[{name}] index {bad} is out of range for {count} embeddings "
+            f"(indices of shape {tuple(indices.shape)})",
+            help=f"indices must lie in [0, {count - 1}]; check the vocabulary size or the "
+            "tokenizer",
+        )
+
+
+class IndexOutOfRangeError(ShapeError, IndexError):
+    """An index outside the table it selects from (a ShapeError that is also an IndexError)."""
+
+
+SOFTMAX, LOG_SOFTMAX, DROPOUT = Softmax(), LogSoftmax(), Dropout()
+EMBEDDING, EMBEDDING_GRAD = Embedding(), EmbeddingGrad()

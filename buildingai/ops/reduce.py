@@ -1,7 +1,16 @@
-"""Reductions over axes. Attributes are already normalised by the public functions: ``axes`` is
-None (all axes) or a tuple of non-negative ints."""
+"""Reductions over axes, and the scans (cumulative sum and product) their gradients rest on.
+
+Attributes are already normalised by the public functions: ``axes`` is None (all axes) or a tuple
+of distinct non-negative ints; ``axis`` (argmax, scans) is a non-negative int or None.
+
+Backward rules spread the output gradient back over the reduced axes with ``reshape`` +
+``expand`` (views, no copies) and combine it with as little full-size arithmetic as they can.
+"""
 
 from __future__ import annotations
+
+import math
+import warnings
 
 from ..errors import ShapeError
 from .base import Op
@@ -14,6 +23,43 @@ def kept_shape(shape: tuple, axes) -> tuple:
     return tuple(1 if axis in axes else extent for axis, extent in enumerate(shape))
 
 
+def reduced_count(shape: tuple, axes) -> int:
+    """How many elements each output element of a reduction over ``axes`` combines."""
+    return math.prod(shape if axes is None else (shape[axis] for axis in axes))
+
+
+def _spread(ctx, grad):
+    """The output gradient (or any output-shaped tensor) broadcast back to the input shape."""
+    if not ctx.attrs["keepdims"]:
+        grad = grad.reshape(kept_shape(ctx.input_shape, ctx.attrs["axes"]))
+    return grad.expand(ctx.input_shape)
+
+
+def _kept(ctx, value):
+    """An output-shaped tensor reshaped to the keepdims=True shape (broadcasts against x)."""
+    return value.reshape(kept_shape(ctx.input_shape, ctx.attrs["axes"]))
+
+
+def _quietly(function, *args, **kwargs):
+    """Run a backend reduction whose degenerate cases (empty slices, zero degrees of freedom)
+    are meant to give nan or inf, as in NumPy and PyTorch, without printing warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return function(*args, **kwargs)
+
+
+def _require_nonempty(op: str, x, axes, what: str) -> None:
+    """A reduction without an identity element (max, argmax...) needs something to reduce."""
+    if reduced_count(x.shape, axes) == 0:
+        over = "all axes" if axes is None else f"axis {axes[0] if len(axes) == 1 else axes}"
+        raise ShapeError(
+            f"[{op}] cannot take the {what} over {over} of an empty tensor shaped "
+            f"{tuple(x.shape)}: the reduced dimension has size 0",
+            help=f"{op} has no identity value; check the size first, or reduce over a non-empty "
+            "axis",
+        )
+
+
 class Sum(Op):
     name, onnx = "sum", "ReduceSum"
     save_inputs = False
@@ -23,9 +69,7 @@ class Sum(Op):
         return xp.sum(x, axis=axes, keepdims=keepdims)
 
     def backward(self, ctx, grad):
-        if not ctx.attrs["keepdims"]:
-            grad = grad.reshape(kept_shape(ctx.input_shape, ctx.attrs["axes"]))
-        return (grad.expand(ctx.input_shape),)
+        return (_spread(ctx, grad),)
 
 
 class SumTo(Op):
@@ -55,4 +99,362 @@ class SumTo(Op):
         return (grad.expand(ctx.input_shape),)
 
 
-SUM, SUM_TO = Sum(), SumTo()
+class Mean(Op):
+    """The mean; an empty reduction gives nan (NumPy and PyTorch agree)."""
+
+    name, onnx = "mean", "ReduceMean"
+    save_inputs = False
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        ctx.input_shape = x.shape
+        if reduced_count(x.shape, axes) == 0:
+            return _quietly(xp.mean, x, axis=axes, keepdims=keepdims)
+        return xp.mean(x, axis=axes, keepdims=keepdims)
+
+    def backward(self, ctx, grad):
+        count = reduced_count(ctx.input_shape, ctx.attrs["axes"])
+        # divide the small output gradient, then broadcast it as a view
+        return (_spread(ctx, grad / max(count, 1)),)
+
+
+class Var(Op):
+    """Variance with ``correction`` (PyTorch) = ``ddof`` (NumPy): divide by N - correction.
+
+    A divisor N - correction <= 0 gives inf or nan, as in both libraries.
+    """
+
+    name, onnx = "var", None
+
+    def forward(self, ctx, xp, x, *, axes, keepdims, correction):
+        ctx.input_shape = x.shape
+        if reduced_count(x.shape, axes) - correction <= 0:
+            return _quietly(xp.var, x, axis=axes, ddof=correction, keepdims=keepdims)
+        return xp.var(x, axis=axes, ddof=correction, keepdims=keepdims)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        axes = ctx.attrs["axes"]
+        scale = _inverse_dof(ctx)
+        centered = x - x.mean(axis=axes, keepdims=True)
+        return (_spread(ctx, grad * (2 * scale)) * centered,)
+
+
+class Std(Op):
+    """Standard deviation: the square root of ``var`` with the same ``correction``.
+
+    Its gradient (x - mean) / ((N - correction) * std) is undefined (nan) where std is 0, as in
+    PyTorch.
+    """
+
+    name, onnx = "std", None
+    save_output = True
+
+    def forward(self, ctx, xp, x, *, axes, keepdims, correction):
+        ctx.input_shape = x.shape
+        if reduced_count(x.shape, axes) - correction <= 0:
+            return _quietly(xp.std, x, axis=axes, ddof=correction, keepdims=keepdims)
+        return xp.std(x, axis=axes, ddof=correction, keepdims=keepdims)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        axes = ctx.attrs["axes"]
+        scale = _inverse_dof(ctx)
+        centered = x - x.mean(axis=axes, keepdims=True)
+        return (_spread(ctx, grad * scale / ctx.output) * centered,)
+
+
+def _inverse_dof(ctx) -> float:
+    """1 / max(N - correction, 0), inf for no degrees of freedom (the value is nan or inf)."""
+    dof = reduced_count(ctx.input_shape, ctx.attrs["axes"]) - ctx.attrs["correction"]
+    return 1.0 / dof if dof > 0 else math.inf
+
+
+class Extremum(Op):
+    """max or min over axes (values only). The gradient is split evenly among tied extrema,
+    like PyTorch's ``amax``/``amin``: each of k tied elements receives 1/k of the gradient."""
+
+    save_output = True
+
+    def __init__(self, name: str, function: str, onnx: str, what: str) -> None:
+        self.name, self.function, self.onnx, self.what = name, function, onnx, what
+
+    def check(self, x, *, axes, keepdims):
+        _require_nonempty(self.name, x, axes, self.what)
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        ctx.input_shape = x.shape
+        return getattr(xp, self.function)(x, axis=axes, keepdims=keepdims)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        winners = x == _kept(ctx, ctx.output)
+        ties = winners.sum(axis=ctx.attrs["axes"], keepdims=True).astype(grad.dtype)
+        share = grad if ctx.attrs["keepdims"] else _kept(ctx, grad)
+        return ((share / ties).expand(ctx.input_shape).where(winners, 0.0),)
+
+
+class ArgExtremum(Op):
+    """The int64 index of the max (min) along one axis, or into the flattened tensor for
+    ``axis=None``; the first one wins ties."""
+
+    save_inputs, differentiable = False, False
+
+    def __init__(self, name: str, function: str, onnx: str, what: str) -> None:
+        self.name, self.function, self.onnx, self.what = name, function, onnx, what
+
+    def check(self, x, *, axis, keepdims):
+        _require_nonempty(self.name, x, None if axis is None else (axis,), self.what)
+
+    def forward(self, ctx, xp, x, *, axis, keepdims):
+        index = getattr(xp, self.function)(x, axis=axis, keepdims=keepdims)
+        return xp.asarray(index, dtype=xp.int64)
+
+
+class Prod(Op):
+    """The product over axes (1 for an empty reduction).
+
+    The gradient of each element is the product of all the *other* elements: ``prod / x`` when
+    no element is zero, and otherwise exclusive cumulative products from both ends, which never
+    divide: exact when the input holds one or several zeros, and (as the cumulative products
+    are differentiable) so is the second derivative.
+    """
+
+    name, onnx = "prod", "ReduceProd"
+    save_output = True
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        ctx.input_shape = x.shape
+        return xp.prod(x, axis=axes, keepdims=keepdims)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        if x.ndim == 0:
+            return (grad,)
+        if not bool((x.data == 0).any()):
+            # the common case: prod / x is exact, one division, and differentiable again
+            return (_spread(ctx, grad * ctx.output) / x,)
+        axes = tuple(range(x.ndim)) if ctx.attrs["axes"] is None else ctx.attrs["axes"]
+        if len(axes) == 1:
+            others = _product_of_others(x, axes[0])
+        else:
+            # move the reduced axes to the end and flatten them into one axis of the products
+            kept = tuple(axis for axis in range(x.ndim) if axis not in axes)
+            order = kept + axes
+            moved = x.permute(order)
+            count = reduced_count(x.shape, axes)
+            flat = moved.reshape(tuple(x.shape[a] for a in kept) + (count,))
+            others = _product_of_others(flat, len(kept)).reshape(moved.shape)
+            inverse = [0] * x.ndim
+            for position, axis in enumerate(order):
+                inverse[axis] = position
+            others = others.permute(tuple(inverse))
+        return (_spread(ctx, grad) * others,)
+
+
+def _product_of_others(x, axis: int):
+    """``out[i] = prod(x[j] for j != i)`` along ``axis``, without dividing."""
+    before = x.cumprod(axis=axis, exclusive=True)
+    after = x.cumprod(axis=axis, exclusive=True, reverse=True)
+    return before * after
+
+
+class LogSumExp(Op):
+    """``log(sum(exp(x)))``, shifted by the maximum so that large inputs neither overflow nor
+    underflow; an empty reduction gives -inf. The gradient is ``softmax(x)`` over the axes."""
+
+    name, onnx = "logsumexp", "ReduceLogSumExp"
+    save_output = True
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        ctx.input_shape = x.shape
+        if reduced_count(x.shape, axes) == 0:
+            shape = kept_shape(x.shape, axes) if keepdims else _dropped_shape(x.shape, axes)
+            return xp.full(shape, -xp.inf, dtype=xp.result_type(x.dtype, xp.float16))
+        shift = xp.amax(x, axis=axes, keepdims=True)
+        # an infinite maximum would turn x - shift into nan (inf - inf)
+        shift = xp.where(xp.isfinite(shift), shift, 0)
+        # a floating array of our own (not a 0-d scalar, not ints), so exp can work in place
+        shifted = xp.asarray(x - shift, dtype=xp.result_type(x.dtype, xp.float16))
+        total = xp.sum(xp.exp(shifted, out=shifted), axis=axes, keepdims=True)
+        out = _quietly(xp.log, total) + shift  # all -inf inputs give log(0) = -inf
+        return out if keepdims else out.reshape(_dropped_shape(x.shape, axes))
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        # exp(x - out) is the softmax, but out is rounded to the input's precision (at 1e4 in
+        # float32, by ~1e-3); renormalising removes that error, which is common to each slice.
+        # The quotient does not depend on out at all, so its derivative stays the softmax's.
+        unnormalised = (x - _kept(ctx, ctx.output)).exp()
+        softmax = unnormalised / unnormalised.sum(axis=ctx.attrs["axes"], keepdims=True)
+        return (_spread(ctx, grad) * softmax,)
+
+
+def _dropped_shape(shape: tuple, axes) -> tuple:
+    """The shape a reduction over ``axes`` has with keepdims=False."""
+    if axes is None:
+        return ()
+    return tuple(extent for axis, extent in enumerate(shape) if axis not in axes)
+
+
+class Predicate(Op):
+    """``all`` / ``any`` over axes: a boolean result without gradient."""
+
+    save_inputs, differentiable = False, False
+
+    def __init__(self, name: str, function: str) -> None:
+        self.name, self.function, self.onnx = name, function, None
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        return getattr(xp, self.function)(x, axis=axes, keepdims=keepdims)
+
+
+class CountNonzero(Op):
+    name, onnx = "count_nonzero", None
+    save_inputs, differentiable = False, False
+
+    def forward(self, ctx, xp, x, *, axes, keepdims):
+        return xp.sum(x != 0, axis=axes, keepdims=keepdims, dtype=xp.int64)
+
+
+class VectorNorm(Op):
+    """The vector p-norm ``sum(|x|^p)^(1/p)`` over axes; ``ord`` may be any real number,
+    ``inf`` (max |x|), ``-inf`` (min |x|) or 0 (the count of non-zeros).
+
+    At a zero vector the 2-norm's gradient is taken as 0 (a subgradient) rather than 0/0, as in
+    PyTorch; ties of the inf-norm share the gradient evenly.
+    """
+
+    name, onnx = "vector_norm", None
+    save_output = True
+
+    def check(self, x, *, ord, axes, keepdims):
+        if math.isinf(ord):
+            _require_nonempty(self.name, x, axes, f"{ord}-norm")
+
+    def forward(self, ctx, xp, x, *, ord, axes, keepdims):
+        ctx.input_shape = x.shape
+        size = xp.abs(x)
+        if ord == 2:
+            return xp.sqrt(xp.sum(size * size, axis=axes, keepdims=keepdims))
+        if ord == 1:
+            return xp.sum(size, axis=axes, keepdims=keepdims)
+        if ord == math.inf:
+            return xp.amax(size, axis=axes, keepdims=keepdims)
+        if ord == -math.inf:
+            return xp.amin(size, axis=axes, keepdims=keepdims)
+        if ord == 0:
+            count = xp.sum(x != 0, axis=axes, keepdims=keepdims)
+            return count.astype(xp.result_type(x.dtype, xp.float16))
+        # 0 ** negative is inf, and inf ** (1 / negative) is 0: the norm of a vector with a zero
+        return _quietly(lambda: xp.sum(size**ord, axis=axes, keepdims=keepdims) ** (1.0 / ord))
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        ord = ctx.attrs["ord"]
+        out = _kept(ctx, ctx.output)
+        share = grad if ctx.attrs["keepdims"] else _kept(ctx, grad)
+        if ord == 0:
+            return (_spread(ctx, grad) * 0.0,)
+        if ord == 2:
+            safe = out.where(out != 0, 1.0)  # x is all zeros where the norm is
+            return ((share / safe).expand(ctx.input_shape) * x,)
+        sign = (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+        if ord == 1:
+            return (share.expand(ctx.input_shape) * sign,)
+        size = x * sign
+        if math.isinf(ord):
+            winners = size == out
+            ties = winners.sum(axis=ctx.attrs["axes"], keepdims=True).astype(grad.dtype)
+            return ((share / ties).expand(ctx.input_shape).where(winners, 0.0) * sign,)
+        # d/dx sum(|x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
+        scale = share / _power(out, ord - 1)
+        return (scale.expand(ctx.input_shape) * sign * _power(size, ord - 1),)
+
+
+def _power(base, exponent: float):
+    """``base ** exponent`` for base >= 0, differentiable, as exp(exponent * log(base)); taken as
+    0 where base is 0 (the limit of the norm's gradient there for ord > 1)."""
+    positive = base > 0
+    safe = base.where(positive, 1.0)
+    return (safe.log() * exponent).exp().where(positive, 0.0)
+
+
+class Scan(Op):
+    """A cumulative sum or product along one axis, as ONNX's CumSum defines it:
+
+    - ``exclusive``: element i combines the elements strictly before it (the first is the
+      identity: 0 for sums, 1 for products);
+    - ``reverse``: accumulate from the end of the axis towards its start.
+    """
+
+    def __init__(self, name: str, function: str, onnx: str | None, identity: int) -> None:
+        self.name, self.function, self.onnx, self.identity = name, function, onnx, identity
+
+    def forward(self, ctx, xp, x, *, axis, exclusive, reverse):
+        if reverse:
+            x = xp.flip(x, axis)
+        out = getattr(xp, self.function)(x, axis=axis)
+        if exclusive and out.shape[axis] > 0:
+            shifted = xp.empty_like(out)
+            head = (slice(None),) * axis
+            shifted[head + (0,)] = self.identity
+            shifted[head + (slice(1, None),)] = out[head + (slice(None, -1),)]
+            out = shifted
+        return xp.flip(out, axis) if reverse else out
+
+
+class CumSum(Scan):
+    save_inputs = False
+
+    def backward(self, ctx, grad):
+        # each input element feeds every later (earlier, if reversed) output element
+        axis, exclusive, reverse = (ctx.attrs[k] for k in ("axis", "exclusive", "reverse"))
+        return (grad.cumsum(axis=axis, exclusive=exclusive, reverse=not reverse),)
+
+
+class CumProd(Scan):
+    """Cumulative product. Its gradient, the sum over later outputs k of ``g[k] * out[k] / x[i]``,
+    divides only by non-zero elements. At a zero element it is recomputed from the cumulative
+    product with that zero replaced by 1, so first and second derivatives are exact for inputs
+    with zeros (third derivatives only where a scanned row holds at most two zeros)."""
+
+    save_output = True
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        axis, exclusive, reverse = (ctx.attrs[k] for k in ("axis", "exclusive", "reverse"))
+
+        def gather(values):  # sum of values[k] over the outputs k that element i feeds
+            return values.cumsum(axis=axis, exclusive=exclusive, reverse=not reverse)
+
+        through_output = gather(grad * ctx.output)
+        is_zero = x == 0
+        if not bool(is_zero.data.any()):
+            return (through_output / x,)
+        nonzero = x != 0
+        zeros_so_far = is_zero.cumsum(axis=axis, reverse=reverse)
+
+        def others_at(nth: int):
+            """The gradient at the nth zero of each row: the scan with that zero set to 1."""
+            lifted = x.where((zeros_so_far != nth).where(is_zero, True), 1.0)
+            return gather(grad * lifted.cumprod(axis=axis, exclusive=exclusive, reverse=reverse))
+
+        # Every output after the first zero holds it as a factor, so the gradient at the second
+        # zero is 0, but its derivative with respect to the first zero is not: lifting the
+        # second zero itself keeps that dependence. Later zeros have two zero factors: the
+        # first-zero formula gives them 0 with zero first derivatives, as it should.
+        at_zero = others_at(1)
+        if bool((zeros_so_far.data >= 2).any()):
+            at_zero = at_zero.where(zeros_so_far != 2, others_at(2))
+        return ((through_output / x.where(nonzero, 1.0)).where(nonzero, at_zero),)
+
+
+SUM, SUM_TO, MEAN, VAR, STD = Sum(), SumTo(), Mean(), Var(), Std()
+MAX = Extremum("max", "amax", "ReduceMax", "maximum")
+MIN = Extremum("min", "amin", "ReduceMin", "minimum")
+ARGMAX = ArgExtremum("argmax", "argmax", "ArgMax", "maximum")
+ARGMIN = ArgExtremum("argmin", "argmin", "ArgMin", "minimum")
+PROD, LOGSUMEXP, VECTOR_NORM = Prod(), LogSumExp(), VectorNorm()
+ALL, ANY, COUNT_NONZERO = Predicate("all", "all"), Predicate("any", "any"), CountNonzero()
+CUMSUM = CumSum("cumsum", "cumsum", "CumSum", 0)
+CUMPROD = CumProd("cumprod", "cumprod", None, 1)

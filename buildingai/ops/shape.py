@@ -176,32 +176,17 @@ class Concatenate(Op):
         return tuple(grads)
 
 
+# Pad modes, with the names ONNX's Pad operator (opset 19) gives them.
 PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
-
-
-def pad_source_index(xp, size: int, before: int, after: int, mode: str):
-    """For each output position along one padded axis, the input position it copies.
-
-    ``mode`` is one of reflect (mirror without repeating the edge), replicate (repeat the edge)
-    or circular (wrap around). Padding along several axes is the composition of these gathers.
-    """
-    positions = xp.arange(-before, size + after)
-    if mode == "replicate":
-        return xp.clip(positions, 0, size - 1)
-    if mode == "circular":
-        return positions % size
-    # reflect: fold the line with period 2 * (size - 1) onto [0, size - 1]
-    period = 2 * (size - 1)
-    folded = positions % period if period else xp.zeros_like(positions)
-    return xp.where(folded < size, folded, period - folded)
 
 
 class Pad(Op):
     """Pad every axis by ``widths[axis] = (before, after)`` (non-negative) in one of four modes.
 
     Constant padding fills with ``value``; its gradient is the central slice of ``grad``. The
-    other modes copy input elements (a gather along each padded axis), so their gradient adds
-    the output gradient back into the source positions (``zeros_index_add``, axis by axis).
+    other modes copy input elements into the border, so their gradient folds the border's
+    gradient back onto the elements it was copied from (``pad_adjoint``, whose own gradient is
+    this pad again).
     """
 
     name, onnx = "pad", "Pad"
@@ -230,31 +215,102 @@ class Pad(Op):
                 )
 
     def forward(self, ctx, xp, x, *, widths, mode, value):
+        # One allocation, one copy of the input and border copies: several times cheaper than
+        # xp.pad's general machinery.
         ctx.input_shape = x.shape
+        out_shape = tuple(s + b + a for s, (b, a) in zip(x.shape, widths))
         if mode == "constant":
-            # One allocation and one copy: cheaper than xp.pad's general machinery.
-            out_shape = tuple(s + b + a for s, (b, a) in zip(x.shape, widths))
             out = xp.full(out_shape, value, dtype=x.dtype)
             out[_central(x.shape, widths)] = x
             return out
-        return xp.pad(x, widths, mode=PAD_MODES[mode])
+        out = xp.empty(out_shape, dtype=x.dtype)
+        central = _central(x.shape, widths)
+        out[central] = x
+        for axis, (before, after) in enumerate(widths):
+            if before or after:
+                # Axes before this one are already padded in full; later ones only centrally.
+                _fill_border(out, central[axis + 1 :], axis, before, after, x.shape[axis], mode)
+        return out
 
     def backward(self, ctx, grad):
         widths, mode = ctx.attrs["widths"], ctx.attrs["mode"]
         if mode == "constant":
             return (grad.getitem(_central(ctx.input_shape, widths)),)
-        from ..backend.device import array_namespace
+        return (grad.pad_adjoint(widths, mode),)
 
-        xp = array_namespace(grad.data)
-        shape = list(grad.shape)
+
+class PadAdjoint(Op):
+    """The adjoint of a reflect/replicate/circular ``pad``: each input element of the pad receives
+    the sum of the output values that were copied from it. Written with slices (a scatter-add
+    would be several times slower); its gradient is the pad itself."""
+
+    name = "pad_adjoint"
+    save_inputs = False
+
+    def forward(self, ctx, xp, grad, *, widths, mode):
         for axis, (before, after) in enumerate(widths):
-            if before == 0 and after == 0:
-                continue
-            size = ctx.input_shape[axis]
-            source = pad_source_index(xp, size, before, after, mode)
-            shape[axis] = size
-            grad = grad.zeros_index_add(tuple(shape), (slice(None),) * axis + (source,))
-        return (grad,)
+            if before or after:
+                grad = _fold_axis(grad, axis, before, after, mode)
+        return grad
+
+    def backward(self, ctx, grad):
+        return (grad.pad(ctx.attrs["widths"], mode=ctx.attrs["mode"]),)
+
+
+def _fold_axis(padded, axis: int, before: int, after: int, mode: str):
+    """Undo one axis of a pad: add the border values onto the positions they copied."""
+
+    def along(start, stop, step=None):
+        return (slice(None),) * axis + (slice(start, stop, step),)
+
+    size = padded.shape[axis] - before - after
+    folded = padded[along(before, before + size)].copy()
+    left = padded[along(0, before)]
+    right = padded[along(before + size, None)]
+    if mode == "reflect":
+        # output position -k (k = 1..before) copied input k; position size - 1 + k copied
+        # input size - 1 - k: both borders land mirrored, next to (not on) the edges.
+        if before:
+            folded[along(1, before + 1)] += padded[along(before - 1, None, -1)]
+        if after:
+            folded[along(size - 1 - after, size - 1)] += right[along(None, None, -1)]
+    elif mode == "replicate":
+        if before:
+            folded[along(0, 1)] += left.sum(axis=axis, keepdims=True)
+        if after:
+            folded[along(size - 1, size)] += right.sum(axis=axis, keepdims=True)
+    else:  # circular: the left border copied the last elements, the right border the first
+        if before:
+            folded[along(size - before, size)] += left
+        if after:
+            folded[along(0, after)] += right
+    return folded
+
+
+def _fill_border(out, later: tuple, axis: int, before: int, after: int, size: int, mode: str):
+    """Fill the border of one axis of ``out`` in place from its central ``size`` elements."""
+
+    def along(start, stop, step=None):
+        return (slice(None),) * axis + (slice(start, stop, step),) + later
+
+    end = before + size  # one past the last original element
+    if mode == "reflect":
+        # output position -k (k = 1..before) copies input k: mirror around the edge element
+        if before:
+            out[along(0, before)] = out[along(2 * before, before, -1)]
+        if after:
+            stop = end - 2 - after
+            out[along(end, end + after)] = out[along(end - 2, stop if stop >= 0 else None, -1)]
+    elif mode == "replicate":
+        if before:
+            out[along(0, before)] = out[along(before, before + 1)]
+        if after:
+            out[along(end, end + after)] = out[along(end - 1, end)]
+    else:  # circular: the left border repeats the last elements, the right border the first
+        if before:
+            out[along(0, before)] = out[along(end - before, end)]
+        if after:
+            out[along(end, end + after)] = out[along(before, before + after)]
 
 
 def _central(shape: tuple, widths: tuple) -> tuple:
@@ -276,4 +332,4 @@ class Contiguous(Op):
 
 
 SQUEEZE, UNSQUEEZE, CONCATENATE = Squeeze(), Unsqueeze(), Concatenate()
-PAD, CONTIGUOUS = Pad(), Contiguous()
+PAD, PAD_ADJOINT, CONTIGUOUS = Pad(), PadAdjoint(), Contiguous()

@@ -1,0 +1,129 @@
+"""Activation modules: thin wrappers that call the functions of the same name
+(``ReLU()(x)`` is ``buildingai.relu(x)``)."""
+
+from __future__ import annotations
+
+from .. import functions
+from ..autograd.tensor import Tensor
+from .module import Module
+
+# `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed
+# out of place, which gives the same values and gradients.
+
+
+class ReLU(Module):
+    """max(x, 0), element-wise."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.relu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """x for x >= 0, negative_slope * x otherwise."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """x * Phi(x) (Phi: the standard normal CDF); ``approximate='tanh'`` uses the tanh
+    approximation."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) (also called swish)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.silu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    """tanh(x), element-wise."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.tanh(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), element-wise."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.sigmoid(x)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold, for stability."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softmax(Module):
+    """exp(x) / sum(exp(x)) along ``dim`` (the last dimension when None; PyTorch's deprecated
+    implicit choice is not reproduced)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.softmax(x, -1 if self.dim is None else self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log(softmax(x)) along ``dim`` (the last dimension when None), computed stably."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.log_softmax(x, -1 if self.dim is None else self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

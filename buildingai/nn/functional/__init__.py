@@ -1,0 +1,11 @@
+"""The functional layer: every layer's math as a plain function of tensors, composed from the
+primitives (``import buildingai.nn.functional as F``)."""
+
+from ...functions.linalg import linear
+from ...functions.nn import dropout, embedding, log_softmax, softmax
+from .attention import *
+from .conv import *
+from .loss import *
+from .norm import *
+from .pool import *
+from .rnn import *

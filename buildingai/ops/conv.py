@@ -1,0 +1,398 @@
+"""Convolution primitives: ``conv2d`` and its two adjoints.
+
+``conv2d(x, w)`` correlates an image batch with a filter bank. Its gradient with respect to the
+input is ``conv2d_input_grad(g, w)`` (the transposed convolution, which ``conv_transpose2d``
+also uses), and with respect to the weight ``conv2d_weight_grad(x, g)``. The three ops are
+bilinear and each one's gradients are the other two, so derivatives of any order are again
+these three records.
+
+All three share the im2col machinery: the zero-padded input is viewed (no copy) through
+``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape gathers them into columns
+``(N, groups, C/groups * kh * kw, Ho * Wo)``, and a single batched GEMM with the weight reshaped
+to ``(groups, O/groups, K)`` yields the output already in NCHW order. The input gradient runs the
+GEMM the other way and scatters the columns back (col2im) with one strided add per kernel
+offset. Depthwise convolutions (one input channel per group), whose per-group GEMMs are tiny,
+instead loop over the kernel offsets with whole-array multiply-adds.
+
+Attributes (normalised by ``nn.functional``): ``stride``, ``padding`` (symmetric, per side),
+``dilation`` as ``(h, w)`` int pairs, ``groups`` an int; ``input_size`` / ``weight_size`` the
+spatial ``(h, w)`` size of the tensor an adjoint produces.
+"""
+
+from __future__ import annotations
+
+from ..errors import DTypeError, ShapeError
+from .base import Op
+
+# ----- sizes and checks ---------------------------------------------------------------------------
+
+
+def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output length of a convolution along one axis (floor of the last partial window)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _describe_attrs(stride, padding, dilation, groups) -> str:
+    text = f"stride={tuple(stride)}, padding={tuple(padding)}, dilation={tuple(dilation)}"
+    return text + (f", groups={groups}" if groups != 1 else "")
+
+
+def _check_attrs(op: str, stride, padding, dilation, groups) -> None:
+    if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0 or groups < 1:
+        raise ShapeError(
+            f"[{op}] invalid {_describe_attrs(stride, padding, dilation, groups)}",
+            help="stride, dilation and groups must be positive and padding non-negative",
+        )
+
+
+def _check_dtypes(op: str, first, second, names: tuple[str, str]) -> None:
+    for name, array in zip(names, (first, second)):
+        if array.dtype.kind not in "fV":  # "V": bfloat16 and other ml_dtypes floats
+            raise DTypeError(
+                f"[{op}] {name} must be a floating-point tensor, got {array.dtype}",
+                help="convert it first, e.g. x.float()",
+            )
+    if first.dtype != second.dtype:
+        raise DTypeError(
+            f"[{op}] {names[0]} ({first.dtype}) and {names[1]} ({second.dtype}) must have the "
+            "same dtype",
+            help="cast one of them, e.g. x.astype(weight.dtype)",
+        )
+
+
+def _check_weight(op: str, weight, channels: int | None, groups: int, image_shape) -> None:
+    """The weight is (O, C/groups, kh, kw), with O and C divisible by groups."""
+    if weight.ndim != 4:
+        raise ShapeError(
+            f"[{op}] weight must be 4-D (out_channels, in_channels/groups, kh, kw), got "
+            f"{tuple(weight.shape)}"
+        )
+    out_channels = weight.shape[0]
+    if out_channels % groups:
+        raise ShapeError(
+            f"[{op}] out_channels={out_channels} (weight {tuple(weight.shape)}) is not divisible "
+            f"by groups={groups}",
+            help="every group needs the same number of filters: pick groups dividing both "
+            "channel counts",
+        )
+    if channels is not None and channels != weight.shape[1] * groups:
+        raise ShapeError(
+            f"[{op}] expected input with {weight.shape[1] * groups} channels (weight "
+            f"{tuple(weight.shape)}" + (f", groups={groups}" if groups != 1 else "") + "), got "
+            f"{tuple(image_shape)}",
+            help="the weight is laid out (out_channels, in_channels/groups, kh, kw); check "
+            "in_channels of the layer against the input's channel dimension (N, C, H, W)",
+        )
+
+
+def _check_image(op: str, name: str, image) -> None:
+    if image.ndim != 4:
+        raise ShapeError(
+            f"[{op}] {name} must be 4-D (N, C, H, W), got {tuple(image.shape)}",
+            help="add a batch dimension with x.unsqueeze(0) for a single image",
+        )
+
+
+def _check_fits(op: str, size: tuple, kernel: tuple, stride, padding, dilation, shapes: str):
+    """Raise when the (dilated) kernel is larger than the padded input."""
+    for axis in range(2):
+        extent = dilation[axis] * (kernel[axis] - 1) + 1
+        padded = size[axis] + 2 * padding[axis]
+        if extent > padded:
+            raise ShapeError(
+                f"[{op}] kernel {tuple(kernel)} (dilated extent {extent}) is larger than the "
+                f"padded input ({padded}) along {'HW'[axis]}: {shapes}",
+                help="use a larger input, more padding, or a smaller kernel or dilation",
+            )
+
+
+def _output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
+    return tuple(
+        output_size(size[a], kernel[a], stride[a], padding[a], dilation[a]) for a in range(2)
+    )
+
+
+# ----- im2col and col2im --------------------------------------------------------------------------
+
+
+def _pad_image(xp, x, padding):
+    ph, pw = padding
+    if ph == 0 and pw == 0:
+        return x
+    padded = xp.zeros(x.shape[:2] + (x.shape[2] + 2 * ph, x.shape[3] + 2 * pw), dtype=x.dtype)
+    padded[:, :, ph : ph + x.shape[2], pw : pw + x.shape[3]] = x
+    return padded
+
+
+def windows(xp, padded, kernel, out_hw, stride, dilation):
+    """A read-only view ``(N, C, kh, kw, Ho, Wo)`` of every window of a padded image: element
+    ``[n, c, i, j, h, w]`` is ``padded[n, c, h*sh + i*dh, w*sw + j*dw]``. No copy is made."""
+    sn, sc, sh, sw = padded.strides
+    return xp.lib.stride_tricks.as_strided(
+        padded,
+        shape=padded.shape[:2] + tuple(kernel) + tuple(out_hw),
+        strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
+        writeable=False,
+    )
+
+
+def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
+    """Columns ``(N, groups, C/groups * kh * kw, Ho * Wo)`` of ``x`` (N, C, H, W): the one copy."""
+    view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
+    n, c = x.shape[:2]
+    return view.reshape(n, groups, c // groups * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
+
+
+def _col2im(xp, cols, input_hw, stride, padding, dilation):
+    """The adjoint of im2col: add ``cols`` (N, C, kh, kw, Ho, Wo) back into an image (N, C, H, W).
+
+    One strided add per kernel offset (kh * kw of them), each over the whole batch.
+    """
+    n, c, kh, kw, ho, wo = cols.shape
+    ph, pw = padding
+    padded = xp.zeros((n, c, input_hw[0] + 2 * ph, input_hw[1] + 2 * pw), dtype=cols.dtype)
+    for i in range(kh):
+        top = i * dilation[0]
+        rows = slice(top, top + stride[0] * (ho - 1) + 1, stride[0])
+        for j in range(kw):
+            left = j * dilation[1]
+            padded[:, :, rows, left : left + stride[1] * (wo - 1) + 1 : stride[1]] += cols[
+                :, :, i, j
+            ]
+    return padded[:, :, ph : ph + input_hw[0], pw : pw + input_hw[1]]
+
+
+def _is_depthwise(weight_shape, groups: int) -> bool:
+    """One input channel per group, several groups: per-group GEMMs would have an inner size of
+    only kh * kw, so whole-array multiply-adds per kernel offset are faster (measured 3-10x on
+    (32, 32, 28, 28) 3x3 depthwise)."""
+    return groups > 1 and weight_shape[1] == 1
+
+
+# ----- the forward computations, shared by the three records --------------------------------------
+
+
+def _conv(xp, x, weight, stride, padding, dilation, groups):
+    """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw) -> (N, O, Ho, Wo)."""
+    n = x.shape[0]
+    out_channels = weight.shape[0]
+    kernel = weight.shape[2:]
+    out_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    if _is_depthwise(weight.shape, groups):
+        view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
+        per_group = out_channels // groups
+        taps = weight.reshape(1, groups, per_group, kernel[0], kernel[1], 1, 1)
+        out = xp.zeros((n, groups, per_group) + out_hw, dtype=x.dtype)
+        for i in range(kernel[0]):
+            for j in range(kernel[1]):
+                out += taps[:, :, :, i, j] * view[:, :, None, i, j]
+        return out.reshape((n, out_channels) + out_hw)
+    cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    matrix = weight.reshape(groups, out_channels // groups, -1)
+    return xp.matmul(matrix, cols).reshape((n, out_channels) + out_hw)
+
+
+def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
+    """The transposed convolution: grad (N, O, Ho, Wo), weight (O, C/groups, kh, kw) ->
+    (N, C, H, W) with (H, W) = ``input_hw``."""
+    n, out_channels, ho, wo = grad.shape
+    per_group_in = weight.shape[1]
+    kh, kw = weight.shape[2:]
+    if _is_depthwise(weight.shape, groups):
+        # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
+        grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
+        taps = weight.reshape(groups, out_channels // groups, kh, kw)
+        cols = xp.einsum("ngohw,goij->ngijhw", grouped, taps)
+    else:
+        matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
+        cols = xp.matmul(matrix, grad.reshape(n, groups, out_channels // groups, ho * wo))
+        cols = cols.reshape(n, groups * per_group_in, kh, kw, ho, wo)
+    return _col2im(xp, cols, input_hw, stride, padding, dilation)
+
+
+def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups):
+    """The weight gradient: x (N, C, H, W), grad (N, O, Ho, Wo) -> (O, C/groups, kh, kw)."""
+    n, channels = x.shape[:2]
+    out_channels, out_hw = grad.shape[1], grad.shape[2:]
+    per_group_out = out_channels // groups
+    if _is_depthwise((out_channels, channels // groups), groups):
+        view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
+        grouped = grad.reshape((n, groups, per_group_out) + tuple(out_hw))
+        out = xp.einsum("ngohw,ngijhw->goij", grouped, view)
+        return out.reshape(out_channels, 1, kernel[0], kernel[1])
+    cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    rows = grad.reshape(n, groups, per_group_out, out_hw[0] * out_hw[1])
+    # One GEMM per sample over its Ho*Wo positions, then a sum over the batch (as fast as one
+    # big GEMM after transposing both operands, without their copies).
+    out = xp.matmul(rows, cols.swapaxes(-1, -2)).sum(axis=0)
+    return out.reshape((out_channels, channels // groups) + tuple(kernel))
+
+
+# ----- the records --------------------------------------------------------------------------------
+
+
+class Conv2d(Op):
+    """2-D cross-correlation (what deep learning calls convolution), without bias.
+
+    x: (N, C, H, W), weight: (O, C/groups, kh, kw) -> (N, O, Ho, Wo), with
+    Ho = floor((H + 2*ph - dh*(kh - 1) - 1) / sh) + 1 (likewise Wo).
+    """
+
+    name, onnx = "conv2d", "Conv"
+
+    def check(self, x, weight, *, stride, padding, dilation, groups):
+        _check_image("conv2d", "input", x)
+        _check_attrs("conv2d", stride, padding, dilation, groups)
+        _check_weight("conv2d", weight, x.shape[1], groups, x.shape)
+        _check_dtypes("conv2d", x, weight, ("input", "weight"))
+        shapes = f"input {tuple(x.shape)}, weight {tuple(weight.shape)}, " + _describe_attrs(
+            stride, padding, dilation, groups
+        )
+        _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
+
+    def forward(self, ctx, xp, x, weight, *, stride, padding, dilation, groups):
+        return _conv(xp, x, weight, stride, padding, dilation, groups)
+
+    def backward(self, ctx, grad):
+        x, weight = ctx.inputs
+        attrs = ctx.attrs
+        grad_x = grad_w = None
+        if x.requires_grad:
+            grad_x = conv2d_input_grad(grad, weight, tuple(x.shape[2:]), **attrs)
+        if weight.requires_grad:
+            grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), **attrs)
+        return grad_x, grad_w
+
+
+class Conv2dInputGrad(Op):
+    """The transposed convolution (gradient of conv2d with respect to its input).
+
+    grad: (N, O, Ho, Wo), weight: (O, C/groups, kh, kw) -> (N, C, H, W), (H, W) = ``input_size``,
+    which must be an input size that conv2d maps to (Ho, Wo).
+    """
+
+    name, onnx = "conv2d_input_grad", "ConvTranspose"
+
+    def check(self, grad, weight, *, input_size, stride, padding, dilation, groups):
+        _check_image("conv2d_input_grad", "input", grad)
+        _check_attrs("conv2d_input_grad", stride, padding, dilation, groups)
+        _check_weight("conv2d_input_grad", weight, None, groups, grad.shape)
+        if grad.shape[1] != weight.shape[0]:
+            raise ShapeError(
+                f"[conv2d_input_grad] expected input with {weight.shape[0]} channels (weight "
+                f"{tuple(weight.shape)}), got {tuple(grad.shape)}",
+                help="the weight's first dimension must match the input's channel dimension",
+            )
+        _check_dtypes("conv2d_input_grad", grad, weight, ("input", "weight"))
+        shapes = (
+            f"input {tuple(grad.shape)}, weight {tuple(weight.shape)}, output size "
+            f"{tuple(input_size)}, " + _describe_attrs(stride, padding, dilation, groups)
+        )
+        _check_fits(
+            "conv2d_input_grad", input_size, weight.shape[2:], stride, padding, dilation, shapes
+        )
+        expected = _output_hw(input_size, weight.shape[2:], stride, padding, dilation)
+        if expected != tuple(grad.shape[2:]):
+            raise ShapeError(
+                f"[conv2d_input_grad] output size {tuple(input_size)} does not fit: a convolution "
+                f"of that size gives {expected}, not {tuple(grad.shape[2:])} ({shapes})",
+                help="output_padding must be smaller than the stride or the dilation",
+            )
+
+    def forward(self, ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+        return _conv_input_grad(xp, grad, weight, input_size, stride, padding, dilation, groups)
+
+    def backward(self, ctx, upstream):
+        grad, weight = ctx.inputs
+        attrs = dict(ctx.attrs)
+        del attrs["input_size"]
+        d_grad = d_weight = None
+        if grad.requires_grad:
+            d_grad = conv2d(upstream, weight, **attrs)
+        if weight.requires_grad:
+            d_weight = conv2d_weight_grad(upstream, grad, tuple(weight.shape[2:]), **attrs)
+        return d_grad, d_weight
+
+
+class Conv2dWeightGrad(Op):
+    """The gradient of conv2d with respect to its weight.
+
+    x: (N, C, H, W), grad: (N, O, Ho, Wo) -> (O, C/groups, kh, kw), (kh, kw) = ``weight_size``.
+    """
+
+    name = "conv2d_weight_grad"
+
+    def check(self, x, grad, *, weight_size, stride, padding, dilation, groups):
+        op = "conv2d_weight_grad"
+        _check_image(op, "input", x)
+        _check_image(op, "output gradient", grad)
+        _check_attrs(op, stride, padding, dilation, groups)
+        shapes = (
+            f"input {tuple(x.shape)}, output gradient {tuple(grad.shape)}, kernel "
+            f"{tuple(weight_size)}, " + _describe_attrs(stride, padding, dilation, groups)
+        )
+        if x.shape[0] != grad.shape[0] or x.shape[1] % groups or grad.shape[1] % groups:
+            raise ShapeError(
+                f"[{op}] batch sizes must match and channels be divisible by groups: {shapes}"
+            )
+        _check_dtypes(op, x, grad, ("input", "output gradient"))
+        _check_fits(op, x.shape[2:], weight_size, stride, padding, dilation, shapes)
+        if _output_hw(x.shape[2:], weight_size, stride, padding, dilation) != grad.shape[2:]:
+            raise ShapeError(f"[{op}] the output gradient does not fit the convolution: {shapes}")
+
+    def forward(self, ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
+        return _conv_weight_grad(xp, x, grad, weight_size, stride, padding, dilation, groups)
+
+    def backward(self, ctx, upstream):
+        x, grad = ctx.inputs
+        attrs = dict(ctx.attrs)
+        del attrs["weight_size"]
+        d_x = d_grad = None
+        if x.requires_grad:
+            d_x = conv2d_input_grad(grad, upstream, tuple(x.shape[2:]), **attrs)
+        if grad.requires_grad:
+            d_grad = conv2d(x, upstream, **attrs)
+        return d_x, d_grad
+
+
+CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD = Conv2d(), Conv2dInputGrad(), Conv2dWeightGrad()
+
+
+# The backward rules call the records through dispatch, so that they are recorded when a
+# higher-order graph is being built.
+def conv2d(x, weight, *, stride, padding, dilation, groups):
+    from ..autograd.dispatch import apply
+
+    return apply(
+        CONV2D, x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups
+    )
+
+
+def conv2d_input_grad(grad, weight, input_size, *, stride, padding, dilation, groups):
+    from ..autograd.dispatch import apply
+
+    return apply(
+        CONV2D_INPUT_GRAD,
+        grad,
+        weight,
+        input_size=tuple(input_size),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    )
+
+
+def conv2d_weight_grad(x, grad, weight_size, *, stride, padding, dilation, groups):
+    from ..autograd.dispatch import apply
+
+    return apply(
+        CONV2D_WEIGHT_GRAD,
+        x,
+        grad,
+        weight_size=tuple(weight_size),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    )

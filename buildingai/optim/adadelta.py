@@ -1,0 +1,101 @@
+"""Adadelta: step sizes from running averages of squared gradients and squared updates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..backend import array_namespace
+from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
+
+
+def adadelta_update(
+    xp,
+    param,
+    grad,
+    square_avg,
+    acc_delta,
+    work,
+    *,
+    lr: float,
+    rho: float,
+    eps: float,
+    weight_decay: float,
+    maximize: bool,
+) -> None:
+    """One Adadelta step on arrays of one shape, in place (``work``: three scratch arrays).
+
+    g = ±grad + weight_decay * param
+    s = rho * s + (1 - rho) * g * g
+    delta = sqrt(acc + eps) / sqrt(s + eps) * g
+    acc = rho * acc + (1 - rho) * delta * delta
+    param -= lr * delta
+    """
+    g = effective_gradient(
+        xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize
+    )
+    std, delta = work[1], work[2]
+    xp.multiply(g, g, out=std)
+    std *= 1.0 - rho
+    square_avg *= rho
+    square_avg += std
+    xp.add(square_avg, eps, out=std)
+    xp.sqrt(std, out=std)
+    xp.add(acc_delta, eps, out=delta)
+    xp.sqrt(delta, out=delta)
+    delta /= std
+    delta *= g
+    xp.multiply(delta, delta, out=std)
+    std *= 1.0 - rho
+    acc_delta *= rho
+    acc_delta += std
+    delta *= lr
+    param -= delta
+
+
+class Adadelta(OptimizerBase):
+    """Adadelta (PyTorch's ``torch.optim.Adadelta``: same arguments, same math).
+
+    State per parameter: ``step``, ``square_avg`` and ``acc_delta``.
+    """
+
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_hyperparameter("Adadelta", "lr", lr)
+        check_hyperparameter("Adadelta", "rho", rho)
+        if rho > 1.0:
+            raise OptimizerError(
+                f"Adadelta: invalid rho {rho!r}; it must be in [0, 1]", help="e.g. rho=0.9"
+            )
+        check_hyperparameter("Adadelta", "eps", eps)
+        check_hyperparameter("Adadelta", "weight_decay", weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def init_state(self, param, group) -> dict:
+        xp = array_namespace(param.data)
+        return {
+            "step": 0,
+            "square_avg": xp.zeros_like(param.data),
+            "acc_delta": xp.zeros_like(param.data),
+        }
+
+    def update(self, param, grad, state, group) -> None:
+        state["step"] += 1
+        self._run_elementwise(
+            adadelta_update,
+            (param, grad, state["square_avg"], state["acc_delta"]),
+            3,
+            lr=group["lr"],
+            rho=group["rho"],
+            eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            maximize=group["maximize"],
+        )

@@ -1,0 +1,555 @@
+"""The optimizer base class: parameter groups, per-parameter state, step hooks, checkpoints.
+
+An optimizer is a thin stateful class over a pure per-parameter update function. The class owns
+the bookkeeping (which parameters, which hyper-parameters, what state); the update function owns
+the math, on backend arrays, in place. A new optimizer writes only its update rule::
+
+    class SignSGD(OptimizerBase):
+        def __init__(self, params, lr=0.01):
+            super().__init__(params, {"lr": lr})
+
+        def update(self, param, grad, state, group):   # arrays, in place
+            param -= group["lr"] * np.sign(grad)
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Tensor, enable_grad, no_grad
+from ..backend import CPU, array_namespace, to_device
+from ..backend.dtypes import is_floating
+from ..errors import BuildingAIError
+
+# Elements per block of the blocked update: the arrays one update touches (parameter, gradient,
+# two or three state arrays, two work arrays) then fit in a 512 KiB L2 cache, so the dozen
+# passes of an Adam update read main memory once instead of a dozen times.
+BLOCK_SIZE = 16384
+
+# A parameter this large is split across threads (NumPy releases the GIL inside ufuncs).
+_THREADED_MIN_SIZE = 1 << 20
+
+
+class OptimizerError(BuildingAIError, ValueError):
+    """A bad optimizer or scheduler argument, or a state dict that does not fit."""
+
+
+class StepHookHandle:
+    """Returned by ``register_step_pre_hook`` / ``register_step_post_hook``;
+    ``handle.remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(StepHookHandle._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> StepHookHandle:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.remove()
+
+
+# ----- threads for large element-wise work -------------------------------------------------------
+_thread_settings = {"count": None, "pool": None}
+
+
+def set_num_threads(count: int | None) -> None:
+    """Set how many threads split one large parameter's update (None: every available core)."""
+    if count is not None and count < 1:
+        raise OptimizerError(f"set_num_threads needs a count >= 1, got {count}")
+    pool = _thread_settings["pool"]
+    if pool is not None:
+        pool.shutdown(wait=True)
+    _thread_settings.update(count=count, pool=None)
+
+
+def get_num_threads() -> int:
+    """How many threads a large parameter's update is split across."""
+    count = _thread_settings["count"]
+    if count is None:
+        try:
+            count = len(os.sched_getaffinity(0))
+        except AttributeError:  # not every platform has sched_getaffinity
+            count = os.cpu_count() or 1
+    return max(1, count)
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    pool = _thread_settings["pool"]
+    if pool is None or pool._max_workers != workers:
+        if pool is not None:
+            pool.shutdown(wait=True)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="buildingai-optim")
+        _thread_settings["pool"] = pool
+    return pool
+
+
+class OptimizerBase:
+    """Base class of every optimizer.
+
+    Args:
+        params: an iterable of Tensors, or of dicts (parameter groups) each holding ``"params"``
+            and any hyper-parameters that differ from ``defaults`` for that group.
+        defaults: the hyper-parameters of a group that does not set them.
+
+    Attributes:
+        param_groups: a list of dicts, each with ``"params"`` (a list of Tensors) and every
+            hyper-parameter. Schedulers change ``group["lr"]`` here.
+        state: per-parameter state, ``{param: {"step": 3, "exp_avg": array, ...}}``.
+
+    A subclass writes its update rule in one of two ways:
+
+    - ``update(self, param, grad, state, group)``: one parameter, backend arrays, in place;
+      ``init_state(self, param, group)`` returns the fresh state of a parameter. ``step()``,
+      hooks, ``apply_gradients`` and checkpoints then come for free.
+    - or its own ``step(self, closure=None)`` looping over ``self.param_groups`` (PyTorch style).
+      Such a ``step`` is wrapped so that the step hooks run around it and it runs under
+      ``no_grad()``.
+    """
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict[str, Any]] = []
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self._step_pre_hooks: dict[int, Callable] = {}
+        self._step_post_hooks: dict[int, Callable] = {}
+        self._workspace: dict[tuple, list] = {}  # reusable work arrays, see _run_elementwise
+        self._stepping = False
+        if isinstance(params, Tensor):
+            raise OptimizerError(
+                f"{type(self).__name__} got a single Tensor as params",
+                help="pass an iterable of tensors, e.g. [w, b] or model.parameters()",
+            )
+        groups = list(params)
+        if not groups:
+            raise OptimizerError(
+                f"{type(self).__name__} got an empty parameter list",
+                help="pass the tensors to optimize, e.g. model.parameters(); a generator that "
+                "was already consumed is empty too",
+            )
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+        self.default_hook_handles = [self.register_step_pre_hook(h) for h in self.register_hooks()]
+
+    # ----- what subclasses provide ------------------------------------------------------------
+    def register_hooks(self) -> list[Callable]:
+        """Step pre-hooks installed at construction, e.g. ``[clip_grad_hook(max_norm=1.0)]``.
+        Their handles are in ``self.default_hook_handles``."""
+        return []
+
+    def init_state(self, param: Tensor, group: dict) -> dict[str, Any]:
+        """The state of a parameter before its first update (arrays shaped like the parameter)."""
+        return {}
+
+    def update(self, param, grad, state: dict, group: dict) -> None:
+        """Update one parameter in place. ``param`` and ``grad`` are backend arrays of the same
+        shape and dtype; ``state`` is this parameter's state; ``group`` its hyper-parameters."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define update(param, grad, state, group) or step()"
+        )
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
+    # ----- parameter groups -------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyper-parameters (others from ``defaults``)."""
+        if not isinstance(param_group, dict):
+            raise OptimizerError(
+                f"a parameter group must be a dict, got {type(param_group).__name__}"
+            )
+        if "params" not in param_group:
+            raise OptimizerError("a parameter group needs a 'params' entry")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise OptimizerError(
+                "parameters given as a set have no stable order, so state dicts could not be "
+                "matched to them",
+                help="pass a list instead",
+            )
+        params = list(params)
+        for position, param in enumerate(params):
+            if not isinstance(param, Tensor):
+                raise OptimizerError(
+                    f"an optimizer can only optimize Tensors, but parameter {position} is a "
+                    f"{type(param).__name__}"
+                )
+            if not is_floating(param.dtype):
+                raise OptimizerError(
+                    f"parameter {position} has dtype {param.dtype}; only floating-point "
+                    "tensors can be optimized"
+                )
+            if not param.is_leaf:
+                raise OptimizerError(
+                    f"parameter {position} (shape {tuple(param.shape)}) is not a leaf tensor",
+                    help="optimize the leaf itself, or x.detach().requires_grad_()",
+                )
+        if len({id(p) for p in params}) != len(params):
+            raise OptimizerError("a parameter group contains the same parameter more than once")
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise OptimizerError(
+                "some parameters appear in more than one parameter group",
+                help="give each parameter to exactly one group",
+            )
+        group = dict(self.defaults)
+        group.update(param_group)
+        group["params"] = params
+        self.param_groups.append(group)
+
+    # ----- gradients --------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients: ``.grad = None`` (default, frees memory) or fill them with 0."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                else:
+                    if param.grad.grad_fn is not None:
+                        param.grad = param.grad.detach()
+                    param.grad.data.fill(0)
+
+    # ----- hooks ------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> StepHookHandle:
+        """Call ``hook(optimizer)`` before each step, in registration order; it may modify the
+        gradients in place (clipping). Returns a handle whose ``remove()`` unregisters it."""
+        handle = StepHookHandle(self._step_pre_hooks)
+        self._step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook: Callable) -> StepHookHandle:
+        """Call ``hook(optimizer)`` after each step, in registration order."""
+        handle = StepHookHandle(self._step_post_hooks)
+        self._step_post_hooks[handle.id] = hook
+        return handle
+
+    # ----- stepping ---------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update every parameter that has a gradient.
+
+        ``closure`` (optional) re-evaluates the model and returns the loss; it runs first, with
+        gradient recording on, then the pre-hooks see the gradients it produced. Returns the
+        closure's loss (or None).
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        grads = [
+            [None if p.grad is None else p.grad.data for p in group["params"]]
+            for group in self.param_groups
+        ]
+        self._apply(grads)
+        return loss
+
+    def apply_gradients(self, grads: Iterable) -> None:
+        """Apply an explicit list of gradients (one per parameter, in ``param_groups`` order;
+        None skips a parameter) instead of ``.grad``. Step hooks see them as ``.grad`` while
+        they run, and every ``.grad`` is restored afterwards."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        grads = list(grads)
+        if len(grads) != len(params):
+            raise OptimizerError(
+                f"apply_gradients got {len(grads)} gradients for {len(params)} parameters",
+                help="pass one gradient (or None) per parameter, in param_groups order",
+            )
+        saved = [p.grad for p in params]
+        has_hooks = bool(self._step_pre_hooks or self._step_post_hooks)
+        try:
+            for position, (param, grad) in enumerate(zip(params, grads)):
+                if grad is None:
+                    param.grad = None
+                    continue
+                data = grad.data if isinstance(grad, Tensor) else grad
+                data = _fit_gradient(data, param, position, copy=has_hooks)
+                param.grad = Tensor(data)
+            self.step()
+        finally:
+            for param, grad in zip(params, saved):
+                param.grad = grad
+
+    def _apply(self, grads: list[list]) -> None:
+        """Run the pre-hooks, the updates (under no_grad) and the post-hooks."""
+        outer = not self._stepping
+        if outer:
+            self._stepping = True
+        try:
+            if outer:
+                for hook in list(self._step_pre_hooks.values()):
+                    hook(self)
+                # hooks may have replaced .grad tensors: read them again
+                grads = [
+                    [None if p.grad is None else p.grad.data for p in group["params"]]
+                    for group in self.param_groups
+                ]
+            with no_grad():
+                for group, group_grads in zip(self.param_groups, grads):
+                    for position, (param, grad) in enumerate(zip(group["params"], group_grads)):
+                        if grad is None:
+                            continue
+                        grad = _fit_gradient(grad, param, position, copy=False)
+                        state = self.state.get(param)
+                        if state is None:
+                            state = self.state[param] = self.init_state(param, group)
+                        self.update(param.data, grad, state, group)
+                        _bump_version(param, type(self).__name__)
+            if outer:
+                for hook in list(self._step_post_hooks.values()):
+                    hook(self)
+        finally:
+            if outer:
+                self._stepping = False
+
+    # ----- the blocked element-wise driver ----------------------------------------------------
+    def _run_elementwise(self, update_fn: Callable, arrays: tuple, work_count: int, **scalars):
+        """Call ``update_fn(xp, *arrays, work, **scalars)`` over cache-sized blocks.
+
+        ``arrays`` (parameter, gradient, state arrays; None entries pass through) all have the
+        parameter's shape; ``work`` is a list of ``work_count`` scratch arrays of the block's
+        shape. On NumPy, contiguous arrays are cut into blocks of ``BLOCK_SIZE`` elements, so one
+        update's many passes stay in cache; a large parameter's blocks are shared among threads.
+        CuPy (and odd memory layouts) get one call over the whole arrays.
+        """
+        param = arrays[0]
+        xp = array_namespace(param)
+        contiguous = all(a is None or a.flags.c_contiguous for a in arrays)
+        if xp is not np or not contiguous:
+            work = [xp.empty_like(param) for _ in range(work_count)]
+            update_fn(xp, *arrays, work, **scalars)
+            return
+        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
+        size = param.size
+        starts = range(0, size, BLOCK_SIZE)
+        workers = min(get_num_threads(), len(starts)) if size >= _THREADED_MIN_SIZE else 1
+        if workers == 1:
+            self._run_blocks(update_fn, flat, starts, 0, work_count, scalars)
+            return
+        per_worker = -(-len(starts) // workers)
+        pool = _thread_pool(workers)
+        jobs = [
+            pool.submit(
+                self._run_blocks,
+                update_fn,
+                flat,
+                starts[index * per_worker : (index + 1) * per_worker],
+                index,
+                work_count,
+                scalars,
+            )
+            for index in range(workers)
+        ]
+        for job in jobs:
+            job.result()
+
+    def _run_blocks(self, update_fn, flat, starts, worker, work_count, scalars) -> None:
+        dtype = flat[0].dtype
+        key = (worker, dtype)
+        work = self._workspace.get(key)
+        if work is None or len(work) < work_count:
+            work = self._workspace[key] = [
+                np.empty(BLOCK_SIZE, dtype) for _ in range(max(work_count, 1))
+            ]
+        size = flat[0].size
+        for start in starts:
+            stop = min(start + BLOCK_SIZE, size)
+            block = tuple(None if a is None else a[start:stop] for a in flat)
+            update_fn(np, *block, [w[: stop - start] for w in work[:work_count]], **scalars)
+
+    # ----- checkpoints ------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer as plain data: ``{"state": {index: {name: array or number}},
+        "param_groups": [{hyper-parameters..., "params": [indices]}]}``.
+
+        Parameters are numbered across groups in order, as in PyTorch. Arrays are host NumPy
+        copies and everything else is a number, bool, string, tuple or list, so a checkpoint can
+        store the arrays in safetensors and the rest in JSON.
+        """
+        index_of: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            indices = []
+            for param in group["params"]:
+                index_of.setdefault(id(param), len(index_of))
+                indices.append(index_of[id(param)])
+            saved = {k: v for k, v in group.items() if k != "params"}
+            saved["params"] = indices
+            groups.append(saved)
+        state = {}
+        for param, param_state in self.state.items():
+            if id(param) in index_of:
+                state[index_of[id(param)]] = {
+                    name: to_device(value, CPU).copy() if _is_array(value) else value
+                    for name, value in param_state.items()
+                }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned (also after a JSON round trip: string indices
+        and lists for tuples are accepted). Floating state arrays take each parameter's dtype
+        and device."""
+        groups = state_dict.get("param_groups")
+        if groups is None or "state" not in state_dict:
+            raise OptimizerError(
+                "an optimizer state dict needs 'state' and 'param_groups' entries"
+            )
+        if len(groups) != len(self.param_groups):
+            raise OptimizerError(
+                f"the state dict has {len(groups)} parameter groups, this optimizer has "
+                f"{len(self.param_groups)}"
+            )
+        for position, (saved, group) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                raise OptimizerError(
+                    f"parameter group {position} has {len(saved['params'])} parameters in the "
+                    f"state dict but {len(group['params'])} in this optimizer"
+                )
+        param_of = {}
+        for saved, group in zip(groups, self.param_groups):
+            for index, param in zip(saved["params"], group["params"]):
+                param_of[int(index)] = param
+        self.state = {}
+        for index, saved_state in state_dict["state"].items():
+            param = param_of.get(int(index))
+            if param is None:
+                raise OptimizerError(f"the state dict has state for unknown parameter {index}")
+            self.state[param] = {
+                name: _array_like_param(value, param) if _is_array(value) else value
+                for name, value in saved_state.items()
+            }
+        for saved, group in zip(groups, self.param_groups):
+            for name, value in saved.items():
+                if name == "params":
+                    continue
+                if isinstance(group.get(name), tuple) and isinstance(value, list):
+                    value = tuple(value)
+                group[name] = value
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for position, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {position}")
+            for name in sorted(group):
+                if name != "params":
+                    lines.append(f"    {name}: {group[name]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """Wrap a subclass's own ``step`` so hooks run around it, under ``no_grad()``."""
+
+    def wrapped(self, *args, **kwargs):
+        if self._stepping:  # called through super().step() or nested: hooks already ran
+            return step(self, *args, **kwargs)
+        self._stepping = True
+        try:
+            for hook in list(self._step_pre_hooks.values()):
+                hook(self)
+            with no_grad():
+                result = step(self, *args, **kwargs)
+            for hook in list(self._step_post_hooks.values()):
+                hook(self)
+            return result
+        finally:
+            self._stepping = False
+
+    wrapped.__name__ = step.__name__
+    wrapped.__qualname__ = step.__qualname__
+    wrapped.__doc__ = step.__doc__
+    wrapped.__wrapped__ = step
+    return wrapped
+
+
+def _bump_version(param: Tensor, name: str) -> None:
+    """Count the in-place update, so a graph that saved the old values refuses to backward."""
+    param._version[0] += 1
+    param._version[1] = f"{name}.step"
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Tensor)
+
+
+def _array_like_param(value, param: Tensor):
+    xp = array_namespace(param.data)
+    value = np.asarray(to_device(value, CPU))
+    if value.dtype.kind == "f":
+        value = value.astype(param.dtype, copy=False)
+    return xp.array(value, copy=True)
+
+
+def _fit_gradient(grad, param: Tensor, position: int, copy: bool):
+    """Check a gradient's shape against its parameter; cast it to the parameter's dtype."""
+    xp = array_namespace(param.data)
+    if not hasattr(grad, "shape"):
+        grad = np.asarray(grad)
+    if tuple(grad.shape) != tuple(param.shape):
+        raise OptimizerError(
+            f"the gradient of parameter {position} has shape {tuple(grad.shape)}, the parameter "
+            f"has shape {tuple(param.shape)}"
+        )
+    if type(grad) is not type(param.data):
+        grad = to_device(grad, param.device)
+    if grad.dtype != param.dtype or copy:
+        grad = xp.array(grad, dtype=param.dtype, copy=True)
+    return grad
+
+
+# ----- helpers shared by the update rules --------------------------------------------------------
+def effective_gradient(xp, param, grad, out, scratch, *, weight_decay: float, maximize: bool):
+    """The gradient an update rule follows: ``grad`` negated when maximizing, plus the L2 term
+    ``weight_decay * param``. Returns ``grad`` itself when neither applies, else ``out``
+    (``scratch`` is clobbered). All arrays share one shape."""
+    if not maximize and not weight_decay:
+        return grad
+    if maximize:
+        xp.negative(grad, out=out)
+    else:
+        xp.copyto(out, grad)
+    if weight_decay:
+        xp.multiply(param, weight_decay, out=scratch)
+        out += scratch
+    return out
+
+
+def check_hyperparameter(optimizer: str, name: str, value, minimum: float = 0.0, below=None):
+    """Raise ``OptimizerError`` unless ``minimum <= value`` (and ``value < below`` if given)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise OptimizerError(f"{optimizer}: {name} must be a number, got {value!r}")
+    if value != value or value < minimum or (below is not None and value >= below):
+        allowed = f">= {minimum}" if below is None else f"in [{minimum}, {below})"
+        raise OptimizerError(
+            f"{optimizer}: invalid {name} {value!r}; it must be {allowed}",
+            help=f"pass {name} {allowed}",
+        )
+
+
+def check_betas(optimizer: str, betas) -> tuple[float, float]:
+    """Validate a ``(beta1, beta2)`` pair, each in [0, 1)."""
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise OptimizerError(
+            f"{optimizer}: betas must be a pair (beta1, beta2), got {betas!r}",
+            help="e.g. betas=(0.9, 0.999)",
+        )
+    for position, beta in enumerate(betas):
+        check_hyperparameter(optimizer, f"beta{position + 1}", beta, 0.0, below=1.0)
+    return (float(betas[0]), float(betas[1]))
