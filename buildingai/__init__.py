@@ -29,16 +29,20 @@ from .backend.dtypes import (
     int64,
     uint8,
 )
+from .backend.random import get_rng_state, set_rng_state
 from .errors import (
+    ArgumentError,
     AutogradError,
     BuildingAIError,
     CheckpointError,
     DeviceError,
     DTypeError,
     GradcheckError,
+    IndexingError,
     ShapeError,
 )
 from .functions import *
+from .serialization import load, save
 
 __version__ = "0.1.0"
 bool = bool_  # noqa: A001 - the dtype, as in torch.bool

@@ -26,6 +26,14 @@ class ShapeError(BuildingAIError, ValueError):
     """Shapes that do not fit together: broadcasting, matmul, reshape, contracts."""
 
 
+class IndexingError(BuildingAIError, IndexError):
+    """An index that does not fit the tensor: out of range, mismatched mask, too many indices."""
+
+
+class ArgumentError(BuildingAIError, ValueError):
+    """An argument outside its allowed range (a probability above 1, a negative size...)."""
+
+
 class DTypeError(BuildingAIError, TypeError):
     """An unsupported or mismatched dtype."""
 

@@ -11,6 +11,7 @@ the segments of a worker that was killed before it could clean up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 from collections.abc import Mapping
@@ -127,10 +128,8 @@ class SlotWriter:
     def close(self) -> None:
         for segment in self.segments.values():
             segment.close()
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 segment.unlink()
-            except FileNotFoundError:
-                pass
         self.segments.clear()
 
 
@@ -139,7 +138,7 @@ class SlotReader:
 
     def __init__(self, pin_memory: bool = False) -> None:
         self.attached: dict[tuple[int, int], shared_memory.SharedMemory] = {}
-        self.pin_memory = pin_memory
+        self.pin_memory = pin_memory and pinning_available()
         self.queue_bytes = 0  # pickled descriptor bytes received through the result queue
         self.shared_bytes = 0  # array bytes received through shared memory
         self.batches = 0
@@ -165,11 +164,26 @@ class SlotReader:
 
     def close(self) -> None:
         for segment in self.attached.values():
-            try:
+            # BufferError only if a view escaped; the mapping then dies with that view
+            with contextlib.suppress(BufferError):
                 segment.close()
-            except BufferError:  # pragma: no cover - a view escaped; the mapping dies with it
-                pass
         self.attached.clear()
+
+
+_PINNING: list[bool] = []  # cached answer of pinning_available()
+
+
+def pinning_available() -> bool:
+    """Whether page-locked host memory can be allocated (CuPy installed and a GPU visible)."""
+    if not _PINNING:
+        try:
+            import cupy
+            import cupyx  # noqa: F401
+
+            _PINNING.append(cupy.cuda.runtime.getDeviceCount() > 0)
+        except Exception:
+            _PINNING.append(False)
+    return _PINNING[0]
 
 
 def _pinned_copy(view: np.ndarray) -> np.ndarray:

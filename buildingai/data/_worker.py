@@ -13,8 +13,6 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..backend.random import manual_seed
 from ..errors import BuildingAIError
 from ._transport import SlotWriter

@@ -16,9 +16,15 @@ from ..autograd.dispatch import apply
 from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import AutogradError, BuildingAIError, DeviceError, DTypeError, ShapeError
+from ..errors import (
+    AutogradError,
+    BuildingAIError,
+    DeviceError,
+    DTypeError,
+    IndexingError,
+    ShapeError,
+)
 from ..ops import index as ops
-from ..ops.index import IndexingError
 from ._common import normalize_axis, pick
 from .elementwise import where
 
@@ -337,7 +343,7 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
     array = array.reshape(-1)
     if x.ndim == 0:
         _check_range("index_select", array, 1, 0, x.shape, negative=False)
-        return getitem(x.reshape(1), array).reshape(tuple(array.shape) if array.ndim else ())
+        return apply(ops.INDEX, x.reshape(1), index=(array,))
     dim = normalize_axis(dim, x.ndim, "index_select")
     _check_range("index_select", array, x.shape[dim], dim, x.shape, negative=False)
     return apply(ops.INDEX, x, index=(slice(None),) * dim + (array,) + (Ellipsis,))

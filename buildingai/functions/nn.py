@@ -8,7 +8,7 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend.device import Device
 from ..backend.random import Generator, resolve_generator
-from ..errors import BuildingAIError, ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..ops import nn as ops
 from ._common import normalize_axis, pick
 from .creation import as_tensor, astype
@@ -41,7 +41,7 @@ def log_softmax(
 
 def _check_probability(p) -> float:
     if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-        raise BuildingAIError(
+        raise ArgumentError(
             f"[dropout] p must be a probability in [0, 1], got {p!r}",
             help="p is the probability of dropping an element (0 keeps everything)",
         )

@@ -8,8 +8,8 @@ these three records.
 
 All three share the im2col machinery: the zero-padded input is viewed (no copy) through
 ``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape gathers them into columns
-``(N, groups, C/groups * kh * kw, Ho * Wo)``, and a single batched GEMM with the weight reshaped
-to ``(groups, O/groups, K)`` yields the output already in NCHW order. The input gradient runs the
+``(groups, C/groups * kh * kw, N * Ho * Wo)``, and one GEMM per group with the weight reshaped
+to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy. The input gradient runs the
 GEMM the other way and scatters the columns back (col2im) with one strided add per kernel
 offset. Depthwise convolutions (one input channel per group), whose per-group GEMMs are tiny,
 instead loop over the kernel offsets with whole-array multiply-adds.
@@ -106,6 +106,23 @@ def _check_fits(op: str, size: tuple, kernel: tuple, stride, padding, dilation, 
             )
 
 
+def _covers(full: tuple, used: tuple, stride, dilation) -> bool:
+    """Whether an output gradient of size ``used`` fits a convolution whose output is ``full``:
+    equal sizes, or ``full`` longer by the few trailing rows/columns that the output_padding of
+    a transposed convolution adds (output_padding < max(stride, dilation)) and that no output
+    position reads."""
+    return all(
+        f - u >= 0 and (f - u) * s < max(s, d) for f, u, s, d in zip(full, used, stride, dilation)
+    )
+
+
+def _crop_to(out, size: tuple):
+    """``out`` (N, C, H', W') cut to its first ``size`` rows and columns (see ``_covers``)."""
+    if tuple(out.shape[2:]) == tuple(size):
+        return out
+    return out.getitem((slice(None), slice(None), slice(0, size[0]), slice(0, size[1])))
+
+
 def _output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
     return tuple(
         output_size(size[a], kernel[a], stride[a], padding[a], dilation[a]) for a in range(2)
@@ -137,10 +154,23 @@ def windows(xp, padded, kernel, out_hw, stride, dilation):
 
 
 def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
-    """Columns ``(N, groups, C/groups * kh * kw, Ho * Wo)`` of ``x`` (N, C, H, W): the one copy."""
+    """Columns ``(groups, C/groups * kh * kw, N * Ho * Wo)`` of ``x`` (N, C, H, W): the one copy.
+
+    The batch goes into the columns, so each convolution is one large GEMM per group: measured
+    2-4x faster than one GEMM per sample on (64, 32, 28, 28), where per-sample products are too
+    small to keep every BLAS thread busy.
+    """
     view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
     n, c = x.shape[:2]
-    return view.reshape(n, groups, c // groups * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
+    columns = view.transpose(1, 2, 3, 0, 4, 5)  # (C, kh, kw, N, Ho, Wo), still a view
+    return columns.reshape(groups, c // groups * kernel[0] * kernel[1], n * out_hw[0] * out_hw[1])
+
+
+def _grad_rows(xp, grad, groups):
+    """The output gradient (N, O, Ho, Wo) as GEMM rows ``(groups, O/groups, N * Ho * Wo)``."""
+    n, out_channels = grad.shape[:2]
+    rows = grad.reshape(n, groups, out_channels // groups, -1).transpose(1, 2, 0, 3)
+    return rows.reshape(groups, out_channels // groups, -1)
 
 
 def _col2im(xp, cols, input_hw, stride, padding, dilation):
@@ -189,7 +219,8 @@ def _conv(xp, x, weight, stride, padding, dilation, groups):
         return out.reshape((n, out_channels) + out_hw)
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     matrix = weight.reshape(groups, out_channels // groups, -1)
-    return xp.matmul(matrix, cols).reshape((n, out_channels) + out_hw)
+    out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
+    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
 
 
 def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
@@ -205,8 +236,8 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
         cols = xp.einsum("ngohw,goij->ngijhw", grouped, taps)
     else:
         matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
-        cols = xp.matmul(matrix, grad.reshape(n, groups, out_channels // groups, ho * wo))
-        cols = cols.reshape(n, groups * per_group_in, kh, kw, ho, wo)
+        cols = xp.matmul(matrix, _grad_rows(xp, grad, groups))  # (groups, K, N * Ho * Wo)
+        cols = cols.reshape(groups * per_group_in, kh, kw, n, ho, wo).transpose(3, 0, 1, 2, 4, 5)
     return _col2im(xp, cols, input_hw, stride, padding, dilation)
 
 
@@ -221,10 +252,8 @@ def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups):
         out = xp.einsum("ngohw,ngijhw->goij", grouped, view)
         return out.reshape(out_channels, 1, kernel[0], kernel[1])
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-    rows = grad.reshape(n, groups, per_group_out, out_hw[0] * out_hw[1])
-    # One GEMM per sample over its Ho*Wo positions, then a sum over the batch (as fast as one
-    # big GEMM after transposing both operands, without their copies).
-    out = xp.matmul(rows, cols.swapaxes(-1, -2)).sum(axis=0)
+    # One GEMM per group whose inner dimension runs over every position of every sample.
+    out = xp.matmul(_grad_rows(xp, grad, groups), cols.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(kernel))
 
 
@@ -292,7 +321,7 @@ class Conv2dInputGrad(Op):
             "conv2d_input_grad", input_size, weight.shape[2:], stride, padding, dilation, shapes
         )
         expected = _output_hw(input_size, weight.shape[2:], stride, padding, dilation)
-        if expected != tuple(grad.shape[2:]):
+        if not _covers(expected, grad.shape[2:], stride, dilation):
             raise ShapeError(
                 f"[conv2d_input_grad] output size {tuple(input_size)} does not fit: a convolution "
                 f"of that size gives {expected}, not {tuple(grad.shape[2:])} ({shapes})",
@@ -308,7 +337,7 @@ class Conv2dInputGrad(Op):
         del attrs["input_size"]
         d_grad = d_weight = None
         if grad.requires_grad:
-            d_grad = conv2d(upstream, weight, **attrs)
+            d_grad = _crop_to(conv2d(upstream, weight, **attrs), grad.shape[2:])
         if weight.requires_grad:
             d_weight = conv2d_weight_grad(upstream, grad, tuple(weight.shape[2:]), **attrs)
         return d_grad, d_weight
@@ -337,7 +366,12 @@ class Conv2dWeightGrad(Op):
             )
         _check_dtypes(op, x, grad, ("input", "output gradient"))
         _check_fits(op, x.shape[2:], weight_size, stride, padding, dilation, shapes)
-        if _output_hw(x.shape[2:], weight_size, stride, padding, dilation) != grad.shape[2:]:
+        if not _covers(
+            _output_hw(x.shape[2:], weight_size, stride, padding, dilation),
+            grad.shape[2:],
+            stride,
+            dilation,
+        ):
             raise ShapeError(f"[{op}] the output gradient does not fit the convolution: {shapes}")
 
     def forward(self, ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
@@ -351,7 +385,7 @@ class Conv2dWeightGrad(Op):
         if x.requires_grad:
             d_x = conv2d_input_grad(grad, upstream, tuple(x.shape[2:]), **attrs)
         if grad.requires_grad:
-            d_grad = conv2d(x, upstream, **attrs)
+            d_grad = _crop_to(conv2d(x, upstream, **attrs), grad.shape[2:])
         return d_x, d_grad
 
 

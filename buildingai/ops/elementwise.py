@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import BuildingAIError, DTypeError
 from .base import Op
 
@@ -62,6 +64,21 @@ def promote(a, b):
     return a, b
 
 
+_FLOAT64 = np.dtype("float64")
+
+
+def torch_dtype(ufunc, a, b, out):
+    """``out = ufunc(a, b)`` again, with promoted operands, where NumPy widened to float64 and
+    PyTorch would not (see ``promote``). The check costs one comparison on the common path;
+    only the rare integer-meets-float32 call computes twice."""
+    if out.dtype is not _FLOAT64:
+        return out
+    promoted_a, promoted_b = promote(a, b)
+    if promoted_a is a and promoted_b is b:
+        return out
+    return ufunc(promoted_a, promoted_b)
+
+
 def in_place(ufunc, array, *operands):
     """``ufunc(array, *operands)`` written into ``array``, a temporary the caller owns.
 
@@ -99,8 +116,7 @@ class Add(Op):
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        return xp.add(a, b)
+        return torch_dtype(xp.add, a, b, xp.add(a, b))
 
     def backward(self, ctx, grad):
         return grad, grad
@@ -111,8 +127,7 @@ class Sub(Op):
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        return xp.subtract(a, b)
+        return torch_dtype(xp.subtract, a, b, xp.subtract(a, b))
 
     def backward(self, ctx, grad):
         return grad, -grad
@@ -122,8 +137,7 @@ class Mul(Op):
     name, onnx = "mul", "Mul"
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        return xp.multiply(a, b)
+        return torch_dtype(xp.multiply, a, b, xp.multiply(a, b))
 
     def backward(self, ctx, grad):
         a, b = ctx.inputs
@@ -134,11 +148,13 @@ class Div(Op):
     name, onnx = "div", "Div"
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        if _is_integral(a) and _is_integral(b):  # true division of integers gives floats
+        out = xp.true_divide(a, b)
+        if out.dtype is _FLOAT64 and _is_integral(a) and _is_integral(b):
+            # integers divide into the default float dtype (NumPy gives float64)
             a = as_float(a) if hasattr(a, "dtype") else float(a)
             b = as_float(b) if hasattr(b, "dtype") else b
-        return xp.true_divide(a, b)
+            return xp.true_divide(a, b)
+        return torch_dtype(xp.true_divide, a, b, out)
 
     def backward(self, ctx, grad):
         a, b = ctx.inputs
@@ -169,9 +185,11 @@ class Pow(Op):
     name, onnx = "pow", "Pow"
 
     def forward(self, ctx, xp, base, exponent):
+        if type(exponent) in (int, float) and hasattr(base, "dtype") and base.dtype.kind == "f":
+            fast = _SCALAR_POWERS.get(exponent)
+            if fast is not None:  # multiplies and roots instead of a general pow (as PyTorch)
+                return fast(xp, base)
         base, exponent = promote(base, exponent)
-        if not hasattr(exponent, "dtype") and exponent == 2 and hasattr(base, "dtype"):
-            return xp.square(base)  # the most common power: one multiply, no pow
         return xp.power(base, exponent)
 
     def backward(self, ctx, grad):
@@ -205,14 +223,28 @@ class Pow(Op):
         return grad_base, grad_exponent
 
 
+def _cube(xp, x):
+    out = xp.square(x)
+    return in_place(xp.multiply, out, x)
+
+
+_SCALAR_POWERS = {
+    2: lambda xp, x: xp.square(x),
+    3: _cube,
+    0.5: lambda xp, x: xp.sqrt(x),
+    -0.5: lambda xp, x: in_place(xp.reciprocal, xp.sqrt(x)),
+    -1: lambda xp, x: xp.reciprocal(x),
+    -2: lambda xp, x: in_place(xp.reciprocal, xp.square(x)),
+}
+
+
 class Maximum(Op):
     """Element-wise maximum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
 
     name, onnx = "maximum", "Max"
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        return xp.maximum(a, b)
+        return torch_dtype(xp.maximum, a, b, xp.maximum(a, b))
 
     def backward(self, ctx, grad):
         return _select_backward(ctx, grad, loser_of_a=lambda a, b: a < b)
@@ -224,8 +256,7 @@ class Minimum(Op):
     name, onnx = "minimum", "Min"
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
-        return xp.minimum(a, b)
+        return torch_dtype(xp.minimum, a, b, xp.minimum(a, b))
 
     def backward(self, ctx, grad):
         return _select_backward(ctx, grad, loser_of_a=lambda a, b: a > b)
@@ -250,14 +281,16 @@ class Clamp(Op):
     name, onnx = "clamp", "Clip"
 
     def forward(self, ctx, xp, x, low, high):
-        out = x
+        if low is not None and high is not None:
+            out = xp.clip(x, low, high)  # one pass; NaN stays NaN, low > high gives high
+            if out.dtype is _FLOAT64:  # an integer x meeting float bounds: PyTorch's dtype
+                x, low = promote(x, low)
+                x, high = promote(x, high)
+                out = xp.clip(x, low, high)
+            return out
         if low is not None:
-            out, low = promote(out, low)
-            out = xp.maximum(out, low)
-        if high is not None:
-            out, high = promote(out, high)
-            out = xp.minimum(out, high)
-        return out
+            return torch_dtype(xp.maximum, x, low, xp.maximum(x, low))
+        return torch_dtype(xp.minimum, x, high, xp.minimum(x, high))
 
     def backward(self, ctx, grad):
         x, low, high = ctx.inputs
@@ -286,9 +319,8 @@ class FloorDivide(Op):
     differentiable = False
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
         _refuse_integer_zero_division(self.name, b)
-        return xp.floor_divide(a, b)
+        return torch_dtype(xp.floor_divide, a, b, xp.floor_divide(a, b))
 
 
 class Remainder(Op):
@@ -297,9 +329,8 @@ class Remainder(Op):
     name, onnx = "remainder", None  # ONNX Mod on floats is C fmod (the dividend's sign)
 
     def forward(self, ctx, xp, a, b):
-        a, b = promote(a, b)
         _refuse_integer_zero_division(self.name, b)
-        return xp.remainder(a, b)
+        return torch_dtype(xp.remainder, a, b, xp.remainder(a, b))
 
     def backward(self, ctx, grad):
         a, b = ctx.inputs

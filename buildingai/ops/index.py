@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import operator
 
-from ..errors import BuildingAIError, DTypeError
+from ..errors import BuildingAIError, DTypeError, IndexingError
 from .base import Op
-
-
-class IndexingError(BuildingAIError, IndexError):
-    """An index that does not fit the tensor: out of range, mismatched mask, too many indices."""
 
 
 def has_advanced(index: tuple) -> bool:

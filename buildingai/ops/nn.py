@@ -7,7 +7,7 @@ backward rules are still written with differentiable Tensor ops.
 
 from __future__ import annotations
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, IndexingError, ShapeError
 from .base import Op
 
 
@@ -199,7 +199,7 @@ def _check_range(name: str, indices, count: int) -> None:
     low, high = int(indices.min()), int(indices.max())
     if low < 0 or high >= count:
         bad = low if low < 0 else high
-        raise IndexOutOfRangeError(
+        raise IndexingError(
             f"[{name}] index {bad} is out of range for {count} embeddings "
             f"(indices of shape {tuple(indices.shape)})",
             help=f"indices must lie in [0, {count - 1}]; check the vocabulary size or the "
@@ -207,8 +207,6 @@ def _check_range(name: str, indices, count: int) -> None:
         )
 
 
-class IndexOutOfRangeError(ShapeError, IndexError):
-    """An index outside the table it selects from (a ShapeError that is also an IndexError)."""
 
 
 SOFTMAX, LOG_SOFTMAX, DROPOUT = Softmax(), LogSoftmax(), Dropout()

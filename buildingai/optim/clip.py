@@ -1,7 +1,7 @@
 """Gradient clipping: by total norm or by value, as functions and as optimizer step pre-hooks.
 
-    total_norm = clip_grad_norm_(params, max_norm=1.0)       # in the training loop, or
-    optimizer.register_step_pre_hook(clip_grad_hook(1.0))   # once, at setup
+total_norm = clip_grad_norm_(params, max_norm=1.0)       # in the training loop, or
+optimizer.register_step_pre_hook(clip_grad_hook(1.0))   # once, at setup
 """
 
 from __future__ import annotations

@@ -63,8 +63,7 @@ class LRScheduler:
                     raise OptimizerError(
                         f"{type(self).__name__}: resuming at last_epoch={last_epoch} needs "
                         f"'initial_lr' in parameter group {position}",
-                        help="load the scheduler with load_state_dict(), or start at "
-                        "last_epoch=-1",
+                        help="load the scheduler with load_state_dict(), or start at last_epoch=-1",
                     )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
@@ -267,7 +266,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         steps_per_epoch: int | None = None,
     ) -> None:
         if not isinstance(T_0, int) or T_0 <= 0:
-            raise OptimizerError(f"CosineAnnealingWarmRestarts: T_0 must be a positive int, got {T_0}")
+            raise OptimizerError(
+                f"CosineAnnealingWarmRestarts: T_0 must be a positive int, got {T_0}"
+            )
         if not isinstance(T_mult, int) or T_mult < 1:
             raise OptimizerError(
                 f"CosineAnnealingWarmRestarts: T_mult must be an int >= 1, got {T_mult}"
@@ -436,7 +437,9 @@ class OneCycleLR(LRScheduler):
                 )
             total_steps = epochs * steps_per_epoch
         if not isinstance(total_steps, int) or total_steps <= 0:
-            raise OptimizerError(f"OneCycleLR: total_steps must be a positive int, got {total_steps}")
+            raise OptimizerError(
+                f"OneCycleLR: total_steps must be a positive int, got {total_steps}"
+            )
         if not 0 <= pct_start <= 1:
             raise OptimizerError(f"OneCycleLR: pct_start must be in [0, 1], got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
@@ -498,8 +501,7 @@ class OneCycleLR(LRScheduler):
     def _phase(self, position: float) -> tuple:
         if position > self.total_steps:
             raise OptimizerError(
-                f"OneCycleLR was stepped {position} times, past its total_steps="
-                f"{self.total_steps}",
+                f"OneCycleLR was stepped {position} times, past its total_steps={self.total_steps}",
                 help="make total_steps (or epochs * steps_per_epoch) cover every batch",
             )
         start = 0.0

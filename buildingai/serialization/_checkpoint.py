@@ -81,7 +81,7 @@ def load(path: str | os.PathLike, map_location: str | _device.Device | None = No
 
     A safetensors file written by another program (for example a PyTorch state dict saved with
     ``safetensors.torch.save_file``) has no BuildingAI metadata; it loads as a flat ``dict`` of
-    name -> Tensor, in file order, ready for ``load_state_dict``.
+    name -> Tensor (in the order the safetensors reader lists them), ready for ``load_state_dict``.
 
     Nothing in the file is executed: the structure is JSON, decoded into plain containers only.
 

@@ -55,28 +55,63 @@ UNARY = [
     ("sigmoid", bai.sigmoid, torch.sigmoid, wide, True),
     ("relu", bai.relu, torch.relu, anywhere, True),
     ("leaky_relu", bai.leaky_relu, F.leaky_relu, anywhere, True),
-    ("leaky_relu_0.2", lambda x: bai.leaky_relu(x, 0.2), lambda x: F.leaky_relu(x, 0.2),
-     anywhere, True),
-    ("leaky_relu_steep", lambda x: bai.leaky_relu(x, negative_slope=1.5),
-     lambda x: F.leaky_relu(x, negative_slope=1.5), anywhere, True),
-    ("leaky_relu_negative", lambda x: bai.leaky_relu(x, -0.3),
-     lambda x: F.leaky_relu(x, -0.3), anywhere, True),
+    (
+        "leaky_relu_0.2",
+        lambda x: bai.leaky_relu(x, 0.2),
+        lambda x: F.leaky_relu(x, 0.2),
+        anywhere,
+        True,
+    ),
+    (
+        "leaky_relu_steep",
+        lambda x: bai.leaky_relu(x, negative_slope=1.5),
+        lambda x: F.leaky_relu(x, negative_slope=1.5),
+        anywhere,
+        True,
+    ),
+    (
+        "leaky_relu_negative",
+        lambda x: bai.leaky_relu(x, -0.3),
+        lambda x: F.leaky_relu(x, -0.3),
+        anywhere,
+        True,
+    ),
     ("gelu", bai.gelu, F.gelu, wide, True),
-    ("gelu_tanh", lambda x: bai.gelu(x, approximate="tanh"),
-     lambda x: F.gelu(x, approximate="tanh"), wide, True),
+    (
+        "gelu_tanh",
+        lambda x: bai.gelu(x, approximate="tanh"),
+        lambda x: F.gelu(x, approximate="tanh"),
+        wide,
+        True,
+    ),
     ("silu", bai.silu, F.silu, wide, True),
     ("softplus", bai.softplus, F.softplus, wide, True),
-    ("softplus_beta", lambda x: bai.softplus(x, beta=2.0, threshold=3.0),
-     lambda x: F.softplus(x, beta=2.0, threshold=3.0), wide, True),
+    (
+        "softplus_beta",
+        lambda x: bai.softplus(x, beta=2.0, threshold=3.0),
+        lambda x: F.softplus(x, beta=2.0, threshold=3.0),
+        wide,
+        True,
+    ),
     ("sign", bai.sign, torch.sign, anywhere, False),
     ("floor", bai.floor, torch.floor, wide, False),
     ("ceil", bai.ceil, torch.ceil, wide, False),
     ("round", bai.round, torch.round, wide, False),
-    ("round_decimals", lambda x: bai.round(x, decimals=1), lambda x: torch.round(x, decimals=1),
-     wide, False),
+    (
+        "round_decimals",
+        lambda x: bai.round(x, decimals=1),
+        lambda x: torch.round(x, decimals=1),
+        wide,
+        False,
+    ),
     ("clone", bai.clone, torch.clone, anywhere, True),
-    ("clamp_scalars", lambda x: bai.clamp(x, -0.5, 0.7), lambda x: torch.clamp(x, -0.5, 0.7),
-     anywhere, True),
+    (
+        "clamp_scalars",
+        lambda x: bai.clamp(x, -0.5, 0.7),
+        lambda x: torch.clamp(x, -0.5, 0.7),
+        anywhere,
+        True,
+    ),
     ("clamp_min", lambda x: x.clamp(min=-0.5), lambda x: x.clamp(min=-0.5), anywhere, True),
     ("clamp_max", lambda x: x.clip(max=0.3), lambda x: x.clip(max=0.3), anywhere, True),
     ("pow_2", lambda x: x**2, None, anywhere, True),
@@ -126,8 +161,13 @@ BINARY = [
     ("maximum", bai.maximum, torch.maximum, anywhere, anywhere),
     ("minimum", bai.minimum, torch.minimum, anywhere, anywhere),
     ("remainder", lambda a, b: a % b, None, wide, positive),
-    ("remainder_negative_divisor", bai.remainder, torch.remainder, wide,
-     lambda *s: Arg(s, low=-2.0, high=-0.2)),
+    (
+        "remainder_negative_divisor",
+        bai.remainder,
+        torch.remainder,
+        wide,
+        lambda *s: Arg(s, low=-2.0, high=-0.2),
+    ),
 ]
 
 
@@ -154,8 +194,12 @@ def test_pow_gradient_only_for_an_exponent_that_requires_grad():
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # log(0), 0 * inf: as in PyTorch
 def test_pow_special_values_match_torch():
     # base 0 with exponent >= 0: zero exponent gradient (not 0 * log 0); exponent 0: zero base grad
-    check_op(lambda a, b: a**b, constant([0.0, 0.0, 2.0, 0.0], requires_grad=True),
-             constant([0.0, 2.0, 0.0, 1.5], requires_grad=True), gradcheck=False)
+    check_op(
+        lambda a, b: a**b,
+        constant([0.0, 0.0, 2.0, 0.0], requires_grad=True),
+        constant([0.0, 2.0, 0.0, 1.5], requires_grad=True),
+        gradcheck=False,
+    )
     check_op(lambda b: 0.0**b, constant([0.0, 2.0, -1.5], requires_grad=True), gradcheck=False)
     check_op(lambda b: (-2.0) ** b, constant([2.0, 3.0], requires_grad=True), gradcheck=False)
     check_op(lambda x: x**-1, constant([0.0, 1.0], requires_grad=True), gradcheck=False)
@@ -199,19 +243,38 @@ CLAMP_CASES = [
 def test_clamp_tensor_bounds(shapes):
     x, low, high = shapes
     # bounds overlap at random, so low > high happens too (the result is then high)
-    check_op(bai.clamp, x, Arg(low, low=-2.0, high=0.5), Arg(high, low=-0.5, high=2.0),
-             torch_fn=torch.clamp, gradgrad=True)
-    check_op(lambda a, b: bai.clamp(a, min=b), x, low, torch_fn=lambda a, b: torch.clamp(a, min=b),
-             gradgrad=True)
+    check_op(
+        bai.clamp,
+        x,
+        Arg(low, low=-2.0, high=0.5),
+        Arg(high, low=-0.5, high=2.0),
+        torch_fn=torch.clamp,
+        gradgrad=True,
+    )
+    check_op(
+        lambda a, b: bai.clamp(a, min=b),
+        x,
+        low,
+        torch_fn=lambda a, b: torch.clamp(a, min=b),
+        gradgrad=True,
+    )
     check_op(lambda a, b: a.clip(max=b), x, high, torch_fn=lambda a, b: a.clip(max=b))
 
 
 def test_clamp_boundaries_and_crossed_bounds_like_torch():
     x = constant([-1.0, 0.0, 0.5, 1.0, 2.0], requires_grad=True)
-    check_op(lambda v: bai.clamp(v, 0.0, 1.0), x, torch_fn=lambda v: torch.clamp(v, 0.0, 1.0),
-             gradcheck=False)
-    check_op(lambda v: bai.clamp(v, 1.0, 0.0), x, torch_fn=lambda v: torch.clamp(v, 1.0, 0.0),
-             gradcheck=False)
+    check_op(
+        lambda v: bai.clamp(v, 0.0, 1.0),
+        x,
+        torch_fn=lambda v: torch.clamp(v, 0.0, 1.0),
+        gradcheck=False,
+    )
+    check_op(
+        lambda v: bai.clamp(v, 1.0, 0.0),
+        x,
+        torch_fn=lambda v: torch.clamp(v, 1.0, 0.0),
+        gradcheck=False,
+    )
     low = constant([0.0, 0.0, 0.7, 1.0, 3.0], requires_grad=True)
     high = constant([1.0, 1.0, 0.6, 1.0, 2.5], requires_grad=True)
     check_op(bai.clamp, x, low, high, torch_fn=torch.clamp, gradcheck=False)
@@ -248,8 +311,12 @@ def test_scalar_on_either_side(symbol, op, scalar):
     check_op(lambda x: op(x, scalar), positive(3, 2), grad=symbol != "//")
     left = scalar if symbol != "**" else abs(scalar)
     check_op(lambda x: op(left, x), positive(3, 2), grad=symbol not in ("//", "%"))
-    check_op(lambda x: op(x, scalar), positive(3, 2, low=0.5, high=3.0), gradgrad=symbol != "//",
-             grad=symbol != "//")
+    check_op(
+        lambda x: op(x, scalar),
+        positive(3, 2, low=0.5, high=3.0),
+        gradgrad=symbol != "//",
+        grad=symbol != "//",
+    )
     if symbol == "%":
         x = bai.tensor(np.array([0.35, 0.7, 1.9]), requires_grad=True)  # away from jumps
         bai.debug.gradcheck(lambda v: left % v, [x])
@@ -263,10 +330,18 @@ def test_scalar_on_either_side(symbol, op, scalar):
 def test_scalar_arguments_of_functions(name, scalar):
     ours, theirs = getattr(bai, name), getattr(torch, name)
     grad = name != "floor_divide"
-    check_op(lambda x: ours(x, scalar), positive(4), grad=grad,
-             torch_fn=lambda x: theirs(x, torch.tensor(scalar, dtype=x.dtype)))
-    check_op(lambda x: ours(scalar, x), positive(4), grad=grad,
-             torch_fn=lambda x: theirs(torch.tensor(scalar, dtype=x.dtype), x))
+    check_op(
+        lambda x: ours(x, scalar),
+        positive(4),
+        grad=grad,
+        torch_fn=lambda x: theirs(x, torch.tensor(scalar, dtype=x.dtype)),
+    )
+    check_op(
+        lambda x: ours(scalar, x),
+        positive(4),
+        grad=grad,
+        torch_fn=lambda x: theirs(torch.tensor(scalar, dtype=x.dtype), x),
+    )
 
 
 # ----- dtypes ------------------------------------------------------------------------------------
@@ -287,8 +362,9 @@ def test_float32_stays_float32(name):
 
 @pytest.mark.parametrize("name", FLOAT_FUNCTIONS)
 def test_float_functions_of_integers_give_float32(name):
-    check_op(getattr(bai, name), integers(3, 4, low=1, high=5), torch_fn=getattr(torch, name),
-             rtol=1e-6)
+    check_op(
+        getattr(bai, name), integers(3, 4, low=1, high=5), torch_fn=getattr(torch, name), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", KEEP_DTYPE)
@@ -366,7 +442,9 @@ def test_logic_on_booleans(symbol, op, shapes):
         check_op(lambda a: op(a, True), mask(*shapes[0]))
         check_op(lambda a: op(False, a), mask(*shapes[0]))
     else:
-        check_op(lambda a: op(a, True), mask(*shapes[0]), torch_fn=lambda a: op(a, torch.tensor(True)))
+        check_op(
+            lambda a: op(a, True), mask(*shapes[0]), torch_fn=lambda a: op(a, torch.tensor(True))
+        )
 
 
 def test_not_and_bitwise_on_integers():
@@ -438,8 +516,9 @@ def test_erf_float32_is_accurate():
     ulps = np.abs(ours - expected) / np.spacing(np.abs(expected).astype(np.float32))
     assert ulps.max() <= 2.0
     assert np.abs(ours).max() <= 1.0
-    np.testing.assert_allclose(ours, torch.erf(torch.from_numpy(grid)).numpy(), rtol=3e-7,
-                               atol=1e-37)
+    np.testing.assert_allclose(
+        ours, torch.erf(torch.from_numpy(grid)).numpy(), rtol=3e-7, atol=1e-37
+    )
 
 
 def test_erf_special_values():
@@ -448,8 +527,9 @@ def test_erf_special_values():
     np.testing.assert_array_equal(out[:4], [0.0, -0.0, 1.0, -1.0])
     assert np.signbit(out[1]) and np.isnan(out[4])
     assert bai.erf(values.astype(bai.float32)).numpy()[2] == 1.0
-    np.testing.assert_allclose(bai.erf(bai.tensor([0.5], dtype=bai.float16)).numpy(), 0.5205,
-                               rtol=1e-3)
+    np.testing.assert_allclose(
+        bai.erf(bai.tensor([0.5], dtype=bai.float16)).numpy(), 0.5205, rtol=1e-3
+    )
 
 
 # ----- numerical stability -----------------------------------------------------------------------
@@ -464,8 +544,11 @@ def test_stable_for_huge_inputs(name, dtype):
         out = getattr(bai, name)(x)
         out.sum().backward()
     theirs = torch.tensor(values, requires_grad=True)
-    theirs_out = getattr(F, name)(theirs) if name in ("softplus", "silu", "gelu") else getattr(
-        torch, name)(theirs)
+    theirs_out = (
+        getattr(F, name)(theirs)
+        if name in ("softplus", "silu", "gelu")
+        else getattr(torch, name)(theirs)
+    )
     theirs_out.sum().backward()
     assert np.all(np.isfinite(out.numpy())) and np.all(np.isfinite(x.grad.numpy()))
     # atol: float32 PyTorch flushes results below 1e-38 (e.g. sigmoid(-100) = 3.7e-44) to 0
@@ -537,8 +620,9 @@ def test_ops_without_saved_values_allow_input_changes():
 )  # fmt: skip
 def test_broadcast_error_names_op_and_shapes(name, op):
     with pytest.raises(
-        bai.ShapeError, match=rf"\[{name}\] shapes \(2, 3\) float32, \(4,\) float32 cannot be "
-        "broadcast"
+        bai.ShapeError,
+        match=rf"\[{name}\] shapes \(2, 3\) float32, \(4,\) float32 cannot be "
+        "broadcast",
     ):
         op(bai.ones(2, 3), bai.ones(4))
 
@@ -549,8 +633,11 @@ def test_clamp_broadcast_error():
 
 
 def test_bitwise_on_floats_is_refused():
-    with pytest.raises(bai.DTypeError, match=r"\[bitwise_and\] needs boolean or integer tensors, "
-                       r"got float32, bool"):
+    with pytest.raises(
+        bai.DTypeError,
+        match=r"\[bitwise_and\] needs boolean or integer tensors, "
+        r"got float32, bool",
+    ):
         bai.ones(3) & (bai.ones(3) > 0)
     with pytest.raises(bai.DTypeError, match=r"\[bitwise_not\] needs boolean or integer"):
         ~bai.ones(3)

@@ -264,7 +264,7 @@ def test_embedding_accepts_lists_and_arrays():
 def test_embedding_index_out_of_range(indices, message):
     with pytest.raises(IndexError, match=message) as info:
         bai.embedding(bai.tensor(indices), bai.zeros(10, 3))
-    assert isinstance(info.value, bai.ShapeError)
+    assert isinstance(info.value, bai.IndexingError)
     assert "help: indices must lie in [0, 9]" in str(info.value)
 
 

@@ -8,7 +8,7 @@ import torch
 import buildingai as bai
 
 # a scalar, a vector, a matrix, a zero-size tensor, and one large enough to be updated in blocks
-SHAPES = [(), (5,), (3, 4), (0, 3), (40000,)]
+SHAPES = [(), (5,), (3, 4), (0, 3), (9000,)]
 
 
 def make_problem(shapes=SHAPES, steps: int = 50, seed: int = 0):

@@ -119,7 +119,7 @@ def test_blocks_split_across_threads_match_torch(monkeypatch, name):
     try:
         options = {"lr": 0.01, "momentum": 0.9} if name != "Adam" else {"lr": 0.01}
         make_ours, make_torch = _makers(name, options)
-        init, grads = make_problem(shapes=[(70000,), (2, 3)], steps=5)
+        init, grads = make_problem(shapes=[(30000,), (2, 3)], steps=5)
         ours, _ = run_ours(make_ours, init, grads)
         theirs, _ = run_torch(make_torch, init, grads)
         assert max_difference(ours, theirs) <= 1e-10

@@ -1,0 +1,572 @@
+"""The DataLoader: batches from a dataset, in the main process or in worker processes.
+
+With ``num_workers > 0`` each worker is a separate process (forked where the platform allows) that
+fetches and collates whole batches and returns them through shared memory (see ``_transport``);
+only small descriptors travel through the queues. Batches come back in sampler order whichever
+worker finishes first. Workers are shut down when the iterator (or, with ``persistent_workers``,
+the loader) is garbage collected, when iteration ends or fails, and on ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import multiprocessing
+import os
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing import resource_tracker
+from typing import Any
+
+from ..backend.random import Generator, resolve_generator
+from ._transport import SlotReader, remove_segments
+from ._worker import (
+    DataLoaderError,
+    DataLoaderTimeoutError,
+    IterableFetcher,
+    MapFetcher,
+    RemoteError,
+    _Exhausted,
+    worker_loop,
+)
+from .collate import default_collate, default_convert
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+_LIVENESS_POLL_S = 0.25  # how often a waiting main process checks that its workers are alive
+_JOIN_GRACE_S = 1.0  # how long shutdown waits for workers to exit before terminating them
+_loader_counter = itertools.count()
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches of Tensors with the structure of one item.
+
+    Args:
+        dataset: a map-style ``Dataset`` (``len`` and ``[i]``) or an ``IterableDataset``.
+        batch_size: items per batch; None yields single items (converted to Tensors).
+        shuffle: a new random order each epoch (drawn from ``generator``).
+        sampler / batch_sampler: custom index orders (exclusive with ``shuffle``; a
+            ``batch_sampler`` also replaces ``batch_size`` and ``drop_last``).
+        drop_last: drop the last, incomplete batch.
+        collate_fn: merges a list of items into a batch (default: ``default_collate``).
+        num_workers: worker processes; 0 loads in the main process.
+        prefetch: batches in flight per worker; with ``num_workers=0`` and ``prefetch > 0`` a
+            background thread prepares up to ``prefetch`` batches ahead (it draws from the main
+            process's global random streams, so keep the main thread off ``np.random`` meanwhile
+            for bit-exact reproducibility).
+        pin_memory: copy batches into page-locked host memory so later GPU copies are faster.
+            It needs CuPy and a GPU; on the CPU it is a no-op.
+        persistent_workers: keep the workers alive between epochs (they are seeded once).
+        timeout: seconds to wait for one batch before raising ``DataLoaderTimeoutError``; 0
+            waits forever (dead workers are still detected within a fraction of a second).
+        worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.
+        generator: the ``buildingai.Generator`` for shuffling and worker seeds (default one
+            when None).
+
+    Worker seeding: each epoch draws a base seed from ``generator``; worker ``i`` seeds Python's
+    ``random``, NumPy's global generator and ``buildingai.manual_seed`` with ``base_seed + i``,
+    so augmentations differ between workers and the same seed reproduces the same batches.
+    """
+
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        sampler: Sampler | Iterable[int] | None = None,
+        batch_sampler: Iterable[list[int]] | None = None,
+        drop_last: bool = False,
+        collate_fn: Callable[[list], Any] | None = None,
+        num_workers: int = 0,
+        prefetch: int = 2,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        generator: Generator | None = None,
+    ) -> None:
+        _validate(
+            dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers,
+            prefetch, persistent_workers, timeout,
+        )  # fmt: skip
+        self.dataset = dataset
+        self.is_iterable = isinstance(dataset, IterableDataset)
+        self.num_workers = num_workers
+        self.prefetch = prefetch
+        self.pin_memory = pin_memory
+        self.persistent_workers = persistent_workers
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.generator = generator
+        self.drop_last = drop_last
+        if batch_sampler is not None:
+            batch_size, drop_last = None, False
+        elif batch_size is not None and not self.is_iterable:
+            if sampler is None:
+                sampler = (
+                    RandomSampler(dataset, generator=generator)
+                    if shuffle
+                    else SequentialSampler(dataset)
+                )
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        elif sampler is None and not self.is_iterable:
+            sampler = (
+                RandomSampler(dataset, generator=generator)
+                if shuffle
+                else SequentialSampler(dataset)
+            )
+        self.batch_size = batch_size
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.auto_collation = batch_sampler is not None or (self.is_iterable and batch_size)
+        if collate_fn is None:
+            collate_fn = default_collate if self.auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self._pool: _WorkerPool | None = None  # persistent workers, created on first iteration
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
+
+    def _config(self) -> dict:
+        return {
+            "iterable": self.is_iterable,
+            "auto_collation": bool(self.auto_collation),
+            "collate_fn": self.collate_fn,
+            "batch_size": self.batch_size,
+            "drop_last": self.drop_last,
+            "worker_init_fn": self.worker_init_fn,
+        }
+
+    def __iter__(self) -> Iterator[Any]:
+        # One draw per epoch whatever the mode, so the generator advances the same way.
+        base_seed = int(resolve_generator(self.generator).backend_generator().integers(2**62))
+        if self.num_workers == 0:
+            if self.prefetch > 0:
+                return _ThreadIterator(self)
+            return _SingleProcessIterator(self)
+        if not self.persistent_workers:
+            pool = _WorkerPool(self, base_seed)
+            iterator = _MultiProcessIterator(self, pool)
+            weakref.finalize(iterator, pool.shutdown)
+            return iterator
+        if self._pool is None or self._pool.closed:
+            self._pool = _WorkerPool(self, base_seed)
+            weakref.finalize(self, self._pool.shutdown)
+        return _MultiProcessIterator(self, self._pool)
+
+    def __len__(self) -> int:
+        if self.is_iterable:
+            length = len(self.dataset)  # TypeError when the stream has no length
+            if self.batch_size is None:
+                return length
+            return length // self.batch_size if self.drop_last else -(-length // self.batch_size)
+        return len(self._index_sampler)
+
+    def shutdown(self) -> None:
+        """Stop persistent workers now (they also stop when the loader is garbage collected)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def _validate(
+    dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, prefetch,
+    persistent_workers, timeout,
+) -> None:  # fmt: skip
+    def fail(message: str, help: str) -> None:
+        raise DataLoaderError(f"[DataLoader] {message}", help=help)
+
+    if not isinstance(num_workers, int) or num_workers < 0:
+        fail(f"num_workers must be an int >= 0, got {num_workers!r}", "use 0 to load in-process")
+    if not isinstance(prefetch, int) or prefetch < 0:
+        fail(f"prefetch must be an int >= 0, got {prefetch!r}", "2 is a good default")
+    if num_workers > 0 and prefetch == 0:
+        fail("prefetch=0 with num_workers > 0 leaves the workers idle", "use prefetch >= 1")
+    if timeout < 0:
+        fail(f"timeout must be >= 0 seconds, got {timeout!r}", "0 waits forever")
+    if persistent_workers and num_workers == 0:
+        fail("persistent_workers=True needs num_workers > 0", "set num_workers, or drop it")
+    if batch_size is not None and (
+        not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0
+    ):
+        fail(f"batch_size must be a positive int or None, got {batch_size!r}", "e.g. 32")
+    if isinstance(dataset, IterableDataset):
+        if shuffle or sampler is not None or batch_sampler is not None:
+            fail(
+                "an IterableDataset decides its own order: shuffle, sampler and batch_sampler "
+                "do not apply",
+                "shuffle inside the dataset's __iter__ (e.g. with a buffer)",
+            )
+        return
+    if sampler is not None and shuffle:
+        fail("sampler and shuffle=True are exclusive", "shuffle inside your sampler instead")
+    if batch_sampler is not None and (
+        batch_size != 1 or shuffle or sampler is not None or drop_last
+    ):
+        fail(
+            "batch_sampler replaces batch_size, shuffle, sampler and drop_last",
+            "pass only batch_sampler=..., or those options without it",
+        )
+
+
+# ----- num_workers = 0 ------------------------------------------------------------------------
+def _in_process_batches(loader: DataLoader) -> Iterator[Any]:
+    if loader.is_iterable:
+        fetcher = IterableFetcher(
+            loader.dataset, loader.auto_collation, loader.collate_fn, loader.batch_size,
+            loader.drop_last,
+        )  # fmt: skip
+        while True:
+            try:
+                yield fetcher.fetch()
+            except _Exhausted:
+                return
+    fetcher = MapFetcher(loader.dataset, loader.auto_collation, loader.collate_fn)
+    for indices in loader._index_sampler:
+        yield fetcher.fetch(indices)
+
+
+class _SingleProcessIterator:
+    """Loads each batch when asked, in the calling thread."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self._batches = _in_process_batches(loader)
+        self._pin = loader.pin_memory
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self._batches)
+        return _pin_batch(batch) if self._pin else batch
+
+
+def _produce(batches: Iterator[Any], buffer: queue.Queue, stop: threading.Event) -> None:
+    """Background thread: fill ``buffer`` with ("ok", batch) / ("error", exc) / ("end", None)."""
+
+    def offer(item) -> bool:
+        while not stop.is_set():
+            try:
+                buffer.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    try:
+        for batch in batches:
+            if not offer(("ok", batch)):
+                return
+    except BaseException as error:  # re-raised in the consuming thread, traceback intact
+        offer(("error", error))
+        return
+    offer(("end", None))
+
+
+def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    if thread is not threading.current_thread():
+        thread.join(timeout=_JOIN_GRACE_S)
+
+
+class _ThreadIterator:
+    """Prepares up to ``prefetch`` batches ahead in a background thread."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self._buffer: queue.Queue = queue.Queue(maxsize=loader.prefetch)
+        self._stop = threading.Event()
+        self._timeout = loader.timeout
+        self._pin = loader.pin_memory
+        self._done = False
+        thread = threading.Thread(
+            target=_produce,
+            args=(_in_process_batches(loader), self._buffer, self._stop),
+            name="buildingai-dataloader-prefetch",
+            daemon=True,
+        )
+        thread.start()
+        self._finalizer = weakref.finalize(self, _stop_thread, self._stop, thread)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        try:
+            kind, value = self._buffer.get(timeout=self._timeout or None)
+        except queue.Empty:
+            self._finish()
+            raise DataLoaderTimeoutError(
+                f"[DataLoader] no batch within timeout={self._timeout} s (num_workers=0)",
+                help="raise timeout, or check the dataset for a blocking __getitem__",
+            ) from None
+        except BaseException:
+            self._finish()
+            raise
+        if kind == "ok":
+            return _pin_batch(value) if self._pin else value
+        self._finish()
+        if kind == "error":
+            raise value
+        raise StopIteration
+
+    def _finish(self) -> None:
+        self._done = True
+        self._finalizer()
+
+
+# ----- num_workers > 0 ------------------------------------------------------------------------
+def _multiprocessing_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
+class _WorkerPool:
+    """The worker processes of one loader, their queues and shared-memory segments.
+
+    It holds no reference to the loader or its iterators, so it can be shut down from their
+    finalizers. ``shutdown`` is idempotent.
+    """
+
+    def __init__(self, loader: DataLoader, base_seed: int) -> None:
+        context = _multiprocessing_context()
+        self.num_workers = loader.num_workers
+        self.prefix = f"bai{os.getpid()}_{next(_loader_counter)}"
+        self.reader = SlotReader(pin_memory=loader.pin_memory)
+        self.epoch = -1
+        self.closed = False
+        # One resource tracker for every process, started before forking: segments created by
+        # a worker are then still cleaned up at exit if both the worker and we fail to.
+        resource_tracker.ensure_running()
+        self.result_queue = context.Queue()
+        self.index_queues = []
+        self.processes = []
+        config = loader._config()
+        for worker_id in range(self.num_workers):
+            index_queue = context.Queue()
+            process = context.Process(
+                target=worker_loop,
+                args=(
+                    worker_id,
+                    self.num_workers,
+                    loader.dataset,
+                    index_queue,
+                    self.result_queue,
+                    config,
+                    base_seed + worker_id,
+                    self.prefix,
+                    os.getpid(),
+                ),  # fmt: skip
+                name=f"buildingai-dataloader-worker-{worker_id}",
+                daemon=True,
+            )
+            process.start()
+            self.index_queues.append(index_queue)
+            self.processes.append(process)
+
+    def new_epoch(self) -> int:
+        self.epoch += 1
+        return self.epoch
+
+    def dead_workers(self) -> list[str]:
+        """A description of each worker process that is no longer running."""
+        dead = []
+        for worker_id, process in enumerate(self.processes):
+            if not process.is_alive():
+                code = process.exitcode
+                how = f"exit code {code}"
+                if code is not None and code < 0:
+                    import signal
+
+                    try:
+                        how = f"killed by signal {signal.Signals(-code).name}"
+                    except ValueError:
+                        how = f"killed by signal {-code}"
+                dead.append(f"worker {worker_id} (pid {process.pid}, {how})")
+        return dead
+
+    def shutdown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for index_queue in self.index_queues:
+            with contextlib.suppress(OSError, ValueError):
+                index_queue.put(None)
+        deadline = time.monotonic() + _JOIN_GRACE_S
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
+            if process.is_alive():  # stuck in a slow __getitem__: stop it
+                process.terminate()
+                process.join(_JOIN_GRACE_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for channel in [*self.index_queues, self.result_queue]:
+            channel.cancel_join_thread()  # never block on data a dead reader will not take
+            channel.close()
+        self.reader.close()
+        # Workers remove their own segments when they exit normally; this catches killed ones.
+        remove_segments(self.prefix)
+        for process in self.processes:
+            process.close()
+
+
+class _MultiProcessIterator:
+    """One epoch over worker processes; yields batches in sampler order."""
+
+    def __init__(self, loader: DataLoader, pool: _WorkerPool) -> None:
+        self._pool = pool
+        self._epoch = pool.new_epoch()
+        self._loader_timeout = loader.timeout
+        self._persistent = loader.persistent_workers
+        self._iterable = loader.is_iterable
+        self._indices = None if loader.is_iterable else iter(loader._index_sampler)
+        self._sent = 0  # batches requested so far
+        self._received = 0  # index of the next batch to yield
+        self._sampler_done = False
+        self._worker_of: dict[int, int] = {}
+        self._ready: dict[int, tuple[str, Any]] = {}
+        self._exhausted_workers: set[int] = set()
+        self._next_worker = itertools.cycle(range(pool.num_workers))
+        self._done = False
+        for _ in range(loader.prefetch * pool.num_workers):
+            self._request()
+
+    def __iter__(self):
+        return self
+
+    @property
+    def transfer_stats(self) -> dict[str, int]:
+        """Bytes that reached this process so far: ``queue_bytes`` through the result queue
+        (pickled descriptors) and ``shared_bytes`` through shared memory, and ``batches``."""
+        reader = self._pool.reader
+        return {
+            "batches": reader.batches,
+            "queue_bytes": reader.queue_bytes,
+            "shared_bytes": reader.shared_bytes,
+        }
+
+    def _request(self) -> None:
+        """Send the next batch's task to the next worker (round robin)."""
+        if self._sampler_done:
+            return
+        if self._iterable:
+            if len(self._exhausted_workers) == self._pool.num_workers:
+                self._sampler_done = True
+                return
+            worker_id = next(self._next_worker)
+            while worker_id in self._exhausted_workers:
+                worker_id = next(self._next_worker)
+            indices = None
+        else:
+            indices = next(self._indices, None)
+            if indices is None:
+                self._sampler_done = True
+                return
+            worker_id = self._sent % self._pool.num_workers
+        self._pool.index_queues[worker_id].put(("task", self._epoch, self._sent, indices))
+        self._worker_of[self._sent] = worker_id
+        self._sent += 1
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        if self._pool.epoch != self._epoch:
+            raise DataLoaderError(
+                "[DataLoader] this iterator was replaced by a newer one over the same "
+                "persistent workers",
+                help="finish one epoch's loop before starting the next iter(loader)",
+            )
+        try:
+            while True:
+                if self._received in self._ready:
+                    kind, value = self._ready.pop(self._received)
+                    worker_id = self._worker_of.pop(self._received)
+                    self._received += 1
+                    if kind == "end":
+                        self._exhausted_workers.add(worker_id)
+                        self._request()
+                        continue
+                    if kind == "error":
+                        raise value.rebuild(self._received - 1)
+                    self._request()
+                    return value
+                if self._received >= self._sent:
+                    self._request()
+                    if self._received >= self._sent:
+                        self._finish()
+                        raise StopIteration
+                    continue
+                self._receive_one()
+        except StopIteration:
+            raise
+        except BaseException:  # worker errors, dead workers, timeouts and KeyboardInterrupt
+            self._finish(failed=True)
+            raise
+
+    def _receive_one(self) -> None:
+        """Wait for one message from the workers; store its batch (copied out of shared memory,
+        slot handed back) under its batch index."""
+        pool = self._pool
+        waited_from = time.monotonic()
+        while True:
+            wait = _LIVENESS_POLL_S
+            if self._loader_timeout:
+                remaining = self._loader_timeout - (time.monotonic() - waited_from)
+                wait = max(0.0, min(wait, remaining))
+            try:
+                worker_id, epoch, batch_index, kind, payload = pool.result_queue.get(timeout=wait)
+                break
+            except queue.Empty:
+                pass
+            dead = pool.dead_workers()
+            if dead:
+                raise DataLoaderError(
+                    f"[DataLoader] {', '.join(dead)} exited unexpectedly while batch "
+                    f"{self._received} was awaited",
+                    help="a worker killed by SIGKILL often ran out of memory (check dmesg); "
+                    "SIGSEGV points at a crash in native code. Try num_workers=0 to see the "
+                    "error in the main process",
+                )
+            if self._loader_timeout and time.monotonic() - waited_from >= self._loader_timeout:
+                worker = self._worker_of.get(self._received)
+                raise DataLoaderTimeoutError(
+                    f"[DataLoader] timed out after {self._loader_timeout} s waiting for batch "
+                    f"{self._received} from worker {worker}",
+                    help="raise timeout=..., or look for a slow or blocking __getitem__",
+                )
+        if kind == "ok":
+            slot, batch = pool.reader.read(worker_id, payload)
+            pool.index_queues[worker_id].put(("release", slot))
+        else:
+            batch = payload
+        if epoch == -1:  # worker_init_fn failed
+            raise payload.rebuild(None)
+        if epoch != self._epoch:
+            return  # left over from an abandoned epoch of persistent workers
+        self._ready[batch_index] = (kind, batch)
+
+    def _finish(self, failed: bool = False) -> None:
+        self._done = True
+        if failed or not self._persistent:
+            self._pool.shutdown()
+
+
+def _pin_batch(batch: Any) -> Any:
+    """Copy every array of a batch into page-locked memory (CuPy); a no-op on the CPU."""
+    from ._transport import _pinned_copy, flatten, pinning_available, unflatten
+
+    if not pinning_available():
+        return batch
+    arrays: list = []
+    skeleton = flatten(batch, arrays)
+    return unflatten(skeleton, [_pinned_copy(array) for array in arrays])
+
+
+__all__ = ["DataLoader", "DataLoaderError", "DataLoaderTimeoutError", "RemoteError"]

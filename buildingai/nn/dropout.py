@@ -1,0 +1,92 @@
+"""Dropout layers: Dropout (single elements) and Dropout1d/2d/3d (whole channels).
+
+They are active in training mode only (``model.train()``) and draw their masks from the default
+generator, or from the ``generator`` given to the layer, so a seed reproduces a run.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ..autograd.tensor import Tensor
+from ..backend.random import Generator
+from ..errors import ArgumentError, ShapeError
+from ..functions.nn import dropout, dropout_mask
+from .module import Module
+
+# `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed out of
+# place, which gives the same values and gradients.
+
+
+class _DropoutNd(Module):
+    def __init__(
+        self, p: float = 0.5, inplace: bool = False, generator: Generator | None = None
+    ) -> None:
+        super().__init__()
+        if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise ArgumentError(
+                f"[{type(self).__name__}] p must be a probability in [0, 1], got {p!r}",
+                help="p is the probability of dropping an element (0 keeps everything)",
+            )
+        self.p = float(p)
+        self.inplace = inplace
+        self.generator = generator
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zero each element with probability ``p`` in training and scale the rest by
+    ``1 / (1 - p)``; the identity in evaluation. x: any shape -> same shape."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p, self.training, self.generator)
+
+
+class _ChannelDropout(_DropoutNd):
+    """Zero whole channels: one draw per (sample, channel), shared by every position."""
+
+    # input rank -> how many leading axes the mask keeps ((N, C) or (C,)); the rest are positions
+    _mask_axes: dict[int, int] = {}
+    _layout = ""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        kept = self._mask_axes.get(x.ndim)
+        if kept is None:
+            raise ShapeError(
+                f"[{type(self).__name__}] expects input {self._layout}, got shape {tuple(x.shape)}",
+                help="channel dropout zeroes whole feature maps; use Dropout for single elements",
+            )
+        mask_shape = tuple(x.shape[:kept]) + (1,) * (x.ndim - kept)
+        mask = dropout_mask(mask_shape, self.p, self.generator, x.device)
+        return dropout(x, self.p, True, mask=mask)
+
+
+class Dropout1d(_ChannelDropout):
+    """Channel dropout for (N, C, L) or (C, L) inputs: each channel is zeroed with
+    probability ``p`` in training, the rest scaled by ``1 / (1 - p)``."""
+
+    _mask_axes = {2: 1, 3: 2}
+    _layout = "(N, C, L) or (C, L)"
+
+
+class Dropout2d(_ChannelDropout):
+    """Channel dropout for (N, C, H, W) inputs: each feature map is zeroed with probability
+    ``p`` in training, the rest scaled by ``1 / (1 - p)``. A 3-D input is read as (N, C, L),
+    as PyTorch does."""
+
+    _mask_axes = {3: 2, 4: 2}
+    _layout = "(N, C, H, W) or (N, C, L)"
+
+
+class Dropout3d(_ChannelDropout):
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    _mask_axes = {4: 1, 5: 2}
+    _layout = "(N, C, D, H, W) or (C, D, H, W)"
+
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]

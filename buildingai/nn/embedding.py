@@ -1,0 +1,178 @@
+"""``Embedding``: a learned lookup table of vectors, indexed by integer ids."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.mode import no_grad
+from ..autograd.tensor import Tensor
+from ..backend import device as _device
+from ..backend.device import array_namespace
+from ..backend.dtypes import as_dtype, default_float_dtype
+from ..backend.random import Generator
+from ..errors import ArgumentError, ShapeError
+from ..functions.creation import as_tensor
+from ..functions.nn import embedding
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+class Embedding(Module):
+    """A table ``weight`` of ``num_embeddings`` vectors of size ``embedding_dim``:
+    indices (any shape, integers) -> indices.shape + (embedding_dim,).
+
+    As in PyTorch: ``weight`` starts N(0, 1); the row at ``padding_idx`` starts at zero and
+    receives no gradient; ``max_norm`` rescales, in place, each looked-up row whose
+    ``norm_type``-norm exceeds it; ``scale_grad_by_freq`` divides each row's gradient by how
+    often its index occurs in the batch.
+    """
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
+        device=None,
+        dtype=None,
+        generator: Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if sparse:
+            raise ArgumentError(
+                "[Embedding] sparse gradients are not supported",
+                help="use sparse=False: the gradient is a dense (num_embeddings, dim) tensor "
+                "whose work scales with the batch, not the vocabulary",
+            )
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ArgumentError(
+                    f"[Embedding] padding_idx {padding_idx} is out of range for "
+                    f"{num_embeddings} embeddings",
+                    help=f"use an index in [{-num_embeddings}, {num_embeddings - 1}], or None",
+                )
+            padding_idx %= num_embeddings
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            dtype = default_float_dtype if dtype is None else as_dtype(dtype)
+            array = np.empty((num_embeddings, embedding_dim), dtype=dtype)
+            if device is not None:
+                array = _device.to_device(array, _device.Device(device))
+            self.weight = Parameter(array, requires_grad=not _freeze)
+            self.reset_parameters(generator)
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(
+                    f"[Embedding] _weight has shape {tuple(_weight.shape)}, expected "
+                    f"({num_embeddings}, {embedding_dim})"
+                )
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self, generator: Generator | None = None) -> None:
+        """Draw the weights from N(0, 1) again and zero the padding row."""
+        init.normal_(self.weight, generator=generator)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0
+
+    def forward(self, indices) -> Tensor:
+        if not isinstance(indices, Tensor):
+            indices = as_tensor(indices)
+        if self.max_norm is not None:
+            self._renormalize(indices)
+        out = embedding(indices, self.weight, self.padding_idx)
+        if self.scale_grad_by_freq and out.requires_grad:
+            out.register_hook(_frequency_scaling(indices))
+        return out
+
+    def _renormalize(self, indices: Tensor) -> None:
+        """Shrink, in place, each looked-up row whose norm exceeds ``max_norm`` to that norm
+        (PyTorch's embedding_renorm_: scale by max_norm / (norm + 1e-7))."""
+        xp = array_namespace(self.weight.data)
+        rows = xp.unique(indices.data.reshape(-1))
+        if rows.size == 0:
+            return
+        if rows.min() < 0 or rows.max() >= self.num_embeddings:
+            return  # the lookup itself reports the bad index
+        selected = self.weight.data[rows]
+        norms = xp.linalg.norm(selected, ord=self.norm_type, axis=1, keepdims=True)
+        scale = xp.where(norms > self.max_norm, self.max_norm / (norms + 1e-7), 1.0)
+        with no_grad():
+            self.weight[rows] = (selected * scale).astype(selected.dtype, copy=False)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> Embedding:
+        """An Embedding whose weight is ``embeddings`` (num_embeddings, dim), shared, not
+        copied; frozen (no gradient) unless ``freeze=False``. The padding row is kept as
+        given."""
+        if not isinstance(embeddings, Tensor):
+            embeddings = as_tensor(embeddings)
+        if embeddings.ndim != 2:
+            raise ShapeError(
+                f"[Embedding.from_pretrained] embeddings must be 2-D (num_embeddings, dim), got "
+                f"shape {tuple(embeddings.shape)}"
+            )
+        rows, dim = embeddings.shape
+        return cls(
+            rows,
+            dim,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += ", scale_grad_by_freq=True"
+        return text
+
+
+def _frequency_scaling(indices: Tensor):
+    """A gradient hook dividing each looked-up row's gradient by its index's batch count."""
+    xp = array_namespace(indices.data)
+    flat = indices.data.reshape(-1)
+    _, inverse, counts = xp.unique(flat, return_inverse=True, return_counts=True)
+
+    def scale(grad: Tensor) -> Tensor:
+        per_lookup = (1.0 / counts[inverse.reshape(-1)]).astype(grad.dtype)
+        return grad * Tensor(per_lookup.reshape(tuple(indices.shape) + (1,)))
+
+    return scale
+
+
+__all__ = ["Embedding"]

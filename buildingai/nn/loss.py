@@ -1,0 +1,202 @@
+"""Loss modules: thin holders of a loss's settings that call the function of the same name in
+``nn.functional`` (``CrossEntropyLoss()(logits, target)`` is ``F.cross_entropy(logits, target)``).
+
+Class weights are registered as buffers named as in PyTorch (``weight``, ``pos_weight``), so they
+move with ``model.to(device)`` and appear in state dicts.
+"""
+
+from __future__ import annotations
+
+from ..autograd.tensor import Tensor
+from ..functions.creation import as_tensor
+from . import functional as F
+from .functional.loss import legacy_reduction
+from .module import Module
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+
+class _WeightedLoss(_Loss):
+    def __init__(
+        self, weight=None, size_average=None, reduce=None, reduction: str = "mean"
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", _optional_tensor(weight))
+
+
+def _optional_tensor(value) -> Tensor | None:
+    if value is None or isinstance(value, Tensor):
+        return value
+    return as_tensor(value)
+
+
+class MSELoss(_Loss):
+    """Mean squared error: ``(input - target)^2``, reduced. input, target: the same shape."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error: ``|input - target|``, reduced."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class HuberLoss(_Loss):
+    """Quadratic for ``|input - target| < delta``, linear beyond (see ``F.huber_loss``)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class SmoothL1Loss(_Loss):
+    """``0.5 d^2 / beta`` for ``|d| < beta``, ``|d| - 0.5 beta`` beyond (see
+    ``F.smooth_l1_loss``)."""
+
+    def __init__(
+        self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices, on log-probabilities (see ``F.nll_loss``)."""
+
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.nll_loss(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+        )
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy between logits and class indices or class probabilities, with class
+    ``weight``, ``ignore_index`` and ``label_smoothing`` (see ``F.cross_entropy``)."""
+
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.cross_entropy(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy on probabilities (see ``F.binary_cross_entropy``)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on logits, exact for any logit (see
+    ``F.binary_cross_entropy_with_logits``); ``pos_weight`` weighs the positive class."""
+
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        reduce=None,
+        reduction: str = "mean",
+        pos_weight=None,
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", _optional_tensor(weight))
+        self.register_buffer("pos_weight", _optional_tensor(pos_weight))
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(
+            input,
+            target,
+            weight=self.weight,
+            reduction=self.reduction,
+            pos_weight=self.pos_weight,
+        )
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities from a target distribution (see
+    ``F.kl_div``); use ``reduction='batchmean'`` for the per-sample divergence."""
+
+    def __init__(
+        self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``1 - cos`` for similar pairs (target 1), ``max(0, cos - margin)`` for dissimilar ones
+    (target -1) (see ``F.cosine_embedding_loss``)."""
+
+    def __init__(
+        self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.cosine_embedding_loss(
+            input1, input2, target, margin=self.margin, reduction=self.reduction
+        )
+
+
+__all__ = [
+    "MSELoss",
+    "L1Loss",
+    "HuberLoss",
+    "SmoothL1Loss",
+    "NLLLoss",
+    "CrossEntropyLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "CosineEmbeddingLoss",
+]

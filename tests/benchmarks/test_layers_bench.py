@@ -1,0 +1,11 @@
+"""The layer benchmarks run end to end at tiny sizes (no timing assertions)."""
+
+from benchmarks import layers as benchmark
+
+
+def test_conv2d_quick_mode_produces_records():
+    records = benchmark.bench_conv2d(quick=True)
+    assert records
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+        assert record["ratio"] > 0
