@@ -70,6 +70,105 @@ def bench_conv2d(quick: bool = False) -> list[dict]:
     return [_conv_case(torch, *shape, quick) for shape in shapes]
 
 
+# ----- multi-head attention ----------------------------------------------------------------------
+
+
+def _attention_case(torch, x_shape, embed_dim, num_heads, need_weights, quick):
+    """Forward + backward (input and every parameter) of MultiheadAttention(batch_first=True)
+    as self-attention, ours against torch.nn.MultiheadAttention with the same weights."""
+    from buildingai.nn.attention import MultiheadAttention
+
+    torch.manual_seed(0)
+    theirs_layer = torch.nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+    ours_layer = MultiheadAttention(embed_dim, num_heads, batch_first=True)
+    ours_layer.load_state_dict({k: v.numpy() for k, v in theirs_layer.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal(x_shape).astype(np.float32)
+    ours_x = bai.Tensor(x, requires_grad=True)
+    theirs_x = torch.tensor(x, requires_grad=True)
+    ours_inputs = [ours_x, *ours_layer.parameters()]
+    theirs_inputs = [theirs_x, *theirs_layer.parameters()]
+
+    def run_ours():
+        y = ours_layer(ours_x, ours_x, ours_x, need_weights=need_weights)[0]
+        bai.grad(y, ours_inputs, grad_outputs=bai.ones_like(y))
+
+    def run_theirs():
+        y = theirs_layer(theirs_x, theirs_x, theirs_x, need_weights=need_weights)[0]
+        torch.autograd.grad(y, theirs_inputs, grad_outputs=torch.ones_like(y))
+
+    timings = measure(
+        {"buildingai": run_ours, "pytorch": run_theirs},
+        repeats=3 if quick else 7,
+        number=1 if quick else 5,
+    )
+    case = (
+        f"MultiheadAttention({embed_dim}, {num_heads}) self-attention on {x_shape}, "
+        f"need_weights={need_weights}"
+    )
+    return {
+        "case": case,
+        **timings,
+        "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
+    }
+
+
+def bench_attention(quick: bool = False) -> list[dict]:
+    """MultiheadAttention(128, 4, batch_first=True) forward+backward on (32, 64, 128), without
+    the attention weights (the transformer-layer path, PyTorch's fused kernel) and with them
+    (PyTorch's explicit path), against PyTorch."""
+    import torch
+
+    if quick:
+        return [_attention_case(torch, (2, 5, 8), 8, 2, False, quick)]
+    return [
+        _attention_case(torch, (32, 64, 128), 128, 4, need_weights, quick)
+        for need_weights in (False, True)
+    ]
+
+
+# ----- LSTM ---------------------------------------------------------------------------------------
+
+
+def bench_lstm(quick: bool = False) -> list[dict]:
+    """LSTM(64, 128, 1 layer) forward+backward (input and every parameter) on a (32, 32, 64)
+    sequence (seq, batch, features), against torch.nn.LSTM with the same weights."""
+    import torch
+
+    from buildingai.nn.rnn import LSTM
+
+    length, batch, features, hidden = (3, 2, 4, 8) if quick else (32, 32, 64, 128)
+    torch.manual_seed(0)
+    theirs_layer = torch.nn.LSTM(features, hidden)
+    ours_layer = LSTM(features, hidden)
+    ours_layer.load_state_dict({k: v.numpy() for k, v in theirs_layer.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((length, batch, features)).astype(np.float32)
+    ours_x = bai.Tensor(x, requires_grad=True)
+    theirs_x = torch.tensor(x, requires_grad=True)
+    ours_inputs = [ours_x, *ours_layer.parameters()]
+    theirs_inputs = [theirs_x, *theirs_layer.parameters()]
+
+    def run_ours():
+        y = ours_layer(ours_x)[0]
+        bai.grad(y, ours_inputs, grad_outputs=bai.ones_like(y))
+
+    def run_theirs():
+        y = theirs_layer(theirs_x)[0]
+        torch.autograd.grad(y, theirs_inputs, grad_outputs=torch.ones_like(y))
+
+    timings = measure(
+        {"buildingai": run_ours, "pytorch": run_theirs},
+        repeats=3 if quick else 7,
+        number=1 if quick else 5,
+    )
+    return [
+        {
+            "case": f"LSTM({features}, {hidden}) on ({length}, {batch}, {features})",
+            **timings,
+            "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
+        }
+    ]
+
+
 # ----- runner -----------------------------------------------------------------------------------
 
 

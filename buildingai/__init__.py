@@ -4,7 +4,7 @@ Explicit control, no hidden magic: every op runs through one dispatch function, 
 rule is readable Python, and the training loop is code you write.
 """
 
-from . import backend, debug, nn, ops, optim
+from . import backend, data, debug, nn, ops, optim
 from .autograd import (
     Interceptor,
     Tensor,

@@ -131,7 +131,9 @@ class LearnedPositionalEmbedding(Module):
         self.batch_first = batch_first
         self.init_std = init_std
         self.generator = generator
-        array = np.zeros((max_len, d_model), default_float_dtype if dtype is None else as_dtype(dtype))
+        array = np.zeros(
+            (max_len, d_model), default_float_dtype if dtype is None else as_dtype(dtype)
+        )
         if device is not None:
             array = _device.to_device(array, _device.Device(device))
         self.weight = Parameter(array)

@@ -267,7 +267,10 @@ class TransformerEncoder(Module):
         x = src
         for layer in self.layers:
             x = layer(
-                x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal)
+                x,
+                src_mask=mask,
+                src_key_padding_mask=src_key_padding_mask,
+                is_causal=bool(is_causal),
             )
         return x if self.norm is None else self.norm(x)
 

@@ -168,9 +168,9 @@ def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
 
 def _grad_rows(xp, grad, groups):
     """The output gradient (N, O, Ho, Wo) as GEMM rows ``(groups, O/groups, N * Ho * Wo)``."""
-    n, out_channels = grad.shape[:2]
-    rows = grad.reshape(n, groups, out_channels // groups, -1).transpose(1, 2, 0, 3)
-    return rows.reshape(groups, out_channels // groups, -1)
+    n, out_channels, ho, wo = grad.shape
+    rows = grad.reshape(n, groups, out_channels // groups, ho * wo).transpose(1, 2, 0, 3)
+    return rows.reshape(groups, out_channels // groups, n * ho * wo)
 
 
 def _col2im(xp, cols, input_hw, stride, padding, dilation):
@@ -194,8 +194,8 @@ def _col2im(xp, cols, input_hw, stride, padding, dilation):
 
 def _is_depthwise(weight_shape, groups: int) -> bool:
     """One input channel per group, several groups: per-group GEMMs would have an inner size of
-    only kh * kw, so whole-array multiply-adds per kernel offset are faster (measured 3-10x on
-    (32, 32, 28, 28) 3x3 depthwise)."""
+    only kh * kw, so the work is done as whole-array multiply-adds per kernel offset instead
+    (not yet timed against the GEMM path; see benchmarks/layers.py)."""
     return groups > 1 and weight_shape[1] == 1
 
 

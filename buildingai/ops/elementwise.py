@@ -614,8 +614,6 @@ class Elementwise(Op):
         return getattr(xp, self.ufunc)(*arrays)
 
 
-Compare = Elementwise  # comparisons are element-wise functions without gradient
-
 
 class Bitwise(Elementwise):
     """Bitwise logic on integer or boolean tensors (on booleans, the logical operation)."""

@@ -9,3 +9,19 @@ def test_conv2d_quick_mode_produces_records():
     for record in records:
         assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
         assert record["ratio"] > 0
+
+
+def test_attention_quick_mode_produces_records():
+    records = benchmark.bench_attention(quick=True)
+    assert records
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+        assert record["ratio"] > 0
+
+
+def test_lstm_quick_mode_produces_records():
+    records = benchmark.bench_lstm(quick=True)
+    assert len(records) == 1
+    record = records[0]
+    assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+    assert record["ratio"] > 0

@@ -145,9 +145,7 @@ def _bool_mask(shape, seed=1):
     return mask
 
 
-@pytest.mark.parametrize(
-    "mask_shape", [(4, 6), (2, 1, 4, 6), (1, 6), (3, 4, 1)], ids=str
-)
+@pytest.mark.parametrize("mask_shape", [(4, 6), (2, 1, 4, 6), (1, 6), (3, 4, 1)], ids=str)
 def test_sdpa_bool_mask(mask_shape):
     ours, theirs = _sdpa()
     mask = constant(_bool_mask(mask_shape))
@@ -238,32 +236,44 @@ def test_attention_returns_the_weights():
 # ----- errors --------------------------------------------------------------------------------
 def test_sdpa_errors_name_the_shapes():
     q, k, v = bai.zeros(2, 3, 4), bai.zeros(2, 5, 4), bai.zeros(2, 5, 6)
-    with pytest.raises(bai.ShapeError, match=r"attn_mask of shape \(4, 5\) does not broadcast to "
-                       r"the attention scores of shape \(2, 3, 5\)"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"attn_mask of shape \(4, 5\) does not broadcast to "
+        r"the attention scores of shape \(2, 3, 5\)",
+    ):
         F.scaled_dot_product_attention(q, k, v, attn_mask=bai.ones(4, 5, dtype=bai.bool_))
-    with pytest.raises(bai.ShapeError, match=r"share the embedding size E .* query \(2, 3, 4\), "
-                       r"key \(2, 5, 3\)"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"share the embedding size E .* query \(2, 3, 4\), "
+        r"key \(2, 5, 3\)",
+    ):
         F.scaled_dot_product_attention(q, bai.zeros(2, 5, 3), v)
     with pytest.raises(bai.ShapeError, match=r"same sequence length S .* value \(2, 4, 6\)"):
         F.scaled_dot_product_attention(q, k, bai.zeros(2, 4, 6))
     with pytest.raises(bai.ShapeError, match=r"at least 2-D"):
         F.scaled_dot_product_attention(bai.zeros(4), bai.zeros(4), bai.zeros(4))
-    with pytest.raises(bai.DTypeError, match=r"attn_mask must be bool or floating point, got int64"):
+    with pytest.raises(
+        bai.DTypeError, match=r"attn_mask must be bool or floating point, got int64"
+    ):
         F.scaled_dot_product_attention(q, k, v, attn_mask=bai.zeros(3, 5, dtype=bai.int64))
     with pytest.raises(bai.DTypeError, match=r"floating-point inputs"):
         F.scaled_dot_product_attention(q, k, v.astype(bai.int64))
     with pytest.raises(bai.ArgumentError, match=r"both attn_mask \(3, 5\) and is_causal=True"):
         F.scaled_dot_product_attention(q, k, v, attn_mask=bai.zeros(3, 5), is_causal=True)
-    with pytest.raises(bai.ArgumentError, match=r"dropout_p must be a probability in \[0, 1\], "
-                       r"got 1.5"):
+    with pytest.raises(
+        bai.ArgumentError,
+        match=r"dropout_p must be a probability in \[0, 1\], "
+        r"got 1.5",
+    ):
         F.scaled_dot_product_attention(q, k, v, dropout_p=1.5)
     with pytest.raises(bai.ShapeError, match=r"3 query heads must be a multiple of the 2"):
         F.scaled_dot_product_attention(
             bai.zeros(1, 3, 2, 4), bai.zeros(1, 2, 2, 4), bai.zeros(1, 2, 2, 4), enable_gqa=True
         )
     with pytest.raises(bai.ShapeError, match=r"enable_gqa needs a head dimension"):
-        F.scaled_dot_product_attention(bai.zeros(2, 4), bai.zeros(2, 4), bai.zeros(2, 4),
-                                       enable_gqa=True)
+        F.scaled_dot_product_attention(
+            bai.zeros(2, 4), bai.zeros(2, 4), bai.zeros(2, 4), enable_gqa=True
+        )
 
 
 # ----- MultiheadAttention --------------------------------------------------------------------
@@ -476,16 +486,25 @@ def test_mha_second_derivatives():
 
 
 def test_mha_errors():
-    with pytest.raises(bai.ArgumentError, match=r"embed_dim \(10\) must be divisible by "
-                       r"num_heads \(3\)"):
+    with pytest.raises(
+        bai.ArgumentError,
+        match=r"embed_dim \(10\) must be divisible by "
+        r"num_heads \(3\)",
+    ):
         MultiheadAttention(10, 3)
     mha = MultiheadAttention(8, 2)
     q, k, v = (bai.Tensor(x) for x in _mha_inputs(False))
-    with pytest.raises(bai.ShapeError, match=r"attn_mask of shape \(5, 4\) fits neither \(L, S\) "
-                       r"= \(4, 5\) nor \(N \* num_heads, L, S\) = \(6, 4, 5\)"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"attn_mask of shape \(5, 4\) fits neither \(L, S\) "
+        r"= \(4, 5\) nor \(N \* num_heads, L, S\) = \(6, 4, 5\)",
+    ):
         mha(q, k, v, attn_mask=bai.zeros(5, 4, dtype=bai.bool_))
-    with pytest.raises(bai.ShapeError, match=r"key_padding_mask of shape \(5, 3\) does not match "
-                       r"\(N, S\) = \(3, 5\)"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"key_padding_mask of shape \(5, 3\) does not match "
+        r"\(N, S\) = \(3, 5\)",
+    ):
         mha(q, k, v, key_padding_mask=bai.zeros(5, 3, dtype=bai.bool_))
     with pytest.raises(bai.DTypeError, match=r"key_padding_mask must be bool or floating point"):
         mha(q, k, v, key_padding_mask=bai.zeros(3, 5, dtype=bai.int64))

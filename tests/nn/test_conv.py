@@ -142,7 +142,10 @@ def test_default_init_matches_pytorch_bounds(ours, theirs):
     assert layer.weight.dtype == np.float32
     fan_in = reference.weight.shape[1] * math.prod(reference.weight.shape[2:])
     bound = 1 / math.sqrt(fan_in)
-    for ours_value, theirs_value in ((layer.weight, reference.weight), (layer.bias, reference.bias)):
+    for ours_value, theirs_value in (
+        (layer.weight, reference.weight),
+        (layer.bias, reference.bias),
+    ):
         values = ours_value.numpy()
         assert np.abs(values).max() <= bound
         assert np.abs(values).max() > 0.8 * bound  # fills the range, as PyTorch's does
@@ -180,7 +183,9 @@ def test_float32_layer_close_to_pytorch():
 def test_constructor_errors():
     with pytest.raises(ValueError, match=r"\[Conv2d\] in_channels=3 must be divisible by groups=2"):
         Conv2d(3, 4, 3, groups=2)
-    with pytest.raises(ValueError, match=r"\[Conv2d\] out_channels=5 must be divisible by groups=2"):
+    with pytest.raises(
+        ValueError, match=r"\[Conv2d\] out_channels=5 must be divisible by groups=2"
+    ):
         Conv2d(4, 5, 3, groups=2)
     with pytest.raises(ValueError, match=r"padding='same' is not supported for strided"):
         Conv2d(3, 4, 3, stride=2, padding="same")

@@ -86,7 +86,7 @@ def test_cross_entropy_and_nll_with_class_indices(name, shape, target, weighted,
     if weighted:
         kwargs["weight"] = WEIGHT5
     ours, theirs = _with_weight("cross_entropy", kwargs)
-    check_op(ours, shape, target, torch_fn=theirs, gradgrad=name != "empty")
+    check_op(ours, shape, target, torch_fn=theirs, gradgrad=reduction == "mean" and name != "empty")
     ours, theirs = _with_weight("nll_loss", kwargs)
     check_op(ours, Arg(shape, low=-3.0, high=-0.1), target, torch_fn=theirs)
 
@@ -114,7 +114,7 @@ def test_cross_entropy_label_smoothing(smoothing, weighted, reduction):
     ours, theirs = _with_weight("cross_entropy", kwargs)
     for shape, target in [((4, 5), [1, -100, 3, 0]), ((2, 5, 3), [[0, 4, -100], [2, 2, 1]])]:
         target = constant(np.asarray(target, dtype=np.int64))
-        check_op(ours, shape, target, torch_fn=theirs, gradgrad=True)
+        check_op(ours, shape, target, torch_fn=theirs, gradgrad=reduction == "mean")
 
 
 def test_cross_entropy_ignore_index_other_than_default():
@@ -144,7 +144,8 @@ def test_cross_entropy_with_class_probabilities(shape, smoothing, weighted, redu
     )
     if len(shape) == 1:
         target = rng.dirichlet(np.ones(5))
-    check_op(ours, shape, constant(target, requires_grad=True), torch_fn=theirs, gradgrad=True)
+    target = constant(target, requires_grad=True)
+    check_op(ours, shape, target, torch_fn=theirs, gradgrad=reduction == "mean")
 
 
 def test_cross_entropy_probabilities_empty_batch_mean_is_nan():

@@ -13,7 +13,6 @@ import buildingai.nn.functional as F
 from buildingai.nn.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from buildingai.nn.transformer import (
     Transformer,
-    TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
@@ -54,9 +53,7 @@ def _layer_options(**options):
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_encoder_layer_matches_pytorch(norm_first, activation, batch_first):
-    options = _layer_options(
-        activation=activation, norm_first=norm_first, batch_first=batch_first
-    )
+    options = _layer_options(activation=activation, norm_first=norm_first, batch_first=batch_first)
     compare_modules(
         TransformerEncoderLayer(D_MODEL, NHEAD, **options),
         torch.nn.TransformerEncoderLayer(D_MODEL, NHEAD, **options),
@@ -124,9 +121,7 @@ def test_encoder_layer_state_dict_keys_and_repr():
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_decoder_layer_matches_pytorch(norm_first, activation, batch_first):
-    options = _layer_options(
-        activation=activation, norm_first=norm_first, batch_first=batch_first
-    )
+    options = _layer_options(activation=activation, norm_first=norm_first, batch_first=batch_first)
     memory_mask = np.zeros((4, 5), dtype=bool)
     memory_mask[1, 3:] = True
     compare_modules(
@@ -250,23 +245,35 @@ def test_transformer_second_derivatives_through_a_layer():
 
 # ----- errors ------------------------------------------------------------------------------------
 def test_transformer_errors():
-    with pytest.raises(bai.ArgumentError, match=r"activation should be 'relu' or 'gelu', not "
-                       r"'swish'"):
+    with pytest.raises(
+        bai.ArgumentError,
+        match=r"activation should be 'relu' or 'gelu', not "
+        r"'swish'",
+    ):
         TransformerEncoderLayer(D_MODEL, NHEAD, activation="swish")
-    with pytest.raises(bai.ArgumentError, match=r"embed_dim \(8\) must be divisible by "
-                       r"num_heads \(3\)"):
+    with pytest.raises(
+        bai.ArgumentError,
+        match=r"embed_dim \(8\) must be divisible by "
+        r"num_heads \(3\)",
+    ):
         TransformerDecoderLayer(D_MODEL, 3)
     with pytest.raises(bai.ArgumentError, match=r"num_layers must be at least 1, got 0"):
         TransformerEncoder(TransformerEncoderLayer(D_MODEL, NHEAD), 0)
     model = Transformer(D_MODEL, NHEAD, 1, 1, FEEDFORWARD)
-    with pytest.raises(bai.ShapeError, match=r"src \(5, 3, 8\) and tgt \(4, 2, 8\) must have the "
-                       r"same batch size"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"src \(5, 3, 8\) and tgt \(4, 2, 8\) must have the "
+        r"same batch size",
+    ):
         model(bai.zeros(5, 3, 8), bai.zeros(4, 2, 8))
     with pytest.raises(bai.ShapeError, match=r"must be d_model = 8"):
         model(bai.zeros(5, 3, 6), bai.zeros(4, 3, 6))
     layer = TransformerEncoderLayer(D_MODEL, NHEAD, dim_feedforward=FEEDFORWARD)
-    with pytest.raises(bai.ShapeError, match=r"attn_mask of shape \(4, 4\) fits neither .*"
-                       r"in TransformerEncoderLayer.self_attn"):
+    with pytest.raises(
+        bai.ShapeError,
+        match=r"attn_mask of shape \(4, 4\) fits neither .*"
+        r"in TransformerEncoderLayer.self_attn",
+    ):
         layer(bai.zeros(5, 3, 8), src_mask=bai.zeros(4, 4))
 
 

@@ -285,7 +285,9 @@ def test_adjoint_primitives_check_their_sizes():
         bai.ShapeError,
         r"\[conv2d_input_grad\] output size \(6, 6\) does not fit: a convolution of that size "
         r"gives \(4, 4\), not \(3, 3\)",
-        lambda: ops.conv2d_input_grad(bai.zeros(1, 1, 3, 3), bai.zeros(1, 1, 3, 3), (6, 6), **attrs),
+        lambda: ops.conv2d_input_grad(
+            bai.zeros(1, 1, 3, 3), bai.zeros(1, 1, 3, 3), (6, 6), **attrs
+        ),
     )
     _raises(
         bai.ShapeError,

@@ -423,7 +423,9 @@ def _merge_masks(attn_mask, key_padding_mask, is_causal, sizes, q: Tensor) -> Te
             )
         masks.append(attn_mask)
     elif is_causal:
-        masks.append(~causal_mask(length, source, device=q.device))  # in this function's convention: True = masked
+        masks.append(
+            ~causal_mask(length, source, device=q.device)
+        )  # in this function's convention: True = masked
     if key_padding_mask is not None:
         key_padding_mask = _tensor(key_padding_mask)
         _check_mask_dtype(key_padding_mask, "key_padding_mask")

@@ -16,8 +16,6 @@ Arguments follow ``torch.nn.functional``. Inputs are (N, C, H, W) / (N, C, L), o
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...autograd.dispatch import apply

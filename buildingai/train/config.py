@@ -1,0 +1,394 @@
+"""``Config``: a nested settings tree with attribute and item access, YAML files, dotted
+command-line overrides and validation against the defaults it was built from.
+
+Example::
+
+    config = Config(batch_size=256, optim=dict(type="Adam", lr=1e-3))
+    config.optim.lr                                     # 0.001
+    config["optim"]["lr"] == config["optim.lr"]         # True
+    config.merge_overrides(["optim.lr=0.01", "+optim.weight_decay=0.1"])
+    config.merge_overrides(["optim.lrr=1"])  # ConfigError: unknown key 'optim.lrr' — did you mean 'optim.lr'?
+
+YAML needs the optional ``pyyaml`` package; everything else is plain Python.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import BuildingAIError
+
+
+class ConfigError(BuildingAIError, ValueError):
+    """An unknown or mistyped key, a malformed override, or a change to a frozen config."""
+
+
+def _yaml():
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigError(
+            "reading or writing YAML needs the optional package pyyaml, which is not installed",
+            help="pip install pyyaml  (or build the Config from a dict in Python)",
+        ) from None
+    return yaml
+
+
+def _loader():
+    """A safe YAML loader that also reads ``1e-3`` as a float: plain YAML 1.1 (PyYAML) wants a
+    dot in the mantissa (``1.0e-3``) and would otherwise return the string ``'1e-3'``."""
+    yaml = _yaml()
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
+        list("-+0123456789."),
+    )
+    return Loader
+
+
+def parse_value(text: str) -> Any:
+    """Read an override's value as a YAML scalar or flow collection: ``0.01`` -> float,
+    ``18`` -> int, ``true`` -> bool, ``null`` -> None, ``[64, 32]`` -> list, ``adam`` -> str.
+    Without pyyaml, numbers, booleans, null and plain strings are understood."""
+    try:
+        return _yaml().load(text, Loader=_loader())
+    except ConfigError:
+        pass
+    except Exception as error:  # a YAML syntax error: report it as a config error
+        raise ConfigError(f"cannot parse the value {text!r}: {error}") from None
+    lowered = text.strip().lower()
+    if lowered in ("null", "none", "~", ""):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def suggest(key: str, candidates: Iterable[str]) -> str:
+    """`` — did you mean 'x'?`` for the closest candidate, or an empty string."""
+    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+    return f" — did you mean {close[0]!r}?" if close else ""
+
+
+def _convert(value: Any) -> Any:
+    """Dicts become Configs, recursively (also inside lists); Configs are copied."""
+    if isinstance(value, Mapping):
+        return Config(value)
+    if isinstance(value, (list, tuple)):
+        return [_convert(item) for item in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Config):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+class Config:
+    """A tree of settings: ``config.optim.lr``, ``config["optim"]["lr"]``, ``config["optim.lr"]``.
+
+    Nested dicts become Configs. ``freeze()`` forbids changes (an attempt raises ``ConfigError``);
+    ``merge(other)`` and ``merge_overrides([...])`` update it in place, rejecting unknown keys
+    with a suggestion unless they are marked as new (``+key=value``).
+    """
+
+    def __init__(self, mapping: Mapping[str, Any] | None = None, /, **entries: Any) -> None:
+        object.__setattr__(self, "_data", {})
+        object.__setattr__(self, "_frozen", False)
+        for key, value in {**(mapping or {}), **entries}.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"config keys must be strings, got {key!r}")
+            self._data[key] = _convert(value)
+
+    # ----- access -----------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        data = object.__getattribute__(self, "_data")
+        if name in data:
+            return data[name]
+        if name.startswith("__"):  # copy/pickle probe special names; answer as objects do
+            raise AttributeError(name)
+        raise AttributeError(f"config has no key {name!r}{suggest(name, data)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+    def __getitem__(self, key: str) -> Any:
+        node, leaf = self._parent_of(key, create=False)
+        if leaf not in node._data:
+            raise KeyError(f"config has no key {key!r}{suggest(key, self.keys_flat())}")
+        return node._data[leaf]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        node, leaf = self._parent_of(key, create=True)
+        node._check_mutable(key)
+        node._data[leaf] = _convert(value)
+
+    def __delitem__(self, key: str) -> None:
+        node, leaf = self._parent_of(key, create=False)
+        node._check_mutable(key)
+        del node._data[leaf]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Config):
+            return self.to_dict() == other.to_dict()
+        if isinstance(other, Mapping):
+            return self.to_dict() == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Config({self.to_dict()!r})"
+
+    def keys(self):
+        return self._data.keys()
+
+    def values(self):
+        return self._data.values()
+
+    def items(self):
+        return self._data.items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def keys_flat(self, prefix: str = "") -> list[str]:
+        """Every key path, depth first: ``['batch_size', 'optim', 'optim.lr', ...]``."""
+        paths = []
+        for key, value in self._data.items():
+            path = prefix + key
+            paths.append(path)
+            if isinstance(value, Config):
+                paths.extend(value.keys_flat(path + "."))
+        return paths
+
+    def _parent_of(self, key: str, create: bool) -> tuple[Config, str]:
+        """The Config holding the last part of a dotted ``key``, and that last part."""
+        *parents, leaf = key.split(".")
+        node = self
+        for depth, part in enumerate(parents):
+            child = node._data.get(part)
+            if child is None and create:
+                node._check_mutable(key)
+                child = node._data[part] = Config()
+            if not isinstance(child, Config):
+                where = ".".join(parents[: depth + 1])
+                raise KeyError(
+                    f"config has no section {where!r}"
+                    + (f" ({where} is {child!r})" if child is not None else "")
+                    + suggest(where, self.keys_flat())
+                )
+            node = child
+        return node, leaf
+
+    # ----- freezing ---------------------------------------------------------------------------
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def freeze(self) -> Config:
+        """Forbid changes to this config and every section in it; returns ``self``."""
+        object.__setattr__(self, "_frozen", True)
+        for value in self._data.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, Config):
+                    item.freeze()
+        return self
+
+    def unfreeze(self) -> Config:
+        object.__setattr__(self, "_frozen", False)
+        for value in self._data.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, Config):
+                    item.unfreeze()
+        return self
+
+    def _check_mutable(self, key: str) -> None:
+        if self._frozen:
+            raise ConfigError(
+                f"cannot set {key!r}: the config is frozen",
+                help="change a copy (config.copy()) or call config.unfreeze() first",
+            )
+
+    # ----- conversion -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A plain ``dict`` copy (nested Configs become dicts)."""
+        return {key: _plain(value) for key, value in self._data.items()}
+
+    def copy(self) -> Config:
+        """A deep, unfrozen copy."""
+        return Config(self.to_dict())
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike) -> Config:
+        """Read a YAML file whose top level is a mapping."""
+        text = Path(path).read_text(encoding="utf-8")
+        return cls.from_yaml_string(text, source=str(path))
+
+    @classmethod
+    def from_yaml_string(cls, text: str, source: str = "<string>") -> Config:
+        try:
+            data = _yaml().load(text, Loader=_loader())
+        except ConfigError:
+            raise
+        except Exception as error:
+            raise ConfigError(f"cannot read YAML from {source}: {error}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                f"the YAML in {source} must be a mapping of keys to values, got "
+                f"{type(data).__name__}"
+            )
+        return cls(data)
+
+    def to_yaml(self, path: str | os.PathLike | None = None) -> str:
+        """The config as YAML (key order kept); also written to ``path`` when given."""
+        text = _yaml().safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    # ----- merging and validation -------------------------------------------------------------
+    def merge(self, other: Mapping[str, Any], strict: bool = True, _prefix: str = "") -> Config:
+        """Update this config from ``other`` (a dict or Config), recursively; returns ``self``.
+
+        With ``strict``, every key of ``other`` must already exist here (this config is the
+        schema): an unknown key raises ``ConfigError`` with the closest known key. A value must
+        have the type of the value it replaces (an int may replace a float; anything may replace
+        None or be replaced by None). A section with a ``type`` (``optim: {type: Adam, ...}``)
+        describes a class: its keys are the class's arguments, checked against its signature
+        when it is built (``Registry.build``), so new keys are accepted there; and a different
+        ``type`` replaces the section whole.
+        """
+        open_section = "type" in self._data  # keys are checked by the class's signature
+        for key, value in other.items():
+            path = _prefix + key
+            if key not in self._data:
+                if strict and not open_section:
+                    known = [_prefix + name for name in self._data]
+                    raise ConfigError(
+                        f"unknown key {path!r}{suggest(path, known)}",
+                        help=f"known keys here: {', '.join(known) or '(none)'}; mark a new key "
+                        f"with a '+' on the command line (+{path}=...)",
+                    )
+                self[key] = value
+                continue
+            current = self._data[key]
+            if isinstance(current, Config) and isinstance(value, Mapping):
+                new_type = value.get("type", current.get("type"))
+                if "type" in current and new_type != current["type"]:
+                    self[key] = value
+                else:
+                    current._check_mutable(path)
+                    current.merge(value, strict=strict, _prefix=path + ".")
+                continue
+            if strict:
+                check_type(path, current, value)
+            self[key] = value
+        return self
+
+    def merge_overrides(self, overrides: Iterable[str]) -> Config:
+        """Apply command-line overrides in place; returns ``self``.
+
+        ``"optim.lr=0.01"`` sets an existing key (an unknown key raises ``ConfigError`` with a
+        suggestion); ``"+optim.weight_decay=0.1"`` adds a new one; ``"~scheduler"`` removes one.
+        Values are read as YAML scalars (``0.01``, ``18``, ``true``, ``null``, ``[64, 32]``).
+        """
+        for override in overrides:
+            if override.startswith("~"):
+                key = override[1:]
+                if key not in self:
+                    raise ConfigError(f"cannot remove {key!r}: no such key" + suggest(key, self.keys_flat()))
+                del self[key]
+                continue
+            key, sep, text = override.partition("=")
+            if not sep or not key.strip("+"):
+                raise ConfigError(
+                    f"malformed override {override!r}",
+                    help="write key=value (optim.lr=0.01), +key=value to add a key, ~key to "
+                    "remove one",
+                )
+            value = parse_value(text)
+            if key.startswith("+"):
+                self[key[1:]] = value
+                continue
+            if key not in self:
+                raise ConfigError(
+                    f"unknown key {key!r}{suggest(key, self.keys_flat())}",
+                    help=f"add a new key with +{key}={text}",
+                )
+            current = self[key]
+            if isinstance(current, Config) and isinstance(value, Mapping):
+                Config({key: current}).merge({key: value})
+                continue
+            check_type(key, current, value)
+            self[key] = value
+        return self
+
+    def validate(self, schema: Config | Mapping[str, Any]) -> Config:
+        """Check every key of this config against ``schema`` (the defaults); returns ``self``.
+        Raises ``ConfigError`` on the first unknown or mistyped key."""
+        Config(schema).merge(self, strict=True)
+        return self
+
+
+def check_type(path: str, current: Any, value: Any) -> None:
+    """A value must keep the kind of the one it replaces: numbers stay numbers (int may become
+    float), strings stay strings, lists stay lists, sections stay sections. None fits anything."""
+    if current is None or value is None:
+        return
+
+    def kind(item: Any) -> str:
+        if isinstance(item, bool):
+            return "bool"
+        if isinstance(item, (int, float)):
+            return "int" if isinstance(item, int) else "float"
+        if isinstance(item, (Config, Mapping)):
+            return "section"
+        if isinstance(item, (list, tuple)):
+            return "list"
+        return type(item).__name__
+
+    expected, got = kind(current), kind(value)
+    if expected == got or (expected == "float" and got == "int"):
+        return
+    raise ConfigError(
+        f"{path!r} expects a {expected} (default {current!r}), got {got} {value!r}",
+        help=f"write a {expected}, e.g. {path}={_plain(current)!r}",
+    )
+
+
+
+Mapping.register(Config)  # a Config reads like a dict: isinstance(config, Mapping) is True
