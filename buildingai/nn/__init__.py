@@ -1,11 +1,20 @@
 """Neural networks: Module, Parameter, containers, layers and initialisation."""
 
-from . import init
+from . import functional, init
+from .attention import MultiheadAttention
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .linear import Bilinear, Linear
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .parameter import Parameter
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "init",
@@ -30,4 +39,13 @@ __all__ = [
     "Softmax",
     "LogSoftmax",
     "Softplus",
+    "functional",
+    "MultiheadAttention",
+    "Transformer",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
 ]

@@ -1,5 +1,5 @@
-"""Normalisation primitive: ``normalize`` (zero mean, unit variance over some axes) and its
-adjoint ``normalize_grad``.
+"""Normalisation primitive: ``standardize`` (zero mean, unit variance over some axes) and its
+adjoint ``standardize_grad``.
 
 Layer, group and batch normalisation all reduce to ``(x - mean) / sqrt(var + eps)`` over some
 axes followed by a per-feature affine map. Written with mean/var/sub/mul/rsqrt the normalisation
@@ -7,8 +7,8 @@ costs about eight ops forward and twice as many backward; as one primitive it is
 five passes over memory forward, and one dispatch backward (measured about 2x faster than the
 composite on (32, 64, 128) forward + backward). The affine map stays a composite ``xhat * w + b``.
 
-The backward rule calls ``normalize_grad``, whose own backward is written with differentiable
-Tensor ops (and ``normalize_grad`` again), so derivatives of any order are exact.
+The backward rule calls ``standardize_grad``, whose own backward is written with differentiable
+Tensor ops (and ``standardize_grad`` again), so derivatives of any order are exact.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _compute_dtype(dtype):
     return np.dtype("float32") if dtype.itemsize < 4 else dtype
 
 
-class Normalize(Op):
+class Standardize(Op):
     """``xhat = (x - mean(x)) / sqrt(var(x) + eps)`` over ``axes`` (biased variance).
 
     x: any shape -> same shape. Saves its output ``xhat`` (a Tensor, so second derivatives see
@@ -40,7 +40,7 @@ class Normalize(Op):
     dimensions) as a cache for the first-order backward.
     """
 
-    name, onnx = "normalize", None  # an exporter writes LayerNormalization for trailing axes
+    name, onnx = "standardize", None  # an exporter writes LayerNormalization for trailing axes
     save_inputs, save_output = True, True
 
     def check(self, x, *, axes, eps):
@@ -65,20 +65,20 @@ class Normalize(Op):
         from ..autograd.tensor import Tensor
 
         (x,) = ctx.inputs
-        rstd = Tensor(ctx.rstd)  # a constant: normalize_grad's backward recomputes it from x
-        return (apply(NORMALIZE_GRAD, grad, x, ctx.output, rstd, **ctx.attrs),)
+        rstd = Tensor(ctx.rstd)  # a constant: standardize_grad's backward recomputes it from x
+        return (apply(STANDARDIZE_GRAD, grad, x, ctx.output, rstd, **ctx.attrs),)
 
 
-class NormalizeGrad(Op):
-    """The gradient of ``normalize``: ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``.
+class StandardizeGrad(Op):
+    """The gradient of ``standardize``: ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``.
 
-    Inputs: g (upstream gradient), x, xhat (the output of ``normalize``, a Tensor), rstd (its
+    Inputs: g (upstream gradient), x, xhat (the output of ``standardize``, a Tensor), rstd (its
     cached reciprocal standard deviation, used as a constant). The Jacobian of ``dx`` in ``g``
     is symmetric, so the gradient with respect to ``g`` is this op again; the rest is written
     with Tensor ops, with ``rstd`` recomputed from ``x`` so that its dependence on ``x`` counts.
     """
 
-    name, onnx = "normalize_grad", None
+    name, onnx = "standardize_grad", None
     save_inputs, save_output = True, True
 
     def forward(self, ctx, xp, g, x, xhat, rstd, *, axes, eps):
@@ -100,7 +100,7 @@ class NormalizeGrad(Op):
         axes, eps = ctx.attrs["axes"], ctx.attrs["eps"]
         # rstd as a function of x: d rstd / dx = -rstd^2 * xhat / N
         r = (x.var(axis=axes, correction=0, keepdims=True) + eps).rsqrt()
-        grad_g = apply(NORMALIZE_GRAD, grad, x, xhat, rstd, axes=axes, eps=eps)
+        grad_g = apply(STANDARDIZE_GRAD, grad, x, xhat, rstd, axes=axes, eps=eps)
         grad_xhat = -r * (
             grad * (g * xhat).mean(axis=axes, keepdims=True)
             + g * (grad * xhat).mean(axis=axes, keepdims=True)
@@ -113,4 +113,4 @@ def _reduced_shape(shape: tuple, axes: tuple) -> tuple:
     return tuple(1 if axis in axes else extent for axis, extent in enumerate(shape))
 
 
-NORMALIZE, NORMALIZE_GRAD = Normalize(), NormalizeGrad()
+STANDARDIZE, STANDARDIZE_GRAD = Standardize(), StandardizeGrad()

@@ -64,6 +64,15 @@ DEFAULTS = Config(
 )
 
 
+def load_config(
+    source: str | os.PathLike | Config | dict, overrides: Iterable[str] = ()
+) -> Config:
+    """``DEFAULTS`` updated from a YAML file (or a dict), then from ``key=value`` overrides;
+    every key is checked against the defaults, so a typo fails here with a suggestion."""
+    config = source if isinstance(source, (Config, dict)) else Config.from_yaml(source)
+    return DEFAULTS.copy().merge(config).merge_overrides(overrides)
+
+
 class EpochSampler(Sampler):
     """The order of one epoch's items, from ``(seed, epoch)`` alone, starting at ``start``.
 
@@ -228,6 +237,10 @@ class Trainer:
                 self.epoch, self.batch_in_epoch = self.epoch + 1, 0
                 self._end_of_epoch()
         bar.close()
+        if self.batch_in_epoch > 0 and self.eval_loader is not None:  # stopped mid-epoch
+            self.last_eval = self.evaluate()
+            self.log(self.last_eval)
+            self._call("on_evaluate", self.last_eval)
         self._call("on_fit_end")
         return self.last_eval
 

@@ -133,7 +133,7 @@ def test_batch_norm_functional_updates_running_statistics_in_place():
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
 
 
-def test_normalize_keeps_dtype_and_handles_half_precision():
+def test_standardize_keeps_dtype_and_handles_half_precision():
     x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float16)
     out = F.layer_norm(bai.Tensor(x), (8,))
     assert out.dtype == np.float16
@@ -325,15 +325,15 @@ def test_group_norm_and_dtype_errors():
         F.group_norm(bai.zeros(2, 6, 3), 4)
     with pytest.raises(ValueError, match="num_channels \\(6\\) must be divisible by num_groups"):
         GroupNorm(4, 6)
-    with pytest.raises(bai.DTypeError, match=r"\[normalize\] expects a floating-point tensor"):
+    with pytest.raises(bai.DTypeError, match=r"\[standardize\] expects a floating-point tensor"):
         F.layer_norm(bai.Tensor(np.ones((2, 3), dtype=np.int64)), (3,))
 
 
-def test_normalize_guards_its_saved_input_against_in_place_changes():
+def test_standardize_guards_its_saved_input_against_in_place_changes():
     x = bai.Tensor(np.random.default_rng(0).standard_normal((2, 3)), requires_grad=True)
     y = x * 1
     out = F.layer_norm(y, (3,))
     with bai.no_grad():
         y.mul_(2)
-    with pytest.raises(bai.AutogradError, match=r"\[normalize\] backward needs an input"):
+    with pytest.raises(bai.AutogradError, match=r"\[standardize\] backward needs an input"):
         out.sum().backward()

@@ -1,6 +1,6 @@
 """Normalisation functions: layer_norm, batch_norm, group_norm, rms_norm.
 
-Each centres and scales its input over some axes with the ``normalize`` primitive (or, for
+Each centres and scales its input over some axes with the ``standardize`` primitive (or, for
 rms_norm, a short composite) and then applies an optional per-feature affine map ``xhat * w + b``.
 Arguments, defaults and semantics follow ``torch.nn.functional``.
 """
@@ -55,11 +55,11 @@ def _affine(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return x
 
 
-def normalize(x: Tensor, axes: Sequence[int], eps: float = 1e-5) -> Tensor:
+def standardize(x: Tensor, axes: Sequence[int], eps: float = 1e-5) -> Tensor:
     """``(x - mean) / sqrt(var + eps)`` over ``axes`` (biased variance), as one primitive.
     x: any shape -> same shape."""
     axes = tuple(sorted(axis % x.ndim for axis in axes))
-    return apply(ops.NORMALIZE, x, axes=axes, eps=float(eps))
+    return apply(ops.STANDARDIZE, x, axes=axes, eps=float(eps))
 
 
 def layer_norm(
@@ -78,7 +78,7 @@ def layer_norm(
     axes = _check_trailing("layer_norm", input, shape)
     _check_parameter("layer_norm", "weight", weight, shape)
     _check_parameter("layer_norm", "bias", bias, shape)
-    return _affine(normalize(input, axes, eps), weight, bias)
+    return _affine(standardize(input, axes, eps), weight, bias)
 
 
 def rms_norm(
@@ -151,7 +151,7 @@ def batch_norm(
                 help="use a batch of 2 or more samples, or call model.eval() to use the running "
                 "statistics",
             )
-        out = normalize(input, axes, eps)
+        out = standardize(input, axes, eps)
         if running_mean is not None or running_var is not None:
             with no_grad():
                 batch = input.detach()
@@ -209,7 +209,7 @@ def group_norm(
     _check_parameter("group_norm", "bias", bias, (channels,))
     per_group = channels // num_groups * math.prod(input.shape[2:])
     grouped = input.reshape(batch, num_groups, per_group)  # (N, G, C/G * positions)
-    out = normalize(grouped, (2,), eps).reshape(input.shape)
+    out = standardize(grouped, (2,), eps).reshape(input.shape)
     if weight is not None:
         out = out * _channel_view(weight, input.ndim)
     if bias is not None:
@@ -217,4 +217,4 @@ def group_norm(
     return out
 
 
-__all__ = ["normalize", "layer_norm", "rms_norm", "batch_norm", "group_norm"]
+__all__ = ["standardize", "layer_norm", "rms_norm", "batch_norm", "group_norm"]

