@@ -1,12 +1,23 @@
 """Neural networks: Module, Parameter, containers, layers and initialisation."""
 
 from . import functional, init
-from .attention import MultiheadAttention
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .attention import MultiheadAttention
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .linear import Bilinear, Linear
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .parameter import Parameter
+from .pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .transformer import (
     Transformer,
@@ -40,6 +51,18 @@ __all__ = [
     "LogSoftmax",
     "Softplus",
     "functional",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
     "MultiheadAttention",
     "Transformer",
     "TransformerEncoderLayer",
