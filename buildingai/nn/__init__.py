@@ -5,8 +5,23 @@ from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softma
 from .attention import MultiheadAttention
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .embedding import Embedding
 from .linear import Bilinear, Linear
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import IncompatibleKeys, Module, RemovableHandle
+from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pool import (
     AdaptiveAvgPool1d,
@@ -51,6 +66,27 @@ __all__ = [
     "LogSoftmax",
     "Softplus",
     "functional",
+    "LayerNorm",
+    "RMSNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "GroupNorm",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "Embedding",
+    "MSELoss",
+    "L1Loss",
+    "HuberLoss",
+    "SmoothL1Loss",
+    "NLLLoss",
+    "CrossEntropyLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "CosineEmbeddingLoss",
     "Conv1d",
     "Conv2d",
     "ConvTranspose1d",

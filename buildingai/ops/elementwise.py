@@ -614,7 +614,6 @@ class Elementwise(Op):
         return getattr(xp, self.ufunc)(*arrays)
 
 
-
 class Bitwise(Elementwise):
     """Bitwise logic on integer or boolean tensors (on booleans, the logical operation)."""
 

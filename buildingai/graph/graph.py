@@ -1,0 +1,231 @@
+"""The static graph: values (inputs, parameters, constants, op outputs), nodes (one op call
+each) and a readable summary.
+
+A ``Graph`` is plain data. ``freeze`` builds it by tracing, passes rewrite it, the executor runs
+it, the ONNX exporter and the plotter read it. Every node names the op *record* it calls, so
+running or exporting a graph never restates what an op computes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import BuildingAIError
+from .symbolic import DimExpr, show_shape
+
+
+class GraphError(BuildingAIError):
+    """A graph that cannot be built, optimised or run as asked."""
+
+
+class Literal:
+    """A node input that is a Python value (a scalar, or None) rather than a graph value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, Literal)
+            and type(other.value) is type(self.value)
+            and other.value == self.value
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self.value), self.value))
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass
+class Value:
+    """One tensor of the graph. ``kind`` is "input", "param" (a Module parameter or buffer),
+    "const" (any other captured array) or "op" (a node output). ``shape`` holds ints and
+    ``DimExpr`` for sizes that depend on the symbolic dimensions."""
+
+    id: int
+    shape: tuple
+    dtype: np.dtype
+    kind: str
+    name: str
+
+
+@dataclass
+class Node:
+    """One op call: ``output = op.forward(*inputs, **attrs)``. ``inputs`` holds value ids (int)
+    and ``Literal`` s; ``module`` is the module path the call was made from ("" at top level)."""
+
+    op: object
+    inputs: tuple
+    attrs: dict
+    output: int
+    module: str = ""
+
+    def input_ids(self) -> list:
+        return [ref for ref in self.inputs if not isinstance(ref, Literal)]
+
+
+@dataclass
+class Graph:
+    """A static graph.
+
+    - ``values``: id -> ``Value``; ``constants``: id -> backend array (parameters and constants).
+    - ``inputs``: the ids of the graph inputs, one per ``specs`` entry.
+    - ``nodes``: in execution order. ``outputs``: the ids returned; ``output_kind`` says whether
+      the traced call returned one tensor ("single"), a tuple or a list.
+    - ``symbols``: symbol name -> (input position, axis) where the size can be read.
+    """
+
+    values: dict = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list)
+    specs: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    output_kind: str = "single"
+    symbols: dict = field(default_factory=dict)
+    # Set by the buffer-reuse pass: node index -> input id whose buffer the node may write into.
+    donations: dict = field(default_factory=dict)
+
+    # ----- building --------------------------------------------------------------------------
+    def new_id(self) -> int:
+        return max(self.values, default=-1) + 1
+
+    def add_value(self, shape, dtype, kind: str, name: str | None = None) -> int:
+        value_id = self.new_id()
+        self.values[value_id] = Value(value_id, tuple(shape), np.dtype(dtype), kind, name or "")
+        if not name:
+            self.values[value_id].name = f"v{value_id}"
+        return value_id
+
+    def copy(self) -> Graph:
+        """A copy whose lists and dicts can be changed without touching this graph (values,
+        arrays and nodes themselves are shared: passes replace them, never mutate them)."""
+        return Graph(
+            values=dict(self.values),
+            constants=dict(self.constants),
+            inputs=list(self.inputs),
+            specs=list(self.specs),
+            nodes=list(self.nodes),
+            outputs=list(self.outputs),
+            output_kind=self.output_kind,
+            symbols=dict(self.symbols),
+            donations=dict(self.donations),
+        )
+
+    # ----- reading ----------------------------------------------------------------------------
+    def consumers(self) -> dict:
+        """value id -> list of node indices that read it."""
+        readers: dict = {}
+        for index, node in enumerate(self.nodes):
+            for ref in node.input_ids():
+                readers.setdefault(ref, []).append(index)
+        return readers
+
+    def producer(self) -> dict:
+        """value id -> index of the node that computes it."""
+        return {node.output: index for index, node in enumerate(self.nodes)}
+
+    def parameter_count(self) -> int:
+        return sum(
+            int(np.prod(self.constants[v].shape))
+            for v, value in self.values.items()
+            if value.kind == "param" and v in self.constants
+        )
+
+    def summary(self) -> str:
+        """A table of every node: op, inputs, output shape and dtype, module path, the parameters
+        it reads, and a FLOP estimate for matmul/linear/conv (symbolic sizes counted as 1)."""
+        rows = [("#", "op", "inputs", "output", "module", "params", "FLOPs")]
+        total_flops = 0
+        for index, node in enumerate(self.nodes):
+            out = self.values[node.output]
+            names = []
+            params = 0
+            for ref in node.inputs:
+                if isinstance(ref, Literal):
+                    names.append(repr(ref.value))
+                    continue
+                value = self.values[ref]
+                names.append(value.name)
+                if value.kind == "param":
+                    params += int(np.prod(value.shape))
+            flops = estimate_flops(self, node)
+            total_flops += flops or 0
+            rows.append(
+                (
+                    str(index),
+                    node.op.name,
+                    ", ".join(names),
+                    f"{show_shape(out.shape)} {out.dtype}",
+                    node.module or "-",
+                    str(params) if params else "",
+                    _si(flops) if flops else "",
+                )
+            )
+        widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+        widths[2] = min(widths[2], 48)
+        lines = []
+        for row in rows:
+            cells = [cell if len(cell) <= widths[c] else cell[: widths[c] - 3] + "..." for c, cell
+                     in enumerate(row)]
+            lines.append("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(cells)).rstrip())
+        specs = ", ".join(repr(spec) for spec in self.specs)
+        outputs = ", ".join(
+            f"{self.values[v].name} {show_shape(self.values[v].shape)}" for v in self.outputs
+        )
+        header = [f"Graph({specs})", f"  outputs: {outputs}"]
+        footer = [
+            f"{len(self.nodes)} nodes, {self.parameter_count():,} parameters, "
+            f"{_si(total_flops)} FLOPs (symbolic sizes = 1)"
+        ]
+        return "\n".join(header + lines + footer)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return f"<Graph: {len(self.inputs)} inputs, {len(self.nodes)} nodes, " \
+            f"{len(self.outputs)} outputs>"
+
+
+def concrete(shape: tuple, unit: int = 1) -> tuple:
+    """``shape`` with every symbolic size evaluated with each symbol equal to ``unit``."""
+    out = []
+    for extent in shape:
+        if isinstance(extent, DimExpr):
+            extent = extent.coefficient * unit ** len(extent.symbols) + extent.offset
+        out.append(extent)
+    return tuple(out)
+
+
+def estimate_flops(graph: Graph, node: Node) -> int | None:
+    """Multiply-adds times two for the contraction ops; None for the others."""
+    name = node.op.name
+    out = concrete(graph.values[node.output].shape)
+    refs = node.input_ids()
+    if name == "matmul":
+        inner = concrete(graph.values[refs[0]].shape)[-1]
+        return 2 * math.prod(out) * inner
+    if name == "linear":
+        inner = concrete(graph.values[refs[1]].shape)[1]
+        return 2 * math.prod(out) * inner
+    if name == "conv2d":
+        weight = concrete(graph.values[refs[1]].shape)
+        return 2 * math.prod(out) * math.prod(weight[1:])
+    return None
+
+
+def _si(count) -> str:
+    if count is None:
+        return ""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.2f}{unit}"
+    return str(int(count))
