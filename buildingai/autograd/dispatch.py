@@ -14,6 +14,7 @@ import numpy as np
 
 from ..backend import device as _device
 from ..errors import BuildingAIError
+from ..ops.base import install_dispatcher
 from .mode import grad_mode
 from .node import Node
 from .tensor import Tensor
@@ -105,6 +106,9 @@ def apply(op, *inputs, **attrs) -> Tensor:
 
 class _Scratch:
     """The context of an unrecorded call: forward may write to it; nothing reads it later."""
+
+
+install_dispatcher(apply)
 
 
 def _namespace_of(arrays: list):

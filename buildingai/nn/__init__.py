@@ -21,6 +21,16 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import IncompatibleKeys, Module, RemovableHandle
+from .moe import (
+    Expert,
+    MoELayer,
+    MoEOutput,
+    Router,
+    Routing,
+    dynamic_concat,
+    group_by_expert,
+    load_balancing_loss,
+)
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pool import (
@@ -34,6 +44,16 @@ from .pool import (
     MaxPool2d,
 )
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .shapes import (
+    ShapeContractError,
+    ShapeSpecError,
+    check_shape,
+    enable_shape_checks,
+    shape_checks,
+    shape_checks_enabled,
+    shapes,
+)
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -66,6 +86,29 @@ __all__ = [
     "LogSoftmax",
     "Softplus",
     "functional",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "shapes",
+    "check_shape",
+    "enable_shape_checks",
+    "shape_checks",
+    "shape_checks_enabled",
+    "ShapeContractError",
+    "ShapeSpecError",
+    "Router",
+    "Routing",
+    "Expert",
+    "MoELayer",
+    "MoEOutput",
+    "dynamic_concat",
+    "group_by_expert",
+    "load_balancing_loss",
     "LayerNorm",
     "RMSNorm",
     "BatchNorm1d",

@@ -270,7 +270,9 @@ class RNN(RNNBase):
         dtype=None,
     ) -> None:
         if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(f"[RNN] unknown nonlinearity {nonlinearity!r}; use 'tanh' or 'relu'")
+            raise ArgumentError(
+                f"[RNN] unknown nonlinearity {nonlinearity!r}; use 'tanh' or 'relu'"
+            )
         self.nonlinearity = nonlinearity
         super().__init__(
             "rnn_" + nonlinearity,

@@ -12,6 +12,16 @@ from __future__ import annotations
 
 from ..errors import BuildingAIError, DeviceError, DTypeError, ShapeError
 
+# The dispatcher (``autograd.dispatch.apply``), installed by the autograd layer when it loads. The
+# op layer sits below autograd, so it receives the function instead of importing it.
+_dispatch = None
+
+
+def install_dispatcher(apply_function) -> None:
+    """Let ``op(*inputs, **attrs)`` run ops through ``apply_function``."""
+    global _dispatch
+    _dispatch = apply_function
+
 
 class Op:
     """Base class of every primitive op record.
@@ -34,6 +44,11 @@ class Op:
     differentiable: bool = True
     view: bool = False
     check = None
+
+    def __call__(self, *inputs, **attrs):
+        """Run this op through dispatch: ``CONV2D(x, w, stride=...)``. Backward rules use this
+        for ops that have no Tensor method, so higher-order graphs record them too."""
+        return _dispatch(self, *inputs, **attrs)
 
     def forward(self, ctx, xp, *arrays, **attrs):
         """Compute the output array from input arrays (and Python scalars)."""

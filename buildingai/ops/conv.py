@@ -395,18 +395,11 @@ CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD = Conv2d(), Conv2dInputGrad(), Con
 # The backward rules call the records through dispatch, so that they are recorded when a
 # higher-order graph is being built.
 def conv2d(x, weight, *, stride, padding, dilation, groups):
-    from ..autograd.dispatch import apply
-
-    return apply(
-        CONV2D, x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups
-    )
+    return CONV2D(x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
 def conv2d_input_grad(grad, weight, input_size, *, stride, padding, dilation, groups):
-    from ..autograd.dispatch import apply
-
-    return apply(
-        CONV2D_INPUT_GRAD,
+    return CONV2D_INPUT_GRAD(
         grad,
         weight,
         input_size=tuple(input_size),
@@ -418,10 +411,7 @@ def conv2d_input_grad(grad, weight, input_size, *, stride, padding, dilation, gr
 
 
 def conv2d_weight_grad(x, grad, weight_size, *, stride, padding, dilation, groups):
-    from ..autograd.dispatch import apply
-
-    return apply(
-        CONV2D_WEIGHT_GRAD,
+    return CONV2D_WEIGHT_GRAD(
         x,
         grad,
         weight_size=tuple(weight_size),

@@ -143,8 +143,6 @@ class Einsum(Op):
         return xp.einsum(equation, *arrays, optimize=_worth_a_path(equation, arrays))
 
     def backward(self, ctx, grad):
-        from ..autograd.dispatch import apply
-
         inputs, output = ctx.attrs["equation"].split("->")
         terms = inputs.split(",")
         operands = ctx.inputs
@@ -160,7 +158,7 @@ class Einsum(Op):
             kept = "".join(label for label in terms[position] if label in available)
             equation = ",".join([output, *others]) + "->" + kept
             other_operands = [x for k, x in enumerate(operands) if k != position]
-            part = apply(EINSUM, grad, *other_operands, equation=equation)
+            part = EINSUM(grad, *other_operands, equation=equation)
             if kept != terms[position]:
                 keep_shape = tuple(
                     extent if label in available else 1

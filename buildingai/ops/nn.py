@@ -101,10 +101,8 @@ class Dropout(Op):
         return xp.where(mask, x * x.dtype.type(scale), x.dtype.type(0))
 
     def backward(self, ctx, grad):
-        from ..autograd.dispatch import apply
-
         x, mask = ctx.inputs
-        return apply(DROPOUT, grad, mask, scale=ctx.attrs["scale"]), None
+        return DROPOUT(grad, mask, scale=ctx.attrs["scale"]), None
 
 
 class Embedding(Op):
@@ -133,11 +131,8 @@ class Embedding(Op):
         return xp.take(weight, indices, axis=0)
 
     def backward(self, ctx, grad):
-        from ..autograd.dispatch import apply
-
         indices, weight = ctx.inputs
-        return None, apply(
-            EMBEDDING_GRAD,
+        return None, EMBEDDING_GRAD(
             grad,
             indices,
             num_embeddings=weight.shape[0],
@@ -181,10 +176,8 @@ class EmbeddingGrad(Op):
         return out
 
     def backward(self, ctx, grad):
-        from ..autograd.dispatch import apply
-
         _, indices = ctx.inputs
-        rows = apply(EMBEDDING, indices, grad, padding_idx=None)
+        rows = EMBEDDING(indices, grad, padding_idx=None)
         padding_idx = ctx.attrs["padding_idx"]
         if padding_idx is not None:
             # rows at padding_idx received no gradient, so they contribute nothing here either
@@ -205,8 +198,6 @@ def _check_range(name: str, indices, count: int) -> None:
             help=f"indices must lie in [0, {count - 1}]; check the vocabulary size or the "
             "tokenizer",
         )
-
-
 
 
 SOFTMAX, LOG_SOFTMAX, DROPOUT = Softmax(), LogSoftmax(), Dropout()

@@ -180,7 +180,10 @@ class Config:
         return self._data.items()
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def keys_flat(self, prefix: str = "") -> list[str]:
         """Every key path, depth first: ``['batch_size', 'optim', 'optim.lr', ...]``."""
@@ -330,7 +333,9 @@ class Config:
             if override.startswith("~"):
                 key = override[1:]
                 if key not in self:
-                    raise ConfigError(f"cannot remove {key!r}: no such key" + suggest(key, self.keys_flat()))
+                    raise ConfigError(
+                        f"cannot remove {key!r}: no such key" + suggest(key, self.keys_flat())
+                    )
                 del self[key]
                 continue
             key, sep, text = override.partition("=")
@@ -388,7 +393,6 @@ def check_type(path: str, current: Any, value: Any) -> None:
         f"{path!r} expects a {expected} (default {current!r}), got {got} {value!r}",
         help=f"write a {expected}, e.g. {path}={_plain(current)!r}",
     )
-
 
 
 Mapping.register(Config)  # a Config reads like a dict: isinstance(config, Mapping) is True

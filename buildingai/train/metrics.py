@@ -42,7 +42,9 @@ def correct_counts(outputs, targets, top_k: int = 1) -> tuple[int, int]:
         )
     classes = scores.shape[1]
     if not 1 <= top_k <= classes:
-        raise ShapeError(f"[accuracy] top_k={top_k} must be in [1, {classes}] for {classes} classes")
+        raise ShapeError(
+            f"[accuracy] top_k={top_k} must be in [1, {classes}] for {classes} classes"
+        )
     scores = np.moveaxis(scores, 1, -1).reshape(-1, classes)  # (rows, C)
     labels = labels.reshape(-1)
     if top_k == 1:

@@ -18,7 +18,9 @@ def _duration(seconds: float) -> str:
 
 
 def _format(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    return ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+    )
 
 
 class PlainProgress:

@@ -121,7 +121,9 @@ class Registry:
         try:
             return target(*args, **kwargs)
         except TypeError as error:
-            raise ConfigError(f"cannot build {self.kind} {spec['type']} from {path}: {error}") from None
+            raise ConfigError(
+                f"cannot build {self.kind} {spec['type']} from {path}: {error}"
+            ) from None
 
 
 def _keyword_names(target: Callable, skip: int) -> list[str] | None:

@@ -64,9 +64,7 @@ DEFAULTS = Config(
 )
 
 
-def load_config(
-    source: str | os.PathLike | Config | dict, overrides: Iterable[str] = ()
-) -> Config:
+def load_config(source: str | os.PathLike | Config | dict, overrides: Iterable[str] = ()) -> Config:
     """``DEFAULTS`` updated from a YAML file (or a dict), then from ``key=value`` overrides;
     every key is checked against the defaults, so a typo fails here with a suggestion."""
     config = source if isinstance(source, (Config, dict)) else Config.from_yaml(source)
@@ -330,8 +328,11 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
             "rng": get_rng_state(),
-            "progress": {"step": self.step, "epoch": self.epoch,
-                         "batch_in_epoch": self.batch_in_epoch},  # fmt: skip
+            "progress": {
+                "step": self.step,
+                "epoch": self.epoch,
+                "batch_in_epoch": self.batch_in_epoch,
+            },  # fmt: skip
             "callbacks": [callback.state_dict() for callback in self.callbacks],
             "config": self.config.to_dict() if self.config is not None else None,
             "last_eval": dict(self.last_eval),

@@ -321,7 +321,9 @@ def test_dropout_between_layers_only_in_training():
     with pytest.warns(UserWarning, match="no effect with num_layers=1"):
         dropped = LSTM(INPUT, HIDDEN, dropout=0.5, dtype=bai.float64)
     dropped.load_state_dict(single.state_dict())
-    np.testing.assert_array_equal(dropped(bai.Tensor(x))[0].numpy(), single(bai.Tensor(x))[0].numpy())
+    np.testing.assert_array_equal(
+        dropped(bai.Tensor(x))[0].numpy(), single(bai.Tensor(x))[0].numpy()
+    )
 
 
 def test_float32_and_no_grad():
@@ -360,16 +362,20 @@ def test_wrong_input_sizes_name_the_module_and_shapes():
 def test_cell_errors():
     with pytest.raises(ShapeError, match=r"\[LSTMCell\] expected input \(N, 3\).*got \(2, 5\)"):
         LSTMCell(INPUT, HIDDEN)(bai.zeros((2, 5)))
-    with pytest.raises(ShapeError, match=r"\[GRUCell\] expected state h of shape \(2, 4\).*\(3, 4\)"):
+    with pytest.raises(
+        ShapeError, match=r"\[GRUCell\] expected state h of shape \(2, 4\).*\(3, 4\)"
+    ):
         GRUCell(INPUT, HIDDEN)(bai.zeros((2, INPUT)), bai.zeros((3, 4)))
     with pytest.raises(ShapeError, match=r"\[LSTMCell\] expected state c of shape \(4,\)"):
         LSTMCell(INPUT, HIDDEN)(bai.zeros(INPUT), (bai.zeros(4), bai.zeros((1, 4))))
     with pytest.raises(BuildingAIError, match=r"\[LSTMCell\] expected hx as a pair"):
         LSTMCell(INPUT, HIDDEN)(bai.zeros((2, INPUT)), bai.zeros((2, 4)))
     with pytest.raises(BuildingAIError, match=r"\[lstm_cell\] expected a state of shape"):
-        F.lstm_cell(bai.zeros((2, 3)), (bai.zeros((2, 4)), bai.zeros((2, 5))), *[
-            bai.zeros(s) for s in [(16, 3), (16, 4)]
-        ])
+        F.lstm_cell(
+            bai.zeros((2, 3)),
+            (bai.zeros((2, 4)), bai.zeros((2, 5))),
+            *[bai.zeros(s) for s in [(16, 3), (16, 4)]],
+        )
 
 
 def test_constructor_errors():

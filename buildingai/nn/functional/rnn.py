@@ -8,9 +8,11 @@ the hidden state.
 
 Speed: the input part of the gates does not depend on the previous step, so a layer projects the
 whole sequence with one GEMM, ``x @ w_ih^T`` on (L * N, input) rows. Only the recurrent part,
-one ``h @ w_hh^T`` per step followed by slicing into gates, runs in the loop over time. Every
-step is built from differentiable primitives (linear, sigmoid, tanh, getitem, stack), so first
-and second derivatives come from their rules.
+one ``h @ w_hh^T`` per step followed by slicing into gates, runs in the loop over time. Steps
+are built from differentiable primitives (linear, sigmoid, tanh, getitem, stack), so first and
+second derivatives come from their rules; the LSTM time loop (without projections) is one fused
+op with a backward written in Tensor ops (``rnn_fused.py``), because per-op overhead dominates
+at the sizes of one step.
 """
 
 from __future__ import annotations

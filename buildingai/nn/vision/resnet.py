@@ -268,7 +268,9 @@ class ResNetEncoder(Module):
             x = stage(x)
         return x  # (N, out_channels, H / reduction, W / reduction)
 
-    def load_torchvision_state_dict(self, state_dict: Mapping, strict: bool = True):
+    def load_torchvision_state_dict(
+        self, state_dict: Mapping, strict: bool = True
+    ) -> IncompatibleKeys:
         """Load the weights of a torchvision ``ResNet`` (``model.state_dict()``; PyTorch tensors,
         NumPy arrays or Tensors) into this encoder. The ``fc.*`` classifier entries are set aside
         (load them into a ``DenseClassifier`` with ``split_torchvision_resnet_state_dict``), a
@@ -382,5 +384,3 @@ __all__ = [
     "from_torchvision_resnet",
     "split_torchvision_resnet_state_dict",
 ]
-
-_ = IncompatibleKeys  # returned by load_torchvision_state_dict (through load_state_dict)

@@ -1,0 +1,152 @@
+"""How the suite runs a workload: thread limits, the cross-check that every implementation is
+the same model, interleaved timing, and per-step memory.
+
+A training workload provides, for each implementation, an object with ``step()`` (one full
+training step, returning the loss) and ``state_dict()`` (parameters as NumPy arrays under
+PyTorch's names and layouts). All three start from the same weights and the same batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+import numpy as np
+
+from ..common import measure
+
+IMPLEMENTATIONS = ("buildingai", "pytorch", "numpy")
+LOSS_TOLERANCE = 1e-4  # absolute, on the first-step loss
+PARAMETER_TOLERANCE = 1e-4  # max |a - b| over max |b|, per tensor, after one step
+# Entries whose PyTorch gradient is below this fraction of the tensor's largest are left out of
+# the parameter comparison: their true gradient is zero (a key projection's bias, for one:
+# softmax ignores a shift shared by all keys) and what remains is round-off, which Adam's
+# g / (|g| + eps) turns into a full-size step of either sign.
+ROUNDOFF_GRADIENT = 1e-6
+
+
+class CrossCheckError(AssertionError):
+    """Two implementations of a workload do not compute the same model."""
+
+
+class TrainStep(Protocol):
+    def step(self): ...
+
+    def state_dict(self) -> dict: ...
+
+
+@contextlib.contextmanager
+def thread_limit(threads: int | None) -> Iterator[None]:
+    """Run with ``threads`` BLAS threads (threadpoolctl) for NumPy and BuildingAI, the same
+    number of PyTorch intra-op threads, and BuildingAI's optimizer thread count."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    import buildingai as bai
+
+    if threads is None:
+        yield
+        return
+    torch_threads = torch.get_num_threads()
+    optim_threads = bai.optim.get_num_threads()
+    torch.set_num_threads(threads)
+    bai.optim.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        bai.optim.set_num_threads(optim_threads)
+
+
+def scalar(value) -> float:
+    """A loss returned by any implementation as a Python float."""
+    return float(value.item()) if hasattr(value, "item") else float(value)
+
+
+def cross_check(workload: str, steppers: dict[str, TrainStep]) -> dict:
+    """Run one step of each implementation from identical state and compare the losses and
+    the updated parameters with PyTorch's. Raises ``CrossCheckError`` naming the workload, the
+    implementation, the tensor and the error when they differ."""
+    losses = {name: scalar(stepper.step()) for name, stepper in steppers.items()}
+    states = {name: stepper.state_dict() for name, stepper in steppers.items()}
+    reference = "pytorch"
+    gradients = steppers[reference].gradients()
+    report = {"losses": losses, "max_parameter_error": {}, "roundoff_entries_skipped": 0}
+    for name in steppers:
+        if name == reference:
+            continue
+        if abs(losses[name] - losses[reference]) > LOSS_TOLERANCE:
+            raise CrossCheckError(
+                f"[{workload}] first-step loss of {name} is {losses[name]:.6f}, PyTorch's is "
+                f"{losses[reference]:.6f} (tolerance {LOSS_TOLERANCE}): the implementations "
+                "do not compute the same model; no timing is reported for it"
+            )
+        worst = 0.0
+        ours, theirs = states[name], states[reference]
+        if set(ours) != set(theirs):
+            raise CrossCheckError(
+                f"[{workload}] {name} has parameters {sorted(set(ours) ^ set(theirs))} that "
+                "PyTorch's model does not share (or the reverse)"
+            )
+        for key, expected in theirs.items():
+            actual = np.asarray(ours[key])
+            if actual.shape != expected.shape:
+                raise CrossCheckError(
+                    f"[{workload}] {name} parameter {key!r} has shape {actual.shape}, PyTorch's "
+                    f"{expected.shape}"
+                )
+            scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+            difference = np.abs(actual - expected)
+            gradient = gradients.get(key)
+            if gradient is not None and gradient.size:
+                roundoff = np.abs(gradient) <= ROUNDOFF_GRADIENT * np.max(np.abs(gradient))
+                difference[roundoff] = 0.0
+                report["roundoff_entries_skipped"] += int(np.count_nonzero(roundoff)) // (
+                    len(steppers) - 1)
+            error = float(np.max(difference)) / scale if scale else 0.0
+            worst = max(worst, error)
+            if error > PARAMETER_TOLERANCE:
+                raise CrossCheckError(
+                    f"[{workload}] after one step, {name} parameter {key!r} differs from "
+                    f"PyTorch's by {error:.2e} of its largest value (tolerance "
+                    f"{PARAMETER_TOLERANCE}): the implementations do not train the same model"
+                )
+        report["max_parameter_error"][name] = worst
+    return report
+
+
+def step_peak_bytes(function: Callable[[], object]) -> int:
+    """Peak bytes allocated (and seen by tracemalloc: Python objects and NumPy arrays) while
+    ``function`` runs, above what was allocated before it started."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        function()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return max(0, peak - before)
+
+
+def time_interleaved(candidates: dict[str, Callable[[], object]], quick: bool,
+                     target_seconds: float = 0.25, repeats: int = 7) -> dict:
+    """Median, min and max seconds per call of each candidate, interleaved, after warm-up.
+
+    The number of calls per repetition is chosen so the slowest candidate takes about
+    ``target_seconds`` per repetition.
+    """
+    if quick:
+        return measure(candidates, repeats=2, number=1, warmup=1)
+    slowest = 0.0
+    for function in candidates.values():  # warm-up, and a first estimate of the step time
+        function()
+        start = time.perf_counter()
+        function()
+        slowest = max(slowest, time.perf_counter() - start)
+    number = max(1, round(target_seconds / max(slowest, 1e-9)))
+    return measure(candidates, repeats=repeats, number=number, warmup=1)

@@ -1,0 +1,165 @@
+"""The ``buildingai`` command (also ``python -m buildingai``).
+
+buildingai train CONFIG [key=value ...] [--resume]   train from a YAML config
+buildingai eval CHECKPOINT [--data eval|train|TYPE] [--batch-size N]
+buildingai info                                      versions, devices, BLAS, threads
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from .errors import BuildingAIError
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import Trainer, load_config
+
+    config = load_config(args.config, args.overrides)
+    if args.no_progress:
+        config.progress = False
+    trainer = Trainer.from_config(config, resume=args.resume)
+    if trainer.step:
+        print(f"resumed at step {trainer.step} (epoch {trainer.epoch})", file=sys.stderr)
+    metrics = trainer.fit()
+    print(json.dumps({"step": trainer.step, "epoch": trainer.epoch, **metrics}))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .serialization import load
+    from .train import Trainer, load_config
+
+    state = load(args.checkpoint)
+    if not isinstance(state, dict) or state.get("config") is None:
+        raise BuildingAIError(
+            f"{args.checkpoint} holds no training config, so its model cannot be rebuilt",
+            help="evaluate checkpoints written by `buildingai train` (Trainer.from_config)",
+        )
+    config = load_config(state["config"])
+    config.run_dir, config.progress = None, False  # evaluation writes nothing
+    if args.data == "train":
+        config.data.eval = config.data.train.to_dict()
+    elif args.data != "eval":  # a dataset type, with its test split when it has one
+        config.data.eval = {"type": args.data, **({"split": "test"} if args.split else {})}
+    if args.batch_size:
+        config.eval_batch_size = args.batch_size
+    trainer = Trainer.from_config(config, verbose=False)
+    trainer.model.load_state_dict(state["model"])
+    metrics = trainer.evaluate()
+    print(json.dumps({"checkpoint": str(args.checkpoint), "step": state["progress"]["step"],
+                      **metrics}))  # fmt: skip
+    return 0
+
+
+def info() -> dict:
+    """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs."""
+    import numpy as np
+
+    from . import __version__
+    from .backend import cuda_is_available
+
+    report: dict = {
+        "buildingai": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+    }
+    # Read from package metadata: nothing is imported, so this stays fast.
+    optional = {
+        "cupy": ("cupy-cuda12x", "cupy-cuda11x", "cupy"), "safetensors": ("safetensors",),
+        "ml_dtypes": ("ml_dtypes",), "pyyaml": ("PyYAML",), "tqdm": ("tqdm",),
+        "threadpoolctl": ("threadpoolctl",), "onnx": ("onnx",), "onnxruntime": ("onnxruntime",),
+    }  # fmt: skip
+    for name, distributions in optional.items():
+        report[name] = None
+        for distribution in distributions:
+            try:
+                report[name] = metadata.version(distribution)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    try:
+        report["cuda_available"] = bool(cuda_is_available())
+    except Exception as error:
+        report["cuda_available"] = f"error: {error}"
+    report["cpu_count"] = os.cpu_count()
+    if hasattr(os, "sched_getaffinity"):
+        report["cpus_usable"] = len(os.sched_getaffinity(0))
+    try:
+        from threadpoolctl import threadpool_info
+
+        report["blas"] = [
+            {key: pool.get(key) for key in ("internal_api", "version", "num_threads",
+                                             "threading_layer", "architecture", "filepath")}
+            for pool in threadpool_info()
+        ]  # fmt: skip
+    except ImportError:
+        report["blas"] = "unknown (pip install threadpoolctl to see the BLAS library and threads)"
+    report["thread_env"] = {
+        name: os.environ[name]
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        if name in os.environ
+    }
+    return report
+
+
+def _info(args: argparse.Namespace) -> int:
+    report = info()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for key, value in report.items():
+        if key == "blas" and isinstance(value, list):
+            for pool in value:
+                print(f"{'blas':<15} {pool['internal_api']} {pool['version']}, "
+                      f"{pool['num_threads']} threads ({pool['filepath']})")  # fmt: skip
+            continue
+        print(f"{key:<15} {value if value is not None else '(not installed)'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="buildingai", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train from a YAML config")
+    train.add_argument("config", help="a YAML config file (see examples/configs)")
+    train.add_argument("overrides", nargs="*", help="key=value, +new_key=value, ~removed_key")
+    train.add_argument("--resume", action="store_true",
+                       help="continue from the newest checkpoint in run_dir")  # fmt: skip
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.set_defaults(run=_train)
+
+    evaluate = commands.add_parser("eval", help="evaluate a checkpoint")
+    evaluate.add_argument("checkpoint")
+    evaluate.add_argument("--data", default="eval",
+                          help="'eval' (the config's eval set), 'train', or a dataset type")  # fmt: skip
+    evaluate.add_argument("--no-split", dest="split", action="store_false",
+                          help="build a --data TYPE without split='test'")  # fmt: skip
+    evaluate.add_argument("--batch-size", type=int, default=None)
+    evaluate.set_defaults(run=_eval)
+
+    information = commands.add_parser("info", help="versions, devices, BLAS and threads")
+    information.add_argument("--json", action="store_true")
+    information.set_defaults(run=_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except BuildingAIError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Static graphs: ``freeze`` a model or function into a ``Graph`` by tracing dispatch, optimise it
+with passes, run it with a fast executor, and run independent branches concurrently."""
+
+from .executor import StaticGraph
+from .graph import Graph, GraphError, Literal, Node, Value
+from .parallel import parallel
+from .spec import TensorSpec
+from .symbolic import DimExpr
+from .trace import freeze
+
+__all__ = [
+    "DimExpr",
+    "Graph",
+    "GraphError",
+    "Literal",
+    "Node",
+    "StaticGraph",
+    "TensorSpec",
+    "Value",
+    "freeze",
+    "parallel",
+]

@@ -1,0 +1,242 @@
+"""Run a static graph fast: a flat plan of op-record forwards over a list of array slots.
+
+No Tensor is made per node and no autograd state is kept: each step calls the op record's own
+``forward(ctx, xp, *arrays, **attrs)`` (the code eager execution runs, so results agree by
+construction) and stores the array in its slot. Slots are released right after their last
+reader ran, so NumPy's allocator can hand the memory to the next op; a fused element-wise kernel
+may even write into a dying input buffer (see ``passes.buffer_reuse``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..autograd.tensor import Tensor
+from ..backend import device as _device
+from ..errors import BuildingAIError, DTypeError, ShapeError
+from .graph import Graph, GraphError, Literal
+from .symbolic import is_symbolic, resolve
+
+
+class _Scratch:
+    """The context of a plan step: forward may store values on it; nothing reads them."""
+
+
+class Step:
+    """One node of the plan (see ``compile_plan``)."""
+
+    __slots__ = ("forward", "args", "attrs", "symbolic", "out", "free", "donate", "node")
+
+    def __init__(self, forward, args, attrs, symbolic, out, free, donate, node) -> None:
+        self.forward, self.args, self.attrs, self.symbolic = forward, args, attrs, symbolic
+        self.out, self.free, self.donate, self.node = out, free, donate, node
+
+
+class Plan:
+    """Slots and steps for one graph: ``slots`` starts as constants and literals; inputs fill
+    ``input_slots``; each step reads ``args`` slots and writes ``out``."""
+
+    def __init__(self, graph: Graph) -> None:
+        slot_of: dict = {}
+        initial: list = []
+
+        def slot(value_id):
+            if value_id not in slot_of:
+                slot_of[value_id] = len(initial)
+                initial.append(graph.constants.get(value_id))
+            return slot_of[value_id]
+
+        for value_id in graph.inputs:
+            slot(value_id)
+        literal_slots: dict = {}
+        steps = []
+        last_reader: dict = {}
+        for index, node in enumerate(graph.nodes):
+            for ref in node.input_ids():
+                last_reader[ref] = index
+        kept = set(graph.outputs) | set(graph.constants)
+        frees: dict = {}
+        for value_id, index in last_reader.items():
+            if value_id not in kept:
+                frees.setdefault(index, []).append(value_id)
+        for index, node in enumerate(graph.nodes):
+            args = []
+            for ref in node.inputs:
+                if isinstance(ref, Literal):
+                    key = (type(ref.value), ref.value)
+                    if key not in literal_slots:
+                        literal_slots[key] = len(initial)
+                        initial.append(ref.value)
+                    args.append(literal_slots[key])
+                else:
+                    args.append(slot(ref))
+            donated = graph.donations.get(index)
+            steps.append(
+                Step(
+                    node.op.forward,
+                    tuple(args),
+                    node.attrs,
+                    is_symbolic(node.attrs),
+                    slot(node.output),
+                    tuple(slot(v) for v in frees.get(index, ()) if v != donated),
+                    None if donated is None else slot(donated),
+                    node,
+                )
+            )
+        self.initial = initial
+        self.steps = steps
+        self.input_slots = [slot_of[v] for v in graph.inputs]
+        self.output_slots = [slot(v) for v in graph.outputs]
+
+
+class StaticGraph:
+    """A frozen, runnable graph: ``static(*inputs)`` returns what the traced call returned.
+
+    ``static.graph`` is the ``Graph`` (print it for a summary); ``static.optimized()`` returns
+    the graph after the optimisation passes; ``workers > 1`` runs independent branches
+    concurrently on a thread pool (NumPy releases the GIL inside its kernels).
+    """
+
+    def __init__(self, graph: Graph, workers: int = 1) -> None:
+        self.graph = graph
+        self.workers = workers
+        self.plan = Plan(graph)
+
+    # ----- calling ---------------------------------------------------------------------------
+    def __call__(self, *inputs):
+        arrays, sizes = self.bind(inputs)
+        xp = np if _device._cupy is None else _namespace(arrays)
+        if self.workers > 1:
+            from .parallel import run_concurrently
+
+            outputs = run_concurrently(self, arrays, sizes, xp)
+        else:
+            outputs = self.run(arrays, sizes, xp)
+        tensors = [Tensor(array) for array in outputs]
+        if self.graph.output_kind == "single":
+            return tensors[0]
+        return tuple(tensors) if self.graph.output_kind == "tuple" else tensors
+
+    def run(self, arrays: list, sizes: dict, xp) -> list:
+        """Execute the plan on backend arrays (already checked by ``bind``)."""
+        plan = self.plan
+        slots = list(plan.initial)
+        for position, array in zip(plan.input_slots, arrays):
+            slots[position] = array
+        scratch = _Scratch()
+        ndarray = np.ndarray
+        for step in plan.steps:
+            attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
+            if step.donate is not None:
+                attrs = dict(attrs, out=_donated(slots, step.donate))
+            try:
+                result = step.forward(scratch, xp, *[slots[i] for i in step.args], **attrs)
+            except BuildingAIError:
+                raise
+            except (ValueError, TypeError, IndexError) as exc:
+                node = step.node
+                raise GraphError(
+                    f"[{node.op.name}] failed while running the frozen graph"
+                    f"{' in ' + node.module if node.module else ''}: {exc}"
+                ) from exc
+            if type(result) is not ndarray:
+                result = xp.asarray(result)
+            slots[step.out] = result
+            for index in step.free:
+                slots[index] = None
+        return [slots[index] for index in plan.output_slots]
+
+    def bind(self, inputs: tuple) -> tuple[list, dict]:
+        """Check the inputs against the signature; return their arrays and the symbol sizes."""
+        specs = self.graph.specs
+        if len(inputs) != len(specs):
+            raise GraphError(
+                f"[frozen graph] expected {len(specs)} inputs ({', '.join(map(repr, specs))}), "
+                f"got {len(inputs)}"
+            )
+        arrays = []
+        sizes: dict = {}
+        bound_at: dict = {}
+        for position, (value, spec) in enumerate(zip(inputs, specs)):
+            array = value.data if isinstance(value, Tensor) else value
+            if not isinstance(array, _device.ARRAY_TYPES):
+                array = np.asarray(array)
+            name = spec.name or f"input {position}"
+            if array.ndim != len(spec.shape):
+                raise ShapeError(
+                    f"[frozen graph] {name} has {array.ndim} dimensions {tuple(array.shape)}, "
+                    f"but the signature {spec!r} has {len(spec.shape)}",
+                    help="reshape the input, or freeze again with another signature",
+                )
+            if array.dtype != spec.dtype:
+                raise DTypeError(
+                    f"[frozen graph] {name} has dtype {array.dtype}, but the signature {spec!r} "
+                    f"expects {spec.dtype}",
+                    help=f"convert it first, e.g. x.astype('{spec.dtype}')",
+                )
+            for axis, (extent, symbol) in enumerate(zip(spec.shape, spec.symbols)):
+                actual = array.shape[axis]
+                if symbol is None:
+                    if actual != extent:
+                        raise ShapeError(
+                            f"[frozen graph] {name} has size {actual} in dimension {axis} "
+                            f"(shape {tuple(array.shape)}), but the signature {spec!r} fixes "
+                            f"it to {extent}",
+                            help="only symbolic dimensions (None or a name) may change size",
+                        )
+                elif sizes.setdefault(symbol, actual) != actual:
+                    raise ShapeError(
+                        f"[frozen graph] {name} has size {actual} in dimension {axis}, but the "
+                        f"symbolic size '{symbol}' is {sizes[symbol]} (from {bound_at[symbol]})",
+                        help="inputs that share a symbolic dimension must agree on its size",
+                    )
+                else:
+                    bound_at.setdefault(symbol, f"{name}, dimension {axis}")
+            arrays.append(array)
+        return arrays, sizes
+
+    # ----- views -------------------------------------------------------------------------------
+    def optimized(self) -> StaticGraph:
+        """The same computation after the optimisation passes (see ``passes.optimize``)."""
+        from .passes import optimize
+
+        return StaticGraph(optimize(self.graph), workers=self.workers)
+
+    def with_workers(self, workers: int) -> StaticGraph:
+        """The same graph, running independent branches on ``workers`` threads."""
+        return StaticGraph(self.graph, workers=workers)
+
+    def summary(self) -> str:
+        return self.graph.summary()
+
+    def __str__(self) -> str:
+        return self.graph.summary()
+
+    def __repr__(self) -> str:
+        return f"<StaticGraph {self.graph!r}>"
+
+
+def _donated(slots: list, index: int):
+    """The array in ``slots[index]`` if nothing else can see its memory, else None.
+
+    The reference count tells: the slot, the local name and getrefcount's own argument hold it;
+    any more (a view's ``base``, a caller's variable) means another value shares the memory.
+    """
+    array = slots[index]
+    slots[index] = None
+    if (
+        type(array) is np.ndarray
+        and array.base is None
+        and array.flags.writeable
+        and sys.getrefcount(array) == 2
+    ):
+        return array
+    return None
+
+
+def _namespace(arrays: list):
+    for array in arrays:
+        return _device.array_namespace(array)
+    return np

@@ -1,0 +1,31 @@
+"""Graph passes: each a small function ``Graph -> Graph`` that returns a new graph computing the
+same outputs. ``optimize`` runs them in a sensible order."""
+
+from __future__ import annotations
+
+from ..graph import Graph
+from .buffer_reuse import reuse_buffers
+from .constant_folding import fold_constants
+from .cse import eliminate_common_subexpressions
+from .dead_code import eliminate_dead_code
+from .fusion import fuse_elementwise
+
+
+def optimize(graph: Graph) -> Graph:
+    """Fold constants, merge repeated computations, drop unused nodes, fuse element-wise chains
+    and plan buffer reuse."""
+    graph = fold_constants(graph)
+    graph = eliminate_common_subexpressions(graph)
+    graph = eliminate_dead_code(graph)
+    graph = fuse_elementwise(graph)
+    return reuse_buffers(graph)
+
+
+__all__ = [
+    "eliminate_common_subexpressions",
+    "eliminate_dead_code",
+    "fold_constants",
+    "fuse_elementwise",
+    "optimize",
+    "reuse_buffers",
+]

