@@ -26,6 +26,7 @@ class Emitter:
         self.initializers: list = []
         self.dtypes: dict = {}  # value name -> numpy dtype
         self.ranks: dict = {}  # value name -> rank, where known
+        self.shapes: dict = {}  # graph value name -> shape (ints and DimExpr)
         self.symbol_sources = symbol_sources  # symbol -> (input name, axis)
         self._counter = 0
         self._constants: dict = {}
@@ -90,6 +91,10 @@ class Emitter:
     def cast(self, name: str, dtype, output: str | None = None) -> str:
         to = self.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
         return self.node("Cast", [name], output, dtype=dtype, to=to)
+
+    def scalar(self, value, like) -> str:
+        """A 0-d constant holding ``value`` in the dtype of the value named ``like``."""
+        return self.constant(np.asarray(value, dtype=self.dtype(like)))
 
     # ----- constants ---------------------------------------------------------------------------
     def tensor(self, ref) -> str:

@@ -85,6 +85,7 @@ def build_model(onnx, graph, opset: int):
     for value_id, value in graph.values.items():
         emit.dtypes[names[value_id]] = value.dtype
         emit.ranks[names[value_id]] = len(value.shape)
+        emit.shapes[names[value_id]] = value.shape
 
     inputs = []
     for position, value_id in enumerate(graph.inputs):

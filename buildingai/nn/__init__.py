@@ -1,6 +1,10 @@
 """Neural networks: Module, Parameter, containers, layers and initialisation."""
 
-from . import functional, init
+from . import (
+    functional,
+    init,
+    shapes,  # the module: `@shapes.shapes(...)`, `shapes.enable_shape_checks(...)`
+)
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
@@ -52,7 +56,6 @@ from .shapes import (
     enable_shape_checks,
     shape_checks,
     shape_checks_enabled,
-    shapes,
 )
 from .transformer import (
     Transformer,

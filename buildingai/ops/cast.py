@@ -16,6 +16,9 @@ class Cast(Op):
     def backward(self, ctx, grad):
         return (grad.astype(ctx.input_dtype),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.cast(inputs[0], emit.dtype(output), output)
+
 
 class ToDevice(Op):
     """Copy to another device; the gradient travels back to the source device."""

@@ -66,6 +66,9 @@ class MatMul(Op):
                 grad_b = a.swapaxes(-1, -2) @ grad
         return grad_a, grad_b
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("MatMul", inputs, output)
+
 
 class Linear(Op):
     """The affine map of a dense layer, in PyTorch's weight layout, fused into one op.
@@ -114,6 +117,17 @@ class Linear(Op):
         if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
             grad_bias = grad.sum(axis=tuple(range(grad.ndim - 1)))
         return (grad_x, grad_weight) if bias is None else (grad_x, grad_weight, grad_bias)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, weight, *rest = inputs
+        if emit.rank(x) == 2:  # Gemm takes matrices only
+            emit.node("Gemm", [x, weight, *rest], output, transB=1)
+            return
+        weight_t = emit.node("Transpose", [weight], perm=[1, 0])
+        if not rest:
+            emit.node("MatMul", [x, weight_t], output)
+            return
+        emit.node("Add", [emit.node("MatMul", [x, weight_t]), rest[0]], output)
 
 
 class Einsum(Op):
@@ -167,6 +181,9 @@ class Einsum(Op):
                 part = part.reshape(keep_shape).expand(tuple(operand.shape))
             grads.append(part)
         return tuple(grads)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Einsum", inputs, output, equation=attrs["equation"])
 
 
 # Below this much work (the product of all label sizes) finding a contraction path costs more

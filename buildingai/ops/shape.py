@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ShapeError
+from ..errors import BuildingAIError, ShapeError
 from .base import Op
 
 
@@ -37,6 +37,11 @@ class Reshape(Op):
     def backward(self, ctx, grad):
         return (grad.reshape(ctx.input_shape),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # ONNX reads a 0 in the target as "copy this dimension" unless allowzero is set
+        zero = any(isinstance(extent, int) and extent == 0 for extent in attrs["shape"])
+        emit.node("Reshape", [inputs[0], emit.ints(attrs["shape"])], output, allowzero=int(zero))
+
 
 class Expand(Op):
     """Broadcast to a larger shape (a read-only view: no memory is copied)."""
@@ -60,6 +65,9 @@ class Expand(Op):
     def backward(self, ctx, grad):
         return (grad.sum_to(ctx.input_shape),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Expand", [inputs[0], emit.ints(attrs["shape"])], output)
+
 
 class Permute(Op):
     name, onnx = "permute", "Transpose"
@@ -81,6 +89,9 @@ class Permute(Op):
         for position, axis in enumerate(axes):
             inverse[axis] = position
         return (grad.permute(tuple(inverse)),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Transpose", inputs, output, perm=[int(a) for a in attrs["axes"]])
 
 
 RESHAPE, EXPAND, PERMUTE = Reshape(), Expand(), Permute()
@@ -109,6 +120,9 @@ class Squeeze(Op):
     def backward(self, ctx, grad):
         return (grad.unsqueeze(ctx.attrs["axes"]),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.squeeze(inputs[0], attrs["axes"], output)
+
 
 class Unsqueeze(Op):
     """Insert dimensions of size 1 (a view). ``axes`` are sorted positions in the output."""
@@ -121,6 +135,9 @@ class Unsqueeze(Op):
 
     def backward(self, ctx, grad):
         return (grad.squeeze(ctx.attrs["axes"]),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.unsqueeze(inputs[0], attrs["axes"], output)
 
 
 class Concatenate(Op):
@@ -174,6 +191,9 @@ class Concatenate(Op):
             grads.append(grad.getitem(lead + (slice(start, start + size),)) if wanted else None)
             start += size
         return tuple(grads)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Concat", inputs, output, axis=int(attrs["axis"]))
 
 
 # Pad modes, with the names ONNX's Pad operator (opset 19) gives them.
@@ -237,6 +257,20 @@ class Pad(Op):
         if mode == "constant":
             return (grad.getitem(_central(ctx.input_shape, widths)),)
         return (grad.pad_adjoint(widths, mode),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        widths = attrs["widths"]
+        pads = [before for before, _ in widths] + [after for _, after in widths]
+        mode = PAD_MODES[attrs["mode"]]
+        if mode == "wrap" and emit.opset < 19:
+            raise BuildingAIError(
+                "[pad] circular padding needs ONNX opset 19 or later",
+                help="export with opset=19",
+            )
+        operands = [inputs[0], emit.ints(pads)]
+        if mode == "constant":
+            operands.append(emit.scalar(attrs["value"], inputs[0]))
+        emit.node("Pad", operands, output, mode=mode)
 
 
 class PadAdjoint(Op):
@@ -329,6 +363,9 @@ class Contiguous(Op):
 
     def backward(self, ctx, grad):
         return (grad,)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Identity", inputs, output)
 
 
 SQUEEZE, UNSQUEEZE, CONCATENATE = Squeeze(), Unsqueeze(), Concatenate()

@@ -352,6 +352,16 @@ def test_resnet_gradients_match_pytorch_in_training(block, torch_block, stem):
         )
 
 
+@pytest.mark.parametrize("block,torch_block", [("basic", TorchBasicBlock), ("bottleneck", TorchBottleneck)])
+def test_tiny_resnet_second_derivatives(block, torch_block):
+    """Input gradients and second derivatives against PyTorch and finite differences (train
+    mode: batch statistics), as a gradient penalty or meta-learning would need them."""
+    ours = ResNetEncoder([1, 1], block, (2, 2), in_channels=1, stem="cifar").to(bai.float64)
+    theirs = TorchResNet(torch_block, [1, 1], (2, 2), in_channels=1, stem="cifar").double()
+    ours.load_state_dict(_numpy_state(theirs))
+    check_op(ours, (3, 1, 4, 4), torch_fn=theirs.features, gradgrad=True)
+
+
 # ----- torchvision weights -------------------------------------------------------------------
 def _torchvision_resnet18(num_classes=10, seed=0):
     """A ResNet-18 (torchvision structure, small widths) with trained-looking statistics."""
@@ -502,6 +512,14 @@ def test_vit_matches_pytorch(image, patch, class_token):
     ours = VisionTransformer(image, patch, 8, 2, 2, 16, channels=2, class_token=class_token)
     theirs = TorchViT(image, patch, 8, 2, 2, 16, channels=2, class_token=class_token)
     compare_modules(ours, theirs, [_images((2, 2, *image))], train=True)
+
+
+def test_tiny_vit_second_derivatives():
+    torch.manual_seed(0)
+    ours = VisionTransformer(4, 2, 4, 1, 2, 8, channels=1).to(bai.float64)
+    theirs = TorchViT((4, 4), (2, 2), 4, 1, 2, 8, channels=1).double()
+    ours.load_state_dict(_numpy_state(theirs))
+    check_op(ours, (2, 1, 4, 4), torch_fn=theirs, gradgrad=True)
 
 
 @pytest.mark.parametrize(
