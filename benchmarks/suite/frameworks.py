@@ -46,8 +46,7 @@ class TorchStep:
 
         self.torch = torch
         self.model, self.optimizer = model, optimizer
-        self.inputs, self.target = torch.from_numpy(inputs.copy()), torch.from_numpy(
-            target.copy())
+        self.inputs, self.target = torch.from_numpy(inputs.copy()), torch.from_numpy(target.copy())
 
     def step(self):
         self.optimizer.zero_grad()
@@ -62,9 +61,7 @@ class TorchStep:
     def gradients(self) -> dict:
         """The last step's parameter gradients, by name (for the cross-check)."""
         return {
-            k: v.grad.numpy().copy()
-            for k, v in self.model.named_parameters()
-            if v.grad is not None
+            k: v.grad.numpy().copy() for k, v in self.model.named_parameters() if v.grad is not None
         }
 
 

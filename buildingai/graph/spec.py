@@ -30,7 +30,7 @@ class TensorSpec:
     def __post_init__(self) -> None:
         shape = tuple(self.shape)
         for extent in shape:
-            ok = extent is None or isinstance(extent, str) or isinstance(extent, int)
+            ok = extent is None or isinstance(extent, (str, int))
             if not ok or (isinstance(extent, int) and extent < 0):
                 raise ArgumentError(
                     f"TensorSpec shape {shape}: each dimension must be a non-negative int, a "

@@ -31,6 +31,7 @@ from ..autograd.dispatch import Interceptor, intercept
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from .graph import Graph, GraphError, Literal, Node
+from .ops import FULL
 from .spec import TensorSpec
 from .symbolic import fit
 
@@ -109,7 +110,7 @@ class Tracer(Interceptor):
                 depends = depends or id(value) in self.dependent
             else:
                 refs.append(Literal(value))
-        out = self.add(output, "op", f"t{len(self.trace.kinds)}")
+        self.add(output, "op", f"t{len(self.trace.kinds)}")
         if depends:
             self.dependent.add(id(output))
         self.trace.nodes.append((op, tuple(refs), dict(attrs), ".".join(dispatch.module_path)))
@@ -193,7 +194,9 @@ def _sample_inputs(specs: list, sizes: dict, seed: int) -> list:
         if spec.dtype.kind == "f":
             array = rng.standard_normal(shape).astype(spec.dtype)
         elif spec.dtype.kind == "b":
-            array = np.zeros(shape, dtype=bool)  # "nothing masked": valid for every mask
+            # random, so that a constant computed from a mask's values differs between traces
+            # (and is reported) instead of looking like a fixed all-False array
+            array = rng.random(shape) < 0.25
         else:
             array = rng.integers(0, 2, size=shape).astype(spec.dtype)
         tensors.append(Tensor(array))
@@ -301,6 +304,7 @@ def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict)
     for k, other in enumerate(traces[1:], start=1):
         _same_path(first, other, samples[0], samples[k])
     graph = Graph(specs=specs, symbols=table, output_kind=first.output_kind)
+    full_nodes: list = []
 
     def merged(values, where):
         return _merge_values(values, samples, symbols, where)
@@ -311,6 +315,19 @@ def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict)
                        f"{where}")
         if kind in ("param", "const"):
             arrays = [t.arrays[local] for t in traces]
+            fill = _uniform_fill(arrays)
+            if kind == "const" and fill is not None and any(
+                a.shape != arrays[0].shape for a in arrays[1:]
+            ):
+                # zeros/ones/full of a size that follows the inputs (an RNN's initial state):
+                # recorded as a node that makes it, so that its shape stays symbolic
+                full_nodes.append(
+                    Node(FULL, (), {"shape": shape, "value": fill, "dtype": arrays[0].dtype},
+                         local, _module_of_first_use(first, local))
+                )
+                graph.values[local] = _value(local, shape, first.dtypes[local], "op",
+                                             first.names[local])
+                continue
             if kind == "const" and any(
                 a.shape != arrays[0].shape or not _same_array(a, arrays[0]) for a in arrays[1:]
             ):
@@ -340,8 +357,28 @@ def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict)
         attrs = merged([t.nodes[index][2] for t in traces], "an attribute" + where)
         output = _output_of(first, index)
         graph.nodes.append(Node(op, refs, attrs, output, module))
+    graph.nodes[:0] = full_nodes
     graph.outputs = list(first.outputs)
     return graph
+
+
+def _uniform_fill(arrays: list):
+    """The single value every element of every array holds, or None."""
+    first = arrays[0]
+    if first.size == 0:
+        return None
+    value = first.reshape(-1)[0]
+    for array in arrays:
+        if array.dtype != first.dtype or not bool((array == value).all()):
+            return None
+    return value.item()
+
+
+def _module_of_first_use(trace: _Trace, local: int) -> str:
+    for _, refs, _, module in trace.nodes:
+        if local in refs:
+            return module
+    return ""
 
 
 def _value(local, shape, dtype, kind, name):

@@ -64,6 +64,18 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .vision import (
+    AdaptiveAvgPooler,
+    BasicBlock,
+    Bottleneck,
+    DenseClassifier,
+    ImagePreprocessor,
+    ResNetEncoder,
+    VisionTransformer,
+    from_torchvision_resnet,
+    image_classifier,
+    split_torchvision_resnet_state_dict,
+)
 
 __all__ = [
     "init",
@@ -89,6 +101,16 @@ __all__ = [
     "LogSoftmax",
     "Softplus",
     "functional",
+    "AdaptiveAvgPooler",
+    "BasicBlock",
+    "Bottleneck",
+    "DenseClassifier",
+    "ImagePreprocessor",
+    "ResNetEncoder",
+    "VisionTransformer",
+    "from_torchvision_resnet",
+    "image_classifier",
+    "split_torchvision_resnet_state_dict",
     "RNNBase",
     "RNN",
     "LSTM",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from ..errors import BuildingAIError, DTypeError, IndexingError
 from .base import Op
 
@@ -232,6 +234,9 @@ class GetItem(Op):
     def backward(self, ctx, grad):
         return (grad.zeros_index_add(ctx.input_shape, ctx.attrs["index"]),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        _basic_index_onnx(emit, inputs[0], attrs["index"], output)
+
 
 class Index(Op):
     """``x[index]`` for an advanced index (integer or boolean arrays): a copy of the selection."""
@@ -253,6 +258,28 @@ class Index(Op):
 
     def backward(self, ctx, grad):
         return (grad.zeros_index_add(ctx.input_shape, ctx.attrs["index"]),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # the common advanced index: one integer array at one axis, every other axis whole
+        index = attrs["index"]
+        rank = len(emit.shapes[inputs[0]])
+        arrays = [p for p, part in enumerate(index) if hasattr(part, "shape")]
+        others_whole = all(
+            hasattr(part, "shape") or part is Ellipsis or _is_whole(part) for part in index
+        )
+        if len(arrays) != 1 or not others_whole or index[arrays[0]].dtype.kind not in "iu":
+            raise IndexingError(
+                f"[index] ONNX export supports one integer index array at one axis, got "
+                f"{describe_index(index)}",
+                help="index one axis at a time (x[idx][:, idy]), or use gather/index_select",
+            )
+        position = arrays[0]
+        if any(part is Ellipsis for part in index[:position]):
+            axis = rank - len(index) + position
+        else:
+            axis = position
+        chosen = emit.constant(np.asarray(index[position]).astype(np.int64))  # an initializer
+        emit.node("Gather", [inputs[0], chosen], output, axis=int(axis))
 
 
 class ZerosIndexAdd(Op):
@@ -360,6 +387,59 @@ class OneHot(Op):
 
     def forward(self, ctx, xp, indices, *, num_classes):
         return (indices[..., None] == xp.arange(num_classes)).astype(xp.int64)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        depth = emit.constant(np.asarray([attrs["num_classes"]], dtype=np.int64))
+        values = emit.constant(np.asarray([0, 1], dtype=np.int64))
+        emit.node("OneHot", [inputs[0], depth, values], output, axis=-1, dtype="int64")
+
+
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+
+
+def _basic_index_onnx(emit, x, index: tuple, output: str) -> None:
+    """ONNX for a basic index: one Slice over every sliced or integer-indexed axis, a Squeeze of
+    the integer-indexed axes, an Unsqueeze for each ``None``."""
+    rank = len(emit.shapes[x])
+    parts = list(index)
+    if Ellipsis in parts:
+        at = parts.index(Ellipsis)
+        taken = sum(1 for part in parts if part is not None and part is not Ellipsis)
+        parts[at : at + 1] = [slice(None)] * (rank - taken)
+    parts += [slice(None)] * (rank - sum(1 for part in parts if part is not None))
+    starts, ends, axes, steps, squeezed, inserted = [], [], [], [], [], []
+    axis = position = 0
+    for part in parts:
+        if part is None:
+            inserted.append(position)
+            position += 1
+            continue
+        if isinstance(part, slice):
+            if part != slice(None):
+                step = 1 if part.step is None else part.step
+                default_start, default_stop = (0, _INT64_MAX) if step > 0 else (-1, _INT64_MIN)
+                starts.append(default_start if part.start is None else part.start)
+                ends.append(default_stop if part.stop is None else part.stop)
+                axes.append(axis)
+                steps.append(step)
+            position += 1
+        else:  # an integer: a slice of one element, squeezed afterwards
+            starts.append(part)
+            ends.append(_INT64_MAX if part == -1 else part + 1)
+            axes.append(axis)
+            steps.append(1)
+            squeezed.append(axis)
+        axis += 1
+    out = x
+    if axes:
+        operands = [out, emit.ints(starts), emit.ints(ends), emit.ints(axes), emit.ints(steps)]
+        out = emit.node("Slice", operands)
+    if squeezed:
+        out = emit.squeeze(out, squeezed)
+    if inserted:
+        out = emit.unsqueeze(out, inserted)
+    emit.node("Identity", [out], output)
 
 
 GETITEM, INDEX, ZEROS_INDEX_ADD, ONE_HOT = GetItem(), Index(), ZerosIndexAdd(), OneHot()

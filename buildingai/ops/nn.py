@@ -42,6 +42,9 @@ class Softmax(Op):
         out = ctx.output
         return (out * (grad - (grad * out).sum(axis=axis, keepdims=True)),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Softmax", inputs, output, axis=int(attrs["axis"]))
+
 
 class LogSoftmax(Op):
     """``x - log(sum(exp(x)))`` along ``axis``, with the maximum subtracted first for stability.
@@ -67,6 +70,9 @@ class LogSoftmax(Op):
         axis = ctx.attrs["axis"]
         out = ctx.output
         return (grad - out.exp() * grad.sum(axis=axis, keepdims=True),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("LogSoftmax", inputs, output, axis=int(attrs["axis"]))
 
 
 class Dropout(Op):
@@ -104,6 +110,12 @@ class Dropout(Op):
         x, mask = ctx.inputs
         return DROPOUT(grad, mask, scale=ctx.attrs["scale"]), None
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # the mask is an input, so the exported node is the formula itself, not ONNX's Dropout
+        x, mask = inputs
+        scaled = emit.node("Mul", [x, emit.scalar(attrs["scale"], x)])
+        emit.node("Where", [mask, scaled, emit.scalar(0, x)], output)
+
 
 class Embedding(Op):
     """Row lookup: ``weight[indices]``.
@@ -138,6 +150,10 @@ class Embedding(Op):
             num_embeddings=weight.shape[0],
             padding_idx=ctx.attrs["padding_idx"],
         )
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        indices, weight = inputs
+        emit.node("Gather", [weight, indices], output, axis=0)
 
 
 class EmbeddingGrad(Op):

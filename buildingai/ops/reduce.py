@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ..errors import ShapeError
 from .base import Op
 
@@ -71,6 +73,12 @@ class Sum(Op):
     def backward(self, ctx, grad):
         return (_spread(ctx, grad),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        x = inputs[0]
+        if emit.dtype(x) != emit.dtype(output):  # booleans and small ints sum in int64
+            x = emit.cast(x, emit.dtype(output))
+        emit.reduce("ReduceSum", x, attrs["axes"], attrs["keepdims"], output)
+
 
 class SumTo(Op):
     """Sum a broadcast array back to ``shape``: the adjoint of ``expand``."""
@@ -98,6 +106,16 @@ class SumTo(Op):
     def backward(self, ctx, grad):
         return (grad.expand(ctx.input_shape),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        have = emit.shapes[inputs[0]]
+        shape = attrs["shape"]
+        lead = len(have) - len(shape)
+        axes = list(range(lead)) + [
+            lead + axis for axis, want in enumerate(shape) if want == 1 and have[lead + axis] != 1
+        ]
+        summed = emit.reduce("ReduceSum", inputs[0], axes, True)
+        emit.node("Reshape", [summed, emit.ints(shape)], output)
+
 
 class Mean(Op):
     """The mean; an empty reduction gives nan (NumPy and PyTorch agree)."""
@@ -115,6 +133,9 @@ class Mean(Op):
         count = reduced_count(ctx.input_shape, ctx.attrs["axes"])
         # divide the small output gradient, then broadcast it as a view
         return (_spread(ctx, grad / max(count, 1)),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.reduce("ReduceMean", inputs[0], attrs["axes"], attrs["keepdims"], output)
 
 
 class Var(Op):
@@ -137,6 +158,9 @@ class Var(Op):
         scale = _inverse_dof(ctx)
         centered = x - x.mean(axis=axes, keepdims=True)
         return (_spread(ctx, grad * (2 * scale)) * centered,)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        _variance_onnx(emit, inputs[0], attrs, output)
 
 
 class Std(Op):
@@ -162,11 +186,32 @@ class Std(Op):
         centered = x - x.mean(axis=axes, keepdims=True)
         return (_spread(ctx, grad * scale / ctx.output) * centered,)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Sqrt", [_variance_onnx(emit, inputs[0], attrs)], output)
+
 
 def _inverse_dof(ctx) -> float:
     """1 / max(N - correction, 0), inf for no degrees of freedom (the value is nan or inf)."""
     dof = reduced_count(ctx.input_shape, ctx.attrs["axes"]) - ctx.attrs["correction"]
     return 1.0 / dof if dof > 0 else math.inf
+
+
+def _variance_onnx(emit, x, attrs, output=None):
+    """ONNX nodes for ``var``: the mean squared deviation times N / (N - correction)."""
+    axes, keepdims = attrs["axes"], attrs["keepdims"]
+    shape = emit.shapes[x]
+    reduced = [shape[a] for a in (range(len(shape)) if axes is None else axes)]
+    if not all(isinstance(extent, int) for extent in reduced):
+        raise ShapeError(
+            "[var] ONNX export needs the reduced dimensions to be fixed sizes",
+            help="make those dimensions fixed in the input signature",
+        )
+    count = math.prod(reduced)
+    centered = emit.node("Sub", [x, emit.reduce("ReduceMean", x, axes, True)])
+    mean_square = emit.reduce("ReduceMean", emit.node("Mul", [centered, centered]), axes, keepdims)
+    dof = count - attrs["correction"]
+    scale = count / dof if dof > 0 else math.inf
+    return emit.node("Mul", [mean_square, emit.scalar(scale, x)], output)
 
 
 class Extremum(Op):
@@ -192,6 +237,9 @@ class Extremum(Op):
         share = grad if ctx.attrs["keepdims"] else _kept(ctx, grad)
         return ((share / ties).expand(ctx.input_shape).where(winners, 0.0),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.reduce(self.onnx, inputs[0], attrs["axes"], attrs["keepdims"], output)
+
 
 class ArgExtremum(Op):
     """The int64 index of the max (min) along one axis, or into the flattened tensor for
@@ -208,6 +256,16 @@ class ArgExtremum(Op):
     def forward(self, ctx, xp, x, *, axis, keepdims):
         index = getattr(xp, self.function)(x, axis=axis, keepdims=keepdims)
         return xp.asarray(index, dtype=xp.int64)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, axis, keepdims = inputs[0], attrs["axis"], attrs["keepdims"]
+        if axis is not None:
+            emit.node(self.onnx, [x], output, axis=int(axis), keepdims=int(keepdims))
+            return
+        flat = emit.node("Reshape", [x, emit.ints([-1])])  # an index into the flattened tensor
+        index = emit.node(self.onnx, [flat], axis=0, keepdims=0, dtype="int64")
+        shape = [1] * len(emit.shapes[x]) if keepdims else []
+        emit.node("Reshape", [index, emit.ints(shape)], output)
 
 
 class Prod(Op):
@@ -250,6 +308,9 @@ class Prod(Op):
             others = others.permute(tuple(inverse))
         return (_spread(ctx, grad) * others,)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.reduce("ReduceProd", inputs[0], attrs["axes"], attrs["keepdims"], output)
+
 
 def _product_of_others(x, axis: int):
     """``out[i] = prod(x[j] for j != i)`` along ``axis``, without dividing."""
@@ -288,6 +349,18 @@ class LogSumExp(Op):
         softmax = unnormalised / unnormalised.sum(axis=ctx.attrs["axes"], keepdims=True)
         return (_spread(ctx, grad) * softmax,)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # written out with the maximum subtracted, as forward does (no overflow for large inputs)
+        x, axes, keepdims = inputs[0], attrs["axes"], attrs["keepdims"]
+        shift = emit.reduce("ReduceMax", x, axes, True)
+        total = emit.reduce("ReduceSum", emit.node("Exp", [emit.node("Sub", [x, shift])]), axes, True)
+        out = emit.node("Add", [emit.node("Log", [total]), shift])
+        if keepdims:
+            emit.node("Identity", [out], output)
+        else:
+            rank = len(emit.shapes[x])
+            emit.squeeze(out, list(range(rank)) if axes is None else axes, output)
+
 
 def _dropped_shape(shape: tuple, axes) -> tuple:
     """The shape a reduction over ``axes`` has with keepdims=False."""
@@ -307,6 +380,14 @@ class Predicate(Op):
     def forward(self, ctx, xp, x, *, axes, keepdims):
         return getattr(xp, self.function)(x, axis=axes, keepdims=keepdims)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # ONNX reductions take no booleans: reduce 0/1 integers (min for all, max for any)
+        truth = emit.cast(inputs[0], "bool") if emit.dtype(inputs[0]).kind != "b" else inputs[0]
+        counts = emit.cast(truth, "int32")
+        reduce = "ReduceMin" if self.function == "all" else "ReduceMax"
+        reduced = emit.reduce(reduce, counts, attrs["axes"], attrs["keepdims"])
+        emit.cast(reduced, "bool", output)
+
 
 class CountNonzero(Op):
     name, onnx = "count_nonzero", None
@@ -314,6 +395,12 @@ class CountNonzero(Op):
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         return xp.sum(x != 0, axis=axes, keepdims=keepdims, dtype=xp.int64)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x = inputs[0]
+        nonzero = emit.node("Not", [emit.node("Equal", [x, emit.scalar(0, x)], dtype="bool")])
+        counts = emit.cast(nonzero, "int64")
+        emit.reduce("ReduceSum", counts, attrs["axes"], attrs["keepdims"], output)
 
 
 class VectorNorm(Op):
@@ -370,6 +457,23 @@ class VectorNorm(Op):
         scale = share / _power(out, ord - 1)
         return (scale.expand(ctx.input_shape) * sign * _power(size, ord - 1),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, order, axes, keepdims = inputs[0], attrs["ord"], attrs["axes"], attrs["keepdims"]
+        if order == 2:
+            emit.reduce("ReduceL2", x, axes, keepdims, output)
+        elif order == 1:
+            emit.reduce("ReduceL1", x, axes, keepdims, output)
+        elif order in (math.inf, -math.inf):
+            reduce = "ReduceMax" if order > 0 else "ReduceMin"
+            emit.reduce(reduce, emit.node("Abs", [x]), axes, keepdims, output)
+        elif order == 0:
+            nonzero = emit.node("Not", [emit.node("Equal", [x, emit.scalar(0, x)], dtype="bool")])
+            emit.reduce("ReduceSum", emit.cast(nonzero, emit.dtype(x)), axes, keepdims, output)
+        else:
+            powered = emit.node("Pow", [emit.node("Abs", [x]), emit.scalar(order, x)])
+            total = emit.reduce("ReduceSum", powered, axes, keepdims)
+            emit.node("Pow", [total, emit.scalar(1.0 / order, x)], output)
+
 
 def _power(base, exponent: float):
     """``base ** exponent`` for base >= 0, differentiable, as exp(exponent * log(base)); taken as
@@ -410,6 +514,16 @@ class CumSum(Scan):
         # each input element feeds every later (earlier, if reversed) output element
         axis, exclusive, reverse = (ctx.attrs[k] for k in ("axis", "exclusive", "reverse"))
         return (grad.cumsum(axis=axis, exclusive=exclusive, reverse=not reverse),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        axis = emit.constant(np.asarray(attrs["axis"], dtype=np.int64))
+        emit.node(
+            "CumSum",
+            [inputs[0], axis],
+            output,
+            exclusive=int(attrs["exclusive"]),
+            reverse=int(attrs["reverse"]),
+        )
 
 
 class CumProd(Scan):

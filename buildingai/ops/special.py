@@ -243,6 +243,9 @@ class Erf(Op):
         (x,) = ctx.inputs
         return (grad * ((x * x).neg().exp() * TWO_OVER_SQRT_PI),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Erf", inputs, output)
+
 
 class Sigmoid(Op):
     name, onnx = "sigmoid", "Sigmoid"
@@ -254,6 +257,9 @@ class Sigmoid(Op):
     def backward(self, ctx, grad):
         out = ctx.output
         return (grad * (out * (1 - out)),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Sigmoid", inputs, output)
 
 
 class Silu(Op):
@@ -271,6 +277,9 @@ class Silu(Op):
         (x,) = ctx.inputs
         s = x.sigmoid()
         return (grad * (s * (1 + x * (1 - s))),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Mul", [inputs[0], emit.node("Sigmoid", inputs)], output)
 
 
 class Softplus(Op):
@@ -292,6 +301,15 @@ class Softplus(Op):
         beta, threshold = ctx.attrs["beta"], ctx.attrs["threshold"]
         scaled = x * beta if beta != 1 else x
         return (grad.where(scaled > threshold, grad * scaled.sigmoid()),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, beta, threshold = inputs[0], attrs["beta"], attrs["threshold"]
+        scaled = x if beta == 1 else emit.node("Mul", [x, emit.scalar(beta, x)])
+        soft = emit.node("Softplus", [scaled])
+        if beta != 1:
+            soft = emit.node("Div", [soft, emit.scalar(beta, x)])
+        above = emit.node("Greater", [scaled, emit.scalar(threshold, x)], dtype="bool")
+        emit.node("Where", [above, x, soft], output)
 
 
 class Gelu(Op):
@@ -330,6 +348,22 @@ class Gelu(Op):
             pdf = (x * x * -0.5).exp() * INV_SQRT_2PI
             derivative = cdf + x * pdf
         return (grad * derivative,)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, approximate = inputs[0], attrs["approximate"]
+        if emit.opset >= 20:
+            emit.node("Gelu", [x], output, approximate=approximate)
+            return
+        if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+            cube = emit.node("Mul", [emit.node("Mul", [x, x]), x])
+            inner = emit.node("Add", [x, emit.node("Mul", [cube, emit.scalar(GELU_TANH_CUBIC, x)])])
+            inner = emit.node("Mul", [inner, emit.scalar(SQRT_2_OVER_PI, x)])
+            cdf = emit.node("Tanh", [inner])
+        else:  # 0.5 x (1 + erf(x / sqrt(2)))
+            cdf = emit.node("Erf", [emit.node("Mul", [x, emit.scalar(SQRT_HALF, x)])])
+        cdf = emit.node("Add", [cdf, emit.scalar(1, x)])
+        half_x = emit.node("Mul", [x, emit.scalar(0.5, x)])
+        emit.node("Mul", [half_x, cdf], output)
 
 
 ERF, SIGMOID, SILU, SOFTPLUS, GELU = Erf(), Sigmoid(), Silu(), Softplus(), Gelu()

@@ -90,6 +90,8 @@ def _convert(value: Any) -> Any:
         return Config(value)
     if isinstance(value, (list, tuple)):
         return [_convert(item) for item in value]
+    if isinstance(value, os.PathLike):  # paths are kept as text, as YAML writes them
+        return os.fspath(value)
     return value
 
 

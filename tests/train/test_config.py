@@ -8,7 +8,9 @@ pytest.importorskip("yaml")
 
 
 def make():
-    return Config(batch_size=256, lr=1e-3, model=dict(type="CustomResNet", depth=50, widen_factor=2))
+    return Config(
+        batch_size=256, lr=1e-3, model=dict(type="CustomResNet", depth=50, widen_factor=2)
+    )
 
 
 def test_attribute_item_and_dotted_access():
@@ -87,7 +89,9 @@ def test_merge_overrides():
 
 def test_override_unknown_key_suggests():
     config = Config(optim=dict(lr=1e-3))
-    with pytest.raises(ConfigError, match="unknown key 'optim.lrr' — did you mean 'optim.lr'?") as info:
+    with pytest.raises(
+        ConfigError, match="unknown key 'optim.lrr' — did you mean 'optim.lr'?"
+    ) as info:
         config.merge_overrides(["optim.lrr=0.01"])
     assert "+optim.lrr=0.01" in str(info.value)
 
@@ -111,7 +115,9 @@ def test_merge_validates_against_defaults():
     defaults = Config(epochs=1, optim=dict(type="Adam", lr=1e-3), checkpoint=dict(every=10))
     with pytest.raises(ConfigError, match="unknown key 'epoch' — did you mean 'epochs'?"):
         defaults.copy().merge({"epoch": 3})
-    with pytest.raises(ConfigError, match="unknown key 'checkpoint.evry' — did you mean 'checkpoint.every'"):
+    with pytest.raises(
+        ConfigError, match="unknown key 'checkpoint.evry' — did you mean 'checkpoint.every'"
+    ):
         defaults.copy().merge({"checkpoint": {"evry": 3}})
     # A typed section is open (its class's signature checks it) and a new type replaces it.
     merged = defaults.copy().merge({"optim": {"type": "SGD", "momentum": 0.9}})

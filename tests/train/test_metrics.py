@@ -44,7 +44,9 @@ def test_accumulators():
 
 
 def test_errors_and_names():
-    with pytest.raises(ShapeError, match=r"\[accuracy\] outputs \(3, 4\) do not fit targets \(2,\)"):
+    with pytest.raises(
+        ShapeError, match=r"\[accuracy\] outputs \(3, 4\) do not fit targets \(2,\)"
+    ):
         accuracy(np.zeros((3, 4)), np.zeros(2, int))
     with pytest.raises(ShapeError, match="top_k=5 must be in"):
         top_k_accuracy(np.zeros((3, 4)), np.zeros(3, int), 5)

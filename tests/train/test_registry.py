@@ -4,8 +4,17 @@ import pytest
 
 from buildingai import nn, optim
 from buildingai.train import (
-    DATASETS, LOSSES, MODELS, OPTIMIZERS, SCHEDULERS, Config, ConfigError, Registry,
-    RegistryError, build_dataset, register_model,
+    DATASETS,
+    LOSSES,
+    MODELS,
+    OPTIMIZERS,
+    SCHEDULERS,
+    Config,
+    ConfigError,
+    Registry,
+    RegistryError,
+    build_dataset,
+    register_model,
 )  # fmt: skip
 
 
@@ -39,14 +48,18 @@ def test_register_and_build():
 
 
 def test_unknown_type_lists_names():
-    with pytest.raises(RegistryError, match="unknown optimizer type 'Adan' — did you mean 'Adam'") as info:
+    with pytest.raises(
+        RegistryError, match="unknown optimizer type 'Adan' — did you mean 'Adam'"
+    ) as info:
         OPTIMIZERS.get("Adan")
     assert "registered optimizers: Adadelta, Adagrad, Adam" in str(info.value)
 
 
 def test_unknown_argument_suggests():
     model = MODELS.build({"type": "MLP", "in_features": 2, "hidden": [3], "out_features": 2})
-    with pytest.raises(ConfigError, match="unknown key 'optim.lrr' for optimizer Adam — did you mean 'optim.lr'"):
+    with pytest.raises(
+        ConfigError, match="unknown key 'optim.lrr' for optimizer Adam — did you mean 'optim.lr'"
+    ):
         OPTIMIZERS.build(Config(type="Adam", lrr=0.1), model.parameters(), path="optim")
     with pytest.raises(ConfigError, match="needs a 'type' key"):
         OPTIMIZERS.build({"lr": 0.1}, model.parameters(), path="optim")
@@ -75,5 +88,7 @@ def test_decorator_registers_globally():
 def test_build_dataset_with_transforms():
     spirals = build_dataset({"type": "Spirals", "n": 10})
     assert len(spirals) == 10
-    with pytest.raises(ConfigError, match="unknown key 'data.nn' for dataset Spirals — did you mean 'data.n'"):
+    with pytest.raises(
+        ConfigError, match="unknown key 'data.nn' for dataset Spirals — did you mean 'data.n'"
+    ):
         build_dataset({"type": "Spirals", "nn": 10})

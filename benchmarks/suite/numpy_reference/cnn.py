@@ -56,8 +56,14 @@ class NumpyCNN:
 
     kernel = 3
 
-    def __init__(self, state_dict: dict, x: np.ndarray, target: np.ndarray, lr: float = 0.01,
-                 momentum: float = 0.9) -> None:
+    def __init__(
+        self,
+        state_dict: dict,
+        x: np.ndarray,
+        target: np.ndarray,
+        lr: float = 0.01,
+        momentum: float = 0.9,
+    ) -> None:
         sd = {k: np.asarray(v, dtype=np.float32) for k, v in state_dict.items()}
         self.in_channels = sd["0.weight"].shape[1]
         self.mid_channels = sd["2.weight"].shape[1]
@@ -115,8 +121,7 @@ class NumpyCNN:
 
     def step(self) -> float:
         p, g, k = self.params, self.grads, self.kernel
-        a1, cols2, windows, pooled, flat, h, logits = self._forward(self.x, self.cols1,
-                                                                    self.cols2)
+        a1, cols2, windows, pooled, flat, h, logits = self._forward(self.x, self.cols1, self.cols2)
         grad_logits = np.empty_like(logits)
         loss = softmax_cross_entropy(logits, self.target, grad_logits)
 

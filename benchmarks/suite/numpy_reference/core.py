@@ -43,8 +43,9 @@ class LayerNorm:
         self.normed = centred  # x-hat
         return centred * weight + bias
 
-    def backward(self, grad: np.ndarray, weight: np.ndarray, grad_weight: np.ndarray,
-                 grad_bias: np.ndarray) -> np.ndarray:
+    def backward(
+        self, grad: np.ndarray, weight: np.ndarray, grad_weight: np.ndarray, grad_bias: np.ndarray
+    ) -> np.ndarray:
         """grad (T, D) -> input gradient; writes the parameter gradients."""
         normed = self.normed
         np.sum(grad * normed, axis=0, out=grad_weight)
@@ -98,8 +99,14 @@ def gelu_tanh_backward(grad: np.ndarray, x: np.ndarray, tanh: np.ndarray) -> np.
 class Adam:
     """PyTorch's Adam/AdamW update on a dict of arrays, in place, with preallocated state."""
 
-    def __init__(self, params: dict, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0) -> None:
+    def __init__(
+        self,
+        params: dict,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
         self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
         self.weight_decay = weight_decay  # decoupled (AdamW) when non-zero
         self.exp_avg = {k: np.zeros_like(v) for k, v in params.items()}
@@ -114,8 +121,12 @@ class Adam:
         root_bias2 = math.sqrt(1 - beta2**self.steps)
         step_size = np.float32(self.lr / bias1)
         for name, param in self.params.items():
-            grad, m, v, work = grads[name], self.exp_avg[name], self.exp_avg_sq[name], self.work[
-                name]
+            grad, m, v, work = (
+                grads[name],
+                self.exp_avg[name],
+                self.exp_avg_sq[name],
+                self.work[name],
+            )
             if self.weight_decay:
                 param *= np.float32(1 - self.lr * self.weight_decay)
             m -= grad  # m = beta1 m + (1 - beta1) g, without a temporary

@@ -17,8 +17,9 @@ class NumpyMLP:
     also what the GEMMs here want: ``x @ W.T`` is a transposed-operand GEMM, no copy).
     """
 
-    def __init__(self, state_dict: dict, x: np.ndarray, target: np.ndarray,
-                 lr: float = 1e-3) -> None:
+    def __init__(
+        self, state_dict: dict, x: np.ndarray, target: np.ndarray, lr: float = 1e-3
+    ) -> None:
         self.params = {k: np.array(v, dtype=np.float32) for k, v in state_dict.items()}
         self.grads = {k: np.empty_like(v) for k, v in self.params.items()}
         self.x, self.target = x, target

@@ -113,8 +113,16 @@ class _Layer:
 class NumpyTransformer:
     """Forward, backward and AdamW for fixed token ids (B, S) and targets (B,)."""
 
-    def __init__(self, state_dict: dict, ids: np.ndarray, target: np.ndarray, heads: int,
-                 num_layers: int, lr: float = 1e-3, weight_decay: float = 0.01) -> None:
+    def __init__(
+        self,
+        state_dict: dict,
+        ids: np.ndarray,
+        target: np.ndarray,
+        heads: int,
+        num_layers: int,
+        lr: float = 1e-3,
+        weight_decay: float = 0.01,
+    ) -> None:
         self.params = {k: np.array(v, dtype=np.float32) for k, v in state_dict.items()}
         self.grads = {k: np.empty_like(v) for k, v in self.params.items()}
         self.ids, self.target = ids, target
@@ -153,7 +161,9 @@ class NumpyTransformer:
         grad_normed = np.broadcast_to(grad_pooled[:, None, :], (batch, length, width))
         grad_normed = grad_normed.reshape(batch * length, width)  # copy, written by backward
         grad = self.final_norm.backward(
-            grad_normed, p["encoder.norm.weight"], g["encoder.norm.weight"],
+            grad_normed,
+            p["encoder.norm.weight"],
+            g["encoder.norm.weight"],
             g["encoder.norm.bias"],
         )
         for layer in reversed(self.layers):

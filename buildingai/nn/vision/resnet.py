@@ -9,6 +9,7 @@ a torchvision ResNet state dict loads after dropping the ``fc.*`` classifier ent
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 
@@ -23,6 +24,11 @@ from ..norm import BatchNorm2d
 from ..pool import MaxPool2d
 
 _STEMS = ("imagenet", "cifar")
+
+
+def _is_count(value) -> bool:
+    """A positive integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
 def _conv3x3(in_channels: int, out_channels: int, stride: int, groups: int, options: dict):
@@ -170,7 +176,7 @@ class ResNetEncoder(Module):
     ) -> None:
         super().__init__()
         blocks = tuple(blocks)
-        if not blocks or not all(isinstance(n, int) and n >= 1 for n in blocks):
+        if not blocks or not all(_is_count(n) for n in blocks):
             raise ArgumentError(
                 f"[ResNetEncoder] blocks must be a non-empty list of positive block counts per "
                 f"stage, got {list(blocks)}",
@@ -189,12 +195,13 @@ class ResNetEncoder(Module):
                 "convolution, for small images",
             )
         widths = tuple(64 * 2**i for i in range(len(blocks))) if widths is None else tuple(widths)
-        if len(widths) != len(blocks) or not all(isinstance(w, int) and w >= 1 for w in widths):
+        if len(widths) != len(blocks) or not all(_is_count(w) for w in widths):
             raise ArgumentError(
                 f"[ResNetEncoder] widths must give one positive width per stage: {len(blocks)} "
                 f"stages (blocks={list(blocks)}) but widths={list(widths)}",
                 help="pass as many widths as blocks, e.g. widths=(8, 16, 32, 64) with four stages",
             )
+        blocks, widths = tuple(int(n) for n in blocks), tuple(int(w) for w in widths)
         block_class = _BLOCKS[block]
         options = {"dtype": dtype, "device": device}
 
@@ -223,7 +230,11 @@ class ResNetEncoder(Module):
             for index in range(count):
                 layers.append(
                     block_class(
-                        channels, planes, stride if index == 0 else 1, groups, width_per_group,
+                        channels,
+                        planes,
+                        stride if index == 0 else 1,
+                        groups,
+                        width_per_group,
                         **options,
                     )  # fmt: skip
                 )

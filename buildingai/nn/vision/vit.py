@@ -108,8 +108,15 @@ class VisionTransformer(Module):
         # Built one by one (not deep copies of one layer) so each starts from its own draw.
         self.layers = ModuleList(
             TransformerEncoderLayer(
-                dim, heads, dim_feedforward=mlp_dim, dropout=dropout, activation="gelu",
-                layer_norm_eps=1e-6, batch_first=True, norm_first=True, **options,
+                dim,
+                heads,
+                dim_feedforward=mlp_dim,
+                dropout=dropout,
+                activation="gelu",
+                layer_norm_eps=1e-6,
+                batch_first=True,
+                norm_first=True,
+                **options,
             )  # fmt: skip
             for _ in range(depth)
         )

@@ -1,0 +1,110 @@
+"""The side-by-side benchmark suite: BuildingAI, PyTorch eager and hand-written NumPy on the same
+workloads, in the same run.
+
+Run: ``python -m benchmarks [--quick] [--threads 1,2] [--only mlp,cnn,transformer,inference,micro]
+[--profile]``. Publish with the OpenBLAS kernel chosen for the machine:
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .suite import inference, micro, report, train
+from .suite.harness import CrossCheckError
+
+WORKLOADS = ("mlp", "cnn", "transformer", "inference", "micro")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(only: list[str], quick: bool, threads: list[int | None], log=print) -> tuple[list, list]:
+    """Run the chosen workloads; returns (records, failures). A workload whose
+    implementations disagree is reported in ``failures`` and not timed."""
+    records, failures = [], []
+    for name in only:
+        started = time.perf_counter()
+        try:
+            if name in train.WORKLOADS:
+                new = train.run(name, quick, threads)
+            elif name == "inference":
+                new = inference.run(quick, threads)
+            else:
+                new = micro.run(quick, threads)
+        except CrossCheckError as error:
+            failures.append(str(error))
+            log(f"{name}: ABORTED — {error}")
+            continue
+        records += new
+        log(f"{name}: {len(new)} rows in {time.perf_counter() - started:.1f} s")
+    return records, failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes, a couple of steps: the correctness cross-check only",
+    )
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument(
+        "--only",
+        default=",".join(WORKLOADS),
+        help="comma-separated workloads: " + ", ".join(WORKLOADS),
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also cProfile BuildingAI's training steps"
+    )
+    parser.add_argument(
+        "--markdown",
+        default=None,
+        help="write the Markdown report here (default: docs/benchmarks.md for "
+        "a full run, nothing for --quick)",
+    )
+    parser.add_argument(
+        "--results",
+        default=str(ROOT / "benchmarks" / "results"),
+        help="directory for the JSON record of the run",
+    )
+    args = parser.parse_args(argv)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(only) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
+    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+
+    info = report.full_environment()
+    log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    records, failures = run(only, args.quick, threads, log)
+    profiles = None
+    if args.profile:
+        from .suite.profiling import profile_step
+
+        profiles = {
+            name: profile_step(name, args.quick) for name in only if name in train.WORKLOADS
+        }
+    arguments = {
+        "command": "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "quick": args.quick,
+        "threads": threads,
+        "only": only,
+        "failures": failures,
+    }
+    path = report.write_json(records, info, arguments, Path(args.results))
+    page = report.markdown(records, info, arguments, profiles)
+    if failures:
+        page += "\n## Aborted workloads\n\n" + "\n".join(f"- {f}" for f in failures) + "\n"
+    print(page)
+    markdown_path = args.markdown or (None if args.quick else str(ROOT / "docs" / "benchmarks.md"))
+    if markdown_path:
+        Path(markdown_path).write_text(page + "\n")
+        log(f"wrote {markdown_path}")
+    log(f"wrote {path}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The Trainer on a synthetic set: fit, evaluate, callbacks, and exact resume after a crash."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from buildingai.train import (
+    Callback,
+    Config,
+    ConfigError,
+    EarlyStopping,
+    Trainer,
+    latest_checkpoint,
+    list_checkpoints,
+)  # fmt: skip
+from buildingai.train.progress import PlainProgress
+
+pytest.importorskip("safetensors")
+
+
+def config(run_dir=None, **changes) -> Config:
+    base = Config(
+        seed=3, epochs=3, batch_size=16, eval_batch_size=64, run_dir=run_dir, log_every=4,
+        data=dict(train=dict(type="Spirals", n=96, seed=0), eval=dict(type="Spirals", n=48, seed=1)),
+        model=dict(type="MLP", in_features=2, hidden=[16, 16], out_features=3, dropout=0.1),
+        optim=dict(type="Adam", lr=0.01), scheduler=dict(type="CosineAnnealingLR", T_max=3),
+        progress=False,
+    )  # fmt: skip
+    return base.merge(changes, strict=False)  # the Trainer checks it against DEFAULTS
+
+
+def weights(trainer) -> dict:
+    return {name: value.numpy().copy() for name, value in trainer.model.state_dict().items()}
+
+
+class Crash(Callback):
+    def __init__(self, at_step):
+        self.at_step = at_step
+
+    def on_step_end(self, trainer):
+        if trainer.step == self.at_step:
+            raise KeyboardInterrupt("simulated crash")
+
+
+def test_fit_learns_and_writes_run_folder(tmp_path):
+    trainer = Trainer.from_config(config(tmp_path / "run"), verbose=False)
+    assert trainer.steps_per_epoch == 6
+    metrics = trainer.fit()
+    assert set(metrics) == {"eval/loss", "eval/accuracy"} and trainer.step == 18
+    run = tmp_path / "run"
+    assert Config.from_yaml(run / "config.yaml").epochs == 3
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "train/loss" in r] == [4, 8, 12, 16]
+    assert [r["step"] for r in records if "eval/loss" in r] == [6, 12, 18]
+    assert (run / "metrics.csv").read_text().startswith("step,epoch,metric,value\n")
+    assert trainer.evaluate() == pytest.approx(metrics)
+
+
+def test_resume_after_crash_is_bit_identical(tmp_path):
+    reference = Trainer.from_config(config(tmp_path / "a"), verbose=False)
+    reference.fit()
+
+    changes = {"checkpoint": {"every_steps": 5}}
+    crashed = Trainer.from_config(config(tmp_path / "b", **changes), verbose=False,
+                                  callbacks=[Crash(at_step=9)])  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        crashed.fit()
+    assert latest_checkpoint(tmp_path / "b").name == "step-00000006.safetensors"  # epoch end
+    resumed = Trainer.from_config(config(tmp_path / "b", **changes), resume=True, verbose=False)
+    assert (resumed.step, resumed.epoch, resumed.batch_in_epoch) == (6, 1, 0)
+    resumed.fit()
+    for name, value in weights(reference).items():
+        np.testing.assert_array_equal(weights(resumed)[name], value)  # bit for bit
+
+    # Mid-epoch: crash after the step-10 checkpoint, resume inside epoch 1.
+    crashed = Trainer.from_config(config(tmp_path / "c", **changes), verbose=False,
+                                  callbacks=[Crash(at_step=11)])  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        crashed.fit()
+    resumed = Trainer.from_config(config(tmp_path / "c", **changes), resume=True, verbose=False)
+    assert (resumed.step, resumed.epoch, resumed.batch_in_epoch) == (10, 1, 4)
+    assert resumed.fit() == reference.last_eval
+    for name, value in weights(reference).items():
+        np.testing.assert_array_equal(weights(resumed)[name], value)
+    records = [
+        json.loads(line) for line in (tmp_path / "c" / "metrics.jsonl").read_text().splitlines()
+    ]
+    steps = [r["step"] for r in records if "train/loss" in r]
+    assert steps == sorted(set(steps))  # records after the checkpoint were not duplicated
+
+
+def test_checkpoint_cadence_and_keep_last(tmp_path):
+    trainer = Trainer.from_config(
+        config(tmp_path, checkpoint={"every_steps": 4, "keep_last": None}), verbose=False
+    )
+    trainer.fit()
+    # every 4 steps, plus each epoch end (6, 12, 18)
+    assert [int(p.stem[5:]) for p in list_checkpoints(tmp_path)] == [4, 6, 8, 12, 16, 18]
+    trainer = Trainer.from_config(
+        config(tmp_path / "k", checkpoint={"every_steps": 4, "keep_last": 2}), verbose=False
+    )
+    trainer.fit()
+    assert [int(p.stem[5:]) for p in list_checkpoints(tmp_path / "k")] == [16, 18]
+
+
+def test_keep_best(tmp_path):
+    seen = []
+
+    class Record(Callback):
+        def on_evaluate(self, trainer, metrics):
+            seen.append(metrics["eval/accuracy"])
+
+    trainer = Trainer.from_config(
+        config(tmp_path, checkpoint={"keep_best": "eval/accuracy"}), verbose=False,
+        callbacks=[Record()],
+    )  # fmt: skip
+    trainer.fit()
+    from buildingai import load
+
+    best = load(tmp_path / "checkpoints" / "best.safetensors")
+    assert best["last_eval"]["eval/accuracy"] == max(seen)
+    assert best["progress"]["step"] == 6 * (1 + seen.index(max(seen)))
+
+
+def test_early_stopping():
+    stopper = EarlyStopping(metric="eval/loss", mode="min", patience=2)
+    trainer = Trainer.from_config(
+        config(epochs=20, optim={"lr": 0.0}, scheduler=None), verbose=False, callbacks=[stopper]
+    )  # lr 0: the loss never improves after the first evaluation
+    trainer.fit()
+    assert trainer.epoch == 3 and "early stopping" in trainer.stop_reason
+    trainer = Trainer.from_config(
+        config(epochs=2, early_stopping={"metric": "eval/los"}), verbose=False
+    )
+    with pytest.raises(
+        ConfigError, match="follows 'eval/los', which the evaluation does not report"
+    ):
+        trainer.fit()
+
+
+def test_max_steps_and_top_k_metric():
+    trainer = Trainer.from_config(
+        config(max_steps=7, metrics=["accuracy", "top2_accuracy"]), verbose=False
+    )
+    metrics = trainer.fit()
+    assert trainer.step == 7 and metrics["eval/top2_accuracy"] >= metrics["eval/accuracy"]
+
+
+def test_config_errors_surface_early():
+    with pytest.raises(
+        ConfigError, match="unknown key 'optim.lrr' for optimizer Adam — did you mean 'optim.lr'"
+    ):
+        Trainer.from_config(config(optim={"lrr": 0.1}))
+    with pytest.raises(ConfigError, match="unknown key 'epoch' — did you mean 'epochs'"):
+        Trainer.from_config(config().to_dict() | {"epoch": 1})
+
+
+def test_plain_progress_line():
+    out = io.StringIO()
+    bar = PlainProgress(10, "train", file=out, min_interval=0)
+    bar.set_postfix({"loss": 0.5})
+    bar.update(4)
+    bar.close()
+    text = out.getvalue()
+    assert "\r" in text and "4/10 [ 40%]" in text and "steps/s ETA" in text and "loss=0.5" in text
