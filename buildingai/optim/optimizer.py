@@ -422,6 +422,17 @@ class OptimizerBase:
             param = param_of.get(int(index))
             if param is None:
                 raise OptimizerError(f"the state dict has state for unknown parameter {index}")
+            for name, value in saved_state.items():
+                # per-element state (moments, buffers) must fit its parameter; 0-d values are
+                # counters. A mismatch means the checkpoint belongs to another model layout.
+                shape = tuple(getattr(value, "shape", ()))
+                if _is_array(value) and shape and shape != tuple(param.shape):
+                    raise OptimizerError(
+                        f"state '{name}' of parameter {index} has shape {shape}, but the "
+                        f"parameter has shape {tuple(param.shape)}",
+                        help="load optimizer state saved from the same model, with its "
+                        "parameters in the same order",
+                    )
             self.state[param] = {
                 name: _array_like_param(value, param) if _is_array(value) else value
                 for name, value in saved_state.items()

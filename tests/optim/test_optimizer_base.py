@@ -409,3 +409,16 @@ def test_add_param_group_fills_defaults():
     assert optimizer.param_groups[1]["lr"] == 0.5
     assert optimizer.param_groups[1]["betas"] == (0.9, 0.999)
     assert "Parameter Group 1" in repr(optimizer)
+
+
+def test_load_state_dict_rejects_state_shaped_for_another_parameter():
+    first = bai.tensor(np.ones(3), requires_grad=True)
+    optimizer = bai.optim.Adam([first])
+    first.grad = bai.tensor(np.ones(3))
+    optimizer.step()
+    other = bai.tensor(np.ones((1, 1)), requires_grad=True)
+    with pytest.raises(
+        bai.optim.OptimizerError,
+        match=r"state 'exp_avg' of parameter 0 has shape \(3,\), but the parameter has shape \(1, 1\)",
+    ):
+        bai.optim.Adam([other]).load_state_dict(optimizer.state_dict())
