@@ -2,7 +2,7 @@
 side by side in one run, from the same initial weights, on the same batches in the same order.
 
 Run: ``python -m benchmarks.mnist_epoch [--quick] [--epochs N] [--threads N] [--json FILE]``.
-``--quick`` uses synthetic MNIST-shaped data (2,048 images) for tests; the full mode trains on
+``--quick`` uses synthetic MNIST-shaped data (1,024 images) for tests; the full mode trains on
 the real 60,000 MNIST training images. The two frameworks alternate epoch by epoch so that noise
 from a shared machine hits both alike; reported: the median epoch time of each and their ratio
 (BuildingAI / PyTorch), plus each framework's training loss after its last epoch.
@@ -27,7 +27,7 @@ def load_data(quick: bool) -> tuple[np.ndarray, np.ndarray]:
     """images (N, 784) float32 in [0, 1], labels (N,) int64."""
     if quick:
         rng = np.random.default_rng(0)
-        return rng.random((2048, 784), dtype=np.float32), rng.integers(0, 10, 2048)
+        return rng.random((1024, 784), dtype=np.float32), rng.integers(0, 10, 1024)
     from buildingai.data.datasets import MNIST
 
     train = MNIST("train")
@@ -100,13 +100,23 @@ def torch_trainer(weights):
 
 
 def run(quick: bool = False, epochs: int = 2, threads: int | None = None) -> dict:
-    """Train both models ``epochs`` epochs, alternating; returns timings and final losses."""
-    if threads is not None:
-        import torch
-        from threadpoolctl import threadpool_limits
+    """Train both models ``epochs`` epochs, alternating; returns timings and final losses.
+    ``threads`` limits BLAS and torch threads for this call only."""
+    if threads is None:
+        return _run(quick, epochs)
+    import torch
+    from threadpoolctl import threadpool_limits
 
-        torch.set_num_threads(threads)
-        threadpool_limits(threads)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            return _run(quick, epochs)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(quick: bool, epochs: int) -> dict:
     images, labels = load_data(quick)
     weights = initial_weights()
     trainers = {"buildingai": buildingai_trainer(weights), "pytorch": torch_trainer(weights)}
@@ -120,7 +130,7 @@ def run(quick: bool = False, epochs: int = 2, threads: int | None = None) -> dic
             times[name].append(time.perf_counter() - started)
     medians = {name: statistics.median(values) for name, values in times.items()}
     return {
-        "data": "synthetic (2048, 784)" if quick else "MNIST train (60000, 784)",
+        "data": "synthetic (1024, 784)" if quick else "MNIST train (60000, 784)",
         "epochs": epochs,
         "seconds_per_epoch": medians,
         "all_epoch_seconds": times,
@@ -129,13 +139,13 @@ def run(quick: bool = False, epochs: int = 2, threads: int | None = None) -> dic
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="synthetic data, for tests")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="BLAS and torch threads")
     parser.add_argument("--json", default=None, help="also write the results to this file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = run(quick=args.quick, epochs=args.epochs, threads=args.threads)
     print(json.dumps(environment(), indent=1))
     seconds = result["seconds_per_epoch"]

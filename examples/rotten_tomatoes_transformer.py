@@ -5,7 +5,7 @@ next to a TF-IDF logistic-regression baseline computed with NumPy on the same sp
     python examples/rotten_tomatoes_transformer.py --plain    # the same training as a plain loop
     python examples/rotten_tomatoes_transformer.py epochs=4 model.layers=1
 
-Model: token embedding (scaled by sqrt(d)) + sinusoidal positions -> 2 encoder layers (4 heads,
+Model: token embedding + sinusoidal positions -> 2 encoder layers (4 heads,
 d=64, feed-forward 128, dropout) -> mean over real tokens -> Linear(64, 2).
 
 Result observed here: RESULT_PLACEHOLDER
@@ -84,7 +84,8 @@ class TextTransformer(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, ids: bai.Tensor, mask: bai.Tensor) -> bai.Tensor:
-        x = self.embedding(ids) * math.sqrt(self.dim)  # (B, L, D)
+        # Embeddings start N(0, 1), already the scale of the positional code: no sqrt(d).
+        x = self.embedding(ids)  # (B, L, D)
         x = self.positions(x)
         x = self.encoder(x, src_key_padding_mask=mask.logical_not())  # True marks padding
         weights = mask.astype(x.dtype).unsqueeze(-1)  # (B, L, 1)

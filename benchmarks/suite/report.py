@@ -19,6 +19,8 @@ def full_environment() -> dict:
     info = environment()
     for variable in KERNEL_VARIABLES:
         info[variable] = os.environ.get(variable, "(unset)")
+    if hasattr(os, "getloadavg"):  # other work on the machine skews multi-threaded rows most
+        info["load_average_at_start"] = [round(value, 2) for value in os.getloadavg()]
     try:
         import torch
 
@@ -129,7 +131,8 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         f"- Date: {date}",
         f"- Command: `{arguments.get('command', 'python -m benchmarks')}`",
         f"- Machine: {info.get('processor')} ({info.get('machine')}), {info.get('cores')} "
-        "logical cores; shared with other work, so expect noise of several percent",
+        "logical cores; shared with other work, so expect noise of several percent (load "
+        f"average at the start: {info.get('load_average_at_start', 'unknown')})",
         f"- Python {info.get('python')}, NumPy {info.get('numpy')}, PyTorch {info.get('torch')}",
         "- BLAS (threadpoolctl): " + "; ".join(info.get("blas", [])),
         f"- OPENBLAS_CORETYPE: {info.get('OPENBLAS_CORETYPE')}, OPENBLAS_L2_SIZE: "

@@ -33,6 +33,11 @@ class Interceptor:
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
         """Called with the op's output Tensor."""
 
+    def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
+        """Called after an in-place op (``add_``, ``setitem``...) changed ``target``. ``result``
+        is the out-of-place value it adopted (already reported to ``after_op``), or None when
+        the change was not computed by an op (``setitem``)."""
+
 
 @contextlib.contextmanager
 def intercept(observer: Interceptor):
@@ -53,6 +58,10 @@ def apply(op, *inputs, **attrs) -> Tensor:
             arrays.append(value.data)
             if value.requires_grad:
                 needs_grad = True
+        elif isinstance(value, np.generic):
+            # a NumPy scalar acts like a Python scalar (weakly typed), as in PyTorch:
+            # float32_tensor * np.float64(2) stays float32
+            arrays.append(value.item())
         else:
             arrays.append(value)
 

@@ -143,6 +143,11 @@ class Tensor:
             return self.data.copy()
         return _device.to_device(self.data, _device.CPU)
 
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``np.asarray(tensor)``: the values as a host NumPy array (never part of the graph)."""
+        array = _device.to_device(self.data, _device.CPU)
+        return array if dtype is None else array.astype(dtype, copy=False)
+
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.data.size != 1:

@@ -46,8 +46,15 @@ class Emitter:
         return self.ranks.get(name)
 
     # ----- nodes -------------------------------------------------------------------------------
-    def node(self, op_type: str, inputs: list, output: str | None = None, dtype=None,
-             rank=None, **attributes) -> str:
+    def node(
+        self,
+        op_type: str,
+        inputs: list,
+        output: str | None = None,
+        dtype=None,
+        rank=None,
+        **attributes,
+    ) -> str:
         """Add one ONNX node; returns the name of its (first) output. ``dtype`` is the output
         dtype (by default the first input's)."""
         names = [self.tensor(ref) if ref is not None else "" for ref in inputs]
@@ -66,8 +73,9 @@ class Emitter:
     def simple(self, op_type: str, inputs: list, output: str, **attributes) -> str:
         """A node whose operands share one dtype: literals and mismatched operands are cast to
         the dtype of the framework's result (as eager dispatch promotes)."""
-        return self.node(op_type, self.operands(inputs, self.dtypes.get(output)), output,
-                         **attributes)
+        return self.node(
+            op_type, self.operands(inputs, self.dtypes.get(output)), output, **attributes
+        )
 
     def operands(self, inputs: list, dtype=None) -> list:
         """Input names with Literals turned into constants and tensors cast to ``dtype`` (by
@@ -146,11 +154,13 @@ class Emitter:
             size = self.symbol(symbol)
             result = size if result is None else self.node("Mul", [result, size])
         if expression.coefficient != 1:
-            result = self.node("Mul", [result, self.constant(np.asarray([expression.coefficient],
-                                                                          dtype=np.int64))])
+            result = self.node(
+                "Mul", [result, self.constant(np.asarray([expression.coefficient], dtype=np.int64))]
+            )
         if expression.offset:
-            result = self.node("Add", [result, self.constant(np.asarray([expression.offset],
-                                                                          dtype=np.int64))])
+            result = self.node(
+                "Add", [result, self.constant(np.asarray([expression.offset], dtype=np.int64))]
+            )
         return result
 
     def symbol(self, name: str) -> str:
@@ -162,8 +172,9 @@ class Emitter:
         return self._symbols[name]
 
     # ----- common patterns ---------------------------------------------------------------------
-    def reduce(self, op_type: str, x: str, axes, keepdims: bool, output: str | None = None,
-               dtype=None) -> str:
+    def reduce(
+        self, op_type: str, x: str, axes, keepdims: bool, output: str | None = None, dtype=None
+    ) -> str:
         """A Reduce* node over ``axes`` (None: all), with axes as an input where the opset
         wants it (ReduceSum from 13, the others from 18)."""
         as_input = op_type == "ReduceSum" or self.opset >= 18

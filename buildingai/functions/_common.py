@@ -19,6 +19,10 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...] | None:
     """``None`` (every axis) or a sorted tuple of distinct non-negative axes."""
     if axis is None:
         return None
+    if ndim == 0:  # a 0-d tensor has nothing to reduce; axis 0 and -1 are accepted, as in PyTorch
+        for a in (axis,) if isinstance(axis, int) else axis:
+            normalize_axis(a, 1, op)
+        return ()
     if isinstance(axis, int):
         return (normalize_axis(axis, ndim, op),)
     axes = tuple(sorted(normalize_axis(a, ndim, op) for a in axis))

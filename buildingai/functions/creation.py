@@ -7,8 +7,9 @@ import numpy as np
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
-from ..backend.dtypes import as_dtype, default_float_dtype
+from ..backend.dtypes import as_dtype, bool_, default_float_dtype
 from ..backend.random import resolve_generator
+from ..errors import DTypeError, ShapeError
 from ..ops import cast as ops
 from ._common import as_shape
 
@@ -36,7 +37,18 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     elif _device.is_array(data):
         array = data.copy()
     else:
-        array = np.array(data)
+        try:
+            array = np.array(data)
+        except ValueError as exc:  # ragged nesting
+            raise ShapeError(
+                f"[tensor] cannot build a tensor from {type(data).__name__} data: {exc}",
+                help="every nested list must have the same length at each level",
+            ) from exc
+        if array.dtype.kind not in "biuf" and array.dtype != bool_:
+            raise DTypeError(
+                f"[tensor] cannot build a tensor from data of NumPy dtype {array.dtype}",
+                help="pass numbers, nested lists of numbers, arrays or tensors",
+            )
         if dtype is None and array.dtype == np.float64 and not isinstance(data, np.generic):
             array = array.astype(default_float_dtype)
     if dtype is not None:
@@ -174,7 +186,10 @@ def randn(*shape, dtype=None, device=None, generator=None, requires_grad=False) 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None) -> Tensor:
     """Integers uniform in [low, high) (or [0, low) when high is omitted); int64 by default."""
-    if high is None:
+    if high is None or not isinstance(high, (int, np.integer)):
+        # randint(high), randint(high, size) (PyTorch) and randint(low, high, size)
+        if high is not None:
+            size = high
         low, high = 0, low
     dtype = np.int64 if dtype is None else as_dtype(dtype)
     where = _device.Device(device or "cpu")

@@ -15,10 +15,12 @@ optimizers update parameters.
 
 from __future__ import annotations
 
+from ..autograd import dispatch
 from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import AutogradError, ShapeError
+from ..errors import AutogradError, DTypeError, ShapeError
+from .elementwise import where
 
 
 def _data(value):
@@ -54,17 +56,31 @@ def _refuse_unsafe(x: Tensor, name: str) -> None:
         )
 
 
-def _in_place(x: Tensor, name: str, others: tuple, compute, modify) -> Tensor:
-    """Run ``modify(array)`` on ``x.data`` directly, or, when recording, ``compute(previous)``
-    (the out-of-place result) and adopt its value and history."""
-    if not _records(x, others):
-        modify(x.data)
+def _in_place(
+    x: Tensor, name: str, others: tuple, compute, modify, reads_previous: bool = False
+) -> Tensor:
+    """Modify ``x`` in place.
+
+    ``modify(array)`` writes into ``x.data`` directly: the path when nothing records or observes.
+    Otherwise ``compute(previous)`` builds the out-of-place result through dispatch (so the graph
+    and any interceptor see it) and ``x`` adopts its value and, when recording, its history.
+    ``reads_previous`` says whether the result's backward reads the previous value, which then
+    needs a copy of its own.
+    """
+    recording = _records(x, others)
+    if not recording and not dispatch._interceptors:
+        try:
+            modify(x.data)
+        except TypeError as exc:  # NumPy refuses to write e.g. float results into an int array
+            raise _cast_error(name, x, exc) from exc
         _bump(x, name)
         return x
 
-    _refuse_unsafe(x, name)
-    previous = Tensor(x.data.copy())  # the value before the op, for the new node to read
-    previous._node, previous.requires_grad = x._node, x.requires_grad
+    if recording:
+        _refuse_unsafe(x, name)
+    previous = Tensor(x.data.copy() if recording and reads_previous else x.data)
+    if recording:
+        previous._node, previous.requires_grad = x._node, x.requires_grad
     result = compute(previous)
     if tuple(result.shape) != tuple(x.shape):
         raise ShapeError(
@@ -72,15 +88,38 @@ def _in_place(x: Tensor, name: str, others: tuple, compute, modify) -> Tensor:
             f"has shape {tuple(x.shape)}",
             help="in-place ops cannot change a tensor's shape; use the out-of-place form",
         )
-    array_namespace(x.data).copyto(x.data, result.data, casting="same_kind")
+    try:
+        array_namespace(x.data).copyto(x.data, result.data, casting="same_kind")
+    except TypeError as exc:
+        raise _cast_error(name, x, exc) from exc
     _bump(x, name)
-    node = result._node
-    x._node = node
-    x.requires_grad = result.requires_grad
-    if node is not None and node.out_data is not None:
-        node.out_data = x.data.copy() if result.data is x.data else result.data
-        node.out_version, node.out_version_at = x._version, x._version[0]
+    if recording:
+        node = result._node
+        x._node = node
+        x.requires_grad = result.requires_grad
+        if node is not None and node.out_data is not None:
+            node.out_data = result.data
+            node.out_version, node.out_version_at = x._version, x._version[0]
+    for observer in dispatch._interceptors:
+        observer.after_inplace(name, x, result)
     return x
+
+
+def _cast_error(name: str, x: Tensor, exc: Exception) -> DTypeError:
+    return DTypeError(
+        f"[{name}] cannot write the result into the {x.dtype} tensor in place: {exc}",
+        help="convert first (e.g. x = x.astype('float32')) or use the out-of-place form",
+    )
+
+
+def _keep_none_of(previous: Tensor, value) -> Tensor:
+    """``value`` in ``previous``'s shape and dtype, as a function of ``previous`` with a zero
+    gradient (the graph of ``fill_``/``copy_``; ``previous * 0`` would turn inf into nan)."""
+    xp = array_namespace(previous.data)
+    keep_nothing = Tensor(xp.zeros(previous.shape, dtype=bool))
+    if isinstance(value, Tensor):
+        value = value.expand(previous.shape).astype(previous.dtype)
+    return where(keep_nothing, previous, value)
 
 
 def add_(x: Tensor, other, alpha=1) -> Tensor:
@@ -88,8 +127,13 @@ def add_(x: Tensor, other, alpha=1) -> Tensor:
     if alpha != 1:
         other = other * alpha
     xp = array_namespace(x.data)
-    return _in_place(x, "add_", (other,), lambda prev: prev + other,
-                     lambda a: xp.add(a, _data(other), out=a, casting="same_kind"))
+    return _in_place(
+        x,
+        "add_",
+        (other,),
+        lambda prev: prev + other,
+        lambda a: xp.add(a, _data(other), out=a, casting="same_kind"),
+    )
 
 
 def sub_(x: Tensor, other, alpha=1) -> Tensor:
@@ -97,50 +141,74 @@ def sub_(x: Tensor, other, alpha=1) -> Tensor:
     if alpha != 1:
         other = other * alpha
     xp = array_namespace(x.data)
-    return _in_place(x, "sub_", (other,), lambda prev: prev - other,
-                     lambda a: xp.subtract(a, _data(other), out=a, casting="same_kind"))
+    return _in_place(
+        x,
+        "sub_",
+        (other,),
+        lambda prev: prev - other,
+        lambda a: xp.subtract(a, _data(other), out=a, casting="same_kind"),
+    )
 
 
 def mul_(x: Tensor, other) -> Tensor:
     """``x *= other`` in place."""
     xp = array_namespace(x.data)
-    return _in_place(x, "mul_", (other,), lambda prev: prev * other,
-                     lambda a: xp.multiply(a, _data(other), out=a, casting="same_kind"))
+    return _in_place(
+        x,
+        "mul_",
+        (other,),
+        lambda prev: prev * other,
+        lambda a: xp.multiply(a, _data(other), out=a, casting="same_kind"),
+        reads_previous=True,
+    )
 
 
 def div_(x: Tensor, other) -> Tensor:
     """``x /= other`` in place."""
     xp = array_namespace(x.data)
-    return _in_place(x, "div_", (other,), lambda prev: prev / other,
-                     lambda a: xp.true_divide(a, _data(other), out=a, casting="same_kind"))
+    return _in_place(
+        x,
+        "div_",
+        (other,),
+        lambda prev: prev / other,
+        lambda a: xp.true_divide(a, _data(other), out=a, casting="same_kind"),
+        reads_previous=True,
+    )
 
 
 def fill_(x: Tensor, value) -> Tensor:
     """Set every element to ``value`` (a number or a one-element tensor)."""
-    if isinstance(value, Tensor):
-        return copy_(x, value.reshape(()))
-
-    def compute(prev):
-        return Tensor(array_namespace(x.data).full(x.shape, value, dtype=x.dtype))
-
-    return _in_place(x, "fill_", (), compute, lambda a: a.fill(value))
+    return _fill(x, value, "fill_")
 
 
 def zero_(x: Tensor) -> Tensor:
     """Set every element to zero."""
-    return fill_(x, 0)
+    return _fill(x, 0, "zero_")
+
+
+def _fill(x: Tensor, value, name: str) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.reshape(())
+    return _in_place(
+        x,
+        name,
+        (value,),
+        lambda prev: _keep_none_of(prev, value),
+        lambda a: a.fill(value.item() if isinstance(value, Tensor) else value),
+    )
 
 
 def copy_(x: Tensor, source) -> Tensor:
     """Copy ``source`` (broadcast to ``x``'s shape, cast to its dtype) into ``x``."""
     xp = array_namespace(x.data)
-
-    def compute(prev):
-        value = source if isinstance(source, Tensor) else Tensor(xp.asarray(source))
-        return value.expand(x.shape).astype(x.dtype) * 1
-
-    return _in_place(x, "copy_", (source,), compute,
-                     lambda a: xp.copyto(a, _data(source), casting="unsafe"))
+    value = source if isinstance(source, Tensor) else Tensor(xp.asarray(source))
+    return _in_place(
+        x,
+        "copy_",
+        (value,),
+        lambda prev: _keep_none_of(prev, value),
+        lambda a: xp.copyto(a, value.data, casting="unsafe"),
+    )
 
 
 def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's argument names
@@ -148,8 +216,14 @@ def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's a
     from .elementwise import clamp
 
     xp = array_namespace(x.data)
-    return _in_place(x, "clamp_", (min, max), lambda prev: clamp(prev, min, max),
-                     lambda a: xp.clip(a, _data(min), _data(max), out=a))
+    return _in_place(
+        x,
+        "clamp_",
+        (min, max),
+        lambda prev: clamp(prev, min, max),
+        lambda a: xp.clip(a, _data(min), _data(max), out=a),
+        reads_previous=True,
+    )
 
 
 __all__: list[str] = []  # in-place ops are Tensor methods only, as in PyTorch

@@ -127,12 +127,15 @@ class StaticGraph:
             slots[position] = array
         scratch = _Scratch()
         ndarray = np.ndarray
+        result = None
         for step in plan.steps:
             attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
+            args = [slots[i] for i in step.args]
             if step.donate is not None:
+                result = None  # the previous step's result may be the donated buffer
                 attrs = dict(attrs, out=_donated(slots, step.donate))
             try:
-                result = step.forward(scratch, xp, *[slots[i] for i in step.args], **attrs)
+                result = step.forward(scratch, xp, *args, **attrs)
             except BuildingAIError:
                 raise
             except (ValueError, TypeError, IndexError) as exc:
@@ -221,8 +224,9 @@ class StaticGraph:
 def _donated(slots: list, index: int):
     """The array in ``slots[index]`` if nothing else can see its memory, else None.
 
-    The reference count tells: the slot, the local name and getrefcount's own argument hold it;
-    any more (a view's ``base``, a caller's variable) means another value shares the memory.
+    The reference count tells: the step's argument list, the local name and getrefcount's own
+    argument hold it; any more (a view's ``base``, a caller's variable) means another value
+    shares the memory.
     """
     array = slots[index]
     slots[index] = None
@@ -230,7 +234,7 @@ def _donated(slots: list, index: int):
         type(array) is np.ndarray
         and array.base is None
         and array.flags.writeable
-        and sys.getrefcount(array) == 2
+        and sys.getrefcount(array) == 3
     ):
         return array
     return None

@@ -173,8 +173,10 @@ class Graph:
         widths[2] = min(widths[2], 48)
         lines = []
         for row in rows:
-            cells = [cell if len(cell) <= widths[c] else cell[: widths[c] - 3] + "..." for c, cell
-                     in enumerate(row)]
+            cells = [
+                cell if len(cell) <= widths[c] else cell[: widths[c] - 3] + "..."
+                for c, cell in enumerate(row)
+            ]
             lines.append("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(cells)).rstrip())
         specs = ", ".join(repr(spec) for spec in self.specs)
         outputs = ", ".join(
@@ -191,8 +193,10 @@ class Graph:
         return self.summary()
 
     def __repr__(self) -> str:
-        return f"<Graph: {len(self.inputs)} inputs, {len(self.nodes)} nodes, " \
+        return (
+            f"<Graph: {len(self.inputs)} inputs, {len(self.nodes)} nodes, "
             f"{len(self.outputs)} outputs>"
+        )
 
 
 def concrete(shape: tuple, unit: int = 1) -> tuple:

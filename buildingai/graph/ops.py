@@ -20,8 +20,7 @@ class Full(Op):
     def to_onnx(self, emit, inputs, output, attrs):
         dtype = np.dtype(attrs["dtype"])
         fill = emit.onnx.numpy_helper.from_array(np.asarray([attrs["value"]], dtype=dtype))
-        emit.node("ConstantOfShape", [emit.ints(attrs["shape"])], output, dtype=dtype,
-                  value=fill)
+        emit.node("ConstantOfShape", [emit.ints(attrs["shape"])], output, dtype=dtype, value=fill)
 
 
 FULL = Full()

@@ -73,9 +73,36 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
 _local = threading.local()  # .block: the parallel() block recording on this thread, if any
 
 _BROADCASTING = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "exp", "expm1", "log",
-    "log1p", "sqrt", "rsqrt", "reciprocal", "square", "abs", "sin", "cos", "tanh", "relu",
-    "leaky_relu", "sigmoid", "silu", "softplus", "gelu", "erf", "where", "clone", "softmax",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "maximum",
+    "minimum",
+    "neg",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "square",
+    "abs",
+    "sin",
+    "cos",
+    "tanh",
+    "relu",
+    "leaky_relu",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "gelu",
+    "erf",
+    "where",
+    "clone",
+    "softmax",
     "log_softmax",
 }
 
@@ -185,14 +212,17 @@ class _Block:
             needs = {
                 index_of[id(v._pending)]
                 for v in pending.inputs
-                if isinstance(v, LazyTensor) and v._pending is not None and id(v._pending)
-                in index_of
+                if isinstance(v, LazyTensor)
+                and v._pending is not None
+                and id(v._pending) in index_of
             }
             waiting.append(len(needs))
             for need in needs:
                 dependents[need].append(i)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            running = {pool.submit(self._run_index, todo, i) for i, c in enumerate(waiting) if c == 0}
+            running = {
+                pool.submit(self._run_index, todo, i) for i, c in enumerate(waiting) if c == 0
+            }
             while running:
                 done, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -232,8 +262,7 @@ def _infer(op, inputs: tuple, attrs: dict):
         return None, None
     # the dtype from the op's own forward on one-element stand-ins of the inputs
     stand_ins = [
-        np.zeros((1,) * len(v.shape), dtype=v.dtype) if isinstance(v, Tensor) else v
-        for v in inputs
+        np.zeros((1,) * len(v.shape), dtype=v.dtype) if isinstance(v, Tensor) else v for v in inputs
     ]
     try:
         dtype = np.asarray(op.forward(_Stub(), np, *stand_ins, **attrs)).dtype

@@ -209,7 +209,8 @@ def _run_trace(function, specs: list, sizes: dict, parameter_names: dict, seed: 
     for position, (tensor, spec) in enumerate(zip(inputs, specs)):
         tracer.add(tensor, "input", spec.name or f"input{position}", None)
         tracer.dependent.add(id(tensor))
-    with no_grad(), intercept(tracer), _Guard(tracer):
+    # random sample inputs may be outside an op's domain (log of a negative): quietly nan
+    with no_grad(), intercept(tracer), _Guard(tracer), np.errstate(all="ignore"):
         result = function(*inputs)
     trace = tracer.trace
     if isinstance(result, Tensor):
@@ -311,22 +312,31 @@ def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict)
 
     for local, kind in enumerate(first.kinds):
         where = _first_use(first, local)
-        shape = merged([t.shapes[local] for t in traces], f"the shape of {first.names[local]}"
-                       f"{where}")
+        shape = merged(
+            [t.shapes[local] for t in traces], f"the shape of {first.names[local]}{where}"
+        )
         if kind in ("param", "const"):
             arrays = [t.arrays[local] for t in traces]
             fill = _uniform_fill(arrays)
-            if kind == "const" and fill is not None and any(
-                a.shape != arrays[0].shape for a in arrays[1:]
+            if (
+                kind == "const"
+                and fill is not None
+                and any(a.shape != arrays[0].shape for a in arrays[1:])
             ):
                 # zeros/ones/full of a size that follows the inputs (an RNN's initial state):
                 # recorded as a node that makes it, so that its shape stays symbolic
                 full_nodes.append(
-                    Node(FULL, (), {"shape": shape, "value": fill, "dtype": arrays[0].dtype},
-                         local, _module_of_first_use(first, local))
+                    Node(
+                        FULL,
+                        (),
+                        {"shape": shape, "value": fill, "dtype": arrays[0].dtype},
+                        local,
+                        _module_of_first_use(first, local),
+                    )
                 )
-                graph.values[local] = _value(local, shape, first.dtypes[local], "op",
-                                             first.names[local])
+                graph.values[local] = _value(
+                    local, shape, first.dtypes[local], "op", first.names[local]
+                )
                 continue
             if kind == "const" and any(
                 a.shape != arrays[0].shape or not _same_array(a, arrays[0]) for a in arrays[1:]
@@ -397,7 +407,9 @@ def _output_of(trace: _Trace, index: int) -> int:
 def _first_use(trace: _Trace, local: int) -> str:
     for index, (op, refs, _, module) in enumerate(trace.nodes):
         if local in refs:
-            return f" (first read by '{op.name}' at node {index}{' in ' + module if module else ''})"
+            return (
+                f" (first read by '{op.name}' at node {index}{' in ' + module if module else ''})"
+            )
     return ""
 
 
@@ -461,8 +473,10 @@ def _merge_values(values: list, samples: list, symbols: list, where: str):
     if isinstance(first, (tuple, list)) and all(
         type(v) is type(first) and len(v) == len(first) for v in values
     ):
-        items = [_merge_values([v[i] for v in values], samples, symbols, where)
-                 for i in range(len(first))]
+        items = [
+            _merge_values([v[i] for v in values], samples, symbols, where)
+            for i in range(len(first))
+        ]
         return type(first)(items)
     if isinstance(first, slice) and all(isinstance(v, slice) for v in values):
         parts = [

@@ -3,26 +3,14 @@ state dicts move both ways. The math lives in ``nn.functional.multi_head_attenti
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.tensor import Tensor
-from ..backend import device as _device
-from ..backend.dtypes import as_dtype, default_float_dtype
 from ..backend.random import Generator
 from ..errors import ArgumentError
 from . import functional as F
 from . import init
+from ._utils import empty_parameter
 from .linear import Linear
 from .module import Module
-from .parameter import Parameter
-
-
-def _parameter(shape: tuple[int, ...], dtype, device) -> Parameter:
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-    array = np.zeros(shape, dtype=dtype)
-    if device is not None:
-        array = _device.to_device(array, _device.Device(device))
-    return Parameter(array)
 
 
 class MultiheadAttention(Module):
@@ -83,23 +71,23 @@ class MultiheadAttention(Module):
         self.add_zero_attn = add_zero_attn
 
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = _parameter((3 * embed_dim, embed_dim), dtype, device)
+            self.in_proj_weight = empty_parameter((3 * embed_dim, embed_dim), dtype, device)
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         else:
             self.register_parameter("in_proj_weight", None)
-            self.q_proj_weight = _parameter((embed_dim, embed_dim), dtype, device)
-            self.k_proj_weight = _parameter((embed_dim, self.kdim), dtype, device)
-            self.v_proj_weight = _parameter((embed_dim, self.vdim), dtype, device)
+            self.q_proj_weight = empty_parameter((embed_dim, embed_dim), dtype, device)
+            self.k_proj_weight = empty_parameter((embed_dim, self.kdim), dtype, device)
+            self.v_proj_weight = empty_parameter((embed_dim, self.vdim), dtype, device)
         if bias:
-            self.in_proj_bias = _parameter((3 * embed_dim,), dtype, device)
+            self.in_proj_bias = empty_parameter((3 * embed_dim,), dtype, device)
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, device=device)
         if add_bias_kv:
-            self.bias_k = _parameter((1, 1, embed_dim), dtype, device)
-            self.bias_v = _parameter((1, 1, embed_dim), dtype, device)
+            self.bias_k = empty_parameter((1, 1, embed_dim), dtype, device)
+            self.bias_v = empty_parameter((1, 1, embed_dim), dtype, device)
         else:
             self.bias_k = self.bias_v = None
         self._reset_parameters()

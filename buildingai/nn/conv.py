@@ -9,13 +9,10 @@ kaiming_uniform_(a=sqrt(5)) and the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)). The
 
 from __future__ import annotations
 
-import math
-
 from ..autograd.tensor import Tensor
 from ..functions.shape import pad as _pad
-from . import init
+from ._utils import empty_parameter, init_like_linear_
 from .functional import conv as F
-from .linear import _empty_parameter
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -95,20 +92,16 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = _empty_parameter(shape, dtype, device)
+        self.weight = empty_parameter(shape, dtype, device)
         if bias:
-            self.bias = _empty_parameter((out_channels,), dtype, device)
+            self.bias = empty_parameter((out_channels,), dtype, device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw the initial weights again (from the default generator), as PyTorch does."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init_like_linear_(self.weight, self.bias)
 
     def _explicit_padding(self, x: Tensor) -> Tensor:
         """For padding_mode other than 'zeros': pad ``x`` itself (the op then pads nothing)."""

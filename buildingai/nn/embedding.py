@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
-from ..backend import device as _device
 from ..backend.device import array_namespace
-from ..backend.dtypes import as_dtype, default_float_dtype
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..functions.creation import as_tensor
 from ..functions.nn import embedding
 from . import init
+from ._utils import empty_parameter
 from .module import Module
 from .parameter import Parameter
 
@@ -66,11 +63,8 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-            array = np.empty((num_embeddings, embedding_dim), dtype=dtype)
-            if device is not None:
-                array = _device.to_device(array, _device.Device(device))
-            self.weight = Parameter(array, requires_grad=not _freeze)
+            shape = (num_embeddings, embedding_dim)
+            self.weight = empty_parameter(shape, dtype, device, requires_grad=not _freeze)
             self.reset_parameters(generator)
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):

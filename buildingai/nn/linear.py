@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import functions
 from ..autograd.tensor import Tensor
-from ..backend import device as _device
-from ..backend.dtypes import as_dtype, default_float_dtype
 from ..errors import ShapeError
 from . import init
+from ._utils import empty_parameter, init_like_linear_
 from .module import Module
-from .parameter import Parameter
-
-
-def _empty_parameter(shape: tuple[int, ...], dtype, device) -> Parameter:
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-    array = np.empty(shape, dtype=dtype)
-    if device is not None:
-        array = _device.to_device(array, _device.Device(device))
-    return Parameter(array)
 
 
 class Linear(Module):
@@ -43,20 +31,16 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = _empty_parameter((out_features, in_features), dtype, device)
+        self.weight = empty_parameter((out_features, in_features), dtype, device)
         if bias:
-            self.bias = _empty_parameter((out_features,), dtype, device)
+            self.bias = empty_parameter((out_features,), dtype, device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw the initial weights again (from the default generator)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init_like_linear_(self.weight, self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.linear(x, self.weight, self.bias)
@@ -89,9 +73,9 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = _empty_parameter((out_features, in1_features, in2_features), dtype, device)
+        self.weight = empty_parameter((out_features, in1_features, in2_features), dtype, device)
         if bias:
-            self.bias = _empty_parameter((out_features,), dtype, device)
+            self.bias = empty_parameter((out_features,), dtype, device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -15,12 +15,17 @@ from .module import Module
 
 
 class _Loss(Module):
+    """A loss module: holds ``reduction`` (the deprecated ``size_average``/``reduce`` flags
+    translated)."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
+    """A loss module with an optional ``weight`` buffer (per class or per element)."""
+
     def __init__(
         self, weight=None, size_average=None, reduce=None, reduction: str = "mean"
     ) -> None:
@@ -132,7 +137,7 @@ class BCELoss(_WeightedLoss):
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(_Loss):
+class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross-entropy on logits, exact for any logit (see
     ``F.binary_cross_entropy_with_logits``); ``pos_weight`` weighs the positive class."""
 
@@ -144,8 +149,7 @@ class BCEWithLogitsLoss(_Loss):
         reduction: str = "mean",
         pos_weight=None,
     ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", _optional_tensor(weight))
+        super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", _optional_tensor(pos_weight))
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002

@@ -6,34 +6,45 @@ Parameter and buffer names, shapes and defaults are PyTorch's (``weight``, ``bia
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
-from ..backend import device as _device
-from ..backend.dtypes import as_dtype, default_float_dtype
 from ..errors import ShapeError
 from . import functional as F
 from . import init
+from ._utils import full_array
+from .functional.norm import _shape_tuple
 from .module import Module
 from .parameter import Parameter
 
 
-def _array(shape: tuple[int, ...], fill: float, dtype, device):
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-    array = np.full(shape, fill, dtype=dtype)
-    if device is not None:
-        array = _device.to_device(array, _device.Device(device))
-    return array
+class _AffineNorm(Module):
+    """A normalisation with an optional learned per-feature scale ``weight`` (starting at ones)
+    and shift ``bias`` (starting at zeros)."""
+
+    def _register_affine(
+        self, shape: tuple[int, ...], affine: bool, bias: bool, dtype, device
+    ) -> None:
+        """``weight`` and ``bias`` of ``shape`` (registered as None when absent: no ``affine``,
+        or no ``bias``)."""
+        if affine:
+            self.weight = Parameter(full_array(shape, 1.0, dtype, device))
+            if bias:
+                self.bias = Parameter(full_array(shape, 0.0, dtype, device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        """Weight back to ones, bias back to zeros."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
 
-def _shape_tuple(normalized_shape) -> tuple[int, ...]:
-    if isinstance(normalized_shape, int):
-        return (normalized_shape,)
-    return tuple(int(extent) for extent in normalized_shape)
-
-
-class LayerNorm(Module):
+class LayerNorm(_AffineNorm):
     """Layer normalisation over the trailing ``normalized_shape`` dimensions, with a learned
     per-element ``weight`` (ones) and ``bias`` (zeros) when ``elementwise_affine``.
 
@@ -53,22 +64,7 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_array(self.normalized_shape, 1.0, dtype, device))
-            if bias:
-                self.bias = Parameter(_array(self.normalized_shape, 0.0, dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def reset_parameters(self) -> None:
-        """Weight back to ones, bias back to zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._register_affine(self.normalized_shape, elementwise_affine, bias, dtype, device)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -100,7 +96,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_array(self.normalized_shape, 1.0, dtype, device))
+            self.weight = Parameter(full_array(self.normalized_shape, 1.0, dtype, device))
         else:
             self.register_parameter("weight", None)
 
@@ -118,7 +114,7 @@ class RMSNorm(Module):
         )
 
 
-class _BatchNorm(Module):
+class _BatchNorm(_AffineNorm):
     """Shared code of BatchNorm1d/2d/3d; subclasses name the input ranks they accept."""
 
     _input_ranks: tuple[int, ...] = ()
@@ -142,21 +138,11 @@ class _BatchNorm(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         shape = (num_features,)
-        if affine:
-            self.weight = Parameter(_array(shape, 1.0, dtype, device))
-            if bias:
-                self.bias = Parameter(_array(shape, 0.0, dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._register_affine(shape, affine, bias, dtype, device)
         if track_running_stats:
-            self.register_buffer("running_mean", Tensor(_array(shape, 0.0, dtype, device)))
-            self.register_buffer("running_var", Tensor(_array(shape, 1.0, dtype, device)))
-            count = np.zeros((), dtype=np.int64)
-            if device is not None:
-                count = _device.to_device(count, _device.Device(device))
+            self.register_buffer("running_mean", Tensor(full_array(shape, 0.0, dtype, device)))
+            self.register_buffer("running_var", Tensor(full_array(shape, 1.0, dtype, device)))
+            count = full_array((), 0, "int64", device)
             self.register_buffer("num_batches_tracked", Tensor(count))
         else:
             self.register_buffer("running_mean", None)
@@ -174,10 +160,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics, weight to ones and bias to zeros."""
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        super().reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self._input_ranks:
@@ -241,7 +224,7 @@ class BatchNorm3d(_BatchNorm):
     _input_ranks = (5,)
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     """Group normalisation: the channels of (N, C, *) split into ``num_groups`` groups, each
     normalised per sample; learned per-channel ``weight`` (ones) and ``bias`` (zeros) when
     ``affine``."""
@@ -266,22 +249,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_array((num_channels,), 1.0, dtype, device))
-            if bias:
-                self.bias = Parameter(_array((num_channels,), 0.0, dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def reset_parameters(self) -> None:
-        """Weight back to ones, bias back to zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._register_affine((num_channels,), affine, bias, dtype, device)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)

@@ -12,6 +12,8 @@ from .module import Module
 
 
 class _MaxPoolNd(Module):
+    """The settings of MaxPool1d and MaxPool2d (``stride`` defaults to ``kernel_size``)."""
+
     def __init__(
         self,
         kernel_size,
@@ -56,7 +58,29 @@ class MaxPool1d(_MaxPoolNd):
         )  # fmt: skip
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    """The settings of AvgPool1d and AvgPool2d (``stride`` defaults to ``kernel_size``)."""
+
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
     """Mean over each window: (N, C, H, W) -> (N, C, Ho, Wo); see ``functional.avg_pool2d``."""
 
     def __init__(
@@ -68,12 +92,7 @@ class AvgPool2d(Module):
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
@@ -82,35 +101,14 @@ class AvgPool2d(Module):
             self.count_include_pad, self.divisor_override,
         )  # fmt: skip
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """Mean over each window: (N, C, L) -> (N, C, Lo); see ``functional.avg_pool1d``."""
-
-    def __init__(
-        self,
-        kernel_size,
-        stride=None,
-        padding=0,
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-    ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
         return F.avg_pool1d(
             x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
         )
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class _AdaptivePool(Module):

@@ -17,8 +17,8 @@ from ..autograd.tensor import Tensor
 from ..errors import ArgumentError, BuildingAIError, DTypeError, ShapeError
 from ..functions import zeros
 from . import init
+from ._utils import empty_parameter
 from .functional import rnn as F
-from .linear import _empty_parameter
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -28,6 +28,19 @@ def _check_sizes(name: str, **sizes: int) -> None:
     for what, value in sizes.items():
         if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
             raise ArgumentError(f"[{name}] {what} must be a positive integer, got {value!r}")
+
+
+def _check_nonlinearity(name: str, nonlinearity: str) -> None:
+    if nonlinearity not in ("tanh", "relu"):
+        raise ArgumentError(f"[{name}] unknown nonlinearity {nonlinearity!r}; use 'tanh' or 'relu'")
+
+
+def _reset_uniform(module: Module) -> None:
+    """Every parameter of ``module`` from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as
+    PyTorch initialises its recurrent layers and cells."""
+    bound = 1.0 / math.sqrt(module.hidden_size)
+    for param in module.parameters():
+        init.uniform_(param, -bound, bound)
 
 
 class RNNBase(Module):
@@ -105,15 +118,13 @@ class RNNBase(Module):
                 if proj_size:
                     shapes["weight_hr"] = (proj_size, hidden_size)
                 for kind, shape in shapes.items():
-                    setattr(self, kind + suffix, _empty_parameter(shape, dtype, device))
+                    setattr(self, kind + suffix, empty_parameter(shape, dtype, device))
                 self._weight_names.append([kind + suffix for kind in shapes])
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw every weight and bias again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for param in self.parameters():
-            init.uniform_(param, -bound, bound)
+        _reset_uniform(self)
 
     def flatten_parameters(self) -> None:
         """Nothing to do: weights are used where they are (kept for PyTorch code that calls it)."""
@@ -269,10 +280,7 @@ class RNN(RNNBase):
         device=None,
         dtype=None,
     ) -> None:
-        if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(
-                f"[RNN] unknown nonlinearity {nonlinearity!r}; use 'tanh' or 'relu'"
-            )
+        _check_nonlinearity("RNN", nonlinearity)
         self.nonlinearity = nonlinearity
         super().__init__(
             "rnn_" + nonlinearity,
@@ -374,11 +382,11 @@ class RNNCellBase(Module):
         self.hidden_size = hidden_size
         self.bias = bias
         gate_size = num_chunks * hidden_size
-        self.weight_ih = _empty_parameter((gate_size, input_size), dtype, device)
-        self.weight_hh = _empty_parameter((gate_size, hidden_size), dtype, device)
+        self.weight_ih = empty_parameter((gate_size, input_size), dtype, device)
+        self.weight_hh = empty_parameter((gate_size, hidden_size), dtype, device)
         if bias:
-            self.bias_ih = _empty_parameter((gate_size,), dtype, device)
-            self.bias_hh = _empty_parameter((gate_size,), dtype, device)
+            self.bias_ih = empty_parameter((gate_size,), dtype, device)
+            self.bias_hh = empty_parameter((gate_size,), dtype, device)
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
@@ -386,9 +394,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self) -> None:
         """Draw every weight and bias again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for param in self.parameters():
-            init.uniform_(param, -bound, bound)
+        _reset_uniform(self)
 
     def _prepare(self, x: Tensor, states: list) -> tuple[Tensor, list, bool]:
         """Check x (N, I) or (I,) and the states (N, H) or (H,); give them a batch dimension
@@ -440,10 +446,7 @@ class RNNCell(RNNCellBase):
         device=None,
         dtype=None,
     ) -> None:
-        if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(
-                f"[RNNCell] unknown nonlinearity {nonlinearity!r}; use 'tanh' or 'relu'"
-            )
+        _check_nonlinearity("RNNCell", nonlinearity)
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 

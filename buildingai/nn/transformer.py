@@ -44,7 +44,32 @@ def _activation(activation: str | Callable) -> Callable:
     return activation
 
 
-class TransformerEncoderLayer(Module):
+class _TransformerLayer(Module):
+    """The sublayers the encoder and decoder layers share, on their PyTorch-named parts
+    (``self_attn``, ``dropout1``, ``linear1``, ``dropout``, ``linear2``, ``activation``)."""
+
+    def _self_attention(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
+        """Self-attention over x (L, N, E) (or as laid out for ``self_attn``), then
+        ``dropout1``."""
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
+        return self.dropout1(x)
+
+    def _feed_forward(self, x: Tensor) -> Tensor:
+        """The position-wise network ``linear2(dropout(activation(linear1(x))))``: (*, E) ->
+        (*, E); the caller adds its own residual dropout (``dropout2`` in the encoder layer,
+        ``dropout3`` in the decoder layer)."""
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """Self-attention then a position-wise feed-forward network, each with a residual
     connection, dropout and layer normalisation.
 
@@ -95,30 +120,14 @@ class TransformerEncoderLayer(Module):
         x = src
         if self.norm_first:
             x = x + self._self_attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            x = x + self._feed_forward(self.norm2(x))
+            x = x + self.dropout2(self._feed_forward(self.norm2(x)))
         else:
             x = self.norm1(x + self._self_attention(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._feed_forward(x))
+            x = self.norm2(x + self.dropout2(self._feed_forward(x)))
         return x
 
-    def _self_attention(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(x)
 
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
-
-
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Masked self-attention over the target, attention to the encoder output (``memory``),
     then a feed-forward network; each with a residual connection, dropout and layer norm.
 
@@ -182,7 +191,7 @@ class TransformerDecoderLayer(Module):
             x = x + self._cross_attention(
                 self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
             )
-            x = x + self._feed_forward(self.norm3(x))
+            x = x + self.dropout3(self._feed_forward(self.norm3(x)))
         else:
             x = self.norm1(
                 x + self._self_attention(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -193,20 +202,8 @@ class TransformerDecoderLayer(Module):
                     x, memory, memory_mask, memory_key_padding_mask, memory_is_causal
                 )
             )
-            x = self.norm3(x + self._feed_forward(x))
+            x = self.norm3(x + self.dropout3(self._feed_forward(x)))
         return x
-
-    def _self_attention(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(x)
 
     def _cross_attention(self, x, memory, attn_mask, key_padding_mask, is_causal) -> Tensor:
         x = self.multihead_attn(
@@ -219,10 +216,6 @@ class TransformerDecoderLayer(Module):
             is_causal=is_causal,
         )[0]
         return self.dropout2(x)
-
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
 
 
 def _clones(layer: Module, count: int) -> ModuleList:

@@ -594,9 +594,10 @@ class Where(Op):
 
     def backward(self, ctx, grad):
         condition, a, b = ctx.inputs
-        zero = grad * 0
-        grad_a = grad.where(condition, zero) if _needs(a) else None
-        grad_b = zero.where(condition, grad) if _needs(b) else None
+        # a literal 0 for the unselected side, not grad * 0: an inf or nan in the upstream
+        # gradient there must not leak in (0 * inf is nan)
+        grad_a = self(condition, grad, 0.0) if _needs(a) else None
+        grad_b = self(condition, 0.0, grad) if _needs(b) else None
         return None, grad_a, grad_b
 
 

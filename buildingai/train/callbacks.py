@@ -20,7 +20,6 @@ import csv
 import json
 import math
 import os
-import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -111,11 +110,11 @@ class ConsoleLogger(Callback):
 
     def on_evaluate(self, trainer: Trainer, metrics: dict[str, float]) -> None:
         values = "  ".join(f"{name}={value:.4f}" for name, value in metrics.items())
-        print(
-            f"epoch {trainer.epoch}/{trainer.epochs}  step {trainer.step}  {values}",
-            file=self.file if self.file is not None else sys.stderr,
-            flush=True,
-        )
+        line = f"epoch {trainer.epoch}/{trainer.epochs}  step {trainer.step}  {values}"
+        if self.file is not None:
+            print(line, file=self.file, flush=True)
+        else:
+            trainer.write(line)  # above the progress bar, which keeps its line
 
 
 # ----- checkpoints -------------------------------------------------------------------------------

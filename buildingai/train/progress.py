@@ -66,6 +66,11 @@ class PlainProgress:
     def set_postfix(self, values: dict[str, Any]) -> None:
         self.postfix = dict(values)
 
+    def write(self, text: str) -> None:
+        """Print ``text`` on its own line above the bar."""
+        self.file.write("\r" + text.ljust(self.width) + "\n")
+        self._draw()
+
     def close(self) -> None:
         self._draw()
         self.file.write("\n")
@@ -85,6 +90,9 @@ class _TqdmProgress:
     def set_postfix(self, values: dict[str, Any]) -> None:
         self.bar.set_postfix_str(_format(values), refresh=False)
 
+    def write(self, text: str) -> None:
+        self.bar.write(text, file=self.bar.fp)
+
     def close(self) -> None:
         self.bar.close()
 
@@ -97,6 +105,9 @@ class SilentProgress:
 
     def set_postfix(self, values: dict[str, Any]) -> None:
         pass
+
+    def write(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         pass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -202,6 +203,7 @@ class Trainer:
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.stop_reason: str | None = None
         self.last_eval: dict[str, float] = {}
+        self._bar = None  # the progress bar while fit runs
 
     # ----- the loop -----------------------------------------------------------------------------
     def fit(self) -> dict[str, float]:
@@ -211,7 +213,7 @@ class Trainer:
         total = self.epochs * self.steps_per_epoch
         if self.max_steps is not None:
             total = min(total, self.max_steps)
-        bar = progress(total, "train", enabled=self.show_progress, initial=self.step)
+        bar = self._bar = progress(total, "train", enabled=self.show_progress, initial=self.step)
         window = _fresh_metrics(self.metrics)  # running values since the last log line
         started, started_step = time.perf_counter(), self.step
         while not self.finished():
@@ -235,6 +237,7 @@ class Trainer:
                 self.epoch, self.batch_in_epoch = self.epoch + 1, 0
                 self._end_of_epoch()
         bar.close()
+        self._bar = None
         if self.batch_in_epoch > 0 and self.eval_loader is not None:  # stopped mid-epoch
             self.last_eval = self.evaluate()
             self.log(self.last_eval)
@@ -299,8 +302,15 @@ class Trainer:
     def stop(self, reason: str) -> None:
         """Ask ``fit`` to stop after the current step (callbacks call this)."""
         self.stop_reason = reason
-        if self.callbacks and any(isinstance(c, cb.ConsoleLogger) for c in self.callbacks):
-            print(reason, flush=True)
+        if any(isinstance(c, cb.ConsoleLogger) for c in self.callbacks):
+            self.write(reason)
+
+    def write(self, text: str) -> None:
+        """Print a line to the console without breaking the progress bar."""
+        if self._bar is not None:
+            self._bar.write(text)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
     @property
     def lr(self) -> float:

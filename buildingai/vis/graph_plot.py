@@ -19,6 +19,11 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _label(*lines: str) -> str:
+    """A DOT label of several lines (each escaped, joined by DOT's line break)."""
+    return "\\n".join(_escape(line) for line in lines)
+
+
 def graph_to_dot(graph: Graph, name: str = "graph") -> str:
     """The DOT description of ``graph``."""
     lines = [
@@ -35,8 +40,8 @@ def graph_to_dot(graph: Graph, name: str = "graph") -> str:
         if value_id not in shown:
             shown.add(value_id)
             colour = "#c8e6c9" if value.kind == "input" else "#eeeeee"
-            label = f"{value.name}\\n{show_shape(value.shape)} {value.dtype}"
-            lines.append(f'  {key} [label="{_escape(label)}", fillcolor="{colour}", shape=note];')
+            label = _label(value.name, f"{show_shape(value.shape)} {value.dtype}")
+            lines.append(f'  {key} [label="{label}", fillcolor="{colour}", shape=note];')
         return key
 
     producer = graph.producer()
@@ -53,10 +58,11 @@ def graph_to_dot(graph: Graph, name: str = "graph") -> str:
             node = graph.nodes[index]
             out = graph.values[node.output]
             op_label = getattr(node.op, "label", node.op.name)
-            label = f"{op_label}\\n{show_shape(out.shape)} {out.dtype}"
-            if module:
-                label += f"\\n{module}"
-            lines.append(f'{indent}n{index} [label="{_escape(label)}", fillcolor="#bbdefb"];')
+            parts = [op_label, f"{show_shape(out.shape)} {out.dtype}"] + (
+                [module] if module else []
+            )
+            label = _label(*parts)
+            lines.append(f'{indent}n{index} [label="{label}", fillcolor="#bbdefb"];')
         if module:
             lines.append("  }")
     for index, node in enumerate(graph.nodes):

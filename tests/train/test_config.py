@@ -151,3 +151,13 @@ def test_load_config_uses_trainer_defaults(tmp_path):
     path.write_text("epochz: 2\n")
     with pytest.raises(ConfigError, match="did you mean 'epochs'"):
         load_config(path)
+
+
+def test_yaml_missing_gives_a_clear_error(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # as if pyyaml were not installed
+    with pytest.raises(ConfigError, match="needs the optional package pyyaml") as info:
+        make().to_yaml(tmp_path / "c.yaml")
+    assert "pip install pyyaml" in str(info.value)
+    assert parse_value("0.5") == 0.5 and parse_value("true") is True  # plain fallback

@@ -9,11 +9,12 @@ which it checks with the array's reference count.
 
 from __future__ import annotations
 
-from ..graph import Graph
+from ..graph import Graph, Literal, Node
 from .fusion import FusedElementwise
 
 
 def reuse_buffers(graph: Graph) -> Graph:
+    """Plan, for each fused kernel, one input buffer it may overwrite (see module doc)."""
     out = graph.copy()
     out.donations = {}
     last_reader: dict = {}
@@ -22,28 +23,29 @@ def reuse_buffers(graph: Graph) -> Graph:
             last_reader[ref] = index
     protected = set(graph.outputs) | set(graph.inputs) | set(graph.constants)
     for index, node in enumerate(graph.nodes):
-        if not isinstance(node.op, FusedElementwise):
+        kernel = node.op
+        if not isinstance(kernel, FusedElementwise):
             continue
         target = graph.values[node.output]
-        last_step_reads = {
-            node.inputs[value] for kind, value in node.op.steps[-1][1] if kind == "in"
-        }
-        earlier_reads = {
-            node.inputs[value]
-            for _, operands in node.op.steps[:-1]
-            for kind, value in operands
-            if kind == "in"
-        }
-        for ref in node.input_ids():
-            value = graph.values[ref]
+        readers: dict = {}  # kernel input position -> steps that read it
+        for step, (_, operands) in enumerate(kernel.steps):
+            for kind, value in operands:
+                if kind == "in":
+                    readers.setdefault(value, []).append(step)
+        for position, ref in enumerate(node.inputs):
+            value = graph.values.get(ref) if not isinstance(ref, Literal) else None
+            steps = readers.get(position, [])
             if (
-                ref not in protected
+                value is not None
+                and ref not in protected
                 and last_reader.get(ref) == index
                 and value.shape == target.shape
                 and value.dtype == target.dtype
-                and ref in last_step_reads
-                and ref not in earlier_reads  # earlier steps must not see it overwritten
+                and len(steps) == 1  # a later step must not read it once overwritten
+                and kernel.full_shape[steps[0]]
             ):
+                rebuilt = FusedElementwise(kernel.steps, kernel.full_shape, out_step=steps[0])
+                out.nodes[index] = Node(rebuilt, node.inputs, node.attrs, node.output, node.module)
                 out.donations[index] = ref
                 break
     return out

@@ -50,11 +50,11 @@ class FusedElementwise(Op):
     name, onnx = "fused_elementwise", None
     save_inputs, differentiable = False, False
 
-    def __init__(self, steps: list, full_shape: list, out_step: int | None) -> None:
+    def __init__(self, steps: list, full_shape: list, out_step: int | None = None) -> None:
         self.steps = steps
         self.full_shape = full_shape  # per step: whether its result has the kernel's output shape
-        self.out_step = out_step  # the step that may write into a donated buffer
-        self.source = _generate(steps, full_shape)
+        self.out_step = out_step  # the step that writes into a donated buffer ``out``, if any
+        self.source = _generate(steps, full_shape, out_step)
         namespace: dict = {}
         exec(compile(self.source, f"<fused {self.label}>", "exec"), namespace)
         self.kernel = namespace["kernel"]
@@ -82,12 +82,12 @@ class FusedElementwise(Op):
             names.append(target)
 
 
-def _generate(steps: list, full_shape: list) -> str:
-    """Python source of ``kernel(xp, inputs, out)``: intermediates of the output's shape write
-    into the buffer of an intermediate operand that dies at that step."""
+def _generate(steps: list, full_shape: list, out_step: int | None) -> str:
+    """Python source of ``kernel(xp, inputs, out)``. A step whose result has the output's shape
+    writes into the buffer of an intermediate operand that dies there (each intermediate has
+    exactly one reader); step ``out_step`` writes into ``out``, a donated buffer, when given."""
     lines = ["def kernel(xp, inputs, out):"]
     owned: set = set()  # steps whose buffer the kernel owns (fresh arrays it allocated)
-    last = len(steps) - 1
     for index, (op, operands) in enumerate(steps):
         function, extra = FUSIBLE[op.name]
         args = []
@@ -97,7 +97,6 @@ def _generate(steps: list, full_shape: list) -> str:
                 args.append(f"inputs[{value}]")
             elif kind == "tmp":
                 args.append(f"t{value}")
-                # each intermediate has exactly one reader (this step), so its buffer is free
                 if value in owned and full_shape[index] and full_shape[value] and reuse is None:
                     reuse = f"t{value}"
             else:
@@ -107,13 +106,12 @@ def _generate(steps: list, full_shape: list) -> str:
         call = f"xp.{function}({', '.join(args)}"
         if reuse is not None:
             lines.append(f"    t{index} = {call}, out={reuse})")
-            owned.add(index)
-        elif index == last:
+        elif index == out_step:
             lines.append(f"    t{index} = {call}) if out is None else {call}, out=out)")
         else:
             lines.append(f"    t{index} = {call})")
-            owned.add(index)
-    lines.append(f"    return t{last}")
+        owned.add(index)
+    lines.append(f"    return t{len(steps) - 1}")
     return "\n".join(lines) + "\n"
 
 
@@ -154,8 +152,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
             len(users) == 1
             and node.output not in outputs
             and users[0] in group_of
-            and graph.values[graph.nodes[users[0]].output].dtype
-            == graph.values[node.output].dtype
+            and graph.values[graph.nodes[users[0]].output].dtype == graph.values[node.output].dtype
         ):
             group_of[index] = group_of[users[0]]
         else:
@@ -196,5 +193,5 @@ def _fuse(graph: Graph, indices: list) -> Node:
                 operands.append(("in", inputs.index(ref)))
         steps.append((node.op, operands))
         full_shape.append(graph.values[node.output].shape == root_shape)
-    op = FusedElementwise(steps, full_shape, len(steps) - 1)
+    op = FusedElementwise(steps, full_shape)
     return Node(op, tuple(inputs), {}, root.output, root.module)

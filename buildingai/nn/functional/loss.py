@@ -78,7 +78,10 @@ def _as_target(target, like: Tensor) -> Tensor:
     return target
 
 
-def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:  # noqa: A002
+def _target_like(op: str, input: Tensor, target) -> Tensor:  # noqa: A002
+    """``target`` as a tensor (a float one in the input's dtype), which must have the input's
+    shape: the losses compare the two element by element."""
+    target = _as_target(target, input)
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(
             f"[{op}] input {tuple(input.shape)} and target {tuple(target.shape)} have different "
@@ -86,6 +89,7 @@ def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:  # noqa: 
             help="the target must have the input's shape; reshape or unsqueeze it (a silent "
             "broadcast would average the wrong pairs)",
         )
+    return target
 
 
 def _check_floating(op: str, name: str, value: Tensor) -> None:
@@ -112,8 +116,7 @@ def mse_loss(
     With ``weight`` (the input's shape) each error is weighted and ``'mean'`` divides by the
     sum of the weights."""
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
-    target = _as_target(target, input)
-    _check_same_shape("mse_loss", input, target)
+    target = _target_like("mse_loss", input, target)
     return _weighted("mse_loss", (input - target).square(), weight, reduction)
 
 
@@ -127,8 +130,7 @@ def l1_loss(
 ) -> Tensor:
     """Absolute error ``|input - target|``, reduced; ``weight`` as in ``mse_loss``."""
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
-    target = _as_target(target, input)
-    _check_same_shape("l1_loss", input, target)
+    target = _target_like("l1_loss", input, target)
     return _weighted("l1_loss", (input - target).abs(), weight, reduction)
 
 
@@ -144,8 +146,7 @@ def huber_loss(
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
         raise ArgumentError(f"[huber_loss] delta must be positive, got {delta}")
-    target = _as_target(target, input)
-    _check_same_shape("huber_loss", input, target)
+    target = _target_like("huber_loss", input, target)
     difference = input - target
     size = difference.abs()
     loss = where(size < delta, 0.5 * difference.square(), delta * (size - 0.5 * delta))
@@ -165,8 +166,7 @@ def smooth_l1_loss(
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
         raise ArgumentError(f"[smooth_l1_loss] beta must be non-negative, got {beta}")
-    target = _as_target(target, input)
-    _check_same_shape("smooth_l1_loss", input, target)
+    target = _target_like("smooth_l1_loss", input, target)
     difference = input - target
     size = difference.abs()
     if beta == 0:
@@ -368,8 +368,7 @@ def binary_cross_entropy(
     log clamped to >= -100 as in PyTorch. Prefer ``binary_cross_entropy_with_logits`` on raw
     scores: it is exact where this one saturates."""
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
-    target = _as_target(target, input)
-    _check_same_shape("binary_cross_entropy", input, target)
+    target = _target_like("binary_cross_entropy", input, target)
     _check_floating("binary_cross_entropy", "target", target)
     loss = apply(ops.BINARY_CROSS_ENTROPY, input, target)
     return _reduce(loss if weight is None else loss * weight, reduction)
@@ -389,8 +388,7 @@ def binary_cross_entropy_with_logits(
     exact for logits of any size. ``pos_weight`` (broadcast along the last dimension, e.g. (C,))
     weighs the positive term; ``weight`` rescales each element."""
     reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
-    target = _as_target(target, input)
-    _check_same_shape("binary_cross_entropy_with_logits", input, target)
+    target = _target_like("binary_cross_entropy_with_logits", input, target)
     _check_floating("binary_cross_entropy_with_logits", "target", target)
     # softplus(-x) = log(1 + exp(-x)) = -log sigmoid(x); no threshold: exact everywhere
     log_one_plus = softplus(-input, threshold=math.inf)
@@ -418,8 +416,7 @@ def kl_div(
     sample); ``'mean'`` divides by the number of elements, as in PyTorch.
     """
     reduction = _reduction("kl_div", size_average, reduce, reduction, extra=("batchmean",))
-    target = _as_target(target, input)
-    _check_same_shape("kl_div", input, target)
+    target = _target_like("kl_div", input, target)
     if log_target:
         loss = target.exp() * (target - input)
     else:

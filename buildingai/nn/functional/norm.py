@@ -106,6 +106,15 @@ def _channel_view(value: Tensor, ndim: int) -> Tensor:
     return value.reshape((1, -1) + (1,) * (ndim - 2))
 
 
+def _channel_affine(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    """``x * weight + bias`` per channel: x (N, C, *), weight and bias (C,) or None."""
+    if weight is not None:
+        weight = _channel_view(weight, x.ndim)
+    if bias is not None:
+        bias = _channel_view(bias, x.ndim)
+    return _affine(x, weight, bias)
+
+
 def batch_norm(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     running_mean: Tensor | None,
@@ -161,11 +170,7 @@ def batch_norm(
                 if running_var is not None:
                     variance = batch.var(axis=axes, correction=1).astype(running_var.dtype)
                     running_var.copy_(running_var * (1 - momentum) + variance * momentum)
-        if weight is not None:
-            out = out * _channel_view(weight, input.ndim)
-        if bias is not None:
-            out = out + _channel_view(bias, input.ndim)
-        return out
+        return _channel_affine(out, weight, bias)
 
     if running_mean is None or running_var is None:
         raise ArgumentError(
@@ -210,11 +215,7 @@ def group_norm(
     per_group = channels // num_groups * math.prod(input.shape[2:])
     grouped = input.reshape(batch, num_groups, per_group)  # (N, G, C/G * positions)
     out = standardize(grouped, (2,), eps).reshape(input.shape)
-    if weight is not None:
-        out = out * _channel_view(weight, input.ndim)
-    if bias is not None:
-        out = out + _channel_view(bias, input.ndim)
-    return out
+    return _channel_affine(out, weight, bias)
 
 
 __all__ = ["standardize", "layer_norm", "rms_norm", "batch_norm", "group_norm"]

@@ -25,6 +25,7 @@ from ...errors import ShapeError
 from ...functions.shape import pad as _pad
 from ...ops import conv as conv_ops
 from ...ops.conv import windows
+from ._args import _batched, _pair, _single
 
 __all__ = [
     "max_pool1d",
@@ -39,38 +40,6 @@ __all__ = [
 
 
 # ----- arguments ------------------------------------------------------------------------------
-
-
-def _pair(value, name: str, op: str) -> tuple[int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    values = tuple(value)
-    if len(values) == 1:
-        values = values * 2
-    if len(values) != 2 or not all(isinstance(v, int) for v in values):
-        raise ShapeError(f"[{op}] {name} must be an int or a pair of ints, got {value!r}")
-    return values
-
-
-def _single(value, name: str, op: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    values = tuple(value)
-    if len(values) != 1 or not isinstance(values[0], int):
-        raise ShapeError(f"[{op}] {name} must be an int or a 1-tuple, got {value!r}")
-    return values[0]
-
-
-def _batched(x: Tensor, spatial: int, op: str) -> tuple[Tensor, bool]:
-    if x.ndim == spatial + 1:
-        return x.unsqueeze(0), True
-    if x.ndim != spatial + 2:
-        layout = "(N, C, L)" if spatial == 1 else "(N, C, H, W)"
-        raise ShapeError(
-            f"[{op}] expected a {spatial + 2}-D input {layout} (or {spatial + 1}-D unbatched), "
-            f"got {tuple(x.shape)}"
-        )
-    return x, False
 
 
 def _pool_size(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil: bool):
@@ -124,6 +93,19 @@ def _gather_positions(x: Tensor, rows, cols) -> Tensor:
     return x.getitem((batch, channel, rows, cols))
 
 
+def _gather_maxima(x: Tensor, rows, cols, added: bool, return_indices: bool):
+    """The max-pooling result from the winners' positions rows, cols (N, C, Ho, Wo): the
+    gathered values, without the batch axis if ``added``, and with ``return_indices`` also
+    their flat positions ``row * W + col`` in x (N, C, H, W) (int64)."""
+    out = _gather_positions(x, rows, cols)
+    if added:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    indices = rows * x.shape[3] + cols
+    return out, Tensor(indices[0] if added else indices)
+
+
 def max_pool2d(
     input: Tensor,
     kernel_size,
@@ -147,13 +129,7 @@ def max_pool2d(
     dilation = _pair(dilation, "dilation", op)
     stride, out_hw = _pool_geometry(op, x, kernel, stride, padding, dilation, ceil_mode)
     rows, cols = _window_argmax(x.data, kernel, stride, padding, dilation, out_hw)
-    out = _gather_positions(x, rows, cols)
-    if added:
-        out = out.squeeze(0)
-    if not return_indices:
-        return out
-    indices = rows * x.shape[3] + cols
-    return out, Tensor(indices[0] if added else indices)
+    return _gather_maxima(x, rows, cols, added, return_indices)
 
 
 def _window_argmax(data, kernel, stride, padding, dilation, out_hw):
@@ -383,13 +359,7 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     best = xp.argmax(values.reshape(n, c, oh, ow, kh * kw), axis=-1)
     rows = row_choices[xp.arange(oh)[:, None], best // kw]
     cols = col_choices[xp.arange(ow), best % kw]
-    out = _gather_positions(x, rows, cols)
-    if added:
-        out = out.squeeze(0)
-    if not return_indices:
-        return out
-    indices = rows * w + cols
-    return out, Tensor(indices[0] if added else indices)
+    return _gather_maxima(x, rows, cols, added, return_indices)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
