@@ -161,7 +161,7 @@ class Graph:
             rows.append(
                 (
                     str(index),
-                    node.op.name,
+                    getattr(node.op, "label", node.op.name),
                     ", ".join(names),
                     f"{show_shape(out.shape)} {out.dtype}",
                     node.module or "-",

@@ -335,7 +335,7 @@ def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict)
                     )
                 )
                 graph.values[local] = _value(
-                    local, shape, first.dtypes[local], "op", first.names[local]
+                    local, shape, first.dtypes[local], "op", f"fill{local}"
                 )
                 continue
             if kind == "const" and any(

@@ -67,11 +67,27 @@ def promote(a, b):
 _FLOAT64 = np.dtype("float64")
 
 
+def _is_float64(value) -> bool:
+    dtype = getattr(value, "dtype", None)  # (NumPy reads `dtype == None` as the default, float64)
+    return dtype is not None and dtype == _FLOAT64
+
+
+def _keep_low_precision(array, out):
+    """A Python float does not widen a bfloat16 array in PyTorch; ml_dtypes widens it to
+    float32. Cast such a result back."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype.kind == "V" and out.dtype != dtype:
+        return out.astype(dtype)
+    return out
+
+
 def torch_dtype(ufunc, a, b, out):
     """``out = ufunc(a, b)`` again, with promoted operands, where NumPy widened to float64 and
     PyTorch would not (see ``promote``). The check costs one comparison on the common path;
     only the rare integer-meets-float32 call computes twice."""
     if out.dtype is not _FLOAT64:
+        if type(b) is float or type(a) is float:
+            return _keep_low_precision(a if type(b) is float else b, out)
         return out
     promoted_a, promoted_b = promote(a, b)
     if promoted_a is a and promoted_b is b:
@@ -590,7 +606,10 @@ class Where(Op):
     save_inputs = True
 
     def forward(self, ctx, xp, condition, a, b):
-        return xp.where(condition, a, b)
+        out = xp.where(condition, a, b)
+        if out.dtype is _FLOAT64 and not (_is_float64(a) or _is_float64(b)):
+            return out.astype(_default_float())  # Python floats alone: the default float dtype
+        return out
 
     def backward(self, ctx, grad):
         condition, a, b = ctx.inputs

@@ -39,7 +39,7 @@ class MatMul(Op):
                 help="the last dimension of the left operand must equal the second-to-last of the "
                 "right one; transpose an operand (x.T or x.swapaxes(-1, -2)) if needed",
             )
-        if _broadcast_batch(a.shape[:-2], b.shape[:-2]) is None:
+        if (a.ndim > 2 or b.ndim > 2) and _broadcast_batch(a.shape[:-2], b.shape[:-2]) is None:
             raise ShapeError(
                 f"[matmul] cannot multiply {tuple(a.shape)} by {tuple(b.shape)}: batch dimensions "
                 f"{tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} do not broadcast",

@@ -269,14 +269,15 @@ class Silu(Op):
 
     def forward(self, ctx, xp, x):
         x = as_float(x)
-        out = sigmoid_array(xp, x)
-        return in_place(xp.multiply, out, x)
+        # kept for backward, which would otherwise recompute it
+        ctx.sigmoid = sigmoid = sigmoid_array(xp, x)
+        return sigmoid * x
 
     def backward(self, ctx, grad):
-        # d/dx x s(x) = s + x s (1 - s) = s (1 + x (1 - s))
+        from ..autograd.tensor import Tensor
+
         (x,) = ctx.inputs
-        s = x.sigmoid()
-        return (grad * (s * (1 + x * (1 - s))),)
+        return (SILU_GRAD(grad, x, Tensor(ctx.sigmoid)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.node("Mul", [inputs[0], emit.node("Sigmoid", inputs)], output)
@@ -298,9 +299,7 @@ class Softplus(Op):
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        beta, threshold = ctx.attrs["beta"], ctx.attrs["threshold"]
-        scaled = x * beta if beta != 1 else x
-        return (grad.where(scaled > threshold, grad * scaled.sigmoid()),)
+        return (SOFTPLUS_GRAD(grad, x, **ctx.attrs),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         x, beta, threshold = inputs[0], attrs["beta"], attrs["threshold"]
@@ -326,28 +325,23 @@ class Gelu(Op):
             inner += 1
             inner *= x
             inner *= SQRT_2_OVER_PI
-            cdf = in_place(xp.tanh, inner)
-        else:
-            cdf = erf_array(xp, x * SQRT_HALF)
+            # the tanh is kept for backward (recomputing it is the costliest part of the gradient)
+            ctx.cache = tanh = in_place(xp.tanh, inner)
+            out = tanh + 1
+            out *= 0.5
+            out *= x
+            return out
+        cdf = erf_array(xp, x * SQRT_HALF)
         cdf += 1
         cdf *= 0.5
-        cdf *= x
-        return cdf
+        ctx.cache = cdf  # Phi(x), kept for backward
+        return cdf * x
 
     def backward(self, ctx, grad):
+        from ..autograd.tensor import Tensor
+
         (x,) = ctx.inputs
-        if ctx.attrs["approximate"] == "tanh":
-            # u = k (x + c x^3), t = tanh(u): d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) u'
-            x_squared = x * x
-            t = ((x_squared * GELU_TANH_CUBIC + 1) * x * SQRT_2_OVER_PI).tanh()
-            du = (x_squared * (3 * GELU_TANH_CUBIC) + 1) * SQRT_2_OVER_PI
-            derivative = ((t + 1) + x * (1 - t * t) * du) * 0.5
-        else:
-            # d/dx x Phi(x) = Phi(x) + x phi(x)
-            cdf = ((x * SQRT_HALF).erf() + 1) * 0.5
-            pdf = (x * x * -0.5).exp() * INV_SQRT_2PI
-            derivative = cdf + x * pdf
-        return (grad * derivative,)
+        return (GELU_GRAD(grad, x, Tensor(ctx.cache), **ctx.attrs),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         x, approximate = inputs[0], attrs["approximate"]
@@ -366,4 +360,117 @@ class Gelu(Op):
         emit.node("Mul", [half_x, cdf], output)
 
 
+# ----- gradients of the activations -------------------------------------------------------------
+# Each is one op instead of a chain of Tensor ops: a single pass of in-place array arithmetic,
+# reusing what the forward kept (tanh, Phi, sigmoid). Every one is linear in the upstream
+# gradient, so its gradient there is the op itself again; its gradient in x is written with Tensor
+# ops that recompute the kept values from x, so derivatives of every order stay exact.
+
+
+class GeluGrad(Op):
+    """``grad * gelu'(x)``.
+
+    Inputs: grad and x (one shape), and ``cache``, a constant Tensor of x's shape: tanh(u) of the
+    forward for ``approximate="tanh"`` (u = sqrt(2/pi) (x + 0.044715 x^3)), Phi(x) otherwise.
+    """
+
+    name, onnx = "gelu_grad", None
+
+    def forward(self, ctx, xp, grad, x, cache, *, approximate):
+        x = as_float(x)
+        derivative = x * x
+        if approximate == "tanh":
+            # 0.5 (1 + t) + 0.5 x (1 - t^2) u' = (1 + t) (0.5 + 0.5 x u' (1 - t)), with
+            # 0.5 u' = 0.5 k (1 + 3 c x^2)
+            derivative *= 1.5 * GELU_TANH_CUBIC * SQRT_2_OVER_PI
+            derivative += 0.5 * SQRT_2_OVER_PI
+            derivative *= x
+            derivative *= 1 - cache
+            derivative += 0.5
+            derivative *= cache + 1
+        else:
+            # Phi(x) + x phi(x)
+            derivative *= -0.5
+            derivative = in_place(xp.exp, derivative)
+            derivative *= INV_SQRT_2PI
+            derivative *= x
+            derivative += cache
+        derivative *= grad
+        return derivative
+
+    def backward(self, ctx, grad_of_output):
+        grad, x, cache = ctx.inputs
+        approximate = ctx.attrs["approximate"]
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = GELU_GRAD(grad_of_output, x, cache, approximate=approximate)
+        if x.requires_grad:
+            if approximate == "tanh":
+                # with w = 1 - t^2: gelu'' = w (u' + 0.5 x (u'' - 2 t u'^2))
+                x_squared = x * x
+                t = ((x_squared * GELU_TANH_CUBIC + 1) * x * SQRT_2_OVER_PI).tanh()
+                du = (x_squared * (3 * GELU_TANH_CUBIC) + 1) * SQRT_2_OVER_PI
+                ddu = x * (6 * GELU_TANH_CUBIC * SQRT_2_OVER_PI)
+                second = (1 - t * t) * (du + x * 0.5 * (ddu - t * du * du * 2))
+            else:
+                # gelu'' = phi(x) (2 - x^2)
+                x_squared = x * x
+                second = (x_squared * -0.5).exp() * INV_SQRT_2PI * (2 - x_squared)
+            grad_x = grad_of_output * grad * second
+        return grad_grad, grad_x, None
+
+
+class SiluGrad(Op):
+    """``grad * silu'(x)`` with silu' = s (1 + x (1 - s)); ``cache`` is the constant s = sigmoid(x)
+    of the forward."""
+
+    name, onnx = "silu_grad", None
+
+    def forward(self, ctx, xp, grad, x, cache):
+        derivative = 1 - cache
+        derivative *= as_float(x)
+        derivative += 1
+        derivative *= cache
+        derivative *= grad
+        return derivative
+
+    def backward(self, ctx, grad_of_output):
+        grad, x, cache = ctx.inputs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = SILU_GRAD(grad_of_output, x, cache)
+        if x.requires_grad:
+            # silu'' = s (1 - s) (2 + x (1 - 2 s))
+            s = x.sigmoid()
+            grad_x = grad_of_output * grad * (s * (1 - s) * (2 + x * (1 - 2 * s)))
+        return grad_grad, grad_x, None
+
+
+class SoftplusGrad(Op):
+    """``grad * sigmoid(beta x)``, and ``grad`` itself where beta x > threshold."""
+
+    name, onnx = "softplus_grad", None
+
+    def forward(self, ctx, xp, grad, x, *, beta, threshold):
+        x = as_float(x)
+        scaled = x * beta if beta != 1 else x
+        derivative = sigmoid_array(xp, scaled)
+        derivative *= grad
+        return xp.where(scaled > threshold, grad, derivative)
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        beta, threshold = ctx.attrs["beta"], ctx.attrs["threshold"]
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = SOFTPLUS_GRAD(grad_of_output, x, beta=beta, threshold=threshold)
+        if x.requires_grad:
+            scaled = x * beta if beta != 1 else x
+            s = scaled.sigmoid()
+            second = grad_of_output * grad * (s * (1 - s) * beta)
+            grad_x = second.where(scaled <= threshold, 0.0)
+        return grad_grad, grad_x
+
+
 ERF, SIGMOID, SILU, SOFTPLUS, GELU = Erf(), Sigmoid(), Silu(), Softplus(), Gelu()
+GELU_GRAD, SILU_GRAD, SOFTPLUS_GRAD = GeluGrad(), SiluGrad(), SoftplusGrad()

@@ -127,6 +127,7 @@ class OptimizerBase:
         self._step_pre_hooks: dict[int, Callable] = {}
         self._step_post_hooks: dict[int, Callable] = {}
         self._workspace: dict[tuple, list] = {}  # reusable work arrays, see _run_elementwise
+        self._work_views: dict[tuple, list] = {}  # shaped views of them, see _whole_work
         self._stepping = False
         if isinstance(params, Tensor):
             raise OptimizerError(
@@ -329,8 +330,13 @@ class OptimizerBase:
             work = [xp.empty_like(param) for _ in range(work_count)]
             update_fn(xp, *arrays, work, **scalars)
             return
-        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
         size = param.size
+        if size <= BLOCK_SIZE:
+            # One block: the whole arrays, in their own shape, with work arrays of that shape
+            # cached as views of the workspace (no per-call slicing or reshaping).
+            update_fn(np, *arrays, self._whole_work(param, work_count), **scalars)
+            return
+        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
         starts = range(0, size, BLOCK_SIZE)
         workers = min(get_num_threads(), len(starts)) if size >= _THREADED_MIN_SIZE else 1
         if workers == 1:
@@ -353,15 +359,30 @@ class OptimizerBase:
         for job in jobs:
             job.result()
 
-    def _run_blocks(self, update_fn, flat, starts, worker, work_count, scalars) -> None:
-        dtype = flat[0].dtype
-        size = flat[0].size
-        needed = min(BLOCK_SIZE, size)
+    def _work_arrays(self, worker: int, dtype, needed: int, work_count: int) -> list:
+        """The flat work arrays of ``worker`` (at least ``work_count`` of ``needed`` elements)."""
         key = (worker, dtype)
         work = self._workspace.get(key)
         if work is None or len(work) < work_count or work[0].size < needed:
             length = max(needed, work[0].size if work else 0)
-            work = self._workspace[key] = [np.empty(length, dtype) for _ in range(work_count)]
+            count = max(work_count, len(work) if work else 0)
+            work = self._workspace[key] = [np.empty(length, dtype) for _ in range(count)]
+            self._work_views.clear()  # views of the replaced arrays are stale
+        return work
+
+    def _whole_work(self, param, work_count: int) -> list:
+        """``work_count`` work arrays shaped like ``param`` (at most ``BLOCK_SIZE`` elements)."""
+        key = (param.shape, param.dtype, work_count)
+        views = self._work_views.get(key)
+        if views is None:
+            work = self._work_arrays(0, param.dtype, param.size, work_count)
+            views = [w[: param.size].reshape(param.shape) for w in work[:work_count]]
+            self._work_views[key] = views
+        return views
+
+    def _run_blocks(self, update_fn, flat, starts, worker, work_count, scalars) -> None:
+        size = flat[0].size
+        work = self._work_arrays(worker, flat[0].dtype, min(BLOCK_SIZE, size), work_count)
         for start in starts:
             stop = min(start + BLOCK_SIZE, size)
             block = tuple(None if a is None else a[start:stop] for a in flat)

@@ -181,7 +181,7 @@ def test_gradgradcheck_with_integer_inputs_and_explicit_weights():
     index = bai.tensor([1, 1, 0])
     x = leaf(2, 3)
     weights = [bai.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)]
-    assert gradgradcheck(lambda t, i: (t.getitem(i) ** 3), [x, index], weights) is True
+    assert gradgradcheck(lambda t, i: t.getitem(i) ** 3, [x, index], weights) is True
 
 
 def test_first_order_is_right_but_gradgradcheck_catches_a_detached_backward():
@@ -193,7 +193,9 @@ def test_first_order_is_right_but_gradgradcheck_catches_a_detached_backward():
     message = str(info.value)
     assert message.startswith("[gradcheck] Jacobian mismatch for output 0 w.r.t. input 0")
     # d(grad_x)/dx = 2 * w, but the detached rule gives 0
-    row, column = map(int, re.search(r"output element (\d+), input element (\d+)", message).groups())
+    row, column = map(
+        int, re.search(r"output element (\d+), input element (\d+)", message).groups()
+    )
     assert row == column
     analytic = float(re.search(r"analytic ([-\d.e+]+)", message).group(1))
     numerical = float(re.search(r"numerical ([-\d.e+]+)", message).group(1))

@@ -253,3 +253,15 @@ def test_optimized_graphs_export_fused_kernels():
     model = export_onnx(static)
     x = np.random.default_rng(0).standard_normal((4, 3)).astype(F32)
     np.testing.assert_allclose(run_onnxruntime(model, x)[0], static(x).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [17, 18, 20])
+def test_opsets_with_reduction_axes_as_inputs_and_native_gelu(opset):
+    def function(x):
+        return x.gelu().mean(axis=1) + x.max(axis=1) + x.logsumexp(axis=1) + x.var(axis=1)
+
+    static = freeze(function, [TensorSpec((None, 5))])
+    xfail_if_pending(static)
+    model = export_onnx(static, opset=opset)
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(F32)
+    np.testing.assert_allclose(run_onnxruntime(model, x)[0], static(x).numpy(), atol=1e-5)

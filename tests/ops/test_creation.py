@@ -240,9 +240,7 @@ def test_explicit_generator_is_independent_of_the_default_one():
     bai.manual_seed(123)
     np.testing.assert_array_equal(bai.rand(5, generator=bai.Generator(7)).numpy(), explicit)
     ints = bai.randint(0, 9, (6,), generator=bai.Generator(3)).numpy()
-    np.testing.assert_array_equal(
-        bai.randint(0, 9, (6,), generator=bai.Generator(3)).numpy(), ints
-    )
+    np.testing.assert_array_equal(bai.randint(0, 9, (6,), generator=bai.Generator(3)).numpy(), ints)
 
 
 # ----- *_like -----------------------------------------------------------------------------------
@@ -253,9 +251,7 @@ def test_like_factories_keep_shape_and_dtype(dtype):
     source = bai.tensor(np.zeros((2, 3), dtype=dtype))
     np.testing.assert_array_equal(bai.zeros_like(source).numpy(), np.zeros_like(source.numpy()))
     np.testing.assert_array_equal(bai.ones_like(source).numpy(), np.ones_like(source.numpy()))
-    np.testing.assert_array_equal(
-        bai.full_like(source, 1).numpy(), np.full_like(source.numpy(), 1)
-    )
+    np.testing.assert_array_equal(bai.full_like(source, 1).numpy(), np.full_like(source.numpy(), 1))
     for made in (bai.zeros_like(source), bai.ones_like(source), bai.full_like(source, 1)):
         assert made.shape == (2, 3) and made.dtype == source.dtype
 
