@@ -11,7 +11,8 @@ import numbers
 from ..autograd.tensor import Tensor
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
-from ..functions.nn import dropout, dropout_mask
+from ..functions.nn import dropout
+from .functional.dropout import dropout1d, dropout2d, dropout3d
 from .module import Module
 
 # `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed out of
@@ -49,20 +50,18 @@ class _ChannelDropout(_DropoutNd):
 
     # input rank -> how many leading axes the mask keeps ((N, C) or (C,)); the rest are positions
     _mask_axes: dict[int, int] = {}
+    _function = None  # the functional form: dropout1d / dropout2d / dropout3d
     _layout = ""
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
-        kept = self._mask_axes.get(x.ndim)
-        if kept is None:
+        if x.ndim not in self._mask_axes:
             raise ShapeError(
                 f"[{type(self).__name__}] expects input {self._layout}, got shape {tuple(x.shape)}",
                 help="channel dropout zeroes whole feature maps; use Dropout for single elements",
             )
-        mask_shape = tuple(x.shape[:kept]) + (1,) * (x.ndim - kept)
-        mask = dropout_mask(mask_shape, self.p, self.generator, x.device)
-        return dropout(x, self.p, True, mask=mask)
+        return type(self)._function(x, self.p, True, self.generator)
 
 
 class Dropout1d(_ChannelDropout):
@@ -71,6 +70,7 @@ class Dropout1d(_ChannelDropout):
 
     _mask_axes = {2: 1, 3: 2}
     _layout = "(N, C, L) or (C, L)"
+    _function = staticmethod(dropout1d)
 
 
 class Dropout2d(_ChannelDropout):
@@ -80,6 +80,7 @@ class Dropout2d(_ChannelDropout):
 
     _mask_axes = {3: 2, 4: 2}
     _layout = "(N, C, H, W) or (N, C, L)"
+    _function = staticmethod(dropout2d)
 
 
 class Dropout3d(_ChannelDropout):
@@ -87,6 +88,7 @@ class Dropout3d(_ChannelDropout):
 
     _mask_axes = {4: 1, 5: 2}
     _layout = "(N, C, D, H, W) or (C, D, H, W)"
+    _function = staticmethod(dropout3d)
 
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]

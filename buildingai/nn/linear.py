@@ -6,9 +6,9 @@ import math
 
 from .. import functions
 from ..autograd.tensor import Tensor
-from ..errors import ShapeError
 from . import init
 from ._utils import empty_parameter, init_like_linear_
+from .functional.linear import bilinear
 from .module import Module
 
 
@@ -90,26 +90,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
-        in1, in2, out = self.in1_features, self.in2_features, self.out_features
-        if (
-            x1.ndim == 0
-            or x2.ndim == 0
-            or x1.shape[-1] != in1
-            or x2.shape[-1] != in2
-            or x1.shape[:-1] != x2.shape[:-1]
-        ):
-            raise ShapeError(
-                f"[Bilinear] expects x1 (*, {in1}) and x2 (*, {in2}) with the same leading "
-                f"dimensions, got {tuple(x1.shape)} and {tuple(x2.shape)}"
-            )
-        lead = tuple(x1.shape[:-1])
-        rows = math.prod(lead)
-        # Contract i with one GEMM: (N, in1) @ (in1, out * in2) -> (N, out, in2) ...
-        weight = self.weight.permute(1, 0, 2).reshape(in1, out * in2)
-        partial = (x1.reshape(rows, in1) @ weight).reshape(rows, out, in2)
-        # ... then j with a batched matrix-vector product: (N, out, in2) @ (N, in2, 1).
-        y = (partial @ x2.reshape(rows, in2, 1)).reshape(lead + (out,))
-        return y if self.bias is None else y + self.bias
+        return bilinear(x1, x2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

@@ -433,8 +433,12 @@ def check_shape(tensor: Any, spec: str, name: str = "tensor") -> Any:
     ``check_shape`` has a fresh scope, so only the rank, the literal sizes and repeated names
     within this one spec are checked. ``name`` says which tensor it is in the error message.
 
-    It checks whenever it is called, like an assertion; it does not depend on the switch.
+    Like the ``@shapes`` contracts it checks only while shape checks are on (off by default:
+    ``enable_shape_checks(True)``, ``with shape_checks():`` or ``BUILDINGAI_CHECK_SHAPES=1``),
+    so it costs one flag test in production.
     """
+    if not _enabled:
+        return tensor
     if not isinstance(spec, str):
         raise ShapeSpecError(
             f"[shapes] the shape spec must be a string, got {type(spec).__name__}",

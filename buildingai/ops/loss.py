@@ -1,4 +1,5 @@
-"""Loss primitive: element-wise binary cross-entropy on probabilities.
+"""Loss primitives: element-wise binary cross-entropy on probabilities, and cross-entropy on
+logits with class-index targets fused into one op.
 
 ``binary_cross_entropy`` is one op rather than a composite because its PyTorch semantics cannot be
 composed faithfully from log and clamp: the logarithms are clamped to >= -100 (so a probability of
@@ -49,3 +50,103 @@ class BinaryCrossEntropy(Op):
 
 
 BINARY_CROSS_ENTROPY = BinaryCrossEntropy()
+
+
+class CrossEntropy(Op):
+    """``log_softmax`` and the negative log-likelihood of the target classes in one op.
+
+    x: logits (C,), (N, C) or (N, C, d1, ...) with the classes along ``axis``; target: class
+    indices shaped like x without that axis (entries equal to ``ignore_index`` count for nothing);
+    weight (optional, (C,), a constant): per-class weights. -> per-sample losses (``"none"``) or
+    their sum, or their weighted mean (``"mean"``: divided by the summed weights of the counted
+    targets, nan when there are none). Targets are validated by the caller. The gradient,
+    ``(softmax(x) - one_hot(target)) * weight[target] / normalizer``, is the ``cross_entropy_grad``
+    op, built from the softmax the forward kept.
+    """
+
+    name, onnx = "cross_entropy", None  # an exporter writes LogSoftmax + NegativeLogLikelihoodLoss
+
+    def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
+        shifted = x - x.max(axis=axis, keepdims=True)
+        probs = xp.exp(shifted)
+        total = probs.sum(axis=axis, keepdims=True)
+        probs /= total
+        valid = target != ignore_index
+        safe = xp.expand_dims(xp.where(valid, target, 0), axis)
+        picked = xp.take_along_axis(shifted, safe, axis=axis) - xp.log(total)
+        # the weight of each sample: 0 where ignored
+        if weight is None:
+            scale = valid.astype(x.dtype)
+        else:
+            scale = xp.where(valid, weight.astype(x.dtype, copy=False)[safe.squeeze(axis)], 0)
+            scale = scale.astype(x.dtype, copy=False)
+        losses = picked.squeeze(axis) * -scale
+        if reduction == "none":
+            out = losses
+        else:
+            out = losses.sum()
+            if reduction == "mean":
+                normalizer = scale.sum()
+                with xp.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
+                    out = out / normalizer
+                    # ignored samples get no gradient even then (as with the composite form)
+                    scale = xp.where(valid, scale / normalizer, 0).astype(x.dtype, copy=False)
+        ctx.probs, ctx.index, ctx.scale = probs, safe, scale
+        return xp.asarray(out, dtype=x.dtype)
+
+    def backward(self, ctx, grad):
+        from ..autograd.tensor import Tensor
+
+        x = ctx.inputs[0]
+        grad_x = CROSS_ENTROPY_GRAD(
+            grad,
+            x,
+            Tensor(ctx.probs),
+            Tensor(ctx.scale),
+            index=ctx.index,
+            axis=ctx.attrs["axis"],
+        )
+        return (grad_x,) + (None,) * (len(ctx.inputs) - 1)
+
+
+class CrossEntropyGrad(Op):
+    """The gradient of ``cross_entropy``: ``(p - one_hot) * expand(grad * scale)`` along ``axis``.
+
+    Inputs: grad (the loss's gradient, () or the target's shape), x (the logits), probs
+    (softmax(x) kept by the forward, a constant) and scale (per-sample weight over the
+    normalizer, a constant); ``index``: the target classes, x's shape with 1 along ``axis``. Linear
+    in grad; the gradient in x goes through softmax written with Tensor ops, so derivatives of
+    every order are exact.
+    """
+
+    name, onnx = "cross_entropy_grad", None
+
+    def forward(self, ctx, xp, grad, x, probs, scale, *, index, axis):
+        coefficient = xp.expand_dims(grad * scale, axis)  # x's shape with 1 along the axis
+        out = probs * coefficient
+        at_target = xp.take_along_axis(out, index, axis=axis)
+        at_target -= coefficient
+        xp.put_along_axis(out, index, at_target, axis=axis)
+        return out
+
+    def backward(self, ctx, grad_of_output):
+        from ..autograd.tensor import Tensor
+
+        grad, x, _, scale = ctx.inputs
+        axis, index = ctx.attrs["axis"], ctx.attrs["index"]
+        probs = x.softmax(axis=axis)
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            # sum over classes of grad_of_output * (p - one_hot), times scale
+            along = (grad_of_output * probs).sum(axis=axis) - grad_of_output.take_along_axis(
+                Tensor(index), axis=axis
+            ).squeeze(axis)
+            grad_grad = along * scale
+        if x.requires_grad:
+            # the transposed Jacobian of softmax applied to v = grad_of_output * coefficient
+            v = grad_of_output * (grad * scale).unsqueeze(axis)
+            grad_x = probs * (v - (probs * v).sum(axis=axis, keepdims=True))
+        return grad_grad, grad_x, None, None
+
+
+CROSS_ENTROPY, CROSS_ENTROPY_GRAD = CrossEntropy(), CrossEntropyGrad()

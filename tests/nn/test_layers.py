@@ -122,7 +122,7 @@ def test_bilinear_init_and_errors():
     assert layer.weight.shape == (200, 16, 3)
     assert np.abs(layer.weight.numpy()).max() <= 0.25 and np.abs(layer.bias.numpy()).max() <= 0.25
     with pytest.raises(
-        bai.ShapeError, match=r"\[Bilinear\] expects x1 \(\*, 16\) and x2 \(\*, 3\)"
+        bai.ShapeError, match=r"\[bilinear\] expects x1 \(\*, 16\) and x2 \(\*, 3\)"
     ):
         layer(bai.zeros(4, 16), bai.zeros(5, 3))
     with pytest.raises(ValueError, match="in1_features must be > 0"):

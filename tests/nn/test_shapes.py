@@ -252,7 +252,7 @@ def test_check_shape_binds_into_the_current_call(checks_on):
     )
 
 
-def test_check_shape_outside_a_call_uses_a_fresh_scope():
+def test_check_shape_outside_a_call_uses_a_fresh_scope(checks_on):
     x = t(3, 3)
     assert check_shape(x, "n n") is x
     assert check_shape(x, "n, m") is x
@@ -269,7 +269,7 @@ def test_check_shape_outside_a_call_uses_a_fresh_scope():
         check_shape(t(3, 4), "2 ...")
 
 
-def test_check_shape_spec_errors():
+def test_check_shape_spec_errors(checks_on):
     with pytest.raises(ShapeSpecError, match="must be a string, got tuple"):
         check_shape(t(2), ("n",))
     with pytest.raises(ShapeSpecError, match="has 2 variadic parts"):
@@ -278,9 +278,12 @@ def test_check_shape_spec_errors():
         check_shape(t(2), "-1")
 
 
-def test_check_shape_works_when_checks_are_off():
-    with shape_checks(False), pytest.raises(ShapeError, match="needs 1"):
-        check_shape(t(3, 4), "n")
+def test_check_shape_follows_the_switch():
+    x = t(3, 4)
+    with shape_checks(False):
+        assert check_shape(x, "n") is x  # off: not checked
+    with shape_checks(True), pytest.raises(ShapeError, match="needs 1"):
+        check_shape(x, "n")
 
 
 # ----- the switch -----------------------------------------------------------------------------

@@ -654,8 +654,6 @@ def test_classifier_dropout_in_training_only():
 
 
 def test_classifier_errors():
-    with pytest.raises(TypeError, match="in_features"):
-        DenseClassifier(10)  # in_features is required
     with pytest.raises(ArgumentError, match="in_features must be a positive int, got 0"):
         DenseClassifier(10, in_features=0)
     with pytest.raises(ArgumentError, match="num_classes must be a positive int"):
@@ -748,3 +746,29 @@ def test_pipeline_with_class_token_pooling_and_state_dict_round_trip():
 def test_pipeline_needs_an_encoder_with_out_channels():
     with pytest.raises(ArgumentError, match=r"encoder \(Linear\) has no integer out_channels"):
         image_classifier(bai.nn.Linear(3, 4), 10)
+
+
+def test_lazy_classifier_follows_either_encoder_unchanged():
+    """DenseClassifier(num_classes) sizes itself on its first call, so the same pipeline takes a
+    ResNet (64 channels) or a ViT (48-dim tokens) without touching the other parts."""
+    from buildingai.nn import (
+        AdaptiveAvgPooler,
+        DenseClassifier,
+        ResNetEncoder,
+        Sequential,
+        VisionTransformer,
+    )
+
+    images = bai.randn(2, 3, 32, 32)
+    for encoder in (
+        ResNetEncoder(blocks=[1, 1], block="basic", widths=(8, 64), stem="cifar"),
+        VisionTransformer(image_size=32, patch_size=8, dim=48, depth=1, heads=4, mlp_dim=64),
+    ):
+        classifier = DenseClassifier(10, hidden=16)
+        assert list(classifier.parameters()) == []
+        model = Sequential(encoder, AdaptiveAvgPooler(), classifier)
+        logits = model(images)
+        assert logits.shape == (2, 10)
+        assert classifier.in_features == encoder.out_channels
+        assert classifier.fc.weight.shape == (10, 16)
+        assert len(list(classifier.parameters())) == 4

@@ -1,10 +1,22 @@
 """The functional layer: every layer's math as a plain function of tensors, composed from the
 primitives (``import buildingai.nn.functional as F``)."""
 
+from ...functions.elementwise import (
+    gelu,
+    leaky_relu,
+    relu,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+)
+from ...functions.index import one_hot
 from ...functions.linalg import linear
 from ...functions.nn import dropout, embedding, log_softmax, softmax
 from .attention import *
 from .conv import *
+from .dropout import *
+from .linear import *
 from .loss import *
 from .norm import *
 from .pool import *

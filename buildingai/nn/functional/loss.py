@@ -306,6 +306,26 @@ def cross_entropy(
     axis = _class_axis("cross_entropy", input)
     classes = input.shape[axis]
     _check_weight("cross_entropy", weight, classes)
+    class_targets = not (tuple(target.shape) == tuple(input.shape) and target.dtype.kind in "fV")
+    if (
+        class_targets
+        and label_smoothing == 0.0
+        and classes > 0
+        and input.dtype.kind in "fV"
+        and (weight is None or not weight.requires_grad)
+    ):
+        # the common case as one op: no log-probabilities tensor, gradient softmax - one_hot
+        _check_class_targets("cross_entropy", input, target, axis, ignore_index)
+        weights = () if weight is None else (weight,)
+        return apply(
+            ops.CROSS_ENTROPY,
+            input,
+            target,
+            *weights,
+            axis=axis,
+            ignore_index=ignore_index,
+            reduction=reduction,
+        )
     log_probs = log_softmax(input, axis=axis)
     weight_view = None
     if weight is not None:

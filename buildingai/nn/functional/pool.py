@@ -1,10 +1,10 @@
 """Pooling as functions: max, average and adaptive pooling in 1-D and 2-D.
 
-Every pool is a composite of differentiable primitives, so gradients of any order need no new
-backward code:
+Every pool but max pooling is a composite of differentiable primitives, so gradients of any order
+need no new backward code:
 
-- max pooling finds each window's argmax on the raw array (no graph), then gathers those
-  elements with an advanced index, whose gradient scatters back to the winners;
+- max pooling is the ``max_pool2d`` primitive (``ops/pool.py``), whose gradient puts each output
+  gradient on its window's first maximum, one kernel offset at a time;
 - average pooling is a depthwise convolution with a constant kernel, divided by each window's
   element count;
 - adaptive average pooling is a reshape-mean when the sizes divide, else a product with
@@ -24,7 +24,7 @@ from ...backend.device import array_namespace
 from ...errors import ShapeError
 from ...functions.shape import pad as _pad
 from ...ops import conv as conv_ops
-from ...ops.conv import windows
+from ...ops import pool as pool_ops
 from ._args import _batched, _pair, _single
 
 __all__ = [
@@ -43,13 +43,8 @@ __all__ = [
 
 
 def _pool_size(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil: bool):
-    """Output length along one axis, as PyTorch computes it: with ``ceil`` a last partial window
-    counts, unless it would start in the right padding."""
-    span = size + 2 * padding - dilation * (kernel - 1) - 1
-    out = (-(-span // stride) if ceil else span // stride) + 1
-    if ceil and (out - 1) * stride >= size + padding:
-        out -= 1
-    return out
+    """Output length along one axis, as PyTorch computes it (see ``ops.pool``)."""
+    return pool_ops.pool_output_size(size, kernel, stride, padding, dilation, ceil)
 
 
 def _pool_geometry(op: str, x: Tensor, kernel, stride, padding, dilation, ceil_mode):
@@ -127,31 +122,18 @@ def max_pool2d(
     stride = None if stride is None or stride == () else _pair(stride, "stride", op)
     padding = _pair(padding, "padding", op)
     dilation = _pair(dilation, "dilation", op)
-    stride, out_hw = _pool_geometry(op, x, kernel, stride, padding, dilation, ceil_mode)
-    rows, cols = _window_argmax(x.data, kernel, stride, padding, dilation, out_hw)
-    return _gather_maxima(x, rows, cols, added, return_indices)
-
-
-def _window_argmax(data, kernel, stride, padding, dilation, out_hw):
-    """Row and column (in the unpadded input) of each window's first maximum, (N, C, Ho, Wo)."""
-    xp = array_namespace(data)
-    n, c, h, w = data.shape
-    kh, kw = kernel
-    # -inf padding on the left/top, and on the right/bottom as far as the last window reaches.
-    extra = [
-        max(0, (out_hw[a] - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - padding[a] - size)
-        for a, size in enumerate((h, w))
-    ]
-    low = -xp.inf if data.dtype.kind in "fV" else xp.iinfo(data.dtype).min
-    padded = xp.full((n, c, h + padding[0] + extra[0], w + padding[1] + extra[1]), low, data.dtype)
-    padded[:, :, padding[0] : padding[0] + h, padding[1] : padding[1] + w] = data
-    view = windows(xp, padded, kernel, out_hw, stride, dilation)  # (N, C, kh, kw, Ho, Wo)
-    flat = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, out_hw[0], out_hw[1], kh * kw)
-    best = xp.argmax(flat, axis=-1)  # first maximum; NaN wins, as in PyTorch
-    rows = xp.arange(out_hw[0]).reshape(-1, 1) * stride[0] - padding[0] + best // kw * dilation[0]
-    cols = xp.arange(out_hw[1]) * stride[1] - padding[1] + best % kw * dilation[1]
-    # A window of only -inf inputs may pick padding: point it at a real (equally -inf) element.
-    return xp.clip(rows, 0, h - 1), xp.clip(cols, 0, w - 1)
+    stride, _ = _pool_geometry(op, x, kernel, stride, padding, dilation, ceil_mode)
+    geometry = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    out = apply(pool_ops.MAX_POOL2D, x, ceil_mode=ceil_mode, **geometry)
+    if return_indices:
+        xp = array_namespace(x.data)
+        choice = pool_ops.window_choice(xp, x.data, out.data, **geometry)
+        indices = Tensor(pool_ops.pooled_indices(xp, choice, x.shape[2:], **geometry))
+    if added:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    return out, (Tensor(indices.data[0]) if added else indices)
 
 
 def max_pool1d(

@@ -65,10 +65,13 @@ class DenseClassifier(Module):
     ``Linear -> activation`` per hidden width (``mlp``); ``fc`` then gives the logits.
     ``dropout`` is applied to the input of every Linear layer, in training only.
 
-    ``in_features`` is required (keyword): pass the encoder's ``out_channels``, or let
-    ``image_classifier`` do it. The last layer is named ``fc``, as in torchvision's ResNet, so
-    the ``fc.*`` entries of a torchvision state dict load into ``DenseClassifier(1000,
-    in_features=512)`` directly.
+    ``in_features`` may be given (the encoder's ``out_channels``) or left out: then the layers
+    are created on the first call, sized from the features they receive, so the same classifier
+    follows a ResNet or a Vision Transformer encoder unchanged. As with PyTorch's lazy modules,
+    run one batch through the model before building the optimizer (the parameters do not exist
+    before that call, and ``parameters()`` is empty). The last layer is named ``fc``, as in
+    torchvision's ResNet, so the ``fc.*`` entries of a torchvision state dict load into
+    ``DenseClassifier(1000, in_features=512)`` directly.
     """
 
     def __init__(
@@ -77,7 +80,7 @@ class DenseClassifier(Module):
         hidden: int | Sequence[int] | None = None,
         dropout: float = 0.0,
         *,
-        in_features: int,
+        in_features: int | None = None,
         activation: str = "relu",
         dtype=None,
         device=None,
@@ -86,10 +89,13 @@ class DenseClassifier(Module):
         hidden_sizes = () if hidden is None else (hidden,) if isinstance(hidden, int) else hidden
         hidden_sizes = tuple(hidden_sizes)
         for name, value in [("num_classes", num_classes), ("in_features", in_features)]:
+            if value is None and name == "in_features":
+                continue
             if not isinstance(value, int) or value < 1:
                 raise ArgumentError(
                     f"[DenseClassifier] {name} must be a positive int, got {value!r}",
-                    help="in_features is the encoder's out_channels (e.g. encoder.out_channels)",
+                    help="in_features is the encoder's out_channels (or leave it out to size "
+                    "the classifier on its first call)",
                 )
         if not all(isinstance(h, int) and h >= 1 for h in hidden_sizes):
             raise ArgumentError(
@@ -100,20 +106,29 @@ class DenseClassifier(Module):
             raise ArgumentError(
                 f"[DenseClassifier] activation must be 'relu' or 'gelu', got {activation!r}"
             )
-        options = {"dtype": dtype, "device": device}
         self.num_classes = num_classes
         self.in_features = in_features
         self.hidden_sizes = hidden_sizes
+        self._build_options = (dropout, activation, {"dtype": dtype, "device": device})
+        self.dropout = Dropout(dropout)
+        if in_features is not None:
+            self._build(in_features)
+
+    def _build(self, in_features: int) -> None:
+        """Create ``mlp`` and ``fc`` for features of width ``in_features``."""
+        dropout, activation, options = self._build_options
         layers = []
         width = in_features
-        for size in hidden_sizes:
+        for size in self.hidden_sizes:
             layers += [Dropout(dropout), Linear(width, size, **options), _ACTIVATIONS[activation]()]
             width = size
+        self.in_features = in_features
         self.mlp = Sequential(*layers) if layers else Identity()
-        self.dropout = Dropout(dropout)
-        self.fc = Linear(width, num_classes, **options)
+        self.fc = Linear(width, self.num_classes, **options)
 
     def forward(self, features: Tensor) -> Tensor:
+        if self.in_features is None and features.ndim >= 1:
+            self._build(features.shape[-1])  # first call of a lazily sized classifier
         if features.ndim == 0 or features.shape[-1] != self.in_features:
             hint = (
                 "pool the encoder's output first (AdaptiveAvgPooler)"
@@ -128,7 +143,8 @@ class DenseClassifier(Module):
         return self.fc(self.dropout(self.mlp(features)))  # (*, num_classes)
 
     def extra_repr(self) -> str:
-        text = f"in_features={self.in_features}, num_classes={self.num_classes}"
+        size = "lazy" if self.in_features is None else self.in_features
+        text = f"in_features={size}, num_classes={self.num_classes}"
         if self.hidden_sizes:
             text += f", hidden={list(self.hidden_sizes)}"
         return text
