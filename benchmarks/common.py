@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 
 
-def measure(candidates: dict[str, Callable[[], None]], repeats: int = 7, number: int = 100,
-            warmup: int = 1) -> dict[str, dict[str, float]]:
+def measure(
+    candidates: dict[str, Callable[[], None]], repeats: int = 7, number: int = 100, warmup: int = 1
+) -> dict[str, dict[str, float]]:
     """Time each callable ``number`` times per repetition, interleaving the candidates.
 
     Returns ``{name: {"median": s, "min": s, "max": s}}`` in seconds per call.
@@ -34,6 +35,26 @@ def measure(candidates: dict[str, Callable[[], None]], repeats: int = 7, number:
         name: {"median": statistics.median(values), "min": min(values), "max": max(values)}
         for name, values in samples.items()
     }
+
+
+def set_threads(threads: int | None) -> int | None:
+    """Give BuildingAI/NumPy (BLAS, via threadpoolctl) and PyTorch the same thread count, so a
+    comparison is like for like. None leaves both libraries at their defaults."""
+    if threads is None:
+        return None
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(threads)
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        pass
+    return threads
 
 
 def environment() -> dict:

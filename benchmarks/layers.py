@@ -16,7 +16,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import environment, format_table, measure
+from .common import environment, format_table, measure, set_threads
 
 # ----- conv2d -----------------------------------------------------------------------------------
 
@@ -185,7 +185,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     parser.add_argument("--json", action="store_true", help="also print the records as JSON")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="BLAS and PyTorch threads, set alike (default 1)"
+    )
     args = parser.parse_args(argv)
+    set_threads(args.threads)
     records = run(args.quick)
     rows = [
         [
