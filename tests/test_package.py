@@ -43,3 +43,16 @@ def test_repr_shows_grad_state():
     assert "requires_grad=True" in repr(x)
     assert "grad_fn=<mul>" in repr(x * 2.0)
     assert "dtype=float64" in repr(bai.tensor(np.zeros(2)))
+
+
+def test_functional_names_are_functions_not_submodules():
+    """A submodule of nn.functional named like a function would hide it (F.linear, F.dropout)."""
+    import types
+
+    import buildingai.nn.functional as F
+
+    for name in ["linear", "dropout", "bilinear", "conv2d", "max_pool2d", "layer_norm",
+                 "cross_entropy", "scaled_dot_product_attention", "lstm", "relu", "softmax",
+                 "embedding", "one_hot", "dropout2d"]:  # fmt: skip
+        value = getattr(F, name)
+        assert callable(value) and not isinstance(value, types.ModuleType), name

@@ -12,7 +12,7 @@ from ..autograd.tensor import Tensor
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..functions.nn import dropout
-from .functional.dropout import dropout1d, dropout2d, dropout3d
+from .functional.channel_dropout import dropout1d, dropout2d, dropout3d
 from .module import Module
 
 # `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed out of

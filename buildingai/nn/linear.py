@@ -8,7 +8,7 @@ from .. import functions
 from ..autograd.tensor import Tensor
 from . import init
 from ._utils import empty_parameter, init_like_linear_
-from .functional.linear import bilinear
+from .functional.bilinear import bilinear
 from .module import Module
 
 

@@ -511,7 +511,14 @@ class Relu(Op):
         return xp.maximum(x, 0)  # NaN stays NaN
 
     def backward(self, ctx, grad):
-        return (grad.where(ctx.output > 0, 0.0),)
+        kept = ctx.output > 0
+        data = grad.data
+        # NumPy's where over an irregular mask runs about 10x slower than a product with it; the
+        # product equals where's result unless an inf or NaN gradient lands where the mask is
+        # off (0 * inf is NaN), so it is taken when every gradient is finite.
+        if type(data) is np.ndarray and data.dtype.kind == "f" and bool(np.isfinite(data).all()):
+            return (grad * kept,)
+        return (grad.where(kept, 0.0),)
 
 
 class LeakyRelu(Op):

@@ -19,6 +19,8 @@ spatial ``(H, W)`` of the image it produces.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend.device import array_namespace
 from .base import Op
 
@@ -129,6 +131,18 @@ def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
     return rows * size_hw[1] + cols
 
 
+def _all_finite(xp, array) -> bool:
+    """Whether ``_masked`` may multiply: NumPy arrays of finite floats only (NumPy's where over an
+    irregular mask runs about 10x slower than a product with it; CuPy's does not)."""
+    return type(array) is np.ndarray and array.dtype.kind == "f" and bool(np.isfinite(array).all())
+
+
+def _masked(xp, mask, values, finite: bool):
+    """``values`` where ``mask``, else 0. The product with the mask is the same unless an inf or
+    NaN value sits where the mask is off (0 * inf is NaN), which ``finite`` rules out."""
+    return values * mask if finite else xp.where(mask, values, 0)
+
+
 # ----- the records --------------------------------------------------------------------------------
 
 
@@ -179,10 +193,10 @@ class MaxPool2dScatter(Op):
         out_hw = grad.shape[2:]
         geometry = _geometry(input_size, out_hw, kernel, stride, padding, dilation)
         padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
+        finite = _all_finite(xp, grad)
         disjoint = all(stride[a] >= dilation[a] * (kernel[a] - 1) + 1 for a in range(2))
         for index, _, _, rows, cols in _offsets(kernel, stride, dilation, out_hw):
-            # where, not a product with a mask: an inf or NaN gradient stays on its winner
-            picked = xp.where(choice == index, grad, 0)
+            picked = _masked(xp, choice == index, grad, finite)
             if disjoint:  # every position belongs to at most one window: no add needed
                 padded[:, :, rows, cols] = picked
             else:

@@ -14,9 +14,9 @@ from ...functions.index import one_hot
 from ...functions.linalg import linear
 from ...functions.nn import dropout, embedding, log_softmax, softmax
 from .attention import *
+from .bilinear import *
+from .channel_dropout import *
 from .conv import *
-from .dropout import *
-from .linear import *
 from .loss import *
 from .norm import *
 from .pool import *
