@@ -4,7 +4,9 @@
     python examples/mnist_cnn.py --plain            # the same training as a plain loop
     python examples/mnist_cnn.py epochs=1 model.channels=[16,32]
 
-Result observed here: RESULT_PLACEHOLDER
+Result observed here (Trainer, the config as given with eval_batch_size=500; 2 CPU cores
+shared with two other trainings, OPENBLAS_NUM_THREADS=1): test accuracy 0.9851, 0.9913, 0.9924
+after epochs 1-3; 99.24% in 2139 s in all (about 1 step/s on that loaded machine).
 """
 
 from __future__ import annotations
