@@ -6,7 +6,9 @@
 
 The model and both loops are those of ``mnist_cnn.py``; only the data and the config change.
 
-Result observed here: RESULT_PLACEHOLDER
+Result observed here (Trainer, the config as given with eval_batch_size=500; 2 CPU cores
+shared with two other trainings, OPENBLAS_NUM_THREADS=1): test accuracy 0.8844, 0.9060, 0.9131,
+0.9154 after epochs 1-4; 91.54% in 2303 s in all.
 """
 
 from __future__ import annotations

@@ -8,7 +8,14 @@ next to a TF-IDF logistic-regression baseline computed with NumPy on the same sp
 Model: token embedding + sinusoidal positions -> 2 encoder layers (4 heads,
 d=64, feed-forward 128, dropout) -> mean over real tokens -> Linear(64, 2).
 
-Result observed here: RESULT_PLACEHOLDER
+Result observed here (Trainer, the config as given; 2 CPU cores shared with other jobs,
+OPENBLAS_NUM_THREADS=1), on the library's fixed by-movie split (10,348 train, 2,460 test):
+
+- TF-IDF logistic regression (words and word pairs, NumPy, below): 77.56% test accuracy, 8 s.
+- This Transformer: test accuracy 0.679, 0.709, 0.732, 0.755, 0.754, 0.746, 0.748, 0.751 after
+  epochs 1-8; 75.08% at the end, in 721 s. It stays about 2.5 points below the baseline: on ten
+  thousand short snippets, word-pair counts are hard to beat for a model trained from scratch.
+  An earlier setting (5 epochs, lr 2e-3) ended at 73.2%.
 """
 
 from __future__ import annotations

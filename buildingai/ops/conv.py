@@ -292,6 +292,18 @@ class Conv2d(Op):
             grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), **attrs)
         return grad_x, grad_w
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        (ph, pw), (sh, sw), (dh, dw) = attrs["padding"], attrs["stride"], attrs["dilation"]
+        emit.node(
+            "Conv",
+            inputs,
+            output,
+            pads=[int(ph), int(pw), int(ph), int(pw)],
+            strides=[int(sh), int(sw)],
+            dilations=[int(dh), int(dw)],
+            group=int(attrs["groups"]),
+        )
+
 
 class Conv2dInputGrad(Op):
     """The transposed convolution (gradient of conv2d with respect to its input).

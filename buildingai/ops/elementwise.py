@@ -124,6 +124,11 @@ def _refuse_integer_zero_division(op, divisor) -> None:
         )
 
 
+def _scalar_array(value, dtype):
+    """A Python scalar as a 0-d array of ``dtype`` (for ONNX initializers)."""
+    return np.asarray(value, dtype=dtype)
+
+
 # ----- arithmetic ---------------------------------------------------------------------------------
 
 
@@ -137,6 +142,9 @@ class Add(Op):
     def backward(self, ctx, grad):
         return grad, grad
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Add", inputs, output)
+
 
 class Sub(Op):
     name, onnx = "sub", "Sub"
@@ -148,6 +156,9 @@ class Sub(Op):
     def backward(self, ctx, grad):
         return grad, -grad
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Sub", inputs, output)
+
 
 class Mul(Op):
     name, onnx = "mul", "Mul"
@@ -158,6 +169,9 @@ class Mul(Op):
     def backward(self, ctx, grad):
         a, b = ctx.inputs
         return (grad * b if _needs(a) else None), (grad * a if _needs(b) else None)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Mul", inputs, output)
 
 
 class Div(Op):
@@ -178,6 +192,9 @@ class Div(Op):
         grad_b = -grad * a / (b * b) if _needs(b) else None
         return grad_a, grad_b
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Div", inputs, output)  # operands take the result's (float) dtype first
+
 
 class Neg(Op):
     name, onnx = "neg", "Neg"
@@ -188,6 +205,9 @@ class Neg(Op):
 
     def backward(self, ctx, grad):
         return (-grad,)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Neg", inputs, output)
 
 
 class Pow(Op):
@@ -238,6 +258,9 @@ class Pow(Op):
                 grad_exponent = grad * (power * log_base)
         return grad_base, grad_exponent
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Pow", inputs, output)
+
 
 def _cube(xp, x):
     out = xp.square(x)
@@ -265,6 +288,9 @@ class Maximum(Op):
     def backward(self, ctx, grad):
         return _select_backward(ctx, grad, loser_of_a=lambda a, b: a < b)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Max", inputs, output)
+
 
 class Minimum(Op):
     """Element-wise minimum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
@@ -276,6 +302,9 @@ class Minimum(Op):
 
     def backward(self, ctx, grad):
         return _select_backward(ctx, grad, loser_of_a=lambda a, b: a > b)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Min", inputs, output)
 
 
 def _select_backward(ctx, grad, loser_of_a):
@@ -326,6 +355,25 @@ class Clamp(Op):
             grad_high = grad.where(x > high, 0.0) if _needs(high) else None
         return grad_x, grad_low, grad_high
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        x, low, high = inputs
+        bounds = [b for b in (low, high) if not (hasattr(b, "value") and b.value is None)]
+        if all(hasattr(b, "value") for b in bounds):  # scalar bounds: one Clip
+            dtype = emit.dtype(output)
+            operands = emit.operands([x], dtype) + [
+                "" if b.value is None else emit.constant(_scalar_array(b.value, dtype))
+                for b in (low, high)
+            ]
+            emit.node("Clip", operands, output)
+            return
+        out = x  # tensor bounds: max with the lower, then min with the upper (high wins)
+        if not (hasattr(low, "value") and low.value is None):
+            out = emit.simple("Max", [out, low], output if high is None else None)
+        if not (hasattr(high, "value") and high.value is None):
+            emit.simple("Min", [out, high], output)
+        else:
+            emit.node("Identity", [out], output)
+
 
 class FloorDivide(Op):
     """``floor(a / b)`` (Python's ``//``); like PyTorch, it has no gradient."""
@@ -337,6 +385,15 @@ class FloorDivide(Op):
     def forward(self, ctx, xp, a, b):
         _refuse_integer_zero_division(self.name, b)
         return torch_dtype(xp.floor_divide, a, b, xp.floor_divide(a, b))
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        if emit.dtype(output).kind != "f":
+            raise DTypeError(
+                "[floor_divide] ONNX export supports floating-point operands only (ONNX's integer "
+                "Div truncates towards zero)",
+                help="convert the operands to a float dtype first",
+            )
+        emit.node("Floor", [emit.simple("Div", inputs, None)], output)
 
 
 class Remainder(Op):
@@ -352,6 +409,14 @@ class Remainder(Op):
         a, b = ctx.inputs
         grad_b = -grad * (a // b) if _needs(b) else None
         return (grad if _needs(a) else None), grad_b
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        if emit.dtype(output).kind != "f":  # ONNX Mod with fmod=0 has Python's sign rule
+            emit.simple("Mod", inputs, output, fmod=0)
+            return
+        a, b = emit.operands(inputs, emit.dtype(output))
+        quotient = emit.node("Floor", [emit.node("Div", [a, b])])
+        emit.node("Sub", [a, emit.node("Mul", [quotient, b])], output)
 
 
 ADD, SUB, MUL, DIV, NEG, POW = Add(), Sub(), Mul(), Div(), Neg(), Pow()
@@ -372,6 +437,9 @@ class Exp(Op):
     def backward(self, ctx, grad):
         return (grad * ctx.output,)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Exp", inputs, output)
+
 
 class Expm1(Op):
     """exp(x) - 1, accurate for small x."""
@@ -385,6 +453,10 @@ class Expm1(Op):
     def backward(self, ctx, grad):
         return (grad * (ctx.output + 1),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        emit.node("Sub", [emit.node("Exp", [x]), emit.scalar(1, x)], output)
+
 
 class Log(Op):
     name, onnx = "log", "Log"
@@ -395,6 +467,9 @@ class Log(Op):
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         return (grad / x,)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Log", inputs, output)
 
 
 class Log1p(Op):
@@ -409,6 +484,10 @@ class Log1p(Op):
         (x,) = ctx.inputs
         return (grad / (x + 1),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        emit.node("Log", [emit.node("Add", [x, emit.scalar(1, x)])], output)
+
 
 class Sqrt(Op):
     name, onnx = "sqrt", "Sqrt"
@@ -419,6 +498,9 @@ class Sqrt(Op):
 
     def backward(self, ctx, grad):
         return (grad / (ctx.output * 2),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Sqrt", inputs, output)
 
 
 class Rsqrt(Op):
@@ -434,6 +516,10 @@ class Rsqrt(Op):
         out = ctx.output  # d/dx x^(-1/2) = -1/2 x^(-3/2) = -out^3 / 2
         return (grad * (out * out * out * -0.5),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        emit.node("Reciprocal", [emit.node("Sqrt", [x])], output)
+
 
 class Reciprocal(Op):
     name, onnx = "reciprocal", "Reciprocal"
@@ -446,6 +532,9 @@ class Reciprocal(Op):
         out = ctx.output
         return (-(grad * (out * out)),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Reciprocal", inputs, output)
+
 
 class Square(Op):
     name, onnx = "square", None  # an exporter writes Mul(x, x)
@@ -456,6 +545,9 @@ class Square(Op):
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         return (grad * (x * 2.0),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Mul", [inputs[0], inputs[0]], output)
 
 
 class Abs(Op):
@@ -468,6 +560,9 @@ class Abs(Op):
         (x,) = ctx.inputs
         return (grad * x.sign(),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Abs", inputs, output)
+
 
 class Sin(Op):
     name, onnx = "sin", "Sin"
@@ -478,6 +573,9 @@ class Sin(Op):
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         return (grad * x.cos(),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Sin", inputs, output)
 
 
 class Cos(Op):
@@ -490,6 +588,9 @@ class Cos(Op):
         (x,) = ctx.inputs
         return (-(grad * x.sin()),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Cos", inputs, output)
+
 
 class Tanh(Op):
     name, onnx = "tanh", "Tanh"
@@ -501,6 +602,9 @@ class Tanh(Op):
     def backward(self, ctx, grad):
         out = ctx.output
         return (grad * (1 - out * out),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.simple("Tanh", inputs, output)
 
 
 class Relu(Op):
@@ -520,6 +624,9 @@ class Relu(Op):
             return (grad * kept,)
         return (grad.where(kept, 0.0),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Relu", inputs, output)
+
 
 class LeakyRelu(Op):
     """x where x > 0, else negative_slope * x."""
@@ -535,6 +642,9 @@ class LeakyRelu(Op):
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         return (grad.where(x > 0, grad * ctx.attrs["negative_slope"]),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("LeakyRelu", inputs, output, alpha=float(attrs["negative_slope"]))
 
 
 EXP, EXPM1, LOG, LOG1P = Exp(), Expm1(), Log(), Log1p()
@@ -565,6 +675,19 @@ class PiecewiseConstant(Op):
 
     def backward(self, ctx, grad):
         return (grad.new_zeros(grad.shape),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        x = inputs[0]
+        if emit.dtype(x).kind in self.identity_kinds:
+            emit.node("Identity", [x], output)
+            return
+        decimals = attrs.get("decimals", 0)
+        if not decimals:
+            emit.node(self.onnx, [x], output)
+            return
+        scale = emit.scalar(10.0**decimals, x)
+        rounded = emit.node("Round", [emit.node("Mul", [x, scale])])
+        emit.node("Div", [rounded, scale], output)
 
 
 def _sign(xp, x):
@@ -599,6 +722,9 @@ class Clone(Op):
     def backward(self, ctx, grad):
         return (grad,)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        emit.node("Identity", inputs, output)
+
 
 CLONE = Clone()
 
@@ -626,6 +752,10 @@ class Where(Op):
         grad_b = self(condition, 0.0, grad) if _needs(b) else None
         return None, grad_a, grad_b
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        condition, a, b = inputs
+        emit.node("Where", [condition, *emit.operands([a, b], emit.dtype(output))], output)
+
 
 class Elementwise(Op):
     """An element-wise function without gradient (comparisons, logic, predicates);
@@ -639,6 +769,22 @@ class Elementwise(Op):
 
     def forward(self, ctx, xp, *arrays):
         return getattr(xp, self.ufunc)(*arrays)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        operands = emit.operands(inputs)
+        if self.name.startswith("logical_"):  # ONNX logic takes booleans only
+            operands = [o if emit.dtype(o).kind == "b" else emit.cast(o, "bool") for o in operands]
+        if self.name == "ne":
+            emit.node("Not", [emit.node("Equal", operands, dtype="bool")], output)
+        elif self.name == "isfinite":
+            nan = emit.node("IsNaN", operands, dtype="bool")
+            inf = emit.node("IsInf", operands, dtype="bool")
+            emit.node("Not", [emit.node("Or", [nan, inf])], output)
+        elif isinstance(self, Bitwise) and all(emit.dtype(o).kind == "b" for o in operands):
+            logical = {"bitwise_and": "And", "bitwise_or": "Or", "bitwise_xor": "Xor"}
+            emit.node(logical.get(self.name, "Not"), operands, output)
+        else:
+            emit.node(self.onnx, operands, output, dtype=emit.dtype(output))
 
 
 class Bitwise(Elementwise):

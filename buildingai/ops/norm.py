@@ -68,6 +68,14 @@ class Standardize(Op):
         rstd = Tensor(ctx.rstd)  # a constant: standardize_grad's backward recomputes it from x
         return (STANDARDIZE_GRAD(grad, x, ctx.output, rstd, **ctx.attrs),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # (x - mean) / sqrt(var + eps) over the axes, with the biased variance, as forward computes
+        x, axes = inputs[0], attrs["axes"]
+        centered = emit.node("Sub", [x, emit.reduce("ReduceMean", x, axes, True)])
+        variance = emit.reduce("ReduceMean", emit.node("Mul", [centered, centered]), axes, True)
+        spread = emit.node("Sqrt", [emit.node("Add", [variance, emit.scalar(attrs["eps"], x)])])
+        emit.node("Div", [centered, spread], output)
+
 
 class StandardizeGrad(Op):
     """The gradient of ``standardize``: ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``.

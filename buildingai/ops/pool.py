@@ -181,6 +181,20 @@ class MaxPool2d(Op):
         choice = type(grad)(choice)
         return (max_pool2d_scatter(grad, choice, tuple(x.shape[2:]), **geometry),)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        (ph, pw), (kh, kw) = attrs["padding"], attrs["kernel"]
+        (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
+        emit.node(
+            "MaxPool",
+            inputs,
+            output,
+            kernel_shape=[int(kh), int(kw)],
+            strides=[int(sh), int(sw)],
+            pads=[int(ph), int(pw), int(ph), int(pw)],
+            dilations=[int(dh), int(dw)],
+            ceil_mode=int(bool(attrs["ceil_mode"])),
+        )
+
 
 class MaxPool2dScatter(Op):
     """The gradient of max pooling: grad (N, C, Ho, Wo) put on the chosen element of each window

@@ -353,7 +353,9 @@ class LogSumExp(Op):
         # written out with the maximum subtracted, as forward does (no overflow for large inputs)
         x, axes, keepdims = inputs[0], attrs["axes"], attrs["keepdims"]
         shift = emit.reduce("ReduceMax", x, axes, True)
-        total = emit.reduce("ReduceSum", emit.node("Exp", [emit.node("Sub", [x, shift])]), axes, True)
+        total = emit.reduce(
+            "ReduceSum", emit.node("Exp", [emit.node("Sub", [x, shift])]), axes, True
+        )
         out = emit.node("Add", [emit.node("Log", [total]), shift])
         if keepdims:
             emit.node("Identity", [out], output)
