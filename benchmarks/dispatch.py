@@ -42,6 +42,7 @@ def _candidates(kind: str, mode: str, a_np, b_np, torch):
     scale = np.float32(1.0 / np.sqrt(a_np.shape[0])) if kind == "matmul" else np.float32(1.0)
 
     if mode in ("forward", "record"):
+
         def ours():
             ours_op(ours_a, ours_b)
 
@@ -101,7 +102,9 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
             for name, stats in results.items():
                 record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}
-            record["ratio_to_pytorch"] = record["buildingai"]["median"] / record["pytorch"]["median"]
+            record["ratio_to_pytorch"] = (
+                record["buildingai"]["median"] / record["pytorch"]["median"]
+            )
             records.append(record)
     return records
 
@@ -114,14 +117,29 @@ def main() -> None:
     args = parser.parse_args()
     records = run(quick=args.quick, threads=args.threads)
     rows = [
-        [r["op"], r["mode"], f"{r['buildingai']['median']:.2f}", f"{r['pytorch']['median']:.2f}",
-         f"{r['numpy']['median']:.2f}", f"{r['ratio_to_pytorch']:.2f}"]
+        [
+            r["op"],
+            r["mode"],
+            f"{r['buildingai']['median']:.2f}",
+            f"{r['pytorch']['median']:.2f}",
+            f"{r['numpy']['median']:.2f}",
+            f"{r['ratio_to_pytorch']:.2f}",
+        ]
         for r in records
     ]
-    print(format_table(
-        ["op", "mode", "BuildingAI µs/op", "PyTorch µs/op", "NumPy µs/op", "BuildingAI / PyTorch"],
-        rows,
-    ))
+    print(
+        format_table(
+            [
+                "op",
+                "mode",
+                "BuildingAI µs/op",
+                "PyTorch µs/op",
+                "NumPy µs/op",
+                "BuildingAI / PyTorch",
+            ],
+            rows,
+        )
+    )
     print()
     print(json.dumps(environment(), indent=1))
     if args.json:

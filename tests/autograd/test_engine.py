@@ -50,7 +50,11 @@ def test_third_derivative_of_cube():
 
 def test_hessian_vector_product_matches_torch():
     rng = np.random.default_rng(0)
-    w0, x0, v0 = rng.standard_normal((3, 4)), rng.standard_normal((5, 3)), rng.standard_normal((3, 4))
+    w0, x0, v0 = (
+        rng.standard_normal((3, 4)),
+        rng.standard_normal((5, 3)),
+        rng.standard_normal((3, 4)),
+    )
 
     def loss(lib, w, x):
         h = (x @ w).exp()
