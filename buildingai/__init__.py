@@ -4,7 +4,7 @@ Explicit control, no hidden magic: every op runs through one dispatch function, 
 rule is readable Python, and the training loop is code you write.
 """
 
-from . import backend, data, debug, nn, ops, optim
+from . import backend, data, debug, export, graph, nn, ops, optim, vis
 from .autograd import (
     Interceptor,
     Tensor,
@@ -41,7 +41,9 @@ from .errors import (
     IndexingError,
     ShapeError,
 )
+from .export import export_onnx
 from .functions import *
+from .graph import TensorSpec, freeze
 from .serialization import load, save
 
 __version__ = "0.1.0"

@@ -20,6 +20,9 @@ from .node import Node
 from .tensor import Tensor
 
 _interceptors: list = []
+# A function (op, inputs, attrs) -> Tensor | None that may take an op over instead of running
+# it now: `graph.parallel()` records ops this way and runs independent branches concurrently.
+_deferral = None
 # Names of the modules being called, innermost last; nn pushes them so errors can say where.
 module_path: list[str] = []
 
@@ -39,6 +42,14 @@ class Interceptor:
         the change was not computed by an op (``setitem``)."""
 
 
+def set_deferral(function):
+    """Install ``function(op, inputs, attrs) -> Tensor | None`` in front of every op (None
+    uninstalls it); returns the previous one so that scopes can nest."""
+    global _deferral
+    previous, _deferral = _deferral, function
+    return previous
+
+
 @contextlib.contextmanager
 def intercept(observer: Interceptor):
     """``with intercept(observer): ...`` shows every op run inside the block to ``observer``."""
@@ -51,6 +62,10 @@ def intercept(observer: Interceptor):
 
 def apply(op, *inputs, **attrs) -> Tensor:
     """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
+    if _deferral is not None:
+        deferred = _deferral(op, inputs, attrs)
+        if deferred is not None:
+            return deferred
     arrays = []
     needs_grad = False
     for value in inputs:

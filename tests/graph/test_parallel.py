@@ -11,12 +11,6 @@ from buildingai.autograd import dispatch
 from buildingai.graph import GraphError, TensorSpec, freeze, parallel
 from buildingai.graph.parallel import LazyTensor
 
-needs_hook = pytest.mark.xfail(
-    not hasattr(dispatch, "set_deferral"),
-    reason="dispatch.apply has no deferral hook (dispatch.set_deferral) yet",
-    strict=True,
-)
-
 
 def _x(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
@@ -28,7 +22,6 @@ def _branches(x):
     return a, b
 
 
-@needs_hook
 def test_ops_are_recorded_then_run_with_eager_results():
     x = bai.tensor(_x(5, 3))
     with parallel():
@@ -39,7 +32,6 @@ def test_ops_are_recorded_then_run_with_eager_results():
     np.testing.assert_allclose(c.numpy(), expected.numpy())
 
 
-@needs_hook
 def test_reading_a_value_inside_the_block_forces_what_it_needs():
     x = bai.tensor(_x(4, 4))
     with parallel():
@@ -49,7 +41,6 @@ def test_reading_a_value_inside_the_block_forces_what_it_needs():
     np.testing.assert_allclose(values, _branches(x)[0].numpy())
 
 
-@needs_hook
 def test_backward_flows_through_parallel_branches():
     data = _x(4, 3)
     x = bai.tensor(data, requires_grad=True)
@@ -63,7 +54,6 @@ def test_backward_flows_through_parallel_branches():
     np.testing.assert_allclose(x.grad.numpy(), reference.grad.numpy(), rtol=1e-12)
 
 
-@needs_hook
 def test_independent_branches_run_on_different_threads():
     threads = set()
 
@@ -81,7 +71,6 @@ def test_independent_branches_run_on_different_threads():
     assert len(threads) == 2 and threading.get_ident() not in threads
 
 
-@needs_hook
 def test_parallel_blocks_do_not_nest():
     with parallel(), pytest.raises(GraphError, match="cannot be nested"), parallel():
         pass
