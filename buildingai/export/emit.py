@@ -56,11 +56,15 @@ class Emitter:
         **attributes,
     ) -> str:
         """Add one ONNX node; returns the name of its (first) output. ``dtype`` is the output
-        dtype (by default the first input's)."""
+        dtype (by default the dtype the graph records for ``output``, else the first input's)."""
         names = [self.tensor(ref) if ref is not None else "" for ref in inputs]
         if output is None:
             output = self.fresh(op_type.lower())
         self.nodes.append(self.helper.make_node(op_type, names, [output], **attributes))
+        if dtype is None and output in self.dtypes:
+            # a graph value: its traced dtype is exact, while the first input's may not be
+            # (the condition of Where), and later mappings cast their operands by it
+            dtype = self.dtypes[output]
         if dtype is None:
             known = [self.dtypes[n] for n in names if n in self.dtypes]
             dtype = known[0] if known else None

@@ -11,9 +11,7 @@ import pytest
 
 from buildingai.export import check_onnx
 
-PENDING = {
-    "lstm_recurrence",  # nn/functional/rnn_fused.py: needs an ONNX Loop (or a split h/c output)
-}
+PENDING: set[str] = set()
 
 
 def xfail_if_pending(static) -> None:

@@ -21,7 +21,6 @@ import numbers
 import numpy as np
 
 from ...autograd.tensor import Tensor
-from ...backend.device import array_namespace
 from ...backend.dtypes import as_dtype, default_float_dtype
 from ...backend.random import Generator
 from ...errors import ArgumentError, DTypeError, ShapeError
@@ -138,27 +137,19 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     attend; or float, added), with all-zero weights in rows where every position is blocked.
 
     A fully blocked row would be ``exp(-inf) / 0 = NaN``; such rows are opened up before the
-    softmax (so no NaN enters forward or backward) and zeroed after it.
+    softmax (so no NaN enters forward or backward) and zeroed after it. This is written with ops
+    and no Python branch on mask values, so that a frozen graph computes it for every mask.
     """
     if mask is None:
         return softmax(scores, -1)
-    xp = array_namespace(scores.data)
     if mask.dtype == np.bool_:
-        blocked_rows = ~xp.any(mask.data, axis=-1, keepdims=True)
-        has_blocked_rows = bool(blocked_rows.any())
-        if has_blocked_rows:
-            mask = Tensor(mask.data | blocked_rows)
-        scores = elementwise.where(mask, scores, -math.inf)
+        # (..., 1) rows of the mask's own (possibly broadcast) shape: cheap next to the scores
+        blocked_rows = elementwise.logical_not(reduce.any(mask, axis=-1, keepdims=True))
+        scores = elementwise.where(elementwise.logical_or(mask, blocked_rows), scores, -math.inf)
     else:
-        blocked_rows = xp.all(mask.data == -xp.inf, axis=-1, keepdims=True)
-        has_blocked_rows = bool(blocked_rows.any())
-        if has_blocked_rows:
-            mask = elementwise.where(Tensor(blocked_rows), 0.0, mask)
-        scores = scores + mask
-    weights = softmax(scores, -1)
-    if has_blocked_rows:
-        weights = elementwise.where(Tensor(~blocked_rows), weights, 0.0)
-    return weights
+        blocked_rows = reduce.all(elementwise.eq(mask, -math.inf), axis=-1, keepdims=True)
+        scores = scores + elementwise.where(blocked_rows, 0.0, mask)
+    return elementwise.where(blocked_rows, 0.0, softmax(scores, -1))
 
 
 def _as_mask(mask, scores: Tensor, op: str) -> Tensor | None:
@@ -439,7 +430,7 @@ def _merge_masks(attn_mask, key_padding_mask, is_causal, sizes, q: Tensor) -> Te
     if not masks:
         return None
     if all(m.dtype == np.bool_ for m in masks):
-        allowed = [Tensor(~m.data) for m in masks]  # flip to True = may attend
+        allowed = [elementwise.logical_not(m) for m in masks]  # flip to True = may attend
         return allowed[0] if len(allowed) == 1 else elementwise.logical_and(*allowed)
     additive = [
         creation.astype(elementwise.where(m, -math.inf, 0.0), dtype)

@@ -12,6 +12,8 @@ depends on the inputs in the graph.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...autograd.mode import is_grad_enabled
 from ...autograd.tensor import Tensor
 from ...functions import concatenate, stack
@@ -27,7 +29,7 @@ class LSTMRecurrence(Op):
     step to the first. Output (L, N, 2H): [h_t, c_t] at position t (in input order).
     """
 
-    name, onnx = "lstm_recurrence", None
+    name, onnx = "lstm_recurrence", "Scan"
     save_inputs, save_output = True, True
 
     def forward(self, ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse):
@@ -67,8 +69,84 @@ class LSTMRecurrence(Op):
             hs, cs = Tensor(out[..., :size]), Tensor(out[..., size:])
         return _backpropagate_through_time(grad, ctx.inputs, acts, hs, cs, reverse)
 
+    def to_onnx(self, emit, inputs, output, attrs):
+        # ONNX's LSTM returns the cell state of the last step only, while this op returns every
+        # step's [h, c]: a Scan over the steps computes exactly what forward does.
+        gates_x, h0, c0, w_hh, *bias = emit.operands(list(inputs), emit.dtypes.get(output))
+        size = int(emit.shapes[inputs[3]][1])  # w_hh is (4H, H)
+        w_hh_t = emit.node("Transpose", [w_hh], perm=[1, 0])  # read by the body (outer scope)
+        body = _scan_body(emit, w_hh_t, bias[0] if bias else None, size, emit.dtype(gates_x))
+        direction = [1 if attrs["reverse"] else 0]
+        emit.nodes.append(
+            emit.helper.make_node(
+                "Scan",
+                [h0, c0, gates_x],
+                [emit.fresh("lstm_h_last"), emit.fresh("lstm_c_last"), output],
+                body=body,
+                num_scan_inputs=1,
+                # reverse: steps are read from the last one, and each step's [h, c] is
+                # prepended, so that position t of the output belongs to step t
+                scan_input_directions=direction,
+                scan_output_directions=direction,
+            )
+        )
+        emit.dtypes[output] = emit.dtype(gates_x)
+        emit.ranks[output] = 3
+
 
 LSTM_RECURRENCE = LSTMRecurrence()
+
+
+def _scan_body(emit, w_hh_t: str, b_hh: str | None, size: int, dtype):
+    """The ONNX graph of one step for ``LSTMRecurrence.to_onnx``: (h, c, gates_x_t) ->
+    (h', c', [h', c']). ``w_hh_t`` (H, 4H) and ``b_hh`` (4H,) are outer-scope values."""
+    helper = emit.helper
+    elem = helper.np_dtype_to_tensor_dtype(dtype)
+    # Names unique in the whole model: a subgraph may not redefine a name of the outer graph.
+    name = {key: emit.fresh(f"lstm_step_{key}") for key in _STEP_VALUES}
+    split = emit.constant(np.full(4, size, dtype=np.int64))
+    nodes = [
+        helper.make_node("MatMul", [name["h"], w_hh_t], [name["recurrent"]]),
+        helper.make_node("Add", [name["recurrent"], name["x"]], [name["summed"]]),
+    ]
+    pre = name["summed"]
+    if b_hh is not None:
+        nodes.append(helper.make_node("Add", [pre, b_hh], [name["pre"]]))
+        pre = name["pre"]
+    gates = [name["i_pre"], name["f_pre"], name["g_pre"], name["o_pre"]]
+    nodes += [
+        helper.make_node("Split", [pre, split], gates, axis=1),
+        helper.make_node("Sigmoid", [gates[0]], [name["i"]]),
+        helper.make_node("Sigmoid", [gates[1]], [name["f"]]),
+        helper.make_node("Tanh", [gates[2]], [name["g"]]),
+        helper.make_node("Sigmoid", [gates[3]], [name["o"]]),
+        helper.make_node("Mul", [name["f"], name["c"]], [name["kept"]]),
+        helper.make_node("Mul", [name["i"], name["g"]], [name["written"]]),
+        helper.make_node("Add", [name["kept"], name["written"]], [name["c_next"]]),
+        helper.make_node("Tanh", [name["c_next"]], [name["tanh_c"]]),
+        helper.make_node("Mul", [name["o"], name["tanh_c"]], [name["h_next"]]),
+        helper.make_node("Concat", [name["h_next"], name["c_next"]], [name["step"]], axis=1),
+    ]
+
+    def info(key, dims):
+        return helper.make_tensor_value_info(name[key], elem, dims)
+
+    return helper.make_graph(
+        nodes,
+        emit.fresh("lstm_step"),
+        [info("h", [None, size]), info("c", [None, size]), info("x", [None, 4 * size])],
+        [
+            info("h_next", [None, size]),
+            info("c_next", [None, size]),
+            info("step", [None, 2 * size]),
+        ],
+    )
+
+
+_STEP_VALUES = (
+    "h", "c", "x", "recurrent", "summed", "pre", "i_pre", "f_pre", "g_pre", "o_pre", "i", "f",
+    "g", "o", "kept", "written", "c_next", "tanh_c", "h_next", "step",
+)  # fmt: skip
 
 
 def _recompute(inputs: tuple, reverse: bool) -> tuple[Tensor, Tensor, Tensor]:
