@@ -52,3 +52,8 @@ class CheckpointError(BuildingAIError, RuntimeError):
 
 class GradcheckError(BuildingAIError, AssertionError):
     """Analytic and numerical gradients disagree."""
+
+
+class SignatureError(ShapeError, DTypeError):
+    """An input that breaks a frozen graph's signature (here: its dtype). It is both a ShapeError,
+    like the rank and dimension checks of the same signature, and a DTypeError."""

@@ -155,10 +155,15 @@ def worker_loop(
 ) -> None:
     """The body of a worker process.
 
-    Messages in: ``("task", epoch, batch_index, indices)``, ``("release", slot)``, or None to
+    Messages in: ``("task", epoch, batch_index, indices, seed)`` (the global random streams
+    are reseeded with ``seed`` before the batch is loaded), ``("release", slot)``, or None to
     stop. Messages out: ``(worker_id, epoch, batch_index, kind, payload)`` with kind ``"ok"``
     (payload: a shared-memory descriptor), ``"end"`` (an IterableDataset ran out) or ``"error"``
     (payload: a ``RemoteError``).
+
+    A worker whose main process has died (its parent pid changed) stops before its next
+    message, even with tasks still queued: nobody would read their batches. Its shared-memory
+    segments are unlinked on the way out.
     """
     global _worker_info
     # Ctrl-C reaches the whole process group; the main process decides how to shut down.
@@ -179,19 +184,24 @@ def worker_loop(
             try:
                 message = index_queue.get(timeout=_PARENT_CHECK_S)
             except queue.Empty:
-                if os.getppid() != parent_pid:  # orphaned: the main process is gone
-                    break
-                continue
+                message = ()
+            # Checked before every message, not only when idle: an orphan with a full queue
+            # would otherwise load every queued batch for nobody first.
+            if os.getppid() != parent_pid:
+                break
             if message is None:
                 break
+            if not message:
+                continue
             if message[0] == "release":
                 writer.release(message[1])
                 continue
-            _, epoch, batch_index, indices = message
+            _, epoch, batch_index, indices, batch_seed = message
             if init_error is not None:
                 continue
             batch = None
             try:
+                seed_worker(batch_seed)
                 if fetcher is None or (config["iterable"] and epoch != fetcher_epoch):
                     fetcher, fetcher_epoch = _make_fetcher(dataset, config), epoch
                 batch = fetcher.fetch(indices)

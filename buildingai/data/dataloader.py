@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from multiprocessing import resource_tracker
 from typing import Any
 
+import numpy as np
+
 from ..backend.random import Generator, resolve_generator
 from ._transport import SlotReader, remove_segments
 from ._worker import (
@@ -53,10 +55,13 @@ class DataLoader:
         drop_last: drop the last, incomplete batch.
         collate_fn: merges a list of items into a batch (default: ``default_collate``).
         num_workers: worker processes; 0 loads in the main process.
-        prefetch: batches in flight per worker; with ``num_workers=0`` and ``prefetch > 0`` a
-            background thread prepares up to ``prefetch`` batches ahead (it draws from the main
-            process's global random streams, so keep the main thread off ``np.random`` meanwhile
-            for bit-exact reproducibility).
+        prefetch: batches in flight per worker (None: 2). With ``num_workers=0``, None or 0
+            loads each batch when it is asked for, in the calling thread (reproducible, as in
+            PyTorch); an explicit ``prefetch > 0`` starts a background thread that prepares up to
+            ``prefetch`` batches ahead. That thread runs the dataset's code concurrently with
+            the loop, so its draws from global random streams (``np.random``, ``random``,
+            ``buildingai.rand``) interleave with the loop's own in an order that varies from
+            run to run: a dataset used that way should draw from its own generator.
         pin_memory: copy batches into page-locked host memory so later GPU copies are faster.
             It needs CuPy and a GPU; on the CPU it is a no-op.
         persistent_workers: keep the workers alive between epochs (they are seeded once).
@@ -66,9 +71,20 @@ class DataLoader:
         generator: the ``buildingai.Generator`` for shuffling and worker seeds (default one
             when None).
 
-    Worker seeding: each epoch draws a base seed from ``generator``; worker ``i`` seeds Python's
-    ``random``, NumPy's global generator and ``buildingai.manual_seed`` with ``base_seed + i``,
-    so augmentations differ between workers and the same seed reproduces the same batches.
+    Worker seeding: the first iteration draws one loader seed from ``generator`` (the only
+    draw: later epochs leave that stream alone); epoch ``e``
+    (counted by the loader, or set with ``set_epoch``) derives its base seed from
+    ``(loader seed, e)``. Worker ``i`` starts with ``base_seed + i`` (its ``WorkerInfo.seed``,
+    in effect for ``worker_init_fn``), and before each batch ``b`` of the epoch it reseeds
+    Python's ``random``, NumPy's global generator and ``buildingai.manual_seed`` from
+    ``(loader seed, e, b)``. A batch's random draws therefore depend neither on the worker that
+    loads it nor on the batches loaded before it: augmentations differ between batches and
+    epochs, the same seed reproduces the same batches whatever ``num_workers`` is (above 0),
+    and an epoch resumed at batch ``b`` (``set_epoch(e, start_batch=b)`` with a sampler that
+    starts there) gets the same batches as the uninterrupted epoch. A ``worker_init_fn`` that
+    seeds the global streams itself is overridden at the next batch; seed a generator owned by
+    the dataset instead. With ``num_workers=0`` nothing is reseeded: the dataset draws from the
+    main process's streams, in order.
     """
 
     def __init__(
@@ -81,7 +97,7 @@ class DataLoader:
         drop_last: bool = False,
         collate_fn: Callable[[list], Any] | None = None,
         num_workers: int = 0,
-        prefetch: int = 2,
+        prefetch: int | None = None,
         pin_memory: bool = False,
         persistent_workers: bool = False,
         timeout: float = 0,
@@ -126,10 +142,43 @@ class DataLoader:
             collate_fn = default_collate if self.auto_collation else default_convert
         self.collate_fn = collate_fn
         self._pool: _WorkerPool | None = None  # persistent workers, created on first iteration
+        self._seed: int | None = None  # drawn from ``generator`` on the first iteration
+        self._next_epoch = 0
+        self._start_batch = 0
+
+    def set_epoch(self, epoch: int, start_batch: int = 0) -> None:
+        """Number the next iteration as epoch ``epoch`` (later ones count on from it), whose
+        first batch is batch ``start_batch`` of that epoch.
+
+        Worker random seeds derive from these numbers, so a run resumed mid-epoch reproduces
+        the workers' random draws when it calls this with the sampler positioned to match.
+        """
+        if epoch < 0 or start_batch < 0:
+            raise DataLoaderError(
+                f"[DataLoader] set_epoch needs epoch >= 0 and start_batch >= 0, got "
+                f"epoch={epoch!r}, start_batch={start_batch!r}",
+                help="epochs and batches count from 0",
+            )
+        self._next_epoch, self._start_batch = int(epoch), int(start_batch)
+
+    def _epoch_seeds(self) -> tuple[int, int, int]:
+        """``(loader seed, epoch, first batch)`` for a new iteration; advances the count."""
+        if self._seed is None:  # drawn with or without workers: shuffles then match
+            self._seed = int(resolve_generator(self.generator).backend_generator().integers(2**62))
+        epoch, start = self._next_epoch, self._start_batch
+        self._next_epoch, self._start_batch = epoch + 1, 0
+        return self._seed, epoch, start
 
     @property
     def _index_sampler(self):
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
+
+    @property
+    def _prefetch(self) -> int:
+        """Batches in flight: per worker with workers, else those of the background thread."""
+        if self.prefetch is not None:
+            return self.prefetch
+        return 2 if self.num_workers > 0 else 0
 
     def _config(self) -> dict:
         return {
@@ -142,21 +191,22 @@ class DataLoader:
         }
 
     def __iter__(self) -> Iterator[Any]:
-        # One draw per epoch whatever the mode, so the generator advances the same way.
-        base_seed = int(resolve_generator(self.generator).backend_generator().integers(2**62))
+        # Counted (and the loader seed drawn) whatever the mode, so epochs number alike.
+        seeds = self._epoch_seeds()
         if self.num_workers == 0:
-            if self.prefetch > 0:
+            if self._prefetch > 0:
                 return _ThreadIterator(self)
             return _SingleProcessIterator(self)
+        base_seed = _derive_seed(*seeds[:2])
         if not self.persistent_workers:
             pool = _WorkerPool(self, base_seed)
-            iterator = _MultiProcessIterator(self, pool)
+            iterator = _MultiProcessIterator(self, pool, seeds)
             weakref.finalize(iterator, pool.shutdown)
             return iterator
         if self._pool is None or self._pool.closed:
             self._pool = _WorkerPool(self, base_seed)
             weakref.finalize(self, self._pool.shutdown)
-        return _MultiProcessIterator(self, self._pool)
+        return _MultiProcessIterator(self, self._pool, seeds)
 
     def __len__(self) -> int:
         if self.is_iterable:
@@ -173,6 +223,12 @@ class DataLoader:
             self._pool = None
 
 
+def _derive_seed(*numbers: int) -> int:
+    """A well-mixed seed in [0, 2**62) that depends only on ``numbers``."""
+    state = np.random.SeedSequence([int(n) for n in numbers]).generate_state(1, np.uint64)
+    return int(state[0]) >> 2
+
+
 def _validate(
     dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, prefetch,
     persistent_workers, timeout,
@@ -182,8 +238,10 @@ def _validate(
 
     if not isinstance(num_workers, int) or num_workers < 0:
         fail(f"num_workers must be an int >= 0, got {num_workers!r}", "use 0 to load in-process")
-    if not isinstance(prefetch, int) or prefetch < 0:
-        fail(f"prefetch must be an int >= 0, got {prefetch!r}", "2 is a good default")
+    if prefetch is not None and (
+        not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0
+    ):
+        fail(f"prefetch must be None or an int >= 0, got {prefetch!r}", "None picks a default")
     if num_workers > 0 and prefetch == 0:
         fail("prefetch=0 with num_workers > 0 leaves the workers idle", "use prefetch >= 1")
     if timeout < 0:
@@ -277,7 +335,7 @@ class _ThreadIterator:
     """Prepares up to ``prefetch`` batches ahead in a background thread."""
 
     def __init__(self, loader: DataLoader) -> None:
-        self._buffer: queue.Queue = queue.Queue(maxsize=loader.prefetch)
+        self._buffer: queue.Queue = queue.Queue(maxsize=loader._prefetch)
         self._stop = threading.Event()
         self._timeout = loader.timeout
         self._pin = loader.pin_memory
@@ -420,8 +478,9 @@ class _WorkerPool:
 class _MultiProcessIterator:
     """One epoch over worker processes; yields batches in sampler order."""
 
-    def __init__(self, loader: DataLoader, pool: _WorkerPool) -> None:
+    def __init__(self, loader: DataLoader, pool: _WorkerPool, seeds: tuple[int, int, int]) -> None:
         self._pool = pool
+        self._seed, self._seed_epoch, self._first_batch = seeds
         self._epoch = pool.new_epoch()
         self._loader_timeout = loader.timeout
         self._persistent = loader.persistent_workers
@@ -435,7 +494,7 @@ class _MultiProcessIterator:
         self._exhausted_workers: set[int] = set()
         self._next_worker = itertools.cycle(range(pool.num_workers))
         self._done = False
-        for _ in range(loader.prefetch * pool.num_workers):
+        for _ in range(loader._prefetch * pool.num_workers):
             self._request()
 
     def __iter__(self):
@@ -470,7 +529,10 @@ class _MultiProcessIterator:
                 self._sampler_done = True
                 return
             worker_id = self._sent % self._pool.num_workers
-        self._pool.index_queues[worker_id].put(("task", self._epoch, self._sent, indices))
+        # The batch's seed counts batches from the epoch's start, so resuming mid-epoch at
+        # ``start_batch`` gives each batch the seed it had in the uninterrupted epoch.
+        seed = _derive_seed(self._seed, self._seed_epoch, self._first_batch + self._sent)
+        self._pool.index_queues[worker_id].put(("task", self._epoch, self._sent, indices, seed))
         self._worker_of[self._sent] = worker_id
         self._sent += 1
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
-from ..errors import BuildingAIError, DTypeError, ShapeError
+from ..errors import BuildingAIError, ShapeError, SignatureError
 from .graph import Graph, GraphError, Literal
 from .symbolic import is_symbolic, resolve
 
@@ -174,7 +174,7 @@ class StaticGraph:
                     help="reshape the input, or freeze again with another signature",
                 )
             if array.dtype != spec.dtype:
-                raise DTypeError(
+                raise SignatureError(
                     f"[frozen graph] {name} has dtype {array.dtype}, but the signature {spec!r} "
                     f"expects {spec.dtype}",
                     help=f"convert it first, e.g. x.astype('{spec.dtype}')",

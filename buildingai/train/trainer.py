@@ -48,7 +48,7 @@ DEFAULTS = Config(
         train=dict(type="MNIST", split="train"),
         eval=dict(type="MNIST", split="test"),
         num_workers=0,
-        prefetch=2,
+        prefetch=None,  # None: 2 per worker, and no background thread with num_workers=0
         shuffle=True,
         drop_last=False,
     ),
@@ -146,7 +146,7 @@ class Trainer:
         drop_last: bool = False,
         collate_fn: Callable | None = None,
         num_workers: int = 0,
-        prefetch: int = 2,
+        prefetch: int | None = None,
         metrics: Sequence[str | Metric] = ("accuracy",),
         callbacks: Iterable[cb.Callback] = (),
         run_dir: str | os.PathLike | None = None,
@@ -171,19 +171,21 @@ class Trainer:
         self.show_progress, self.config = show_progress, config
         self.run_dir = Path(run_dir) if run_dir is not None else None
 
+        self.eval_batch_size = eval_batch_size or batch_size
+        # What every loader of this trainer shares (also those ``evaluate(dataset)`` builds).
+        self.loader_options = {
+            "collate_fn": collate_fn, "num_workers": num_workers, "prefetch": prefetch,
+        }  # fmt: skip
         self.train_sampler = EpochSampler(len(train_set), shuffle=shuffle, seed=seed)
         self.train_loader = DataLoader(
             train_set, batch_size=batch_size, sampler=self.train_sampler, drop_last=drop_last,
-            collate_fn=collate_fn, num_workers=num_workers, prefetch=prefetch,
             generator=Generator(seed),  # worker seeds; kept off the default stream
+            **self.loader_options,
         )  # fmt: skip
         self.steps_per_epoch = len(self.train_loader)
         self.eval_loader = None
         if eval_set is not None:
-            self.eval_loader = DataLoader(
-                eval_set, batch_size=eval_batch_size or batch_size, collate_fn=collate_fn,
-                num_workers=num_workers, prefetch=prefetch,
-            )  # fmt: skip
+            self.eval_loader = self._eval_loader(eval_set, self.eval_batch_size)
         self.metrics = {}
         for metric in metrics:
             name = metric if isinstance(metric, str) else type(metric).__name__.lower()
@@ -219,6 +221,8 @@ class Trainer:
         while not self.finished():
             self.model.train()
             self.train_sampler.set_epoch(self.epoch, start=self.batch_in_epoch * self.batch_size)
+            # Worker seeds follow (epoch, batch), so a resumed epoch's batches match too.
+            self.train_loader.set_epoch(self.epoch, start_batch=self.batch_in_epoch)
             for batch in self.train_loader:
                 loss, outputs, targets = self.train_step(_to_device(batch, self.device))
                 self.step += 1
@@ -266,10 +270,12 @@ class Trainer:
 
     def evaluate(self, dataset=None, batch_size: int | None = None) -> dict[str, float]:
         """Loss and metrics over ``dataset`` (default: the eval set), without gradients:
-        ``{"eval/loss": ..., "eval/accuracy": ...}``."""
+        ``{"eval/loss": ..., "eval/accuracy": ...}``. Another ``dataset`` is loaded like the
+        eval set (same ``collate_fn``, ``num_workers`` and ``prefetch``), in batches of
+        ``batch_size`` (default: the eval batch size)."""
         loader = self.eval_loader
         if dataset is not None:
-            loader = DataLoader(dataset, batch_size=batch_size or self.batch_size)
+            loader = self._eval_loader(dataset, batch_size or self.eval_batch_size)
         if loader is None:
             return {}
         totals = _fresh_metrics(self.metrics)
@@ -281,6 +287,13 @@ class Trainer:
                 _update(totals, loss, outputs, targets)
         self.model.train(was_training)
         return self._flush(totals, "eval")
+
+    def _eval_loader(self, dataset, batch_size: int) -> DataLoader:
+        # Its own generator: evaluating never advances the default random stream, so a resumed
+        # run (whose eval loader starts afresh) draws the same numbers as the original one.
+        return DataLoader(
+            dataset, batch_size=batch_size, generator=Generator(self.seed), **self.loader_options
+        )
 
     def _end_of_epoch(self) -> None:
         if self.eval_loader is not None:

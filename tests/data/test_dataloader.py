@@ -204,7 +204,7 @@ def test_pin_memory_is_a_noop_on_cpu(clean):
     "kwargs, message",
     [
         ({"num_workers": -1}, "num_workers must be an int >= 0"),
-        ({"prefetch": -1}, "prefetch must be an int >= 0"),
+        ({"prefetch": -1}, "prefetch must be None or an int >= 0"),
         ({"num_workers": 2, "prefetch": 0}, "prefetch=0 with num_workers > 0"),
         ({"timeout": -1}, "timeout must be >= 0"),
         ({"persistent_workers": True}, "persistent_workers=True needs num_workers > 0"),

@@ -3,6 +3,7 @@ processes, shared-memory segments) after errors, interrupts, early exits or garb
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -85,7 +86,7 @@ def test_timeout_raises(clean):
 
 
 def test_timeout_in_thread_mode():
-    loader = DataLoader(Sleeps(4, seconds=2), batch_size=1, timeout=0.2)
+    loader = DataLoader(Sleeps(4, seconds=2), batch_size=1, timeout=0.2, prefetch=2)
     with pytest.raises(DataLoaderTimeoutError, match="no batch within timeout=0.2 s"):
         next(iter(loader))
 
@@ -146,3 +147,61 @@ def test_stuck_worker_is_terminated_on_shutdown(clean):
     del iterator
     assert_clean()
     assert time.monotonic() - start < 5
+
+
+_ORPHAN_PARENT = """
+import sys, time
+import numpy as np
+from buildingai.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 400
+
+    def __getitem__(self, index):
+        time.sleep(0.1)
+        return np.zeros((64, 64), np.float32)
+
+iterator = iter(DataLoader(Slow(), batch_size=2, num_workers=2, prefetch=20))
+next(iterator)
+print(" ".join(str(p.pid) for p in iterator._pool.processes), flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_workers_exit_soon_after_the_main_process_is_killed():
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_PARENT], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 2
+        parent.kill()  # SIGKILL: no cleanup runs in the main process
+        parent.wait()
+        # Each worker has ~20 queued batches of 0.2 s; it must stop after the one in hand.
+        deadline = time.monotonic() + 4
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in pids)
+        if os.path.isdir("/dev/shm"):  # the workers unlinked their shared memory on the way out
+            assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"bai{parent.pid}_")]
+    finally:
+        parent.kill()
+        parent.wait()
+        for pid in pids if "pids" in locals() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -91,3 +91,24 @@ def test_frozen_graphs_run_independent_branches_on_a_pool():
     static = freeze(function, [TensorSpec((None, 8), "float64")]).with_workers(2)
     x = _x(6, 8)
     np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy())
+
+
+class _Failing(bai.ops.Op):
+    """An op whose forward raises, to check that a branch's failure reaches the caller."""
+
+    name = "failing"
+
+    def forward(self, ctx, xp, x):
+        raise RuntimeError("this branch failed")
+
+
+def test_an_exception_inside_a_branch_reaches_the_caller_and_leaves_parallel_usable():
+    x = bai.tensor(_x(4, 4))
+    with pytest.raises(RuntimeError, match="this branch failed"), parallel():
+        _healthy = (x @ x.T).tanh()
+        _Failing()(x)
+    with parallel():  # a later block works normally
+        a, b = _branches(x)
+    expected_a, expected_b = _branches(x)
+    np.testing.assert_allclose(a.numpy(), expected_a.numpy())
+    np.testing.assert_allclose(b.numpy(), expected_b.numpy())

@@ -165,3 +165,37 @@ def test_plain_progress_line():
     bar.close()
     text = out.getvalue()
     assert "\r" in text and "4/10 [ 40%]" in text and "steps/s ETA" in text and "loss=0.5" in text
+
+
+def test_evaluate_on_another_dataset_uses_the_loader_options():
+    from buildingai import nn, optim
+    from buildingai.data import Dataset, default_collate, get_worker_info
+    from buildingai.data.datasets import Spirals
+
+    class InWorkersOnly(Dataset):
+        """Dict items (the collate_fn makes them a tuple), readable only in a worker."""
+
+        def __init__(self, n):
+            self.spirals = Spirals(n, seed=2)
+
+        def __len__(self):
+            return len(self.spirals)
+
+        def __getitem__(self, index):
+            assert get_worker_info() is not None, "loaded in the main process"
+            point, label = self.spirals[index]
+            return {"x": point, "y": label}
+
+    def to_pair(items):
+        batch = default_collate(items)
+        return batch["x"], batch["y"]
+
+    model = nn.Linear(2, 3)
+    trainer = Trainer(
+        model, optim.SGD(model.parameters(), lr=0.1), InWorkersOnly(8), eval_set=InWorkersOnly(8),
+        collate_fn=to_pair, num_workers=1, eval_batch_size=5, verbose=False, show_progress=False,
+    )  # fmt: skip
+    expected = trainer.evaluate()
+    assert set(expected) == {"eval/loss", "eval/accuracy"}
+    assert trainer.evaluate(InWorkersOnly(8)) == pytest.approx(expected)
+    assert trainer.evaluate(InWorkersOnly(8), batch_size=3) == pytest.approx(expected)
