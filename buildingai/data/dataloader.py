@@ -161,6 +161,19 @@ class DataLoader:
             )
         self._next_epoch, self._start_batch = int(epoch), int(start_batch)
 
+    def state_dict(self) -> dict:
+        """What a resumed run needs to continue this loader's random streams exactly: the loader
+        seed (drawn once, on the first iteration) and the number of the next epoch. Save it in a
+        checkpoint beside the RNG state; the sampler's own generator state travels separately."""
+        return {"seed": self._seed, "next_epoch": self._next_epoch}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore ``state_dict()``: the next iteration continues where the saved run stopped,
+        without drawing a new loader seed (which would shift the random stream it comes from)."""
+        self._seed = None if state["seed"] is None else int(state["seed"])
+        self._next_epoch = int(state["next_epoch"])
+        self._start_batch = 0
+
     def _epoch_seeds(self) -> tuple[int, int, int]:
         """``(loader seed, epoch, first batch)`` for a new iteration; advances the count."""
         if self._seed is None:  # drawn with or without workers: shuffles then match

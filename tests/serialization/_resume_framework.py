@@ -3,7 +3,8 @@
 Usage: python _resume_framework.py EPOCHS OUT [CHECKPOINT]
 
 nn.Dropout, DataLoader(shuffle=True), Adam with weight decay and a clipping hook, and a cosine
-schedule: every source of randomness and every piece of state a resume must restore.
+schedule: every source of randomness and every piece of state a resume must restore (the loader's
+own state too: its seed is drawn once, on its first iteration).
 """
 
 import sys
@@ -39,6 +40,7 @@ if resume_from is not None:
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
     schedule.load_state_dict(checkpoint["schedule"])
+    loader.load_state_dict(checkpoint["loader"])
     bai.set_rng_state(checkpoint["rng"])
     start = checkpoint["epoch"]
 
@@ -56,6 +58,7 @@ bai.save(
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
+        "loader": loader.state_dict(),
         "rng": bai.get_rng_state(),
         "epoch": start + epochs,
     },
