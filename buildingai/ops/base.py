@@ -35,6 +35,10 @@ class Op:
     - ``differentiable``: False for ops with no gradient (comparisons, argmax...).
     - ``view``: True when the output may share memory with the first input (reshape, transpose...).
     - ``check``: ``None`` or a method ``check(self, *arrays, **attrs)`` run before ``forward``.
+    - ``fusion``: for element-wise ops whose forward is one backend function on same-dtype
+      floating operands, ``(function name, extra trailing argument or None)``; the graph's
+      element-wise fusion pass generates kernels from it (and a test checks it against
+      ``forward``).
     """
 
     name: str = "op"
@@ -44,6 +48,7 @@ class Op:
     differentiable: bool = True
     view: bool = False
     check = None
+    fusion: tuple | None = None
 
     def __call__(self, *inputs, **attrs):
         """Run this op through dispatch: ``CONV2D(x, w, stride=...)``. Backward rules use this

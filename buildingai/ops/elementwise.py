@@ -134,6 +134,7 @@ def _scalar_array(value, dtype):
 
 class Add(Op):
     name, onnx = "add", "Add"
+    fusion = ("add", None)
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
@@ -148,6 +149,7 @@ class Add(Op):
 
 class Sub(Op):
     name, onnx = "sub", "Sub"
+    fusion = ("subtract", None)
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
@@ -162,6 +164,7 @@ class Sub(Op):
 
 class Mul(Op):
     name, onnx = "mul", "Mul"
+    fusion = ("multiply", None)
 
     def forward(self, ctx, xp, a, b):
         return torch_dtype(xp.multiply, a, b, xp.multiply(a, b))
@@ -176,6 +179,7 @@ class Mul(Op):
 
 class Div(Op):
     name, onnx = "div", "Div"
+    fusion = ("true_divide", None)
 
     def forward(self, ctx, xp, a, b):
         out = xp.true_divide(a, b)
@@ -198,6 +202,7 @@ class Div(Op):
 
 class Neg(Op):
     name, onnx = "neg", "Neg"
+    fusion = ("negative", None)
     save_inputs = False
 
     def forward(self, ctx, xp, x):
@@ -281,6 +286,7 @@ class Maximum(Op):
     """Element-wise maximum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
 
     name, onnx = "maximum", "Max"
+    fusion = ("maximum", None)
 
     def forward(self, ctx, xp, a, b):
         return torch_dtype(xp.maximum, a, b, xp.maximum(a, b))
@@ -296,6 +302,7 @@ class Minimum(Op):
     """Element-wise minimum (NaN wins); at ties each input gets half the gradient (PyTorch)."""
 
     name, onnx = "minimum", "Min"
+    fusion = ("minimum", None)
 
     def forward(self, ctx, xp, a, b):
         return torch_dtype(xp.minimum, a, b, xp.minimum(a, b))
@@ -429,6 +436,7 @@ FLOOR_DIVIDE, REMAINDER = FloorDivide(), Remainder()
 
 class Exp(Op):
     name, onnx = "exp", "Exp"
+    fusion = ("exp", None)
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -460,6 +468,7 @@ class Expm1(Op):
 
 class Log(Op):
     name, onnx = "log", "Log"
+    fusion = ("log", None)
 
     def forward(self, ctx, xp, x):
         return xp.log(as_float(x))
@@ -491,6 +500,7 @@ class Log1p(Op):
 
 class Sqrt(Op):
     name, onnx = "sqrt", "Sqrt"
+    fusion = ("sqrt", None)
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -523,6 +533,7 @@ class Rsqrt(Op):
 
 class Reciprocal(Op):
     name, onnx = "reciprocal", "Reciprocal"
+    fusion = ("reciprocal", None)
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -538,6 +549,7 @@ class Reciprocal(Op):
 
 class Square(Op):
     name, onnx = "square", None  # an exporter writes Mul(x, x)
+    fusion = ("square", None)
 
     def forward(self, ctx, xp, x):
         return xp.square(x)
@@ -552,6 +564,7 @@ class Square(Op):
 
 class Abs(Op):
     name, onnx = "abs", "Abs"
+    fusion = ("absolute", None)
 
     def forward(self, ctx, xp, x):
         return xp.abs(x)
@@ -566,6 +579,7 @@ class Abs(Op):
 
 class Sin(Op):
     name, onnx = "sin", "Sin"
+    fusion = ("sin", None)
 
     def forward(self, ctx, xp, x):
         return xp.sin(as_float(x))
@@ -580,6 +594,7 @@ class Sin(Op):
 
 class Cos(Op):
     name, onnx = "cos", "Cos"
+    fusion = ("cos", None)
 
     def forward(self, ctx, xp, x):
         return xp.cos(as_float(x))
@@ -594,6 +609,7 @@ class Cos(Op):
 
 class Tanh(Op):
     name, onnx = "tanh", "Tanh"
+    fusion = ("tanh", None)
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -609,6 +625,7 @@ class Tanh(Op):
 
 class Relu(Op):
     name, onnx = "relu", "Relu"
+    fusion = ("maximum", 0)
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):

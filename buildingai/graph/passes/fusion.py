@@ -1,8 +1,8 @@
 """Element-wise fusion: a chain (or tree) of element-wise ops becomes one generated kernel that
 writes its intermediates into buffers it owns (``out=``), instead of allocating one array per op.
 
-The kernel is generated NumPy/CuPy code: one ufunc call per original op, from the table below,
-which names the single backend function each op's forward calls. Only nodes where that holds
+The kernel is generated NumPy/CuPy code: one ufunc call per original op, named by the op
+record's ``fusion`` attribute (the single backend function its forward calls). Only nodes where that holds
 exactly are fused: every tensor operand has the output's floating dtype (so none of the ops'
 integer-to-float promotions applies) and scalars are plain Python numbers. A test runs every
 table entry against its op record's forward, so the table cannot drift from the ops.
@@ -14,29 +14,13 @@ better cache reuse. numexpr is not installed here and is not needed.
 
 from __future__ import annotations
 
+from ...ops import all_ops
 from ...ops.base import Op
 from ..graph import Graph, Literal, Node
 
-# op name -> (backend function, extra trailing argument or None)
-FUSIBLE = {
-    "add": ("add", None),
-    "sub": ("subtract", None),
-    "mul": ("multiply", None),
-    "div": ("true_divide", None),
-    "neg": ("negative", None),
-    "exp": ("exp", None),
-    "log": ("log", None),
-    "sqrt": ("sqrt", None),
-    "tanh": ("tanh", None),
-    "sin": ("sin", None),
-    "cos": ("cos", None),
-    "abs": ("absolute", None),
-    "reciprocal": ("reciprocal", None),
-    "square": ("square", None),
-    "maximum": ("maximum", None),
-    "minimum": ("minimum", None),
-    "relu": ("maximum", 0),
-}
+# op name -> (backend function, extra trailing argument or None), read off the op records'
+# ``fusion`` attribute: the record stays the one place that says what an op computes.
+FUSIBLE = {op.name: op.fusion for op in all_ops() if op.fusion is not None}
 
 
 class FusedElementwise(Op):
