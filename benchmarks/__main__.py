@@ -8,10 +8,19 @@ Run: ``python -m benchmarks [--quick] [--threads 1,2] [--only mlp,cnn,transforme
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
+import os
+
+# OpenBLAS's idle threads spin for 2^28 cycles (~0.1 s) after each BLAS call before they sleep.
+# In a suite that interleaves three implementations, that spin takes a core from whichever runs
+# next (measured: PyTorch's transformer step 109 ms -> 74 ms without it), and from BuildingAI's
+# element-wise threads. 2^18 cycles (~0.1 ms) keeps the threads hot across back-to-back GEMMs.
+# OpenBLAS reads the variable when it loads, so it is set before anything imports NumPy.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from .suite import inference, micro, report, train
 from .suite.harness import CrossCheckError
@@ -69,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         default=str(ROOT / "benchmarks" / "results"),
         help="directory for the JSON record of the run",
     )
+    parser.add_argument(
+        "--return-freed-memory",
+        action="store_true",
+        help="leave glibc malloc at its defaults (freed memory goes back to the OS) instead of "
+        "calling buildingai.backend.retain_freed_memory(), as Trainer does",
+    )
     args = parser.parse_args(argv)
     only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(only) - set(WORKLOADS))
@@ -76,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
 
+    if not args.return_freed_memory:
+        # The process-wide malloc setting Trainer applies; it serves all three implementations.
+        from buildingai.backend import retain_freed_memory
+
+        retain_freed_memory()
     info = report.full_environment()
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     records, failures = run(only, args.quick, threads, log)

@@ -30,6 +30,7 @@ from .backend.dtypes import (
     uint8,
 )
 from .backend.random import get_rng_state, set_rng_state
+from .backend.threads import get_num_threads, set_num_threads
 from .errors import (
     ArgumentError,
     AutogradError,

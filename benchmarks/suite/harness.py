@@ -53,15 +53,15 @@ def thread_limit(threads: int | None) -> Iterator[None]:
         yield
         return
     torch_threads = torch.get_num_threads()
-    optim_threads = bai.optim.get_num_threads()
+    own_threads = bai.get_num_threads()
     torch.set_num_threads(threads)
-    bai.optim.set_num_threads(threads)
+    bai.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads, user_api="blas"):
             yield
     finally:
         torch.set_num_threads(torch_threads)
-        bai.optim.set_num_threads(optim_threads)
+        bai.set_num_threads(own_threads)
 
 
 def scalar(value) -> float:

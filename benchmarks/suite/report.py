@@ -12,12 +12,13 @@ from ..common import environment, format_table
 # Targets at 2 threads, medians: (at most x PyTorch, at most x the NumPy bound)
 TARGETS = {"mlp": (0.8, 1.3), "transformer": (1.0, 1.2), "cnn": (1.2, 1.2), "dispatch": (1.0, None)}
 KERNEL_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+THREAD_VARIABLES = ("OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def full_environment() -> dict:
     """``common.environment()`` plus what forces OpenBLAS's kernel, and PyTorch's back ends."""
     info = environment()
-    for variable in KERNEL_VARIABLES:
+    for variable in KERNEL_VARIABLES + THREAD_VARIABLES:
         info[variable] = os.environ.get(variable, "(unset)")
     if hasattr(os, "getloadavg"):  # other work on the machine skews multi-threaded rows most
         info["load_average_at_start"] = [round(value, 2) for value in os.getloadavg()]
@@ -28,6 +29,9 @@ def full_environment() -> dict:
         info["torch_mkldnn"] = bool(torch.backends.mkldnn.is_available())
     except ImportError:
         pass
+    from buildingai.backend import allocator_settings
+
+    info["malloc"] = allocator_settings() or "glibc defaults"
     return info
 
 
@@ -155,11 +159,26 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "largest value (entries whose gradient is round-off — below 1e-6 of the tensor's "
         "largest, or below 1e-7 with Adam, whose step g / (|g| + eps) magnifies round-off — "
         "are left out and counted). A workload that fails this is not timed.",
+        "- OpenBLAS thread spin: OPENBLAS_THREAD_TIMEOUT="
+        f"{info.get('OPENBLAS_THREAD_TIMEOUT')} (set by the suite unless given): idle OpenBLAS "
+        "threads spin 2^N cycles before sleeping. OpenBLAS's default, 2^28 (~0.1 s), lets one "
+        "implementation's idle BLAS threads take a core from the next one in the interleaved "
+        "timing.",
+        "- Host memory: "
+        + (
+            "the process keeps freed memory for reuse (`buildingai.backend.retain_freed_memory`"
+            f", glibc mallopt {info.get('malloc')}), as `Trainer` does; the setting is "
+            "process-wide, so it serves all three implementations alike. "
+            "`--return-freed-memory` measures with malloc's defaults."
+            if isinstance(info.get("malloc"), dict)
+            else "malloc's defaults (freed memory returns to the OS)."
+        ),
         "- Timing: the implementations run interleaved (A, B, C, A, B, C, ...) after warm-up; "
         "each cell is the median seconds per call of 7 repetitions (min–max in brackets); "
         "one repetition runs enough calls to last about 0.25 s (0.1 s for inference).",
         "- Threads: `threads` BLAS threads for NumPy and BuildingAI (threadpoolctl), the same "
-        "for BuildingAI's optimizer, and `torch.set_num_threads(threads)` for PyTorch.",
+        "number for BuildingAI's own threads (element-wise ops and optimizer updates, "
+        "`buildingai.set_num_threads`), and `torch.set_num_threads(threads)` for PyTorch.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "
         "arrays and Python objects. PyTorch allocates through its own C++ allocator, which "

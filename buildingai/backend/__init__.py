@@ -11,4 +11,5 @@ from .device import (
     to_device,
 )
 from .dtypes import as_dtype, is_floating
+from .memory import allocator_settings, retain_freed_memory
 from .random import Generator, default_generator, manual_seed, resolve_generator

@@ -22,6 +22,22 @@ def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
     return tuple(reversed(shape))
 
 
+def matrix_product(xp, a, b):
+    """``a @ b`` for a of rank >= 2, computed as few GEMMs as possible.
+
+    NumPy's ``matmul`` runs one GEMM per batch entry, even when ``b`` is a single matrix; with a
+    (32, 64, 128) input that is 32 small GEMMs, each paying the BLAS threading set-up. Folding the
+    batch into the rows makes one (2048, 128) GEMM, which is 1.3-1.4x faster on 2 threads here.
+    For two matrices, ``ndarray.dot`` skips the ufunc machinery of ``matmul`` (about 0.7 us).
+    """
+    if b.ndim == 2:
+        if a.ndim == 2:
+            return a.dot(b)
+        rows = a.reshape(-1, a.shape[-1])  # a view when a's rows are contiguous, else one copy
+        return rows.dot(b).reshape(*a.shape[:-1], b.shape[1])
+    return xp.matmul(a, b)
+
+
 class MatMul(Op):
     """Matrix product of two arrays of rank >= 2, with batch dimensions broadcast.
 
@@ -48,7 +64,7 @@ class MatMul(Op):
             )
 
     def forward(self, ctx, xp, a, b):
-        return xp.matmul(a, b)
+        return matrix_product(xp, a, b)
 
     def backward(self, ctx, grad):
         a, b = ctx.inputs
@@ -98,7 +114,7 @@ class Linear(Op):
             )
 
     def forward(self, ctx, xp, x, weight, bias=None):
-        out = xp.matmul(x, weight.T)
+        out = matrix_product(xp, x, weight.T)
         if bias is not None:
             if out.dtype == xp.result_type(out, bias):
                 out += bias  # in place: the product is a fresh array nobody else holds

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError, IndexingError, ShapeError
 from .base import Op
+from .split import split_rows, trailing_rows
 
 
 def _check_floating(name: str, x) -> None:
@@ -32,18 +33,67 @@ class Softmax(Op):
     def forward(self, ctx, xp, x, *, axis):
         if x.size == 0:
             return xp.empty_like(x)
-        out = x - x.max(axis=axis, keepdims=True)
-        xp.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
+        out = xp.empty_like(x)
+        rows = trailing_rows((axis,), x, out)
+        if rows is None:
+            _softmax_kernel(xp, x, out, axis=axis)
+        else:  # independent rows: split across threads
+            split_rows(xp, _softmax_kernel, *rows)
         return out
 
     def backward(self, ctx, grad):
-        axis = ctx.attrs["axis"]
-        out = ctx.output
-        return (out * (grad - (grad * out).sum(axis=axis, keepdims=True)),)
+        return (SOFTMAX_GRAD(grad, ctx.output, axis=ctx.attrs["axis"]),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.node("Softmax", inputs, output, axis=int(attrs["axis"]))
+
+
+def _softmax_kernel(xp, x, out, axis=-1):
+    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+    xp.exp(out, out=out)
+    out /= out.sum(axis=axis, keepdims=True)
+
+
+def _softmax_grad_kernel(xp, grad, out, result, axis=-1):
+    xp.multiply(grad, out, out=result)
+    projection = result.sum(axis=axis, keepdims=True)
+    xp.subtract(grad, projection, out=result)
+    result *= out
+
+
+class SoftmaxGrad(Op):
+    """The gradient of ``softmax`` given its output: ``out * (g - sum(g * out))`` along
+    ``axis``; one op (split across threads for large inputs) instead of four.
+
+    Inputs: g (upstream gradient) and out (the softmax output, one shape). Its Jacobian in g is
+    symmetric, so the gradient there is this op again; the gradient in ``out`` is
+    ``G * (g - sum(g * out)) - g * sum(G * out)``.
+    """
+
+    name, onnx = "softmax_grad", None
+    save_inputs = True
+
+    def forward(self, ctx, xp, grad, out, *, axis):
+        if grad.shape != out.shape:
+            grad = xp.broadcast_to(grad, out.shape)
+        result = xp.empty(out.shape, xp.result_type(grad, out))
+        rows = trailing_rows((axis,), grad, out, result)
+        if rows is None:
+            _softmax_grad_kernel(xp, grad, out, result, axis=axis)
+        else:
+            split_rows(xp, _softmax_grad_kernel, *rows)
+        return result
+
+    def backward(self, ctx, grad_of_result):
+        grad, out = ctx.inputs
+        axis = ctx.attrs["axis"]
+        grad_grad = grad_out = None
+        if grad.requires_grad:
+            grad_grad = SOFTMAX_GRAD(grad_of_result, out, axis=axis)
+        if out.requires_grad:
+            grad_out = grad_of_result * (grad - (grad * out).sum(axis=axis, keepdims=True))
+            grad_out = grad_out - grad * (grad_of_result * out).sum(axis=axis, keepdims=True)
+        return grad_grad, grad_out
 
 
 class LogSoftmax(Op):
@@ -216,5 +266,6 @@ def _check_range(name: str, indices, count: int) -> None:
         )
 
 
-SOFTMAX, LOG_SOFTMAX, DROPOUT = Softmax(), LogSoftmax(), Dropout()
+SOFTMAX, SOFTMAX_GRAD = Softmax(), SoftmaxGrad()
+LOG_SOFTMAX, DROPOUT = LogSoftmax(), Dropout()
 EMBEDDING, EMBEDDING_GRAD = Embedding(), EmbeddingGrad()

@@ -14,10 +14,13 @@ Tensor ops (and ``standardize_grad`` again), so derivatives of any order are exa
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import DTypeError
 from .base import Op
+from .split import split_rows, trailing_rows
 
 
 def _check_floating(name: str, x) -> None:
@@ -52,6 +55,14 @@ class Standardize(Op):
         if x.size == 0:
             ctx.rstd = xp.empty(_reduced_shape(x.shape, axes), dtype=work.dtype)
             return xp.empty_like(x)
+        if work is x:  # trailing axes (layer norm) of a large input: rows split across threads
+            out = xp.empty_like(x)
+            rstd = xp.empty(_reduced_shape(x.shape, axes), dtype=x.dtype)
+            rows = trailing_rows(axes, x, out, rstd)
+            if rows is not None:
+                split_rows(xp, functools.partial(_standardize_rows, eps=eps), *rows)
+                ctx.rstd = rstd
+                return out
         centered = work - work.mean(axis=axes, keepdims=True)
         variance = xp.square(centered).mean(axis=axes, keepdims=True)
         variance += work.dtype.type(eps)
@@ -93,6 +104,12 @@ class StandardizeGrad(Op):
         if g.size == 0:
             return xp.zeros_like(x)
         dtype = _compute_dtype(g.dtype)
+        if dtype == g.dtype == xhat.dtype == rstd.dtype == x.dtype and g.shape == xhat.shape:
+            out = xp.empty_like(g)
+            rows = trailing_rows(axes, g, xhat, rstd, out)
+            if rows is not None:  # large layer-norm gradients: rows split across threads
+                split_rows(xp, _standardize_grad_rows, *rows)
+                return out
         g = g.astype(dtype, copy=False)
         xhat = xhat.astype(dtype, copy=False)
         projection = (g * xhat).mean(axis=axes, keepdims=True)
@@ -113,6 +130,25 @@ class StandardizeGrad(Op):
         )
         grad_x = -r * (grad * ctx.output).mean(axis=axes, keepdims=True) * xhat
         return grad_g, grad_x, grad_xhat, None
+
+
+def _standardize_rows(xp, x, out, rstd, *, eps):
+    """Standardize each row of x (rows, features) into out; rstd (rows, 1) receives
+    1 / sqrt(var + eps)."""
+    xp.subtract(x, x.mean(axis=1, keepdims=True), out=out)
+    variance = xp.square(out).mean(axis=1, keepdims=True)
+    variance += x.dtype.type(eps)
+    xp.sqrt(variance, out=variance)
+    xp.reciprocal(variance, out=rstd)
+    out *= rstd
+
+
+def _standardize_grad_rows(xp, g, xhat, rstd, out):
+    """``rstd * (g - mean(g) - xhat * mean(g * xhat))`` per row of (rows, features) arrays."""
+    projection = (g * xhat).mean(axis=1, keepdims=True)
+    xp.subtract(g, g.mean(axis=1, keepdims=True), out=out)
+    out -= xhat * projection
+    out *= rstd
 
 
 def _reduced_shape(shape: tuple, axes: tuple) -> tuple:

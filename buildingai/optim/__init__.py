@@ -4,6 +4,7 @@ Each optimizer is a thin class over a pure per-parameter update function (``sgd_
 ``adam_update``, ...) that works in place on backend arrays.
 """
 
+from ..backend.threads import get_num_threads, set_num_threads  # optimizer updates use them too
 from . import schedulers
 from .adadelta import Adadelta, adadelta_update
 from .adagrad import Adagrad, adagrad_update
@@ -16,13 +17,7 @@ from .clip import (
     clip_value_hook,
 )
 from .lion import Lion, lion_update
-from .optimizer import (
-    OptimizerBase,
-    OptimizerError,
-    StepHookHandle,
-    get_num_threads,
-    set_num_threads,
-)
+from .optimizer import OptimizerBase, OptimizerError, StepHookHandle
 from .rmsprop import RMSprop, rmsprop_update
 from .schedulers import (
     CosineAnnealingLR,

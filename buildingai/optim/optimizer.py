@@ -15,9 +15,7 @@ the math, on backend arrays, in place. A new optimizer writes only its update ru
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,6 +23,7 @@ import numpy as np
 from ..autograd import Tensor, enable_grad, no_grad
 from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
+from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
 
 # Elements per block of the blocked update. An update makes 5-10 passes over its arrays; cut
@@ -60,41 +59,6 @@ class StepHookHandle:
 
     def __exit__(self, *exc_info) -> None:
         self.remove()
-
-
-# ----- threads for large element-wise work -------------------------------------------------------
-_thread_settings = {"count": None, "pool": None}
-
-
-def set_num_threads(count: int | None) -> None:
-    """Set how many threads split one large parameter's update (None: every available core)."""
-    if count is not None and count < 1:
-        raise OptimizerError(f"set_num_threads needs a count >= 1, got {count}")
-    pool = _thread_settings["pool"]
-    if pool is not None:
-        pool.shutdown(wait=True)
-    _thread_settings.update(count=count, pool=None)
-
-
-def get_num_threads() -> int:
-    """How many threads a large parameter's update is split across."""
-    count = _thread_settings["count"]
-    if count is None:
-        try:
-            count = len(os.sched_getaffinity(0))
-        except AttributeError:  # not every platform has sched_getaffinity
-            count = os.cpu_count() or 1
-    return max(1, count)
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    pool = _thread_settings["pool"]
-    if pool is None or pool._max_workers != workers:
-        if pool is not None:
-            pool.shutdown(wait=True)
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="buildingai-optim")
-        _thread_settings["pool"] = pool
-    return pool
 
 
 class OptimizerBase:
@@ -343,7 +307,7 @@ class OptimizerBase:
             self._run_blocks(update_fn, flat, starts, 0, work_count, scalars)
             return
         per_worker = -(-len(starts) // workers)
-        pool = _thread_pool(workers)
+        pool = executor(workers)
         jobs = [
             pool.submit(
                 self._run_blocks,

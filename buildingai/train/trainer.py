@@ -23,6 +23,7 @@ import numpy as np
 from .. import nn, optim
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
+from ..backend.memory import retain_freed_memory
 from ..backend.random import Generator, get_rng_state, manual_seed, set_rng_state
 from ..data import DataLoader, Sampler
 from ..errors import CheckpointError
@@ -62,6 +63,9 @@ DEFAULTS = Config(
     checkpoint=dict(every_steps=None, keep_last=2, keep_best=None, mode="max"),
     early_stopping=None,  # e.g. {metric: eval/loss, mode: min, patience: 3}
     progress=True,
+    # keep freed host memory for the next step instead of returning it to the OS
+    # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
+    retain_freed_memory=True,
 )
 
 
@@ -400,6 +404,8 @@ class Trainer:
         checkpoint in ``run_dir`` if there is one. ``overrides`` go to the constructor
         (``show_progress=False``, extra ``callbacks=[...]``)."""
         config = DEFAULTS.copy().merge(config)
+        if config.retain_freed_memory:
+            retain_freed_memory()
         manual_seed(config.seed)  # the model's initial weights come from the default stream
         train_set = build_dataset(config.data.train, "data.train")
         eval_set = build_dataset(config.data.eval, "data.eval") if config.data.eval else None

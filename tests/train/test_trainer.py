@@ -199,3 +199,14 @@ def test_evaluate_on_another_dataset_uses_the_loader_options():
     assert set(expected) == {"eval/loss", "eval/accuracy"}
     assert trainer.evaluate(InWorkersOnly(8)) == pytest.approx(expected)
     assert trainer.evaluate(InWorkersOnly(8), batch_size=3) == pytest.approx(expected)
+
+
+def test_from_config_keeps_freed_memory_unless_told_not_to(monkeypatch):
+    import buildingai.train.trainer as trainer_module
+
+    calls = []
+    monkeypatch.setattr(trainer_module, "retain_freed_memory", lambda: calls.append(1))
+    Trainer.from_config(config(retain_freed_memory=False), verbose=False)
+    assert calls == []
+    Trainer.from_config(config(), verbose=False)
+    assert calls == [1]

@@ -1,0 +1,70 @@
+"""Running one large array op on several threads: the op's arrays are cut along their first
+dimension and each thread computes its own rows (``backend.threads.parallel_for``).
+
+Element-wise ops pass flat views of contiguous arrays; row-wise ops (softmax over the last axis,
+normalisation) pass ``(rows, features)`` views. CuPy arrays, and NumPy arrays that are not
+contiguous, run in one call: the GPU has its own parallelism, and a non-contiguous array has no
+flat view to cut.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend.threads import parallel_for
+
+# Each thread takes its whole range in one kernel call. Walking it in cache-sized blocks measured
+# slower on 2 threads: every ufunc call takes the GIL, and many short calls from two threads
+# queue on it.
+
+
+def split_rows(xp, kernel, *arrays) -> None:
+    """Call ``kernel(xp, *parts)`` with ``parts[i] = arrays[i][start:stop]`` over row ranges
+    that together cover the common first dimension, concurrently. Each call must write only
+    into its own rows of the output arrays among ``arrays``."""
+    if xp is not np:
+        kernel(xp, *arrays)
+        return
+
+    def run(start: int, stop: int) -> None:
+        kernel(np, *(array[start:stop] for array in arrays))
+
+    parallel_for(run, len(arrays[0]), arrays[0].size * len(arrays))
+
+
+def flat_or_none(*arrays):
+    """Flat views of ``arrays`` when every one is a C-contiguous NumPy array, else None."""
+    for array in arrays:
+        if type(array) is not np.ndarray or not array.flags.c_contiguous:
+            return None
+    return [array.reshape(-1) for array in arrays]
+
+
+def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
+    """``kernel(xp, *inputs, *outputs)`` for same-shape arrays, split across threads when they
+    all have flat views (one call otherwise)."""
+    flat = flat_or_none(*inputs, *outputs)
+    if flat is None or xp is not np:
+        kernel(xp, *inputs, *outputs)
+        return
+    split_rows(xp, kernel, *flat)
+
+
+def trailing_rows(axes, *arrays):
+    """``(rows, -1)`` views of ``arrays`` when ``axes`` are the trailing axes of the first one
+    and every array is a C-contiguous NumPy array with the same leading dimensions (so row r of
+    each view belongs to the same slice); else None. Reduced arrays (kept dimensions) fit too.
+    """
+    first = arrays[0]
+    ndim = first.ndim
+    if ndim == 0 or sorted(axis % ndim for axis in axes) != list(range(ndim - len(axes), ndim)):
+        return None
+    if flat_or_none(*arrays) is None:
+        return None
+    leading = first.shape[: ndim - len(axes)]
+    rows = 1
+    for extent in leading:
+        rows *= extent
+    if rows < 2 or any(array.shape[: len(leading)] != leading for array in arrays):
+        return None
+    return [array.reshape(rows, -1) for array in arrays]

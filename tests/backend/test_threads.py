@@ -1,0 +1,68 @@
+"""parallel_for: every index once, errors re-raised, nested calls serial, thread-count checks."""
+
+import threading
+
+import pytest
+
+import buildingai as bai
+from buildingai.backend import threads
+
+
+@pytest.fixture
+def three_threads(monkeypatch):
+    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
+    bai.set_num_threads(3)
+    yield
+    bai.set_num_threads(None)
+
+
+def test_every_index_is_covered_once_by_contiguous_ranges(three_threads):
+    seen = []
+    lock = threading.Lock()
+    all_running = threading.Barrier(3, timeout=10)  # breaks unless three ranges run at once
+
+    def kernel(start, stop):
+        with lock:
+            seen.append((start, stop))
+        all_running.wait()
+
+    threads.parallel_for(kernel, 10)
+    assert sorted(seen) == [(0, 3), (3, 6), (6, 10)]
+
+
+def test_small_work_runs_on_the_calling_thread(monkeypatch):
+    bai.set_num_threads(2)
+    calls = []
+    threads.parallel_for(lambda a, b: calls.append((a, b, threading.current_thread())), 100)
+    assert calls == [(0, 100, threading.current_thread())]
+    bai.set_num_threads(None)
+
+
+def test_an_error_in_a_pool_thread_is_raised_in_the_caller(three_threads):
+    def kernel(start, stop):
+        if start > 0:
+            raise ValueError(f"bad range {start}")
+
+    with pytest.raises(ValueError, match="bad range"):
+        threads.parallel_for(kernel, 9)
+
+
+def test_a_nested_parallel_for_runs_serially_inside_pool_threads(three_threads):
+    inner = []
+
+    def kernel(start, stop):
+        threads.parallel_for(lambda a, b: inner.append((start, a, b)), 4)
+
+    threads.parallel_for(kernel, 3)  # would deadlock if pool threads waited on the pool
+    # the caller's range may split again; pool threads' ranges run whole
+    assert sorted((a, b) for start, a, b in inner if start == 0)[-1][1] == 4
+    assert {(start, a, b) for start, a, b in inner if start > 0} == {(1, 0, 4), (2, 0, 4)}
+
+
+def test_thread_counts():
+    bai.set_num_threads(1)
+    assert bai.get_num_threads() == 1 == bai.optim.get_num_threads()
+    bai.set_num_threads(None)
+    assert bai.get_num_threads() >= 1
+    with pytest.raises(ValueError, match="int >= 1"):
+        bai.set_num_threads(0)
