@@ -84,18 +84,27 @@ def apply(op, *inputs, **attrs) -> Tensor:
         for observer in _interceptors:
             observer.before_op(op, inputs, attrs)
 
-    recording = needs_grad and grad_mode.enabled and op.differentiable
-    # A forward may store values for backward on its context; only a recorded call keeps it.
-    ctx = Node(op, inputs, attrs) if recording else _Scratch()
+    if needs_grad and grad_mode.enabled and op.differentiable:
+        recording = True
+        ctx = Node(op, inputs, attrs)
+    else:  # a forward may store values for backward on its context; only a recorded call keeps it
+        recording = False
+        ctx = _Scratch()
     xp = np if _device._cupy is None else _namespace_of(arrays)
+    check = op.check
     try:
-        if op.check is not None:
-            op.check(*arrays, **attrs)
-        data = op.forward(ctx, xp, *arrays, **attrs)
+        if attrs:
+            if check is not None:
+                check(*arrays, **attrs)
+            data = op.forward(ctx, xp, *arrays, **attrs)
+        else:  # calling without **{} saves building an empty dict for each callee
+            if check is not None:
+                check(*arrays)
+            data = op.forward(ctx, xp, *arrays)
     except BuildingAIError as error:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:
-        raise _with_module_path(op.describe_failure(exc, arrays)) from exc
+        raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
     if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
         data = xp.asarray(data)
 

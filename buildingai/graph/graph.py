@@ -215,7 +215,7 @@ def estimate_flops(graph: Graph, node: Node) -> int | None:
     out = concrete(graph.values[node.output].shape)
     refs = node.input_ids()
     if name == "matmul":
-        inner = concrete(graph.values[refs[0]].shape)[-1]
+        inner = concrete(graph.values[refs[0]].shape)[-2 if node.attrs.get("transpose_a") else -1]
         return 2 * math.prod(out) * inner
     if name == "linear":
         inner = concrete(graph.values[refs[1]].shape)[1]

@@ -255,6 +255,10 @@ def _infer(op, inputs: tuple, attrs: dict):
         shape = np.broadcast_shapes(*shapes) if shapes else ()
     elif name == "matmul" and all(len(s) >= 2 for s in shapes):
         a, b = shapes
+        if attrs.get("transpose_a"):
+            a = (*a[:-2], a[-1], a[-2])
+        if attrs.get("transpose_b"):
+            b = (*b[:-2], b[-1], b[-2])
         shape = np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
     elif name == "linear":
         shape = shapes[0][:-1] + (shapes[1][0],)

@@ -35,6 +35,8 @@ class Op:
     - ``differentiable``: False for ops with no gradient (comparisons, argmax...).
     - ``view``: True when the output may share memory with the first input (reshape, transpose...).
     - ``check``: ``None`` or a method ``check(self, *arrays, **attrs)`` run before ``forward``.
+      An op whose backend call already rejects every bad input can instead override
+      ``describe_failure`` to explain the rejection, and cost nothing on the happy path.
     - ``fusion``: for element-wise ops whose forward is one backend function on same-dtype
       floating operands, ``(function name, extra trailing argument or None)``; the graph's
       element-wise fusion pass generates kernels from it (and a test checks it against
@@ -63,7 +65,7 @@ class Op:
         """Return a tuple with one gradient Tensor (or None) per input."""
         raise BuildingAIError(f"[{self.name}] has no gradient")
 
-    def describe_failure(self, exc: Exception, arrays: list) -> BuildingAIError:
+    def describe_failure(self, exc: Exception, arrays: list, attrs: dict) -> BuildingAIError:
         """Turn a backend exception into an error that names this op and its inputs."""
         shapes = ", ".join(_describe(a) for a in arrays)
         kinds = {type(a).__module__.split(".")[0] for a in arrays if hasattr(a, "shape")}

@@ -138,7 +138,10 @@ class Add(Op):
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
-        return torch_dtype(xp.add, a, b, xp.add(a, b))
+        out = xp.add(a, b)
+        if out.dtype is _FLOAT64 or type(a) is float or type(b) is float:
+            return torch_dtype(xp.add, a, b, out)
+        return out  # the common case, tested inline: this is the hottest op family
 
     def backward(self, ctx, grad):
         return grad, grad
@@ -153,7 +156,10 @@ class Sub(Op):
     save_inputs = False
 
     def forward(self, ctx, xp, a, b):
-        return torch_dtype(xp.subtract, a, b, xp.subtract(a, b))
+        out = xp.subtract(a, b)
+        if out.dtype is _FLOAT64 or type(a) is float or type(b) is float:
+            return torch_dtype(xp.subtract, a, b, out)
+        return out  # the common case, tested inline: this is the hottest op family
 
     def backward(self, ctx, grad):
         return grad, -grad
@@ -167,7 +173,10 @@ class Mul(Op):
     fusion = ("multiply", None)
 
     def forward(self, ctx, xp, a, b):
-        return torch_dtype(xp.multiply, a, b, xp.multiply(a, b))
+        out = xp.multiply(a, b)
+        if out.dtype is _FLOAT64 or type(a) is float or type(b) is float:
+            return torch_dtype(xp.multiply, a, b, out)
+        return out  # the common case, tested inline: this is the hottest op family
 
     def backward(self, ctx, grad):
         a, b = ctx.inputs

@@ -30,6 +30,8 @@ def matrix_product(xp, a, b):
     batch into the rows makes one (2048, 128) GEMM, which is 1.3-1.4x faster on 2 threads here.
     For two matrices, ``ndarray.dot`` skips the ufunc machinery of ``matmul`` (about 0.7 us).
     """
+    if a.ndim < 2 or b.ndim < 2:  # NumPy would accept vectors, with other semantics
+        raise ValueError("matmul operands need rank >= 2")
     if b.ndim == 2:
         if a.ndim == 2:
             return a.dot(b)
@@ -38,52 +40,108 @@ def matrix_product(xp, a, b):
     return xp.matmul(a, b)
 
 
+def _matmul(a, b, transpose_a: bool = False, transpose_b: bool = False):
+    """``MATMUL`` with only the flags that are set among its attributes."""
+    attrs = {}
+    if transpose_a:
+        attrs["transpose_a"] = True
+    if transpose_b:
+        attrs["transpose_b"] = True
+    return MATMUL(a, b, **attrs)
+
+
+def _swap_last(shape: tuple) -> tuple:
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
 class MatMul(Op):
     """Matrix product of two arrays of rank >= 2, with batch dimensions broadcast.
 
     a: (..., n, k), b: (..., k, m) -> (..., n, m). (The public ``matmul`` turns 1-D operands into
-    matrices first, as NumPy does.)
+    matrices first, as NumPy does.) ``transpose_a`` / ``transpose_b`` multiply by an operand's
+    transpose in its last two axes (a: (..., k, n) or b: (..., m, k)) without a transpose op, as
+    BLAS does: every gradient of a product is such a product, so backward makes one op per
+    gradient instead of a transpose and a product.
     """
 
     name, onnx = "matmul", "MatMul"
 
-    def check(self, a, b):
-        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
-            raise ShapeError(
-                f"[matmul] cannot multiply {tuple(a.shape)} by {tuple(b.shape)}: inner dimensions "
-                f"{a.shape[-1]} != {b.shape[-2]}",
+    # No ``check``: the backend rejects every shape this op rejects, so the shapes are examined
+    # only after a failure (``describe_failure``), which saves about 1 us per call.
+    def describe_failure(self, exc, arrays, attrs):
+        a, b = arrays[0], arrays[1]
+        if a.ndim < 2 or b.ndim < 2:
+            return ShapeError(
+                f"[matmul] the op multiplies arrays of rank >= 2, got {tuple(a.shape)} and "
+                f"{tuple(b.shape)}",
+                help="call buildingai.matmul (or a @ b), which also takes vectors",
+            )
+        shape_a = _swap_last(a.shape) if attrs.get("transpose_a") else tuple(a.shape)
+        shape_b = _swap_last(b.shape) if attrs.get("transpose_b") else tuple(b.shape)
+        if shape_a[-1] != shape_b[-2]:
+            return ShapeError(
+                f"[matmul] cannot multiply {shape_a} by {shape_b}: inner dimensions "
+                f"{shape_a[-1]} != {shape_b[-2]}",
                 help="the last dimension of the left operand must equal the second-to-last of the "
                 "right one; transpose an operand (x.T or x.swapaxes(-1, -2)) if needed",
             )
-        if (a.ndim > 2 or b.ndim > 2) and _broadcast_batch(a.shape[:-2], b.shape[:-2]) is None:
-            raise ShapeError(
-                f"[matmul] cannot multiply {tuple(a.shape)} by {tuple(b.shape)}: batch dimensions "
-                f"{tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} do not broadcast",
+        if _broadcast_batch(shape_a[:-2], shape_b[:-2]) is None:
+            return ShapeError(
+                f"[matmul] cannot multiply {shape_a} by {shape_b}: batch dimensions "
+                f"{shape_a[:-2]} and {shape_b[:-2]} do not broadcast",
                 help="batch dimensions (all but the last two) must match or be 1; reshape or "
                 "unsqueeze an operand to align them",
             )
+        return super().describe_failure(exc, arrays, attrs)
 
-    def forward(self, ctx, xp, a, b):
+    def forward(self, ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
+        if transpose_a:
+            a = a.swapaxes(-1, -2)  # a strided view: BLAS reads it transposed, no copy
+        if transpose_b:
+            b = b.swapaxes(-1, -2)
+        if b.ndim == 2 and a.ndim == 2:  # the hottest case, without a call
+            return a.dot(b)
         return matrix_product(xp, a, b)
 
     def backward(self, ctx, grad):
+        # C = A' B' with A' = A or A^T, B' = B or B^T: dA' = G B'^T and dB' = A'^T G, and the
+        # gradient of a transposed operand is the transpose of that: each is one product.
         a, b = ctx.inputs
+        transpose_a = ctx.attrs.get("transpose_a", False)
+        transpose_b = ctx.attrs.get("transpose_b", False)
         grad_a = grad_b = None
         if a.requires_grad:
-            grad_a = grad @ b.swapaxes(-1, -2)
+            if transpose_a:  # dA = (G B'^T)^T = B' G^T
+                grad_a = _matmul(b, grad, transpose_a=transpose_b, transpose_b=True)
+            else:
+                grad_a = _matmul(grad, b, transpose_b=not transpose_b)
         if b.requires_grad:
-            if b.ndim == 2 and a.ndim > 2:
+            if b.ndim == 2 and a.ndim > 2 and not transpose_a:
                 # A batched input against one weight matrix: fold the batch into the rows and
                 # make one GEMM, instead of a batch of products summed afterwards.
                 rows_a = a.reshape(-1, a.shape[-1])
                 rows_grad = grad.reshape(-1, grad.shape[-1])
-                grad_b = rows_a.swapaxes(0, 1) @ rows_grad
+                if transpose_b:  # dB = (A^T G)^T = G^T A
+                    grad_b = _matmul(rows_grad, rows_a, transpose_a=True)
+                else:
+                    grad_b = _matmul(rows_a, rows_grad, transpose_a=True)
+            elif transpose_b:  # dB = (A'^T G)^T = G^T A'
+                grad_b = _matmul(grad, a, transpose_a=True, transpose_b=transpose_a)
             else:
-                grad_b = a.swapaxes(-1, -2) @ grad
+                grad_b = _matmul(a, grad, transpose_a=not transpose_a)
         return grad_a, grad_b
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("MatMul", inputs, output)
+        a, b = inputs
+        if attrs.get("transpose_a"):
+            a = emit.node("Transpose", [a], perm=_last_two_swapped(emit.rank(a)))
+        if attrs.get("transpose_b"):
+            b = emit.node("Transpose", [b], perm=_last_two_swapped(emit.rank(b)))
+        emit.node("MatMul", [a, b], output)
+
+
+def _last_two_swapped(rank: int) -> list[int]:
+    return [*range(rank - 2), rank - 1, rank - 2]
 
 
 class Linear(Op):
@@ -114,7 +172,7 @@ class Linear(Op):
             )
 
     def forward(self, ctx, xp, x, weight, bias=None):
-        out = matrix_product(xp, x, weight.T)
+        out = matrix_product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
         if bias is not None:
             if out.dtype == xp.result_type(out, bias):
                 out += bias  # in place: the product is a fresh array nobody else holds

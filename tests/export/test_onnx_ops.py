@@ -11,6 +11,7 @@ import pytest
 import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.graph import TensorSpec, freeze
+from buildingai.ops.linalg import MATMUL
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -160,6 +161,10 @@ CASES = {
     # linear algebra and nn primitives
     "matmul": (lambda x, y: x @ y, [floats(2, 3), floats(3, 4)]),
     "matmul_weight": (lambda x: x @ W, [floats(5)]),
+    "matmul_transposed": (
+        lambda x, y: MATMUL(x, y, transpose_a=True, transpose_b=True),
+        [floats(3, 2), floats(4, 3)],
+    ),
     "linear": (lambda x: F.linear(x, W, B), [floats(4)]),
     "linear_3d": (lambda x: F.linear(x, W, B), [floats(2, 4)]),
     "linear_no_bias": (lambda x: F.linear(x, W), [floats(2, 4)]),

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.ops.linalg import MATMUL
 from tests.helpers import check_op, constant, torch
 
 # ----- matmul ------------------------------------------------------------------------------------
@@ -269,3 +270,43 @@ def test_einsum_errors(subscripts, shapes, message):
 def test_einsum_needs_an_operand():
     with pytest.raises(bai.ShapeError, match=r"\[einsum\] needs at least one operand"):
         bai.einsum("->")
+
+
+# ----- the op's transposed operands (used by every matmul gradient) -----------------------------
+
+TRANSPOSED_CASES = [
+    ((3, 4), (4, 5)),  # matrices
+    ((2, 3, 4), (4, 5)),  # a batch against one matrix: the folded weight gradient
+    ((2, 3, 4), (2, 4, 5)),
+    ((1, 3, 4), (2, 4, 5)),  # broadcast batch
+]
+
+
+def _swap(shape):
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
+@pytest.mark.parametrize("shape_a, shape_b", TRANSPOSED_CASES, ids=str)
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_matmul_with_transposed_operands(shape_a, shape_b, transpose_a, transpose_b):
+    stored_a = _swap(shape_a) if transpose_a else shape_a
+    stored_b = _swap(shape_b) if transpose_b else shape_b
+
+    def theirs(a, b):
+        return (a.mT if transpose_a else a) @ (b.mT if transpose_b else b)
+
+    check_op(
+        lambda a, b: MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b),
+        stored_a,
+        stored_b,
+        torch_fn=theirs,
+        gradgrad=True,
+    )
+
+
+def test_transposed_matmul_error_names_the_effective_shapes():
+    with pytest.raises(bai.ShapeError, match=r"cannot multiply \(4, 3\) by \(4, 5\)"):
+        MATMUL(bai.ones(3, 4), bai.ones(4, 5), transpose_a=True)
+    with pytest.raises(bai.ShapeError, match="rank >= 2"):
+        MATMUL(bai.ones(3), bai.ones(3, 5))
