@@ -160,14 +160,17 @@ def _run(
             inputs = node.inputs
             input_grads = None
             if gradient is not None:
-                node.check_versions()
+                if node.input_versions is not None or node.out_data is not None:
+                    node.check_versions()
                 input_grads = node.op.backward(node, gradient)
             for position, value in enumerate(inputs):
                 if not isinstance(value, Tensor) or not value.requires_grad:
                     continue
                 input_grad = None if input_grads is None else input_grads[position]
                 if input_grad is not None:
-                    input_grad = _fit_to(input_grad, value, node.op)
+                    data, expected = input_grad.data, value.data
+                    if data.shape != expected.shape or data.dtype != expected.dtype:
+                        input_grad = _fit_to(input_grad, value, node.op)
                 child = value._node
                 if child is None:
                     if input_grad is not None:
@@ -176,8 +179,9 @@ def _run(
                 if input_grad is not None:
                     previous = node_grads.get(child)
                     node_grads[child] = input_grad if previous is None else previous + input_grad
-                dependencies[child] -= 1
-                if dependencies[child] == 0:
+                remaining = dependencies[child] - 1
+                dependencies[child] = remaining
+                if remaining == 0:
                     ready.append(child)
             if not retain_graph:
                 node.release()
