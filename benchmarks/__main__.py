@@ -8,19 +8,10 @@ Run: ``python -m benchmarks [--quick] [--threads 1,2] [--only mlp,cnn,transforme
 
 from __future__ import annotations
 
-import os
-
-# OpenBLAS's idle threads spin for 2^28 cycles (~0.1 s) after each BLAS call before they sleep.
-# In a suite that interleaves three implementations, that spin takes a core from whichever runs
-# next (measured: PyTorch's transformer step 109 ms -> 74 ms without it), and from BuildingAI's
-# element-wise threads. 2^18 cycles (~0.1 ms) keeps the threads hot across back-to-back GEMMs.
-# OpenBLAS reads the variable when it loads, so it is set before anything imports NumPy.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
-
-import argparse  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import sys
+import time
+from pathlib import Path
 
 from .suite import inference, micro, report, train
 from .suite.harness import CrossCheckError

@@ -12,11 +12,24 @@ import statistics
 import time
 from collections.abc import Callable
 
+# Idle BLAS and OpenMP threads keep spinning on their cores after a call: OpenBLAS for 2^28
+# cycles (~0.1 s here), libgomp (PyTorch) for a shorter while. Interleaved timing would charge
+# that spin to whichever candidate runs next (measured: PyTorch's transformer step at 2 threads,
+# 109 ms right after BuildingAI's GEMMs, 74 ms on its own), so each repetition starts after a
+# pause that lets the previous candidate's threads go to sleep. Within a repetition a candidate
+# keeps its own threads hot, as a training loop would.
+SETTLE_SECONDS = 0.15
+
 
 def measure(
-    candidates: dict[str, Callable[[], None]], repeats: int = 7, number: int = 100, warmup: int = 1
+    candidates: dict[str, Callable[[], None]],
+    repeats: int = 7,
+    number: int = 100,
+    warmup: int = 1,
+    settle: float = SETTLE_SECONDS,
 ) -> dict[str, dict[str, float]]:
-    """Time each callable ``number`` times per repetition, interleaving the candidates.
+    """Time each callable ``number`` times per repetition, interleaving the candidates, with an
+    untimed pause of ``settle`` seconds before each repetition (see ``SETTLE_SECONDS``).
 
     Returns ``{name: {"median": s, "min": s, "max": s}}`` in seconds per call.
     """
@@ -27,6 +40,9 @@ def measure(
     samples: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, function in candidates.items():
+            if settle:
+                time.sleep(settle)
+                function()  # one untimed call wakes the candidate's own threads again
             start = time.perf_counter()
             for _ in range(number):
                 function()

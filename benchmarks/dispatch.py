@@ -98,7 +98,9 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
             # with backward, ops per call = CHAIN ops (+ the scale multiply for matmul)
             ops_per_call = per_call * (2 if (kind == "matmul" and per_call > 1) else 1)
             number = 2 if quick else (20 if per_call > 1 else 2000)
-            results = measure(candidates, repeats=2 if quick else 7, number=number)
+            results = measure(
+                candidates, repeats=2 if quick else 7, number=number, settle=0.0 if quick else 0.15
+            )
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
             for name, stats in results.items():
                 record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}

@@ -65,7 +65,9 @@ def bench_mlp(quick: bool = False) -> list[dict]:
         x = np.random.default_rng(batch).standard_normal((batch, sizes[0])).astype("float32")
         candidates = _candidates(model, static, optimized, torch, torch_model, session, x)
         number = 20 if quick else (2000 if batch == 1 else 200)
-        timings = measure(candidates, repeats=3 if quick else 7, number=number)
+        timings = measure(
+            candidates, repeats=3 if quick else 7, number=number, settle=0.0 if quick else 0.15
+        )
         base = timings["frozen"]["median"]
         records.append(
             {
@@ -133,7 +135,9 @@ def bench_cnn(quick: bool = False) -> list[dict]:
         x = np.random.default_rng(batch).standard_normal((batch, 3, size, size)).astype("float32")
         candidates = _candidates(model, static, optimized, torch, torch_model, session, x)
         number = 5 if quick else (200 if batch == 1 else 10)
-        timings = measure(candidates, repeats=3 if quick else 7, number=number)
+        timings = measure(
+            candidates, repeats=3 if quick else 7, number=number, settle=0.0 if quick else 0.15
+        )
         base = timings["frozen"]["median"]
         records.append(
             {
@@ -227,7 +231,10 @@ def bench_parallel(quick: bool = False) -> list[dict]:
 
         candidates["eager parallel()"] = deferred
     with threadpool_limits(limits=1, user_api="blas"):
-        timings = measure(candidates, repeats=3 if quick else 7, number=3 if quick else 20)
+        timings = measure(
+            candidates, repeats=3 if quick else 7, number=3 if quick else 20,
+            settle=0.0 if quick else 0.15,
+        )  # fmt: skip
     base = timings["eager sequential"]["median"]
     return [
         {

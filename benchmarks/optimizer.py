@@ -123,8 +123,9 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
     for name, options in CASES:
         candidates = _candidates(name, options, shapes, torch)
         results = measure(
-            candidates, repeats=2 if quick else 11, number=1 if quick else 3, warmup=1
-        )
+            candidates, repeats=2 if quick else 11, number=1 if quick else 3, warmup=1,
+            settle=0.0 if quick else 0.15,
+        )  # fmt: skip
         record = {
             "optimizer": f"{name}({', '.join(f'{k}={v}' for k, v in options.items())})",
             "parameters": size,

@@ -153,7 +153,7 @@ def time_interleaved(
     ``target_seconds`` per repetition.
     """
     if quick:
-        return measure(candidates, repeats=2, number=1, warmup=1)
+        return measure(candidates, repeats=2, number=1, warmup=1, settle=0.0)
     slowest = 0.0
     for function in candidates.values():  # warm-up, and a first estimate of the step time
         function()

@@ -159,11 +159,6 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "largest value (entries whose gradient is round-off — below 1e-6 of the tensor's "
         "largest, or below 1e-7 with Adam, whose step g / (|g| + eps) magnifies round-off — "
         "are left out and counted). A workload that fails this is not timed.",
-        "- OpenBLAS thread spin: OPENBLAS_THREAD_TIMEOUT="
-        f"{info.get('OPENBLAS_THREAD_TIMEOUT')} (set by the suite unless given): idle OpenBLAS "
-        "threads spin 2^N cycles before sleeping. OpenBLAS's default, 2^28 (~0.1 s), lets one "
-        "implementation's idle BLAS threads take a core from the next one in the interleaved "
-        "timing.",
         "- Host memory: "
         + (
             "the process keeps freed memory for reuse (`buildingai.backend.retain_freed_memory`"
@@ -175,7 +170,10 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         ),
         "- Timing: the implementations run interleaved (A, B, C, A, B, C, ...) after warm-up; "
         "each cell is the median seconds per call of 7 repetitions (min–max in brackets); "
-        "one repetition runs enough calls to last about 0.25 s (0.1 s for inference).",
+        "one repetition runs enough calls to last about 0.25 s (0.1 s for inference). Each "
+        "repetition starts after a 0.15 s pause and one untimed call: idle OpenBLAS threads "
+        "spin for about 0.1 s after a call (libgomp's, PyTorch's, for less), and without the "
+        "pause that spin would take a core from the next implementation.",
         "- Threads: `threads` BLAS threads for NumPy and BuildingAI (threadpoolctl), the same "
         "number for BuildingAI's own threads (element-wise ops and optimizer updates, "
         "`buildingai.set_num_threads`), and `torch.set_num_threads(threads)` for PyTorch.",

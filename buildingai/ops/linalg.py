@@ -187,7 +187,7 @@ class Linear(Op):
         grad_weight = grad_bias = None
         if weight.requires_grad:
             rows_grad = grad.reshape(-1, grad.shape[-1])
-            grad_weight = rows_grad.swapaxes(0, 1) @ x.reshape(-1, x.shape[-1])
+            grad_weight = _matmul(rows_grad, x.reshape(-1, x.shape[-1]), transpose_a=True)
         if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
             grad_bias = grad.sum(axis=tuple(range(grad.ndim - 1)))
         return (grad_x, grad_weight) if bias is None else (grad_x, grad_weight, grad_bias)

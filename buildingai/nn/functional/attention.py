@@ -26,6 +26,7 @@ from ...backend.random import Generator
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...functions import creation, elementwise, linalg, reduce, shape
 from ...functions.nn import dropout, softmax
+from ...ops.linalg import MATMUL
 
 _SDPA = "scaled_dot_product_attention"
 _MHA = "multi_head_attention"
@@ -98,7 +99,8 @@ def attention(
         query = query.reshape(grouped)
         key, value = key.unsqueeze(-3), value.unsqueeze(-3)
     # Scale the (L, E) queries rather than the (L, S) scores: fewer multiplications.
-    scores = (query * scale if scale != 1.0 else query) @ key.swapaxes(-1, -2)
+    # key enters transposed: the product reads it as BLAS does, without a transpose op
+    scores = MATMUL(query * scale if scale != 1.0 else query, key, transpose_b=True)
     if groups > 1:
         scores = scores.reshape(scores.shape[:-4] + (-1,) + scores.shape[-2:])
 
