@@ -69,7 +69,7 @@ def apply(op, *inputs, **attrs) -> Tensor:
     arrays = []
     needs_grad = False
     for value in inputs:
-        if isinstance(value, Tensor):
+        if type(value) is Tensor or isinstance(value, Tensor):  # the exact type first: cheaper
             arrays.append(value.data)
             if value.requires_grad:
                 needs_grad = True
@@ -87,9 +87,12 @@ def apply(op, *inputs, **attrs) -> Tensor:
     if needs_grad and grad_mode.enabled and op.differentiable:
         recording = True
         ctx = Node(op, inputs, attrs)
-    else:  # a forward may store values for backward on its context; only a recorded call keeps it
+    else:
+        # A forward may store values for backward on its context; only a recorded call keeps
+        # them. Unrecorded calls share one scratch context, emptied after any forward wrote
+        # to it (forwards write there and never read back, so sharing is safe across threads).
         recording = False
-        ctx = _Scratch()
+        ctx = _SCRATCH
     xp = np if _device._cupy is None else _namespace_of(arrays)
     check = op.check
     try:
@@ -105,6 +108,8 @@ def apply(op, *inputs, **attrs) -> Tensor:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:
         raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
+    if not recording and _SCRATCH.__dict__:
+        _SCRATCH.__dict__.clear()  # drop what the forward kept: nobody will read it
     if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
         data = xp.asarray(data)
 
@@ -139,6 +144,9 @@ def apply(op, *inputs, **attrs) -> Tensor:
 
 class _Scratch:
     """The context of an unrecorded call: forward may write to it; nothing reads it later."""
+
+
+_SCRATCH = _Scratch()
 
 
 install_dispatcher(apply)

@@ -17,7 +17,11 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
     a: (..., n, k), b: (..., k, m) -> (..., n, m)
     """
-    if a.ndim >= 2 and b.ndim >= 2:  # the common case: the op's own check suffices
+    try:
+        matrices = a.data.ndim >= 2 and b.data.ndim >= 2  # (.data: no property call)
+    except AttributeError:
+        matrices = False
+    if matrices:  # the common case: the op reports any mismatch
         return apply(ops.MATMUL, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
