@@ -9,3 +9,4 @@ from buildingai.optim import optimizer as optimizer_module
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
     monkeypatch.setattr(optimizer_module, "BLOCK_SIZE", 4096)
+    monkeypatch.setattr(optimizer_module, "WHOLE_SIZE", 4096)
