@@ -97,10 +97,10 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
             per_call = CHAIN if mode == "forward+backward" else 1
             # with backward, ops per call = CHAIN ops (+ the scale multiply for matmul)
             ops_per_call = per_call * (2 if (kind == "matmul" and per_call > 1) else 1)
-            number = 2 if quick else (20 if per_call > 1 else 2000)
-            results = measure(
-                candidates, repeats=2 if quick else 7, number=number, settle=0.0 if quick else 0.15
-            )
+            number = 2 if quick else (200 if per_call > 1 else 20000)
+            # No pause between candidates: these tiny ops never wake BLAS threads, and a pause
+            # lets the core clock down, which the next short repetition would then pay for.
+            results = measure(candidates, repeats=2 if quick else 7, number=number, settle=0.0)
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
             for name, stats in results.items():
                 record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}
