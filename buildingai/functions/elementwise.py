@@ -6,7 +6,7 @@ semantics (and dtype rules) where NumPy and PyTorch differ.
 
 from __future__ import annotations
 
-from ..autograd.dispatch import apply
+from ..autograd.dispatch import apply, apply_binary
 from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
 from ..ops import elementwise as ops
@@ -19,22 +19,22 @@ TensorLike = Tensor | float | int | bool
 
 def add(a: TensorLike, b: TensorLike) -> Tensor:
     """a + b, broadcast."""
-    return apply(ops.ADD, a, b)
+    return apply_binary(ops.ADD, a, b)
 
 
 def sub(a: TensorLike, b: TensorLike) -> Tensor:
     """a - b, broadcast."""
-    return apply(ops.SUB, a, b)
+    return apply_binary(ops.SUB, a, b)
 
 
 def mul(a: TensorLike, b: TensorLike) -> Tensor:
     """a * b, broadcast."""
-    return apply(ops.MUL, a, b)
+    return apply_binary(ops.MUL, a, b)
 
 
 def div(a: TensorLike, b: TensorLike) -> Tensor:
     """a / b (true division: integers give the default float dtype), broadcast."""
-    return apply(ops.DIV, a, b)
+    return apply_binary(ops.DIV, a, b)
 
 
 def neg(x: TensorLike) -> Tensor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from ..autograd.dispatch import apply
+from ..autograd.dispatch import apply, apply_binary
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import ShapeError
@@ -22,7 +22,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     except AttributeError:
         matrices = False
     if matrices:  # the common case: the op reports any mismatch
-        return apply(ops.MATMUL, a, b)
+        return apply_binary(ops.MATMUL, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             f"[matmul] operands must have at least one dimension, got {tuple(a.shape)} and "
