@@ -58,3 +58,20 @@ def test_a_forward_keeps_nothing_between_calls():
     bai.nn.functional.gelu(bai.ones(3), approximate="tanh")  # its forward keeps a gate array
     bai.ones(2) + bai.ones(2)
     assert not dispatch._SCRATCH.__dict__
+
+
+def test_a_recorded_call_guards_its_inputs_against_in_place_changes():
+    a, b = bai.ones(2, requires_grad=True), bai.ones(2)
+    out = a * b  # mul keeps its inputs for backward
+    b.add_(1.0)
+    with pytest.raises(bai.AutogradError, match=r"\[mul\] backward needs an input of 'mul'"):
+        out.sum().backward()
+
+
+def test_recorded_results_match_the_general_path_to_second_order():
+    x = bai.tensor([0.5, -1.5], dtype=bai.float64, requires_grad=True)
+    y = x * x * 3.0 - x / 2.0  # every op here takes the short path
+    (first,) = bai.grad(y.sum(), [x], create_graph=True)
+    (second,) = bai.grad(first.sum(), [x])
+    np.testing.assert_allclose(first.numpy(), 6 * x.numpy() - 0.5)
+    np.testing.assert_allclose(second.numpy(), [6.0, 6.0])
