@@ -104,9 +104,15 @@ def info() -> dict:
         report["blas"] = "unknown (pip install threadpoolctl to see the BLAS library and threads)"
     report["thread_env"] = {
         name: os.environ[name]
-        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        for name in (
+            "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"
+        )
         if name in os.environ
-    }
+    }  # fmt: skip
+    from .backend import allocator_settings, get_num_threads
+
+    report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
+    report["malloc"] = allocator_settings() or "defaults (retain_freed_memory not applied)"
     return report
 
 

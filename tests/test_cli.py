@@ -53,6 +53,7 @@ def test_info():
         assert word in result.stdout
     report = json.loads(run("info", "--json").stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
+    assert report["intra_op_threads"] == 1 and report["malloc"].startswith("defaults")
 
 
 def test_train_then_eval(tmp_path):

@@ -13,3 +13,4 @@ from .device import (
 from .dtypes import as_dtype, is_floating
 from .memory import allocator_settings, retain_freed_memory
 from .random import Generator, default_generator, manual_seed, resolve_generator
+from .threads import get_num_threads, set_num_threads
