@@ -100,7 +100,7 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
             number = 2 if quick else (200 if per_call > 1 else 20000)
             # No pause between candidates: these tiny ops never wake BLAS threads, and a pause
             # lets the core clock down, which the next short repetition would then pay for.
-            results = measure(candidates, repeats=2 if quick else 7, number=number, settle=0.0)
+            results = measure(candidates, repeats=2 if quick else 11, number=number, settle=0.0)
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
             for name, stats in results.items():
                 record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}

@@ -42,26 +42,23 @@ class TrainStep(Protocol):
 
 @contextlib.contextmanager
 def thread_limit(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` BLAS threads (threadpoolctl) for NumPy and BuildingAI, the same
-    number of PyTorch intra-op threads, and BuildingAI's optimizer thread count."""
+    """Run with ``threads`` BLAS threads (threadpoolctl) for NumPy and BuildingAI and the same
+    number of PyTorch intra-op threads. BuildingAI's own element-wise threads stay at their
+    default, 1: with OpenBLAS's idle threads spinning after every GEMM, more measured slower
+    (docs/design_notes/performance.md)."""
     import torch
     from threadpoolctl import threadpool_limits
-
-    import buildingai as bai
 
     if threads is None:
         yield
         return
     torch_threads = torch.get_num_threads()
-    own_threads = bai.get_num_threads()
     torch.set_num_threads(threads)
-    bai.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads, user_api="blas"):
             yield
     finally:
         torch.set_num_threads(torch_threads)
-        bai.set_num_threads(own_threads)
 
 
 def scalar(value) -> float:
@@ -145,7 +142,7 @@ def time_interleaved(
     candidates: dict[str, Callable[[], object]],
     quick: bool,
     target_seconds: float = 0.25,
-    repeats: int = 7,
+    repeats: int = 11,
 ) -> dict:
     """Median, min and max seconds per call of each candidate, interleaved, after warm-up.
 

@@ -169,14 +169,18 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
             else "malloc's defaults (freed memory returns to the OS)."
         ),
         "- Timing: the implementations run interleaved (A, B, C, A, B, C, ...) after warm-up; "
-        "each cell is the median seconds per call of 7 repetitions (min–max in brackets); "
+        "each cell is the median seconds per call of 11 repetitions for training steps and "
+        "per-op dispatch, 7 for inference and 5-7 for the single layers (min–max in brackets); "
         "one repetition runs enough calls to last about 0.25 s (0.1 s for inference). Each "
         "repetition starts after a 0.15 s pause and one untimed call: idle OpenBLAS threads "
         "spin for about 0.1 s after a call (libgomp's, PyTorch's, for less), and without the "
         "pause that spin would take a core from the next implementation.",
-        "- Threads: `threads` BLAS threads for NumPy and BuildingAI (threadpoolctl), the same "
-        "number for BuildingAI's own threads (element-wise ops and optimizer updates, "
-        "`buildingai.set_num_threads`), and `torch.set_num_threads(threads)` for PyTorch.",
+        "- Threads: `threads` BLAS threads for NumPy and BuildingAI (threadpoolctl) and "
+        "`torch.set_num_threads(threads)` for PyTorch. BuildingAI's own element-wise threads "
+        "(`buildingai.set_num_threads`) stay at their default, 1: OpenBLAS's idle threads spin "
+        "on the other cores after each GEMM, and a second element-wise thread measured slower "
+        "in these steps (docs/design_notes/performance.md). PyTorch runs its element-wise work "
+        "on `threads` cores.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "
         "arrays and Python objects. PyTorch allocates through its own C++ allocator, which "
