@@ -3,8 +3,9 @@
 A NumPy ufunc runs on one core. NumPy releases the GIL inside its loops, though, so one large
 element-wise op cut into contiguous ranges and run on a few threads uses every core, as PyTorch's
 intra-op threads do. ``parallel_for`` is that cut; ops call it for arrays large enough that the
-hand-off (about 20-40 us to wake a thread and collect its result) is worth it. BLAS calls are
-not affected: they have their own threads (threadpoolctl sets how many).
+hand-off is worth it (waking a pool thread and collecting its result took about 120 us on the
+2-core benchmark machine). BLAS calls are not affected: they have their own threads
+(threadpoolctl sets how many).
 
 The thread count is process-wide, like ``torch.set_num_threads``, and it is 1 unless set: after
 each BLAS call OpenBLAS's idle threads spin on their cores for about 0.1 s before they sleep, so in
@@ -21,9 +22,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-# Below this many elements touched, an op runs on the calling thread alone. Measured on the
-# 2-core benchmark machine: a 2-way split of a float32 GELU pays off from about 100k elements.
-MIN_PARALLEL_WORK = 1 << 17
+# Below this many elements touched (all arrays of the op together), an op runs on the calling
+# thread alone. Measured on the 2-core benchmark machine with BLAS idle, a float32 tanh-GELU
+# (3 arrays) on 2 threads: 489 against 384 us at 131k elements, 614 against 801 us at 262k.
+MIN_PARALLEL_WORK = 1 << 19
 
 _settings = {"count": None, "pool": None}
 _lock = threading.Lock()
