@@ -11,7 +11,7 @@ On this project's 2-core benchmark machine that costs a third of a Transformer s
 reuses them: the behaviour of a caching allocator, obtained from malloc itself. It is a process-wide
 setting of the C library (it also serves PyTorch, NumPy and everything else in the process), so it
 is never applied on import; call it once at start-up, or let ``Trainer`` do it
-(``runtime.retain_freed_memory`` in its config). The price is that the process keeps its peak heap
+(``retain_freed_memory`` in its config). The price is that the process keeps its peak heap
 size until it exits.
 """
 

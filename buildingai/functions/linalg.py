@@ -17,11 +17,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
     a: (..., n, k), b: (..., k, m) -> (..., n, m)
     """
-    try:
-        matrices = a.data.ndim >= 2 and b.data.ndim >= 2  # (.data: no property call)
-    except AttributeError:
-        matrices = False
-    if matrices:  # the common case: the op reports any mismatch
+    if a.ndim >= 2 and b.ndim >= 2:  # the common case: the op reports any mismatch
         return apply_binary(ops.MATMUL, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(

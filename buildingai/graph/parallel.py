@@ -25,6 +25,7 @@ import numpy as np
 
 from ..autograd import dispatch
 from ..autograd.tensor import Tensor
+from ..ops.linalg import swap_last_two
 from .graph import GraphError
 
 # ----- frozen graphs -----------------------------------------------------------------------
@@ -256,9 +257,9 @@ def _infer(op, inputs: tuple, attrs: dict):
     elif name == "matmul" and all(len(s) >= 2 for s in shapes):
         a, b = shapes
         if attrs.get("transpose_a"):
-            a = (*a[:-2], a[-1], a[-2])
+            a = swap_last_two(a)
         if attrs.get("transpose_b"):
-            b = (*b[:-2], b[-1], b[-2])
+            b = swap_last_two(b)
         shape = np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
     elif name == "linear":
         shape = shapes[0][:-1] + (shapes[1][0],)

@@ -205,10 +205,9 @@ def _is_depthwise(weight_shape, groups: int) -> bool:
 # ----- the forward computations, shared by the three records --------------------------------------
 
 
-def _conv(xp, x, weight, stride, padding, dilation, groups, keep=None):
-    """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw) -> (N, O, Ho, Wo).
-
-    ``keep``, a dict or None, receives the im2col ``columns`` for the weight gradient."""
+def _conv(xp, x, weight, stride, padding, dilation, groups):
+    """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw) -> (N, O, Ho, Wo), and the
+    im2col columns it multiplied (None for depthwise convolutions, which make none)."""
     n = x.shape[0]
     out_channels = weight.shape[0]
     kernel = weight.shape[2:]
@@ -221,13 +220,11 @@ def _conv(xp, x, weight, stride, padding, dilation, groups, keep=None):
         for i in range(kernel[0]):
             for j in range(kernel[1]):
                 out += taps[:, :, :, i, j] * view[:, :, None, i, j]
-        return out.reshape((n, out_channels) + out_hw)
+        return out.reshape((n, out_channels) + out_hw), None
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-    if keep is not None:
-        keep["columns"] = cols
     matrix = weight.reshape(groups, out_channels // groups, -1)
     out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
-    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
 
 
 def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
@@ -292,11 +289,10 @@ class Conv2d(Op):
         # A recorded call whose weight needs a gradient keeps the im2col columns: the weight
         # gradient is a GEMM with the same columns, and making them again is one copy of
         # C * kh * kw * N * Ho * Wo values (8 ms of the cnn benchmark's step; 58 MB held).
-        inputs = getattr(ctx, "inputs", None)
-        keep = {} if inputs is not None and inputs[1].requires_grad else None
-        out = _conv(xp, x, weight, stride, padding, dilation, groups, keep)
-        if keep:
-            ctx.columns = keep["columns"]
+        out, columns = _conv(xp, x, weight, stride, padding, dilation, groups)
+        inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
+        if columns is not None and inputs is not None and inputs[1].requires_grad:
+            ctx.columns = columns
         return out
 
     def backward(self, ctx, grad):

@@ -50,7 +50,8 @@ def _matmul(a, b, transpose_a: bool = False, transpose_b: bool = False):
     return MATMUL(a, b, **attrs)
 
 
-def _swap_last(shape: tuple) -> tuple:
+def swap_last_two(shape: tuple) -> tuple:
+    """A shape with its last two extents exchanged: the shape of a matrix stack's transpose."""
     return (*shape[:-2], shape[-1], shape[-2])
 
 
@@ -76,8 +77,8 @@ class MatMul(Op):
                 f"{tuple(b.shape)}",
                 help="call buildingai.matmul (or a @ b), which also takes vectors",
             )
-        shape_a = _swap_last(a.shape) if attrs.get("transpose_a") else tuple(a.shape)
-        shape_b = _swap_last(b.shape) if attrs.get("transpose_b") else tuple(b.shape)
+        shape_a = swap_last_two(a.shape) if attrs.get("transpose_a") else tuple(a.shape)
+        shape_b = swap_last_two(b.shape) if attrs.get("transpose_b") else tuple(b.shape)
         if shape_a[-1] != shape_b[-2]:
             return ShapeError(
                 f"[matmul] cannot multiply {shape_a} by {shape_b}: inner dimensions "

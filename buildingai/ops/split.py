@@ -32,12 +32,14 @@ def split_rows(xp, kernel, *arrays) -> None:
     parallel_for(run, len(arrays[0]), arrays[0].size * len(arrays))
 
 
+def _contiguous(arrays) -> bool:
+    """Whether every one of ``arrays`` is a C-contiguous NumPy array."""
+    return all(type(array) is np.ndarray and array.flags.c_contiguous for array in arrays)
+
+
 def flat_or_none(*arrays):
     """Flat views of ``arrays`` when every one is a C-contiguous NumPy array, else None."""
-    for array in arrays:
-        if type(array) is not np.ndarray or not array.flags.c_contiguous:
-            return None
-    return [array.reshape(-1) for array in arrays]
+    return [array.reshape(-1) for array in arrays] if _contiguous(arrays) else None
 
 
 def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
@@ -59,7 +61,7 @@ def trailing_rows(axes, *arrays):
     ndim = first.ndim
     if ndim == 0 or sorted(axis % ndim for axis in axes) != list(range(ndim - len(axes), ndim)):
         return None
-    if flat_or_none(*arrays) is None:
+    if not _contiguous(arrays):
         return None
     leading = first.shape[: ndim - len(axes)]
     rows = 1
