@@ -30,6 +30,11 @@ CONV2D_CASES = [
     ((2, 3, 5, 6), (6, 1, 3, 2), {"groups": 3, "stride": 2, "dilation": (1, 2)}),  # multiplier 2
     ((1, 1, 4, 4), (2, 1, 4, 4), {}),  # kernel as large as the input: 1x1 output
     ((2, 3, 1, 6), (2, 3, 1, 3), {}),  # height 1
+    # Stride-1 layouts (ops/conv_grid.py): output larger than the input, no padding with
+    # dilation, padding wider than the kernel's reach along one axis only.
+    ((2, 3, 4, 5), (2, 3, 1, 1), {"padding": 2}),
+    ((2, 3, 7, 6), (4, 3, 2, 3), {"dilation": (2, 1)}),
+    ((2, 3, 5, 6), (4, 3, 3, 2), {"padding": (0, 3), "dilation": (1, 2)}),
 ]
 
 
