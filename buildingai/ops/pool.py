@@ -23,6 +23,7 @@ import numpy as np
 
 from ..backend.device import array_namespace
 from .base import Op
+from .pool_flat import fits_flat, flat_choice, flat_max, flat_scatter
 
 
 def pool_output_size(
@@ -89,7 +90,7 @@ def _real(xp, size_hw, out_hw, i, j, stride, padding, dilation):
 
 
 def _choice_dtype(xp, kernel):
-    return xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int32
+    return xp.dtype(xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int32)
 
 
 def window_choice(xp, x, out, kernel, stride, padding, dilation):
@@ -101,6 +102,9 @@ def window_choice(xp, x, out, kernel, stride, padding, dilation):
     padded = _pad(xp, x, _geometry(size_hw, out_hw, kernel, stride, padding, dilation), padding, 0)
     # NaN is the maximum (out holds it, and x == NaN is false): test for it only when present.
     has_nan = x.dtype.kind in "fV" and bool(xp.isnan(out).any())
+    if not has_nan and fits_flat(x.shape, out_hw, kernel, stride, padding, dilation):
+        x = xp.ascontiguousarray(x)
+        return flat_choice(xp, x, out_hw, kernel, stride, dilation, _choice_dtype(xp, kernel))
     choice = xp.zeros(out.shape, dtype=_choice_dtype(xp, kernel))
     found = None  # whether a window's maximum was seen at an earlier offset
     for index, i, j, rows, cols in _offsets(kernel, stride, dilation, out_hw):
@@ -160,6 +164,8 @@ class MaxPool2d(Op):
             pool_output_size(size_hw[a], kernel[a], stride[a], padding[a], dilation[a], ceil_mode)
             for a in range(2)
         )
+        if fits_flat(x.shape, out_hw, kernel, stride, padding, dilation):
+            return flat_max(xp, xp.ascontiguousarray(x), out_hw, kernel, stride, dilation)
         geometry = _geometry(size_hw, out_hw, kernel, stride, padding, dilation)
         padded = _pad(xp, x, geometry, padding, _lowest(xp, x.dtype))
         out = None
@@ -205,10 +211,13 @@ class MaxPool2dScatter(Op):
 
     def forward(self, ctx, xp, grad, choice, *, input_size, kernel, stride, padding, dilation):
         out_hw = grad.shape[2:]
+        image_shape = tuple(grad.shape[:2]) + tuple(input_size)
+        disjoint = all(stride[a] >= dilation[a] * (kernel[a] - 1) + 1 for a in range(2))
+        if disjoint and fits_flat(image_shape, out_hw, kernel, stride, padding, dilation):
+            return flat_scatter(xp, grad, choice, image_shape, kernel, stride, dilation)
         geometry = _geometry(input_size, out_hw, kernel, stride, padding, dilation)
         padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
         finite = _all_finite(xp, grad)
-        disjoint = all(stride[a] >= dilation[a] * (kernel[a] - 1) + 1 for a in range(2))
         for index, _, _, rows, cols in _offsets(kernel, stride, dilation, out_hw):
             picked = _masked(xp, choice == index, grad, finite)
             if disjoint:  # every position belongs to at most one window: no add needed

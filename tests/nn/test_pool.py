@@ -94,6 +94,35 @@ def test_max_pool_ties_and_nan_follow_pytorch():
     np.testing.assert_array_equal(ours_x.grad.numpy(), theirs_x.grad.numpy())
 
 
+# Windows inside the image take the flat path (ops/pool_flat.py); the others the general one.
+TIE_CASES = [
+    ((2, 3, 8, 8), {"kernel_size": 2}),
+    ((2, 3, 9, 8), {"kernel_size": 3, "stride": 2}),  # overlapping: general scatter
+    ((2, 3, 9, 10), {"kernel_size": (2, 3), "stride": 3, "dilation": (2, 1)}),
+    ((2, 3, 7, 7), {"kernel_size": 2, "ceil_mode": True}),  # overhangs: general path
+    ((2, 3, 6, 6), {"kernel_size": 3, "padding": 1}),  # padded: general path
+]
+
+
+@pytest.mark.parametrize("shape, kwargs", TIE_CASES, ids=str)
+def test_max_pool_ties_pick_the_first_maximum_as_pytorch(shape, kwargs):
+    """Values in {-inf, 0, 1, 2}: most windows hold several equal maxima (as after a ReLU),
+    some only -inf."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-1, 3, shape).astype(np.float32)
+    x[x < 0] = -np.inf
+    ours_x = bai.Tensor(x, requires_grad=True)
+    theirs_x = torch.tensor(x, requires_grad=True)
+    out, indices = F.max_pool2d(ours_x, return_indices=True, **kwargs)
+    theirs, theirs_indices = TF.max_pool2d(theirs_x, return_indices=True, **kwargs)
+    np.testing.assert_array_equal(out.numpy(), theirs.detach().numpy())
+    np.testing.assert_array_equal(indices.numpy(), theirs_indices.numpy())
+    grad = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(bai.Tensor(grad))
+    theirs.backward(torch.tensor(grad))
+    np.testing.assert_array_equal(ours_x.grad.numpy(), theirs_x.grad.numpy())
+
+
 def test_float32_pools_keep_dtype():
     x = bai.randn(2, 3, 8, 8)
     for out in (

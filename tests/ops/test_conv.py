@@ -7,6 +7,7 @@ import pytest
 import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.ops import conv as ops
+from buildingai.ops import conv_grid
 from tests.helpers import check_op
 
 torch = pytest.importorskip("torch")
@@ -38,8 +39,19 @@ CONV2D_CASES = [
 ]
 
 
+@pytest.fixture(params=["gathered", "grid"])
+def layout(request, monkeypatch):
+    """Run a test with each im2col layout: the flat grid of stride-1 convolutions
+    (ops/conv_grid.py) is taken for every stride-1 case when any waste is allowed."""
+    if request.param == "grid":
+        monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
+    else:
+        monkeypatch.setattr(conv_grid, "MAX_WASTE", 0.0)
+    return request.param
+
+
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES, ids=str)
-def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
+def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs, layout):
     check_op(
         lambda x, w: F.conv2d(x, w, **kwargs),
         x_shape,
@@ -102,7 +114,7 @@ TRANSPOSE_CASES = [
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES, ids=str)
-def test_conv_transpose2d_matches_pytorch(x_shape, w_shape, kwargs):
+def test_conv_transpose2d_matches_pytorch(x_shape, w_shape, kwargs, layout):
     groups = kwargs.get("groups", 1)
     check_op(
         lambda x, w, b: F.conv_transpose2d(x, w, b, **kwargs),
@@ -141,7 +153,7 @@ def test_weight_grad_primitive_is_the_adjoint_of_conv2d():
     assert np.isclose(product, float((x * dx).sum().item()))
 
 
-def test_third_derivative_flows():
+def test_third_derivative_flows(layout):
     """Every op's gradient is again one of the three ops, so any order works."""
     rng = np.random.default_rng(2)
     x = bai.Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True)

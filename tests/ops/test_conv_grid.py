@@ -16,7 +16,9 @@ CASES = [
 
 def _grid_and_out(shape, kernel, padding, dilation):
     out_hw = conv._output_hw(shape[2:], kernel, (1, 1), padding, dilation)
-    grid = conv_grid.grid_for(shape[0], shape[2:], kernel, out_hw, (1, 1), padding, dilation)
+    grid = conv_grid.grid_for(
+        shape[0], shape[2:], kernel, out_hw, (1, 1), padding, dilation, max_waste=float("inf")
+    )
     return grid, out_hw
 
 
@@ -45,5 +47,8 @@ def test_grid_col2im_is_the_adjoint_of_grid_columns(shape, kernel, padding, dila
     assert np.isclose(np.sum(cols * on_grid), np.sum(x * back))
 
 
-def test_strided_convolutions_keep_the_gathered_columns():
-    assert conv_grid.grid_for(2, (8, 8), (3, 3), (4, 4), (2, 2), (1, 1), (1, 1)) is None
+def test_the_grid_is_taken_where_it_pays():
+    assert conv_grid.grid_for(2, (8, 8), (3, 3), (4, 4), (2, 2), (1, 1), (1, 1)) is None  # strided
+    # 28x28 with padding 1: 29 * 29 slots for 28 * 28 outputs; without padding, 26 * 26 for 24 * 24.
+    assert conv_grid.grid_for(2, (28, 28), (3, 3), (28, 28), (1, 1), (1, 1), (1, 1)) is not None
+    assert conv_grid.grid_for(2, (26, 26), (3, 3), (24, 24), (1, 1), (0, 0), (1, 1)) is None
