@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError, ShapeError
 from .base import Op
-from .conv_grid import from_grid, grid_col2im, grid_columns, grid_for, to_grid
+from .conv_grid import grid_col2im, grid_for, to_grid
 
 # ----- sizes and checks ---------------------------------------------------------------------------
 
@@ -222,12 +222,7 @@ def _conv(xp, x, weight, stride, padding, dilation, groups):
             for j in range(kernel[1]):
                 out += taps[:, :, :, i, j] * view[:, :, None, i, j]
         return out.reshape((n, out_channels) + out_hw), None
-    grid = grid_for(n, x.shape[2:], kernel, out_hw, stride, padding, dilation)
     matrix = weight.reshape(groups, out_channels // groups, -1)
-    if grid is not None:
-        cols = grid_columns(xp, x, grid, groups)
-        out = xp.matmul(matrix, cols).reshape(out_channels, grid.length)
-        return from_grid(xp, out, grid, out_hw), cols
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
     return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
@@ -246,6 +241,7 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
         cols = xp.einsum("ngohw,goij->gijnhw", grouped, taps)
         return _col2im(xp, cols, input_hw, stride, padding, dilation)
     matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
+    # Stride 1: col2im as contiguous adds on the flat grid (ops/conv_grid.py).
     full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
     grid = grid_for(n, input_hw, (kh, kw), full_hw, stride, padding, dilation)
     if grid is not None:
@@ -269,19 +265,10 @@ def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, co
         grouped = grad.reshape((n, groups, per_group_out) + tuple(out_hw))
         out = xp.einsum("ngohw,ngijhw->goij", grouped, view)
         return out.reshape(out_channels, 1, kernel[0], kernel[1])
+    if cols is None:
+        cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     # One GEMM per group whose inner dimension runs over every position of every sample.
-    full_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
-    grid = grid_for(n, x.shape[2:], kernel, full_hw, stride, padding, dilation)
-    if grid is not None:
-        if cols is None:
-            cols = grid_columns(xp, x, grid, groups)
-        rows = to_grid(xp, grad, grid)[:, grid.lead : grid.lead + grid.length]
-        rows = rows.reshape(groups, per_group_out, grid.length)
-    else:
-        if cols is None:
-            cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-        rows = _grad_rows(xp, grad, groups)
-    out = xp.matmul(rows, cols.swapaxes(-1, -2))
+    out = xp.matmul(_grad_rows(xp, grad, groups), cols.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(kernel))
 
 

@@ -1,37 +1,37 @@
-"""The flat-grid layout for stride-1 convolutions: im2col and col2im as contiguous slices.
+"""col2im of stride-1 convolutions on a flat grid: one contiguous add per kernel offset.
 
-im2col for a general convolution gathers every window through a strided view: a copy whose
-innermost runs are one output row long (28 values for a 28x28 image). For stride 1 there is a
-cheaper arrangement. Lay the images of a batch one after another in one flat row per channel,
-each image row followed by ``sep_w`` zero columns and each image by ``sep_h`` zero rows::
+The input gradient of a convolution multiplies the output gradient by the weight into columns
+(C * kh * kw, positions) and adds each column back where its window read (col2im). Done on the
+(N, C, H, W) image, each of the kh * kw adds is strided, and NumPy runs one short inner loop
+per output row. For stride 1 there is a cheaper arrangement. Lay the images of a batch one
+after another in one flat row per channel, each image row followed by ``sep_w`` zero columns
+and each image by ``sep_h`` zero rows::
 
     channel c:  [lead zeros | img0 row0 . row1 . ... rowH-1 . (sep_h zero rows) | img1 ... ]
                                         ^ sep_w zeros after every row
 
 In that flat row, moving the window by one kernel offset (i, j) is moving by the constant
-``i*dh*row + j*dw``, so the im2col row of offset (i, j) is one *contiguous* slice of the flat
-image, and col2im is one contiguous add per offset. The zero separators play the part of the
-padding on both sides at once (the right padding of one row is the left padding of the next),
-so with ``sep >= padding`` a window never reaches another image's pixels where the output is
-valid.
+``i*dh*row + j*dw``, so the column of offset (i, j) adds into one *contiguous* slice. The zero
+separators play the part of the padding on both sides at once (the right padding of one row is
+the left padding of the next), so with ``sep >= padding`` a window never reaches another
+image's pixels.
 
-The GEMM then runs over every grid position, ``L = N * (H + sep_h) * (W + sep_w)`` columns, of
-which ``N * Ho * Wo`` are real outputs: about 7% more multiply-adds for a 28x28 image with
-padding 1. For Conv2d(32->64, 3x3, padding 1) on (64, 32, 28, 28) at 2 threads (retained
-memory), the column copy went from 12.9 ms to about 7 ms and col2im from 16 ms to about 5 ms.
-Where the grid holds many slots that are not outputs (small images, no padding), the gathered
-im2col is kept (``MAX_WASTE``).
+The output gradient is put on the same grid, zero where no output is, so the GEMM runs over
+every slot, ``L = N * (H + sep_h) * (W + sep_w)`` columns for ``N * Ho * Wo`` outputs: 7% more
+multiply-adds for a 28x28 image with padding 1, 17% for 26x26 without. Measured input
+gradients at 2 threads, (64, 32, H, W) images, 64 output channels, 3x3 kernels: 28x28 padding 1
+38.7 -> 33.6 ms, 26x26 without padding 28-29 -> 23-25 ms, 12x12 without padding (44% more
+slots) 6.3-7.5 -> 5.1-6.1 ms. The forward and the weight gradient keep the gathered im2col:
+there the grid's extra multiply-adds cost as much as its cheaper copy saves (or more).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The grid computes an output for every slot, N * (H + sep_h) * (W + sep_w) of them; beyond this
-# share of needless outputs the gathered im2col is as fast. Forward + backward at 2 threads:
-# 28x28 padding 1 (1.07) 80 -> 77 ms, 14x14 padding 1 (1.15) 25 -> 21 ms, 26x26 padding 0
-# (1.17) 61-65 ms either way; a single input channel (1.17) gathered 0.5 ms faster.
-MAX_WASTE = 1.16
+# Slots per output beyond which the strided col2im is used: the grid was faster up to 1.44
+# (above); a tiny image (4x4 with a 3x3 kernel: 4 slots per output) is not worth laying out.
+MAX_WASTE = 1.5
 
 
 @dataclass(frozen=True)
@@ -112,38 +112,18 @@ def to_grid(xp, images, grid: Grid):
     return flat
 
 
-def from_grid(xp, rows, grid: Grid, hw: tuple, first: int = 0):
-    """The (N, C, h, w) images in ``rows`` (C, >= first + grid.length) whose grid position 0
-    is column ``first``: the inverse of ``to_grid``, as one contiguous copy."""
-    channels = rows.shape[0]
-    slots = rows[:, first : first + grid.length].reshape(
-        channels, grid.batch, grid.image_hw[0] + grid.sep[0], grid.row
-    )
-    return xp.ascontiguousarray(slots[:, :, : hw[0], : hw[1]].transpose(1, 0, 2, 3))
-
-
-def grid_columns(xp, x, grid: Grid, groups: int):
-    """im2col in the grid: x (N, C, H, W) -> (groups, C/groups * kh * kw, grid.length), one
-    contiguous slice copy per kernel offset."""
-    channels = x.shape[1]
-    flat = to_grid(xp, x, grid)
-    kh, kw = grid.kernel
-    cols = xp.empty((channels, kh, kw, grid.length), dtype=x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            begin = grid.start + grid.offset(i, j)
-            cols[:, i, j] = flat[:, begin : begin + grid.length]
-    return cols.reshape(groups, channels // groups * kh * kw, grid.length)
-
-
 def grid_col2im(xp, cols, grid: Grid):
-    """The adjoint of ``grid_columns``: cols (C, kh, kw, grid.length) -> (N, C, H, W), one
-    contiguous add per kernel offset. Columns of grid positions that are not outputs must be
-    zero (they are when the output gradient was put on the grid by ``to_grid``)."""
+    """col2im on the grid: cols (C, kh, kw, grid.length) -> (N, C, H, W), one contiguous add
+    per kernel offset. Columns of grid slots that are not outputs must be zero (they are when
+    the output gradient was put on the grid by ``to_grid``)."""
     channels, kh, kw = cols.shape[:3]
     flat = xp.zeros((channels, grid.size), dtype=cols.dtype)
     for i in range(kh):
         for j in range(kw):
             begin = grid.start + grid.offset(i, j)
             flat[:, begin : begin + grid.length] += cols[:, i, j]
-    return from_grid(xp, flat, grid, grid.image_hw, first=grid.lead)
+    slots = flat[:, grid.lead : grid.lead + grid.length].reshape(
+        channels, grid.batch, grid.image_hw[0] + grid.sep[0], grid.row
+    )
+    image = slots[:, :, : grid.image_hw[0], : grid.image_hw[1]]
+    return xp.ascontiguousarray(image.transpose(1, 0, 2, 3))

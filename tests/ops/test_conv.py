@@ -41,8 +41,9 @@ CONV2D_CASES = [
 
 @pytest.fixture(params=["gathered", "grid"])
 def layout(request, monkeypatch):
-    """Run a test with each im2col layout: the flat grid of stride-1 convolutions
-    (ops/conv_grid.py) is taken for every stride-1 case when any waste is allowed."""
+    """Run a test with each col2im: the flat grid of stride-1 input gradients
+    (ops/conv_grid.py) is taken for every stride-1 case when any waste is allowed, and for none
+    when none is."""
     if request.param == "grid":
         monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
     else:
