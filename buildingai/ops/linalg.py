@@ -141,6 +141,11 @@ class MatMul(Op):
         emit.node("MatMul", [a, b], output)
 
 
+def _rows(tensor):
+    """A (..., k) tensor as a matrix (rows, k)."""
+    return tensor.reshape(-1, tensor.shape[-1])
+
+
 def _last_two_swapped(rank: int) -> list[int]:
     return [*range(rank - 2), rank - 1, rank - 2]
 
@@ -187,8 +192,8 @@ class Linear(Op):
         grad_x = grad @ weight if x.requires_grad else None
         grad_weight = grad_bias = None
         if weight.requires_grad:
-            rows_grad = grad.reshape(-1, grad.shape[-1])
-            grad_weight = _matmul(rows_grad, x.reshape(-1, x.shape[-1]), transpose_a=True)
+            rows_grad, rows_x = (grad, x) if x.ndim == 2 else (_rows(grad), _rows(x))
+            grad_weight = _matmul(rows_grad, rows_x, transpose_a=True)
         if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
             grad_bias = grad.sum(axis=tuple(range(grad.ndim - 1)))
         return (grad_x, grad_weight) if bias is None else (grad_x, grad_weight, grad_bias)
