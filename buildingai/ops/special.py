@@ -212,15 +212,26 @@ def _erf_float64(xp, x):
 
 
 def sigmoid_array(xp, x):
-    """1 / (1 + exp(-x)) without overflow: exp(min(x, 0)) / (1 + exp(-|x|)).
+    """1 / (1 + exp(-x)), with one ``exp``.
 
-    Both exponents are <= 0, so nothing overflows, and for x < 0 the result keeps full relative
-    precision (no 1 - tiny cancellation).
+    There is no cancellation: 1 + exp(-x) is a sum of positives, so the result keeps full
+    relative precision wherever it is a normal number. Where exp(-x) overflows (x below about
+    -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
+    normal float. NumPy's float32 ``exp`` costs about 17 multiplies here (2.5 ns a value), so
+    the earlier form, exp(min(x, 0)) / (1 + exp(-|x|)), was twice as slow.
     """
-    numerator = in_place(xp.exp, xp.minimum(x, 0))
-    denominator = in_place(xp.exp, in_place(xp.negative, xp.abs(x)))
-    denominator += 1
-    return in_place(xp.divide, numerator, denominator)
+    with xp.errstate(over="ignore"):
+        out = in_place(xp.exp, xp.negative(x))
+    out += 1
+    return _reciprocal(xp, out)
+
+
+def _reciprocal(xp, array):
+    """1 / array, in place where it can be: ``divide(1, a)`` runs twice as fast as NumPy's
+    ``reciprocal`` on float32 (0.15 against 0.29 ms a million values) and rounds the same."""
+    if array.ndim:
+        return xp.divide(1, array, out=array)
+    return xp.divide(1, array)
 
 
 SQRT_HALF = math.sqrt(0.5)
@@ -316,15 +327,17 @@ def _gelu_tanh_kernel(xp, x, out, gate):
     """out = 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); gate is
     set to sigmoid(2u). One exp instead of a tanh: NumPy's float32 tanh is about twice as slow
     as its exp, and the identity is exact."""
-    xp.multiply(x, x, out=gate)
-    gate *= -2 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
-    gate -= 2 * SQRT_2_OVER_PI
-    gate *= x  # -2u
-    # exp overflows to inf (with a warning) past the dtype's largest exponent; sigmoid is 0 there
-    xp.minimum(gate, _EXP_LIMIT.get(gate.dtype.itemsize, 80.0), out=gate)
-    xp.exp(gate, out=gate)
+    # Overflow is harmless here and its warning is silenced (a clamp would be one more pass, as
+    # long as five multiplies): x^3 and exp(-2u) may reach inf, and 1 / (1 + inf) = 0 is the
+    # sigmoid there, so out = x sigmoid(2u) comes out as x or 0 (of x's sign) at the extremes.
+    with xp.errstate(over="ignore"):
+        xp.multiply(x, x, out=gate)
+        gate *= -2 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
+        gate -= 2 * SQRT_2_OVER_PI
+        gate *= x  # -2u
+        xp.exp(gate, out=gate)
     gate += 1
-    xp.reciprocal(gate, out=gate)
+    _reciprocal(xp, gate)
     xp.multiply(x, gate, out=out)
 
 
@@ -339,10 +352,6 @@ def _gelu_tanh_grad_kernel(xp, grad, x, gate, out):
     out += 1
     out *= gate
     out *= grad
-
-
-# exp(limit) stays finite: float16 (itemsize 2) tops out near exp(11), float32 near exp(88)
-_EXP_LIMIT = {2: 11.0, 4: 88.0, 8: 709.0}
 
 
 class Gelu(Op):

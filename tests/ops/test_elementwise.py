@@ -659,3 +659,20 @@ def test_integer_to_negative_power_is_refused():
 def test_gelu_rejects_unknown_approximation():
     with pytest.raises(bai.BuildingAIError, match=r"\[gelu\] approximate must be 'none' or 'tanh'"):
         bai.gelu(bai.ones(2), approximate="erf")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+def test_sigmoid_and_tanh_gelu_at_the_extremes_match_torch_without_warnings(dtype):
+    """exp overflows inside both (silenced, not clamped): the results are PyTorch's, 0 for
+    sigmoid where its exact value is below the smallest normal float, x or -0 for GELU."""
+    import warnings
+
+    x = np.array([-1000, -104, -100, -88, -50, -1, 0, 1, 50, 1000], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sigmoid = bai.Tensor(x).sigmoid().numpy()
+        gelu = bai.gelu(bai.Tensor(x), approximate="tanh").numpy()
+    rtol = 2e-3 if dtype == np.float16 else 1e-6  # PyTorch computes half in float32
+    np.testing.assert_allclose(sigmoid, torch.sigmoid(torch.tensor(x)).numpy(), rtol=rtol)
+    expected = torch.nn.functional.gelu(torch.tensor(x), approximate="tanh").numpy()
+    np.testing.assert_allclose(gelu, expected, rtol=rtol)
