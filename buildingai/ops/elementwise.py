@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import BuildingAIError, DTypeError
 from .base import Op
+from .scalar_loops import extremum_with_scalar
 
 _INTEGRAL = "biu"  # dtype kinds: bool, signed and unsigned integers
 
@@ -638,7 +639,7 @@ class Relu(Op):
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
-        return xp.maximum(x, 0)  # NaN stays NaN
+        return extremum_with_scalar(xp, xp.maximum, x, 0)  # NaN stays NaN
 
     def backward(self, ctx, grad):
         kept = type(grad)(ctx.out_data > 0)  # a constant: compared on the array, no dispatch
