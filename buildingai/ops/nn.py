@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError, IndexingError, ShapeError
 from .base import Op
+from .row_reduce import row_dot, row_sum
 from .split import split_rows, trailing_rows
 
 
@@ -51,12 +52,16 @@ class Softmax(Op):
 def _softmax_kernel(xp, x, out, axis=-1):
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     xp.exp(out, out=out)
-    out /= out.sum(axis=axis, keepdims=True)
+    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
+    out /= row_sum(xp, out) if rows else out.sum(axis=axis, keepdims=True)
 
 
 def _softmax_grad_kernel(xp, grad, out, result, axis=-1):
-    xp.multiply(grad, out, out=result)
-    projection = result.sum(axis=axis, keepdims=True)
+    if out.ndim == 2 and axis in (-1, 1):
+        projection = row_dot(xp, grad, out)
+    else:
+        xp.multiply(grad, out, out=result)
+        projection = result.sum(axis=axis, keepdims=True)
     xp.subtract(grad, projection, out=result)
     result *= out
 

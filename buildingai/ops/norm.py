@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from .base import Op
+from .row_reduce import row_dot, row_sum
 from .split import split_rows, trailing_rows
 
 
@@ -135,8 +136,9 @@ class StandardizeGrad(Op):
 def _standardize_rows(xp, x, out, rstd, *, eps):
     """Standardize each row of x (rows, features) into out; rstd (rows, 1) receives
     1 / sqrt(var + eps)."""
-    xp.subtract(x, x.mean(axis=1, keepdims=True), out=out)
-    variance = xp.square(out).mean(axis=1, keepdims=True)
+    scale = x.dtype.type(1 / x.shape[1])
+    xp.subtract(x, row_sum(xp, x) * scale, out=out)
+    variance = row_dot(xp, out, out) * scale
     variance += x.dtype.type(eps)
     xp.sqrt(variance, out=variance)
     xp.reciprocal(variance, out=rstd)
@@ -145,8 +147,9 @@ def _standardize_rows(xp, x, out, rstd, *, eps):
 
 def _standardize_grad_rows(xp, g, xhat, rstd, out):
     """``rstd * (g - mean(g) - xhat * mean(g * xhat))`` per row of (rows, features) arrays."""
-    projection = (g * xhat).mean(axis=1, keepdims=True)
-    xp.subtract(g, g.mean(axis=1, keepdims=True), out=out)
+    scale = g.dtype.type(1 / g.shape[1])
+    projection = row_dot(xp, g, xhat) * scale
+    xp.subtract(g, row_sum(xp, g) * scale, out=out)
     out -= xhat * projection
     out *= rstd
 

@@ -1,0 +1,40 @@
+"""Sums along the rows of a matrix, the reductions inside softmax and layer normalisation.
+
+NumPy reduces the last axis of a (rows, n) array one row at a time, each row a separate call
+of its inner loop: for rows of 64-128 values that per-row overhead is most of the cost.
+``einsum`` walks the same rows with its own unrolled sum-of-products loops, and a product and
+its sum in one pass, with no temporary (float32, one thread):
+
+    (16384, 128)  mean(axis=1) 0.85 ms     einsum "ij->i"     0.28 ms
+                  (x * y).mean 1.54 ms     einsum "ij,ij->i"  0.65 ms
+    (8192, 64)    sum(axis=1)  0.30 ms     einsum "ij->i"     0.07 ms
+
+einsum adds each row with a few running float32 sums rather than NumPy's pairwise blocks, so it
+is used for rows up to ``LONGEST_ROW`` values, where both round alike; longer rows, other
+array types and other ranks keep ``sum``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LONGEST_ROW = 4096
+
+
+def _einsum_fits(xp, *arrays) -> bool:
+    first = arrays[0]
+    return xp is np and first.ndim == 2 and first.shape[1] <= LONGEST_ROW
+
+
+def row_sum(xp, a):
+    """a (rows, n) -> (rows, 1): the sum of each row."""
+    if _einsum_fits(xp, a):
+        return np.einsum("ij->i", a)[:, None]
+    return a.sum(axis=-1, keepdims=True)
+
+
+def row_dot(xp, a, b):
+    """a, b (rows, n) -> (rows, 1): sum(a * b) of each row, without the product's temporary."""
+    if _einsum_fits(xp, a) and a.shape == b.shape:
+        return np.einsum("ij,ij->i", a, b)[:, None]
+    return (a * b).sum(axis=-1, keepdims=True)
