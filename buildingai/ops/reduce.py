@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .base import Op
+from .row_reduce import sum_axes
 
 
 def kept_shape(shape: tuple, axes) -> tuple:
@@ -100,7 +101,7 @@ class SumTo(Op):
             for axis, want in enumerate(shape)
             if want == 1 and x.shape[lead + axis] != 1
         )
-        out = xp.sum(x, axis=axes, keepdims=True) if axes else x
+        out = sum_axes(xp, x, axes) if axes else x
         return out.reshape(shape)
 
     def backward(self, ctx, grad):

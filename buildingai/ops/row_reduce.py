@@ -33,6 +33,25 @@ def row_sum(xp, a):
     return a.sum(axis=-1, keepdims=True)
 
 
+def sum_axes(xp, x, axes: tuple):
+    """``x.sum(axis=axes, keepdims=True)``; when the summed axes end with x's last ones, those
+    are summed first as rows. A convolution's bias gradient, (64, 64, 24, 24) summed over
+    (0, 2, 3): 0.69 ms with one ``sum``, 0.21 ms as 4096 row sums of 576 and a sum over 64."""
+    trailing = x.ndim
+    while trailing > 0 and trailing - 1 in axes:
+        trailing -= 1
+    span = 1
+    for extent in x.shape[trailing:]:
+        span *= extent
+    if xp is not np or trailing == x.ndim or span > LONGEST_ROW or not x.flags.c_contiguous:
+        return x.sum(axis=axes, keepdims=True)
+    rows = np.einsum("...i->...", x.reshape(x.shape[:trailing] + (span,)))
+    rest = tuple(axis for axis in axes if axis < trailing)
+    if rest:
+        rows = rows.sum(axis=rest, keepdims=True)
+    return rows.reshape(rows.shape + (1,) * (x.ndim - trailing))
+
+
 def row_dot(xp, a, b):
     """a, b (rows, n) -> (rows, 1): sum(a * b) of each row, without the product's temporary."""
     if _einsum_fits(xp, a) and a.shape == b.shape:

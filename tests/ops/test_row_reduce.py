@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from buildingai.ops.row_reduce import LONGEST_ROW, row_dot, row_sum
+from buildingai.ops.row_reduce import LONGEST_ROW, row_dot, row_sum, sum_axes
 
 
 @pytest.mark.parametrize("shape", [(7, 1), (300, 64), (33, 128), (4, LONGEST_ROW)], ids=str)
@@ -25,3 +25,26 @@ def test_other_shapes_keep_numpys_sum():
     np.testing.assert_array_equal(row_sum(np, a), a.sum(axis=-1, keepdims=True))
     cube = a[:, :12].reshape(3, 3, 4)
     np.testing.assert_array_equal(row_dot(np, cube, cube), (cube * cube).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    "shape, axes",
+    [
+        ((4, 3, 5, 6), (0, 2, 3)),  # a convolution's bias gradient
+        ((4, 3, 5, 6), (2, 3)),
+        ((4, 3, 5), (0, 1, 2)),
+        ((4, 3, 5), (0,)),  # no trailing axis: plain sum
+        ((2, 3, 70, 70), (2, 3)),  # rows longer than LONGEST_ROW: plain sum
+    ],
+    ids=str,
+)
+def test_sum_axes_matches_numpy(shape, axes):
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    got = sum_axes(np, x, axes)
+    expected = x.astype(np.float64).sum(axis=axes, keepdims=True)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    strided = x[..., ::-1]  # not C-contiguous: plain sum
+    np.testing.assert_array_equal(
+        sum_axes(np, strided, axes), strided.sum(axis=axes, keepdims=True)
+    )
