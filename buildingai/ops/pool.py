@@ -23,7 +23,7 @@ import numpy as np
 
 from ..backend.device import array_namespace
 from .base import Op
-from .pool_flat import fits_flat, flat_choice, flat_max, flat_scatter
+from .pool_flat import fits_flat, flat_max, flat_scatter
 
 
 def pool_output_size(
@@ -90,7 +90,7 @@ def _real(xp, size_hw, out_hw, i, j, stride, padding, dilation):
 
 
 def _choice_dtype(xp, kernel):
-    return xp.dtype(xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int32)
+    return xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int32
 
 
 def window_choice(xp, x, out, kernel, stride, padding, dilation):
@@ -102,9 +102,6 @@ def window_choice(xp, x, out, kernel, stride, padding, dilation):
     padded = _pad(xp, x, _geometry(size_hw, out_hw, kernel, stride, padding, dilation), padding, 0)
     # NaN is the maximum (out holds it, and x == NaN is false): test for it only when present.
     has_nan = x.dtype.kind in "fV" and bool(xp.isnan(out).any())
-    if not has_nan and fits_flat(x.shape, out_hw, kernel, stride, padding, dilation):
-        x = xp.ascontiguousarray(x)
-        return flat_choice(xp, x, out_hw, kernel, stride, dilation, _choice_dtype(xp, kernel))
     choice = xp.zeros(out.shape, dtype=_choice_dtype(xp, kernel))
     found = None  # whether a window's maximum was seen at an earlier offset
     for index, i, j, rows, cols in _offsets(kernel, stride, dilation, out_hw):

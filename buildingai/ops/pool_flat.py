@@ -1,25 +1,26 @@
-"""Max pooling on the flat image: window maxima and winners with contiguous whole-array passes.
+"""Max pooling on the flat image: window maxima with contiguous passes, and the gradient
+scatter as one indexed assignment.
 
 The general path in ``ops/pool.py`` works one kernel offset at a time on strided (Ho, Wo)
 views. For 2x2 windows of stride 2 every such view reads every other element, and NumPy runs a
-strided inner loop per output row (14 values for a 28x28 image), so the passes cost far more
-than their bytes. When the windows lie inside the image (no padding, no ceil-mode overhang)
-there is a cheaper order for the same result:
+strided inner loop per output row (12-14 values for the benchmark's images), so the passes cost
+more than their bytes. When the windows lie inside the image (no padding, no ceil-mode
+overhang) there are cheaper orders for the same results:
 
-- Flatten the batch to one contiguous vector. Element (i, j) of the window starting at flat
-  position p is ``p + i*dh*W + j*dw``, so the maximum over a window is separable: first over
-  j for *every* position (kw - 1 passes over shifted contiguous slices), then over i (kh - 1
-  passes), then one strided gather at the window origins.
-- The winner (the first maximum in row-major order, as PyTorch picks it) follows the same
-  order: a strict ``>`` keeps the earlier of two equal values, so the scan over j finds each
-  row's first maximum and the scan over i the first row that holds the window's maximum.
+- The maximum: flatten the batch to one contiguous vector. Element (i, j) of the window
+  starting at flat position p is ``p + i*dh*W + j*dw``, so the maximum over a window is
+  separable: first over j for *every* position (kw - 1 passes over shifted contiguous
+  slices), then over i (kh - 1 passes), then one strided gather at the window origins. 2x2
+  pooling of (64, 64, H, H) float32, one thread, interleaved medians: 3.3 -> 2.5 ms (H = 24),
+  4.5 -> 3.8 ms (H = 28). NaN propagates as in the general path.
+- The gradient of windows that do not overlap: each output gradient goes to one flat index,
+  the window's origin plus the chosen offset, in one fancy-indexed assignment into zeros. The
+  origins depend only on the geometry and are cached. 7.3 ms with strided masked writes, about
+  2.3-3.7 ms this way on (64, 64, 24, 24).
 
-For 2x2 pooling of a (64, 64, 28, 28) float32 batch (one thread) this took the forward from
-4.5 to 3.4 ms and the winners from 7.0 to 6.3 ms; the gradient scatter, one fancy-indexed
-assignment at cached window origins, went from 7.3 ms (strided masked writes) to 2.3 ms on
-(64, 64, 24, 24).
-NaN needs the general path (``>`` is false for NaN, which must win), and so do padded windows
-(padding must never win, even against a window of -inf).
+Finding the winners (the first maximum, which the gradient goes to) the same separable way
+measured no faster than the general path's strided comparisons (4.4 against 4.3 ms at H = 24),
+so the general path keeps that.
 """
 
 from __future__ import annotations
@@ -73,48 +74,6 @@ def flat_max(xp, x, out_hw, kernel, stride, dilation):
         shift = i * dilation[0] * x.shape[3]
         best = xp.maximum(best, rows[shift : shift + length])
     return _origins(xp, best, x.shape, out_hw, stride).copy()
-
-
-def _keep_later(xp, current, better, later):
-    """``later`` where ``better``, else ``current``, in place in ``current`` (an integer
-    array). Arithmetic in ``current``'s own dtype, because NumPy's masked ``copyto``/``where``
-    over an irregular mask, and mixed bool-integer products, run many times slower."""
-    step = later - current
-    step *= better.view(current.dtype) if current.itemsize == 1 else better.astype(current.dtype)
-    current += step
-
-
-def flat_choice(xp, x, out_hw, kernel, stride, dilation, dtype):
-    """The offset ``i * kw + j`` of each window's first maximum, for a contiguous x without
-    NaN whose windows fit: (N, C, Ho, Wo) of the integer ``dtype``."""
-    flat = x.reshape(-1)
-    length = flat.size - (kernel[1] - 1) * dilation[1]
-    best = flat[:length]
-    column = None  # j of each row segment's first maximum (all 0 while None)
-    for j in range(1, kernel[1]):
-        shift = j * dilation[1]
-        candidate = flat[shift : shift + length]
-        better = candidate > best
-        if column is None:  # from all zeros: j where better (one pass instead of four)
-            column = better.astype(dtype)
-            if j != 1:
-                column *= dtype.type(j)
-        else:
-            _keep_later(xp, column, better, dtype.type(j))
-        best = xp.maximum(best, candidate)
-    if column is None:  # windows one element wide
-        column = xp.zeros(length, dtype=dtype)
-    length -= _row_span(x.shape, kernel, dilation)
-    rows, best = best, best[:length]
-    choice = column[:length].copy()
-    for i in range(1, kernel[0]):
-        shift = i * dilation[0] * x.shape[3]
-        candidate = rows[shift : shift + length]
-        later = column[shift : shift + length] + dtype.type(i * kernel[1])
-        _keep_later(xp, choice, candidate > best, later)
-        if i + 1 < kernel[0]:
-            best = xp.maximum(best, candidate)
-    return _origins(xp, choice, x.shape, out_hw, stride).copy()
 
 
 def flat_scatter(xp, grad, choice, x_shape, kernel, stride, dilation):
