@@ -9,10 +9,11 @@ these three records.
 All three share the im2col machinery: the zero-padded input is viewed (no copy) through
 ``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape gathers them into columns
 ``(groups, C/groups * kh * kw, N * Ho * Wo)``, and one GEMM per group with the weight reshaped
-to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy. The input gradient runs the
-GEMM the other way and scatters the columns back (col2im) with one strided add per kernel
-offset. Depthwise convolutions (one input channel per group), whose per-group GEMMs are tiny,
-instead loop over the kernel offsets with whole-array multiply-adds.
+to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy.
+The input gradient runs the GEMM the other way and scatters the columns back (col2im) with one
+strided add per kernel offset, or, for stride 1, one contiguous add per offset on the flat
+grid of ``ops/conv_grid.py``. Depthwise convolutions (one input channel per group), whose
+per-group GEMMs are tiny, instead loop over the kernel offsets with whole-array multiply-adds.
 
 Attributes (normalised by ``nn.functional``): ``stride``, ``padding`` (symmetric, per side),
 ``dilation`` as ``(h, w)`` int pairs, ``groups`` an int; ``input_size`` / ``weight_size`` the
@@ -222,8 +223,8 @@ def _conv(xp, x, weight, stride, padding, dilation, groups):
             for j in range(kernel[1]):
                 out += taps[:, :, :, i, j] * view[:, :, None, i, j]
         return out.reshape((n, out_channels) + out_hw), None
-    matrix = weight.reshape(groups, out_channels // groups, -1)
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    matrix = weight.reshape(groups, out_channels // groups, -1)
     out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
     return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
 
