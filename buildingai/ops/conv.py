@@ -207,9 +207,10 @@ def _is_depthwise(weight_shape, groups: int) -> bool:
 # ----- the forward computations, shared by the three records --------------------------------------
 
 
-def _conv(xp, x, weight, stride, padding, dilation, groups):
-    """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw) -> (N, O, Ho, Wo), and the
-    im2col columns it multiplied (None for depthwise convolutions, which make none)."""
+def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
+    """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw), bias (O,) or None ->
+    (N, O, Ho, Wo), and the im2col columns it multiplied (None for depthwise convolutions,
+    which make none)."""
     n = x.shape[0]
     out_channels = weight.shape[0]
     kernel = weight.shape[2:]
@@ -222,11 +223,19 @@ def _conv(xp, x, weight, stride, padding, dilation, groups):
         for i in range(kernel[0]):
             for j in range(kernel[1]):
                 out += taps[:, :, :, i, j] * view[:, :, None, i, j]
-        return out.reshape((n, out_channels) + out_hw), None
+        out = out.reshape((n, out_channels) + out_hw)
+        if bias is not None:
+            out += bias.reshape(out_channels, 1, 1)
+        return out, None
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     matrix = weight.reshape(groups, out_channels // groups, -1)
     out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
-    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
+    if bias is None:
+        return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
+    # The bias is added by the copy into NCHW order: one pass instead of a copy and an add.
+    result = xp.empty((n, out_channels) + out_hw, dtype=out.dtype)
+    xp.add(out.transpose(1, 0, 2, 3), bias.reshape(out_channels, 1, 1), out=result)
+    return result, cols
 
 
 def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
@@ -277,29 +286,36 @@ def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, co
 
 
 class Conv2d(Op):
-    """2-D cross-correlation (what deep learning calls convolution), without bias.
+    """2-D cross-correlation (what deep learning calls convolution), with an optional bias.
 
-    x: (N, C, H, W), weight: (O, C/groups, kh, kw) -> (N, O, Ho, Wo), with
+    x: (N, C, H, W), weight: (O, C/groups, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo), with
     Ho = floor((H + 2*ph - dh*(kh - 1) - 1) / sh) + 1 (likewise Wo).
     """
 
     name, onnx = "conv2d", "Conv"
 
-    def check(self, x, weight, *, stride, padding, dilation, groups):
+    def check(self, x, weight, bias=None, *, stride, padding, dilation, groups):
         _check_image("conv2d", "input", x)
         _check_attrs("conv2d", stride, padding, dilation, groups)
         _check_weight("conv2d", weight, x.shape[1], groups, x.shape)
         _check_dtypes("conv2d", x, weight, ("input", "weight"))
+        if bias is not None:
+            if tuple(bias.shape) != (weight.shape[0],):
+                raise ShapeError(
+                    f"[conv2d] bias {tuple(bias.shape)} does not fit {weight.shape[0]} output "
+                    f"channels (weight {tuple(weight.shape)}): expected ({weight.shape[0]},)"
+                )
+            _check_dtypes("conv2d", x, bias, ("input", "bias"))
         shapes = f"input {tuple(x.shape)}, weight {tuple(weight.shape)}, " + _describe_attrs(
             stride, padding, dilation, groups
         )
         _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
 
-    def forward(self, ctx, xp, x, weight, *, stride, padding, dilation, groups):
+    def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
         # A recorded call whose weight needs a gradient keeps the im2col columns: the weight
         # gradient is a GEMM with the same columns, and making them again is one copy of
         # C * kh * kw * N * Ho * Wo values (8 ms of the cnn benchmark's step; 58 MB held).
-        out, columns = _conv(xp, x, weight, stride, padding, dilation, groups)
+        out, columns = _conv(xp, x, weight, stride, padding, dilation, groups, bias)
         inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
         if columns is not None and inputs is not None and inputs[1].requires_grad:
             ctx.columns = columns
@@ -308,7 +324,7 @@ class Conv2d(Op):
     def backward(self, ctx, grad):
         from ..autograd.tensor import Tensor
 
-        x, weight = ctx.inputs
+        x, weight, *rest = ctx.inputs
         attrs = ctx.attrs
         grad_x = grad_w = None
         if x.requires_grad:
@@ -317,7 +333,11 @@ class Conv2d(Op):
             columns = getattr(ctx, "columns", None)
             columns = None if columns is None else Tensor(columns)  # a constant
             grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), columns, **attrs)
-        return grad_x, grad_w
+        if not rest:
+            return grad_x, grad_w
+        bias = rest[0]
+        grad_b = grad.sum(axis=(0, 2, 3)) if bias.requires_grad else None
+        return grad_x, grad_w, grad_b
 
     def to_onnx(self, emit, inputs, output, attrs):
         (ph, pw), (sh, sw), (dh, dw) = attrs["padding"], attrs["stride"], attrs["dilation"]

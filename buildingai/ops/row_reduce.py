@@ -21,9 +21,15 @@ import numpy as np
 LONGEST_ROW = 4096
 
 
+def _summable(xp, x) -> bool:
+    """NumPy float32/float64 arrays: einsum adds booleans with ``or``, and small floats and
+    integers in their own narrow dtype, where ``sum`` widens."""
+    return xp is np and x.dtype.kind == "f" and x.dtype.itemsize >= 4
+
+
 def _einsum_fits(xp, *arrays) -> bool:
     first = arrays[0]
-    return xp is np and first.ndim == 2 and first.shape[1] <= LONGEST_ROW
+    return _summable(xp, first) and first.ndim == 2 and first.shape[1] <= LONGEST_ROW
 
 
 def row_sum(xp, a):
@@ -43,7 +49,7 @@ def sum_axes(xp, x, axes: tuple):
     span = 1
     for extent in x.shape[trailing:]:
         span *= extent
-    if xp is not np or trailing == x.ndim or span > LONGEST_ROW or not x.flags.c_contiguous:
+    if not _summable(xp, x) or trailing == x.ndim or span > LONGEST_ROW or not x.flags.c_contiguous:
         return x.sum(axis=axes, keepdims=True)
     rows = np.einsum("...i->...", x.reshape(x.shape[:trailing] + (span,)))
     rest = tuple(axis for axis in axes if axis < trailing)

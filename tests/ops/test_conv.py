@@ -205,6 +205,20 @@ def test_channel_mismatch_names_the_shapes():
     )
 
 
+def test_bias_is_checked_by_the_fused_op():
+    x, weight = bai.zeros(2, 3, 9, 9), bai.zeros(8, 3, 3, 3)
+    _raises(
+        bai.ShapeError,
+        r"\[conv2d\] bias \(4,\) does not fit 8 output channels \(weight \(8, 3, 3, 3\)\)",
+        lambda: F.conv2d(x, weight, bai.zeros(4)),
+    )
+    _raises(
+        bai.DTypeError,
+        r"\[conv2d\] input \(float32\) and bias \(float64\) must have the same dtype",
+        lambda: F.conv2d(x, weight, bai.zeros(8, dtype="float64")),
+    )
+
+
 def test_groups_must_divide_channels():
     _raises(
         bai.ShapeError,

@@ -48,3 +48,11 @@ def test_sum_axes_matches_numpy(shape, axes):
     np.testing.assert_array_equal(
         sum_axes(np, strided, axes), strided.sum(axis=axes, keepdims=True)
     )
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float16], ids=str)
+def test_sum_axes_leaves_other_dtypes_to_numpy(dtype):
+    """einsum would add booleans with ``or`` and narrow types in their own dtype."""
+    x = (np.random.default_rng(3).standard_normal((4, 3, 5)) > 0).astype(dtype)
+    np.testing.assert_array_equal(sum_axes(np, x, (1, 2)), x.sum(axis=(1, 2), keepdims=True))
+    assert sum_axes(np, x, (1, 2)).dtype == x.sum(axis=(1, 2)).dtype

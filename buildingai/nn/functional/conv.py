@@ -85,10 +85,18 @@ def conv2d(
             )
     else:
         padding = _pair(padding, "padding", "conv2d")
+    # The bias goes into the op, which adds it while it copies the product into NCHW order.
+    biased = () if bias is None else (bias,)
     out = apply(
-        ops.CONV2D, x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups
+        ops.CONV2D,
+        x,
+        weight,
+        *biased,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
     )
-    out = _add_bias(out, bias, "conv2d")
     return out.squeeze(0) if added else out
 
 
