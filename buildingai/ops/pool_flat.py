@@ -46,12 +46,11 @@ def _origins(xp, flat, x_shape, out_hw, stride):
     window's first element."""
     n, c, h, w = x_shape
     size = flat.itemsize
-    return xp.lib.stride_tricks.as_strided(
-        flat,
-        shape=(n, c) + tuple(out_hw),
-        strides=(c * h * w * size, h * w * size, stride[0] * w * size, stride[1] * size),
-        writeable=False,
-    )
+    shape = (n, c) + tuple(out_hw)
+    strides = (c * h * w * size, h * w * size, stride[0] * w * size, stride[1] * size)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(flat, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(flat, shape, strides)  # CuPy's takes no writeable
 
 
 def _row_span(x_shape, kernel, dilation) -> int:
