@@ -23,7 +23,7 @@ def test_python_numbers_and_dtype_rules():
     assert (x * 0.5).dtype == bai.float32  # PyTorch: int tensor * Python float -> default float
     assert (2 * x).dtype == bai.int64
     y = bai.ones(2)
-    assert (y * np.float64(2)).dtype == bai.float32  # NumPy scalars are weak: the general path
+    assert (y * np.float64(2)).dtype == bai.float32  # NumPy scalars are weak, as Python's
     assert (y / 3).numpy()[0] == pytest.approx(1 / 3)
 
 
@@ -75,3 +75,19 @@ def test_recorded_results_match_the_general_path_to_second_order():
     (second,) = bai.grad(first.sum(), [x])
     np.testing.assert_allclose(first.numpy(), 6 * x.numpy() - 0.5)
     np.testing.assert_allclose(second.numpy(), [6.0, 6.0])
+
+
+def test_numpy_scalars_take_the_short_path_as_python_numbers(monkeypatch):
+    """A NumPy scalar is weakly typed, as in PyTorch: float32 * np.float64(2) stays float32,
+    and its gradient is the same as with the Python number; apply is not needed for it."""
+
+    def general(*args, **kwargs):
+        raise AssertionError("the short path handed a NumPy scalar to apply")
+
+    monkeypatch.setattr(dispatch, "apply", general)
+    x = bai.tensor(np.ones((2, 2), np.float32), requires_grad=True)
+    for scalar in (np.float32(0.5), np.float64(0.5), np.int64(2)):
+        for out in (x * scalar, scalar * x, x + scalar, x / scalar):
+            assert out.dtype == np.float32
+    (x * np.float64(3.0)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 3.0, np.float32))
