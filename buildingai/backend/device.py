@@ -100,6 +100,15 @@ def array_namespace(array):
     return _cupy if isinstance(array, _cupy.ndarray) else np
 
 
+def strided_view(xp, array, shape: tuple, strides: tuple):
+    """A view of ``array`` with the given shape and byte strides (elements may overlap),
+    read-only on the host. CuPy's ``as_strided`` has no ``writeable`` flag: its views are left
+    writable, and no caller writes to them."""
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(array, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(array, shape, strides)
+
+
 def device_of(array) -> Device:
     """The device an array lives on."""
     if _cupy is not None and isinstance(array, _cupy.ndarray):

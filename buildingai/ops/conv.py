@@ -22,6 +22,7 @@ spatial ``(h, w)`` size of the tensor an adjoint produces.
 
 from __future__ import annotations
 
+from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .base import Op
 from .conv_grid import grid_col2im, grid_for, to_grid
@@ -147,11 +148,11 @@ def windows(xp, padded, kernel, out_hw, stride, dilation):
     """A read-only view ``(N, C, kh, kw, Ho, Wo)`` of every window of a padded image: element
     ``[n, c, i, j, h, w]`` is ``padded[n, c, h*sh + i*dh, w*sw + j*dw]``. No copy is made."""
     sn, sc, sh, sw = padded.strides
-    return xp.lib.stride_tricks.as_strided(
+    return strided_view(
+        xp,
         padded,
-        shape=padded.shape[:2] + tuple(kernel) + tuple(out_hw),
-        strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
-        writeable=False,
+        padded.shape[:2] + tuple(kernel) + tuple(out_hw),
+        (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
     )
 
 

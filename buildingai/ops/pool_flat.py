@@ -29,6 +29,8 @@ import functools
 
 import numpy as np
 
+from ..backend.device import strided_view
+
 
 def fits_flat(x_shape, out_hw, kernel, stride, padding, dilation) -> bool:
     """Whether every window lies inside the image: no padding, and the last window ends
@@ -48,9 +50,7 @@ def _origins(xp, flat, x_shape, out_hw, stride):
     size = flat.itemsize
     shape = (n, c) + tuple(out_hw)
     strides = (c * h * w * size, h * w * size, stride[0] * w * size, stride[1] * size)
-    if xp is np:
-        return np.lib.stride_tricks.as_strided(flat, shape, strides, writeable=False)
-    return xp.lib.stride_tricks.as_strided(flat, shape, strides)  # CuPy's takes no writeable
+    return strided_view(xp, flat, shape, strides)
 
 
 def _row_span(x_shape, kernel, dilation) -> int:
