@@ -217,6 +217,11 @@ def test_bias_is_checked_by_the_fused_op():
         r"\[conv2d\] input \(float32\) and bias \(float64\) must have the same dtype",
         lambda: F.conv2d(x, weight, bai.zeros(8, dtype="float64")),
     )
+    _raises(
+        bai.ShapeError,
+        r"\[conv1d\] bias \(4,\) does not fit 8 output channels",
+        lambda: F.conv1d(bai.zeros(2, 3, 9), bai.zeros(8, 3, 3), bai.zeros(4)),
+    )
 
 
 def test_groups_must_divide_channels():

@@ -132,16 +132,20 @@ def conv1d(
     dilation = _single(dilation, "dilation", "conv1d")
     if not isinstance(padding, str):
         padding = (0, _single(padding, "padding", "conv1d"))
-    out = conv2d(
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ShapeError(
+            f"[conv1d] bias {tuple(bias.shape)} does not fit {weight.shape[0]} output channels: "
+            f"expected ({weight.shape[0]},)"
+        )
+    out = conv2d(  # the bias goes into the convolution op, as for conv2d
         x.unsqueeze(2),
         weight.unsqueeze(2),
-        None,
+        bias,
         stride=(1, stride),
         padding=padding,
         dilation=(1, dilation),
         groups=groups,
     ).squeeze(2)
-    out = _add_bias(out, bias, "conv1d")
     return out.squeeze(0) if added else out
 
 
