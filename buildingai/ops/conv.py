@@ -256,7 +256,7 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
     full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
     grid = grid_for(n, input_hw, (kh, kw), full_hw, stride, padding, dilation)
     if grid is not None:
-        rows = to_grid(xp, grad, grid)[:, grid.lead : grid.lead + grid.length]
+        rows = grid.positions(to_grid(xp, grad, grid))
         rows = rows.reshape(groups, out_channels // groups, grid.length)
         cols = xp.matmul(matrix, rows)  # (groups, K, grid.length)
         return grid_col2im(xp, cols.reshape(groups * per_group_in, kh, kw, -1), grid)

@@ -81,6 +81,15 @@ class Grid:
         last = self.offset(self.kernel[0] - 1, self.kernel[1] - 1)
         return max(self.lead + self.length, self.start + last + self.length)
 
+    def positions(self, flat):
+        """The grid positions of a flat buffer (C, size): a (C, length) view."""
+        return flat[:, self.lead : self.lead + self.length]
+
+    def slots(self, flat):
+        """The grid positions of a flat buffer as images: a (C, N, H + sep_h, W + sep_w) view."""
+        rows = self.image_hw[0] + self.sep[0]
+        return self.positions(flat).reshape(flat.shape[0], self.batch, rows, self.row)
+
 
 def grid_for(
     batch, image_hw, kernel, out_hw, stride, padding, dilation, max_waste=None
@@ -103,12 +112,8 @@ def grid_for(
 def to_grid(xp, images, grid: Grid):
     """images (N, C, h, w), h <= H + sep_h and w <= W + sep_w, -> (C, grid.size) with the
     images at the grid's pixel positions and zeros everywhere else."""
-    channels = images.shape[1]
-    flat = xp.zeros((channels, grid.size), dtype=images.dtype)
-    slots = flat[:, grid.lead : grid.lead + grid.length].reshape(
-        channels, grid.batch, grid.image_hw[0] + grid.sep[0], grid.row
-    )
-    slots[:, :, : images.shape[2], : images.shape[3]] = images.transpose(1, 0, 2, 3)
+    flat = xp.zeros((images.shape[1], grid.size), dtype=images.dtype)
+    grid.slots(flat)[:, :, : images.shape[2], : images.shape[3]] = images.transpose(1, 0, 2, 3)
     return flat
 
 
@@ -122,8 +127,5 @@ def grid_col2im(xp, cols, grid: Grid):
         for j in range(kw):
             begin = grid.start + grid.offset(i, j)
             flat[:, begin : begin + grid.length] += cols[:, i, j]
-    slots = flat[:, grid.lead : grid.lead + grid.length].reshape(
-        channels, grid.batch, grid.image_hw[0] + grid.sep[0], grid.row
-    )
-    image = slots[:, :, : grid.image_hw[0], : grid.image_hw[1]]
+    image = grid.slots(flat)[:, :, : grid.image_hw[0], : grid.image_hw[1]]
     return xp.ascontiguousarray(image.transpose(1, 0, 2, 3))

@@ -25,7 +25,7 @@ def test_grid_col2im_matches_the_strided_col2im(shape, kernel, padding, dilation
     expected = conv._col2im(np, cols, (h, w), (1, 1), padding, dilation)
     # The same columns on the grid: (C * kh * kw) images of the output size, zero elsewhere.
     images = cols.reshape(-1, n, *out_hw).transpose(1, 0, 2, 3)
-    on_grid = conv_grid.to_grid(np, images, grid)[:, grid.lead : grid.lead + grid.length]
+    on_grid = grid.positions(conv_grid.to_grid(np, images, grid))
     got = conv_grid.grid_col2im(np, on_grid.reshape(c, *kernel, grid.length), grid)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
