@@ -125,16 +125,7 @@ def apply(op, *inputs, **attrs) -> Tensor:
         out._version = [0, None]
 
     if recording and data.dtype.kind in "fV":
-        out.requires_grad = True
-        out._node = ctx
-        if op.save_inputs:
-            ctx.input_versions = [
-                value._version[0] if isinstance(value, Tensor) else None for value in inputs
-            ]
-        if op.save_output:
-            ctx.out_data = data
-            ctx.out_version = out._version
-            ctx.out_version_at = out._version[0]
+        _record(op, ctx, inputs, out)
 
     if _interceptors:
         for observer in _interceptors:
@@ -187,20 +178,25 @@ def apply_binary(op, a, b) -> Tensor:
     out.data = data
     out.grad = out._node = out._base = out._hooks = None
     out.requires_grad = False
-    out._version = version = [0, None]
-    if recording and data.dtype.kind in "fV":  # the bookkeeping of apply's recorded call
-        out.requires_grad = True
-        out._node = ctx
-        if op.save_inputs:
-            ctx.input_versions = [
-                a._version[0] if type(a) is Tensor else None,
-                b._version[0] if type(b) is Tensor else None,
-            ]
-        if op.save_output:
-            ctx.out_data = data
-            ctx.out_version = version
-            ctx.out_version_at = 0
+    out._version = [0, None]
+    if recording and data.dtype.kind in "fV":
+        _record(op, ctx, (a, b), out)
     return out
+
+
+def _record(op, ctx, inputs, out: Tensor) -> None:
+    """Make ``out`` the output of the recorded node ``ctx``, and note the versions of what its
+    backward will read (the inputs and/or the output), so that an in-place change is caught."""
+    out.requires_grad = True
+    out._node = ctx
+    if op.save_inputs:
+        ctx.input_versions = [
+            value._version[0] if isinstance(value, Tensor) else None for value in inputs
+        ]
+    if op.save_output:
+        ctx.out_data = out.data
+        ctx.out_version = out._version
+        ctx.out_version_at = out._version[0]
 
 
 class _Scratch:
