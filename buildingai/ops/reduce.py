@@ -63,11 +63,6 @@ def _require_nonempty(op: str, x, axes, what: str) -> None:
         )
 
 
-def _reduced(shape: tuple, axes: tuple) -> tuple:
-    """``shape`` without ``axes``."""
-    return tuple(extent for axis, extent in enumerate(shape) if axis not in axes)
-
-
 class Sum(Op):
     name, onnx = "sum", "ReduceSum"
     save_inputs = False
@@ -76,7 +71,7 @@ class Sum(Op):
         ctx.input_shape = x.shape
         if axes and x.ndim:  # trailing axes summed as rows where that is faster
             out = sum_axes(xp, x, axes)
-            return out if keepdims else out.reshape(_reduced(x.shape, axes))
+            return out if keepdims else out.reshape(_dropped_shape(x.shape, axes))
         return xp.sum(x, axis=axes, keepdims=keepdims)
 
     def backward(self, ctx, grad):
