@@ -333,13 +333,6 @@ def _select_backward(ctx, grad, loser_of_a):
     return grad_a, grad_b
 
 
-def _extremum(xp, ufunc, x, bound):
-    """``ufunc(x, bound)``; a Python-number bound through rows of it (``ops/scalar_loops``)."""
-    if type(bound) is float or type(bound) is int:
-        return extremum_with_scalar(xp, ufunc, x, bound)
-    return ufunc(x, bound)
-
-
 class Clamp(Op):
     """``min(max(x, low), high)``; either bound may be None, a Python scalar or a tensor.
 
@@ -358,8 +351,8 @@ class Clamp(Op):
                 out = xp.clip(x, low, high)
             return out
         if low is not None:
-            return torch_dtype(xp.maximum, x, low, _extremum(xp, xp.maximum, x, low))
-        return torch_dtype(xp.minimum, x, high, _extremum(xp, xp.minimum, x, high))
+            return torch_dtype(xp.maximum, x, low, extremum_with_scalar(xp, xp.maximum, x, low))
+        return torch_dtype(xp.minimum, x, high, extremum_with_scalar(xp, xp.minimum, x, high))
 
     def backward(self, ctx, grad):
         x, low, high = ctx.inputs

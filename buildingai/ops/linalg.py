@@ -120,8 +120,7 @@ class MatMul(Op):
             if b.ndim == 2 and a.ndim > 2 and not transpose_a:
                 # A batched input against one weight matrix: fold the batch into the rows and
                 # make one GEMM, instead of a batch of products summed afterwards.
-                rows_a = a.reshape(-1, a.shape[-1])
-                rows_grad = grad.reshape(-1, grad.shape[-1])
+                rows_a, rows_grad = _rows(a), _rows(grad)
                 if transpose_b:  # dB = (A^T G)^T = G^T A
                     grad_b = _matmul(rows_grad, rows_a, transpose_a=True)
                 else:

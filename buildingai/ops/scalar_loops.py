@@ -21,10 +21,17 @@ def _rows(flat, width: int):
 
 
 def extremum_with_scalar(xp, ufunc, x, value):
-    """``ufunc(x, value)`` (``maximum`` or ``minimum``) for an array x and a Python scalar, as a
-    new array of x's dtype. Other arrays (small, non-contiguous, not NumPy, not floating) take
-    the plain call."""
-    if xp is not np or x.size < 2 * ROW or x.dtype.kind != "f" or not x.flags.c_contiguous:
+    """``ufunc(x, value)`` (``maximum`` or ``minimum``). A Python-number ``value`` against a
+    large contiguous NumPy float array goes through rows of it, as a new array of x's dtype;
+    anything else (tensor bounds, small, non-contiguous or non-float arrays, CuPy) takes the
+    plain call."""
+    if (
+        (type(value) is not float and type(value) is not int)
+        or xp is not np
+        or x.size < 2 * ROW
+        or x.dtype.kind != "f"
+        or not x.flags.c_contiguous
+    ):
         return ufunc(x, value)
     out = np.empty_like(x)
     row = np.full(ROW, value, dtype=x.dtype)
