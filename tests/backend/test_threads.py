@@ -8,14 +8,6 @@ import buildingai as bai
 from buildingai.backend import threads
 
 
-@pytest.fixture
-def three_threads(monkeypatch):
-    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
-    bai.set_num_threads(3)
-    yield
-    bai.set_num_threads(None)
-
-
 def test_every_index_is_covered_once_by_contiguous_ranges(three_threads):
     seen = []
     lock = threading.Lock()

@@ -12,12 +12,7 @@ from tests.helpers import check_op, torch
 F = torch.nn.functional
 
 
-@pytest.fixture(autouse=True)
-def split_everything(monkeypatch):
-    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
-    bai.set_num_threads(3)
-    yield
-    bai.set_num_threads(None)
+pytestmark = pytest.mark.usefixtures("three_threads")  # tests/conftest.py
 
 
 def test_the_split_path_is_taken(monkeypatch):
