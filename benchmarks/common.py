@@ -21,6 +21,11 @@ from collections.abc import Callable
 SETTLE_SECONDS = 0.15
 
 
+def settle_for(quick: bool) -> float:
+    """The pause before each repetition: none in quick mode (a correctness check, not timing)."""
+    return 0.0 if quick else SETTLE_SECONDS
+
+
 def measure(
     candidates: dict[str, Callable[[], None]],
     repeats: int = 7,

@@ -19,7 +19,7 @@ import buildingai as bai
 from buildingai import nn
 from buildingai.graph import TensorSpec, freeze
 
-from .common import environment, format_table, measure
+from .common import environment, format_table, measure, settle_for
 
 
 def _mlp(sizes):
@@ -66,7 +66,7 @@ def bench_mlp(quick: bool = False) -> list[dict]:
         candidates = _candidates(model, static, optimized, torch, torch_model, session, x)
         number = 20 if quick else (2000 if batch == 1 else 200)
         timings = measure(
-            candidates, repeats=3 if quick else 7, number=number, settle=0.0 if quick else 0.15
+            candidates, repeats=3 if quick else 7, number=number, settle=settle_for(quick)
         )
         base = timings["frozen"]["median"]
         records.append(
@@ -136,7 +136,7 @@ def bench_cnn(quick: bool = False) -> list[dict]:
         candidates = _candidates(model, static, optimized, torch, torch_model, session, x)
         number = 5 if quick else (200 if batch == 1 else 10)
         timings = measure(
-            candidates, repeats=3 if quick else 7, number=number, settle=0.0 if quick else 0.15
+            candidates, repeats=3 if quick else 7, number=number, settle=settle_for(quick)
         )
         base = timings["frozen"]["median"]
         records.append(
@@ -233,7 +233,7 @@ def bench_parallel(quick: bool = False) -> list[dict]:
     with threadpool_limits(limits=1, user_api="blas"):
         timings = measure(
             candidates, repeats=3 if quick else 7, number=3 if quick else 20,
-            settle=0.0 if quick else 0.15,
+            settle=settle_for(quick),
         )  # fmt: skip
     base = timings["eager sequential"]["median"]
     return [

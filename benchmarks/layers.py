@@ -16,7 +16,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import environment, format_table, measure, set_threads
+from .common import environment, format_table, measure, set_threads, settle_for
 
 # ----- conv2d -----------------------------------------------------------------------------------
 
@@ -45,7 +45,7 @@ def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 5,
         number=1 if quick else 3,
-        settle=0.0 if quick else 0.15,
+        settle=settle_for(quick),
     )
     case = f"conv2d {in_channels}->{out_channels} {kernel}x{kernel} pad {padding} on {x_shape}"
     return {
@@ -101,7 +101,7 @@ def _attention_case(torch, x_shape, embed_dim, num_heads, need_weights, quick):
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 7,
         number=1 if quick else 5,
-        settle=0.0 if quick else 0.15,
+        settle=settle_for(quick),
     )
     case = (
         f"MultiheadAttention({embed_dim}, {num_heads}) self-attention on {x_shape}, "
@@ -161,7 +161,7 @@ def bench_lstm(quick: bool = False) -> list[dict]:
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 7,
         number=1 if quick else 5,
-        settle=0.0 if quick else 0.15,
+        settle=settle_for(quick),
     )
     return [
         {

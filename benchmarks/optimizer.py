@@ -26,7 +26,7 @@ import numpy as np
 import buildingai as bai
 from buildingai.optim import optimizer as optimizer_module
 
-from .common import environment, format_table, measure
+from .common import environment, format_table, measure, settle_for
 
 
 def layer_shapes(width: int = 512, layers: int = 3, vocab: int = 1000) -> list[tuple[int, ...]]:
@@ -124,7 +124,7 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
         candidates = _candidates(name, options, shapes, torch)
         results = measure(
             candidates, repeats=2 if quick else 11, number=1 if quick else 3, warmup=1,
-            settle=0.0 if quick else 0.15,
+            settle=settle_for(quick),
         )  # fmt: skip
         record = {
             "optimizer": f"{name}({', '.join(f'{k}={v}' for k, v in options.items())})",
