@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from ..backend.vector_blas import axpby
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
 
 
@@ -31,11 +32,13 @@ def adam_update(
     """One Adam step on arrays of one shape, in place (``work``: two scratch arrays).
 
     g = ±grad (+ weight_decay * param unless decoupled; decoupled: param *= 1 - lr * wd)
-    m = m + (1 - beta1) * (g - m)                   (m = beta1 m + (1 - beta1) g)
+    m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * g * g;  v_max = max(v_max, v) with AMSGrad
     param -= step_size * m / (sqrt(v or v_max) / bias_correction2_sqrt + eps)
 
-    with step_size = lr / (1 - beta1**t) and bias_correction2_sqrt = sqrt(1 - beta2**t).
+    with step_size = lr / (1 - beta1**t) and bias_correction2_sqrt = sqrt(1 - beta2**t). The
+    scaled sums (m, v and the parameter step) are one ``axpby`` pass each
+    (``backend.vector_blas``).
     """
     g = effective_gradient(
         xp,
@@ -46,27 +49,22 @@ def adam_update(
         weight_decay=0.0 if decoupled_weight_decay else weight_decay,
         maximize=maximize,
     )
-    if decoupled_weight_decay and weight_decay:
-        param *= 1.0 - lr * weight_decay
     scratch = work[1]
-    xp.subtract(g, exp_avg, out=scratch)
-    scratch *= 1.0 - beta1
-    exp_avg += scratch
+    axpby(xp, 1.0 - beta1, g, beta1, exp_avg, scratch)
     xp.multiply(g, g, out=scratch)
-    scratch *= 1.0 - beta2
-    exp_avg_sq *= beta2
-    exp_avg_sq += scratch
+    axpby(xp, 1.0 - beta2, scratch, beta2, exp_avg_sq, scratch)
     second_moment = exp_avg_sq
     if max_exp_avg_sq is not None:
         xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
         second_moment = max_exp_avg_sq
-    denom = work[1]
+    # step_size * m / (sqrt(v) / bc2 + eps) = step_size * bc2 * m / (sqrt(v) + eps * bc2):
+    # one pass fewer, the same value to rounding
+    denom = scratch
     xp.sqrt(second_moment, out=denom)
-    denom /= bias_correction2_sqrt
-    denom += eps
+    denom += eps * bias_correction2_sqrt
     xp.divide(exp_avg, denom, out=denom)
-    denom *= step_size
-    param -= denom
+    decay = 1.0 - lr * weight_decay if decoupled_weight_decay else 1.0
+    axpby(xp, -step_size * bias_correction2_sqrt, denom, decay, param, denom)
 
 
 class Adam(OptimizerBase):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from ..backend.vector_blas import axpby
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
 
 
@@ -38,20 +39,14 @@ def sgd_update(
         if first_step:
             xp.copyto(momentum_buffer, g)
         else:
-            momentum_buffer *= momentum
-            if dampening:
-                xp.multiply(g, 1.0 - dampening, out=work[1])
-                momentum_buffer += work[1]
-            else:
-                momentum_buffer += g
+            axpby(xp, 1.0 - dampening, g, momentum, momentum_buffer, work[1])
         if nesterov:
-            xp.multiply(momentum_buffer, momentum, out=work[1])
-            xp.add(g, work[1], out=work[1])
+            xp.copyto(work[1], g)
+            axpby(xp, momentum, momentum_buffer, 1.0, work[1], work[0])
             direction = work[1]
         else:
             direction = momentum_buffer
-    xp.multiply(direction, lr, out=work[1])
-    param -= work[1]
+    axpby(xp, -lr, direction, 1.0, param, work[0] if direction is work[1] else work[1])
 
 
 class SGD(OptimizerBase):

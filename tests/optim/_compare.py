@@ -7,8 +7,9 @@ import torch
 
 import buildingai as bai
 
-# a scalar, a vector, a matrix, a zero-size tensor, and one large enough to be updated in blocks
-SHAPES = [(), (5,), (3, 4), (0, 3), (9000,)]
+# a scalar, a vector, a matrix, a zero-size tensor, and a long vector, updated through BLAS
+# (backend.vector_blas.MIN_SIZE)
+SHAPES = [(), (5,), (3, 4), (0, 3), (40000,)]
 
 
 def make_problem(shapes=SHAPES, steps: int = 50, seed: int = 0):

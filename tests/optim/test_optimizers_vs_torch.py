@@ -112,9 +112,14 @@ def test_skipped_parameters_and_changing_lr_match_torch():
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
 def test_blocks_split_across_threads_match_torch(monkeypatch, name):
+    from buildingai.backend import vector_blas
     from buildingai.optim import optimizer as optimizer_module
 
+    # small blocks, BLAS for all but the last, shared among three threads
     monkeypatch.setattr(optimizer_module, "_THREADED_MIN_SIZE", 0)
+    monkeypatch.setattr(optimizer_module, "WHOLE_SIZE", 0)
+    monkeypatch.setattr(optimizer_module, "BLOCK_SIZE", 4096)
+    monkeypatch.setattr(vector_blas, "MIN_SIZE", 2048)
     bai.optim.set_num_threads(3)
     try:
         options = {"lr": 0.01, "momentum": 0.9} if name != "Adam" else {"lr": 0.01}

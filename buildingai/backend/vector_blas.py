@@ -1,0 +1,147 @@
+"""``y = alpha * x + beta * y`` in one pass: level-1 BLAS from the OpenBLAS that NumPy links.
+
+An optimizer update is a chain of such scaled sums (a moment average, the parameter step). With
+NumPy ufuncs each costs three passes over memory (``x * alpha`` into scratch, ``y *= beta``,
+``y += scratch``); OpenBLAS's ``axpby`` reads ``x`` and ``y`` once and writes ``y`` once. On
+262,144 float32 values it measured 35 us against 117 us for the three ufuncs (one thread, AVX2).
+Large vectors also run on OpenBLAS's own threads, which idle after a step's GEMMs anyway.
+
+The library is the one NumPy already loaded (wheels bundle ``scipy-openblas``, whose symbols
+carry a ``scipy_`` prefix and a ``64_`` suffix for 64-bit integers); nothing is compiled or
+installed. Where it is not found (NumPy built on MKL or Accelerate, CuPy arrays, strided or
+mixed-dtype operands), :func:`axpby` computes the same thing with array operations, so callers
+never branch. Results agree with the ufunc form to rounding (BLAS may fuse the multiply-add).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+
+import numpy as np
+
+_ENABLED = True
+# Below this many elements the ctypes call (about 6 us with its pointer lookups) costs more
+# than the two passes it saves: measured on Adam's update, 256 elements took 55 us through BLAS
+# against 27 us with ufuncs, 65,536 about the same, 200,704 287 us against 364 us.
+MIN_SIZE = 1 << 15
+_kernels: dict | None = None  # dtype -> (axpby, axpy); {} when the library has none
+
+
+def set_enabled(enabled: bool) -> bool:
+    """Use BLAS (True, the default) or array operations only (False: for comparisons and
+    debugging). Returns the previous setting."""
+    global _ENABLED
+    previous, _ENABLED = _ENABLED, bool(enabled)
+    return previous
+
+
+def available() -> bool:
+    """Whether the BLAS kernels were found (and are enabled)."""
+    return _ENABLED and bool(_load())
+
+
+def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
+    """``y = alpha * x + beta * y`` in place; x and y have one shape (and dtype, for BLAS).
+
+    ``scratch`` (optional, y's shape) spares the array fallback a temporary; it may be ``x``
+    itself when the caller no longer needs x.
+    """
+    kernels = _load() if _ENABLED and xp is np and y.size >= MIN_SIZE else None
+    if kernels:
+        pair = kernels.get(y.dtype)
+        if (
+            pair is not None
+            and x.dtype == y.dtype
+            and x.size == y.size
+            and x.flags.c_contiguous
+            and y.flags.c_contiguous
+            and y.flags.writeable
+        ):
+            if beta == 1.0:
+                pair[1](y.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
+            else:
+                pair[0](y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
+            return
+    if scratch is None:
+        scratch = xp.multiply(x, alpha)
+    else:
+        xp.multiply(x, alpha, out=scratch)
+    if beta != 1.0:
+        y *= beta
+    y += scratch
+
+
+def _load() -> dict:
+    global _kernels
+    if _kernels is None:
+        _kernels = {}
+        for path in _openblas_paths():
+            try:
+                kernels = _bind(ctypes.CDLL(path))
+            except OSError:
+                continue
+            if kernels:
+                _kernels = kernels
+                break
+    return _kernels
+
+
+def _openblas_paths() -> list[str]:
+    """The OpenBLAS a NumPy wheel bundles next to the package, then (Linux) any other loaded
+    into the process: NumPy's own comes first, so its thread pool is the one that works."""
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    paths: list[str] = []
+    for pattern in ("numpy.libs/*openblas*", "numpy/.dylibs/*openblas*"):
+        paths.extend(sorted(glob.glob(os.path.join(root, pattern))))
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/self/maps") as maps:
+                for line in maps:
+                    path = line.rsplit(" ", 1)[-1].strip()
+                    if "openblas" in os.path.basename(path).lower() and path not in paths:
+                        paths.append(path)
+        except OSError:
+            pass
+    return paths
+
+
+# (symbol prefix, suffix, BLAS integer): scipy-openblas64, then a plain OpenBLAS build
+_NAMINGS = (
+    ("scipy_cblas_", "64_", ctypes.c_int64),
+    ("cblas_", "64_", ctypes.c_int64),
+    ("scipy_cblas_", "", None),
+    ("cblas_", "", None),
+)
+
+
+def _bind(library) -> dict:
+    for prefix, suffix, integer in _NAMINGS:
+        if not hasattr(library, f"{prefix}saxpby{suffix}"):
+            continue
+        integer = integer or _plain_integer(library, prefix)
+        kernels = {}
+        for dtype, letter, real in (
+            (np.float32, "s", ctypes.c_float),
+            (np.float64, "d", ctypes.c_double),
+        ):
+            axpby_fn = getattr(library, f"{prefix}{letter}axpby{suffix}")
+            axpy_fn = getattr(library, f"{prefix}{letter}axpy{suffix}")
+            pointer = ctypes.c_void_p
+            axpby_fn.argtypes = (integer, real, pointer, integer, real, pointer, integer)
+            axpy_fn.argtypes = (integer, real, pointer, integer, pointer, integer)
+            axpby_fn.restype = axpy_fn.restype = None
+            kernels[np.dtype(dtype)] = (axpby_fn, axpy_fn)
+        return kernels
+    return {}
+
+
+def _plain_integer(library, prefix: str):
+    """The integer width of unsuffixed symbols: 64-bit when the build says USE64BITINT."""
+    config = getattr(library, prefix.replace("cblas_", "openblas_") + "get_config", None)
+    if config is None:
+        return ctypes.c_int32
+    config.restype = ctypes.c_char_p
+    return ctypes.c_int64 if b"USE64BITINT" in (config() or b"") else ctypes.c_int32

@@ -1,0 +1,87 @@
+"""axpby through NumPy's OpenBLAS and through its array fallback give alpha * x + beta * y."""
+
+import numpy as np
+import pytest
+
+from buildingai.backend import vector_blas
+
+LARGE = vector_blas.MIN_SIZE * 2 + 3  # large enough for BLAS, odd so no kernel tail is skipped
+
+
+@pytest.fixture(params=[True, False], ids=["blas", "arrays"])
+def enabled(request):
+    previous = vector_blas.set_enabled(request.param)
+    yield request.param
+    vector_blas.set_enabled(previous)
+
+
+def _vectors(dtype, size, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(size).astype(dtype), rng.standard_normal(size).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [7, LARGE])
+@pytest.mark.parametrize("beta", [0.9, 1.0, 0.0])
+def test_axpby_matches_the_formula(enabled, dtype, size, beta):
+    x, y = _vectors(dtype, size)
+    expected = 0.25 * x.astype(np.float64) + beta * y.astype(np.float64)
+    x_before = x.copy()
+    vector_blas.axpby(np, 0.25, x, beta, y)
+    tolerance = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(y, expected, rtol=tolerance, atol=tolerance)
+    np.testing.assert_array_equal(x, x_before)  # x is read only (no scratch was given)
+
+
+def test_blas_and_arrays_agree_to_rounding():
+    x, y = _vectors(np.float32, LARGE)
+    through_blas, through_arrays = y.copy(), y.copy()
+    vector_blas.set_enabled(True)
+    vector_blas.axpby(np, -1e-3, x, 0.999, through_blas)
+    previous = vector_blas.set_enabled(False)
+    try:
+        vector_blas.axpby(np, -1e-3, x, 0.999, through_arrays)
+    finally:
+        vector_blas.set_enabled(previous)
+    np.testing.assert_allclose(through_blas, through_arrays, rtol=2e-7, atol=1e-7)
+
+
+def test_shaped_operands_and_a_scratch_array(enabled):
+    x, y = (v.reshape(3, -1) for v in _vectors(np.float32, 3 * LARGE))
+    expected = 2.0 * x + 0.5 * y
+    scratch = np.empty_like(y)
+    vector_blas.axpby(np, 2.0, x, 0.5, y, scratch)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_x_may_serve_as_its_own_scratch(enabled):
+    x, y = _vectors(np.float32, LARGE)
+    expected = 3.0 * x + y
+    vector_blas.axpby(np, 3.0, x, 1.0, y, x)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["strided x", "strided y", "mixed dtypes", "float16"],
+)
+def test_operands_blas_cannot_take_use_the_fallback(case):
+    x, y = _vectors(np.float32, 2 * LARGE)
+    if case == "strided x":
+        x, y = x[::2], y[:LARGE]
+    elif case == "strided y":
+        x, y = x[:LARGE], y[::2]
+    elif case == "mixed dtypes":
+        x = x.astype(np.float64)
+    else:
+        x, y = x.astype(np.float16), y.astype(np.float16)
+    expected = (0.5 * x.astype(np.float64) + 2.0 * y.astype(np.float64)).astype(y.dtype)
+    vector_blas.axpby(np, 0.5, x, 2.0, y)
+    tolerance = 2e-3 if y.dtype == np.float16 else 1e-6
+    np.testing.assert_allclose(y, expected, rtol=tolerance, atol=tolerance)
+
+
+def test_the_kernels_numpy_links_are_found_in_a_numpy_wheel():
+    if "openblas" not in str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]):
+        pytest.skip("this NumPy does not link OpenBLAS")
+    assert vector_blas.available()
