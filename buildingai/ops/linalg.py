@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from .base import Op
+from .reduce import SUM
 
 
 def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
@@ -194,7 +195,7 @@ class Linear(Op):
             rows_grad, rows_x = (grad, x) if x.ndim == 2 else (_rows(grad), _rows(x))
             grad_weight = _matmul(rows_grad, rows_x, transpose_a=True)
         if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
-            grad_bias = grad.sum(axis=tuple(range(grad.ndim - 1)))
+            grad_bias = SUM(grad, axes=tuple(range(grad.ndim - 1)), keepdims=False)
         return (grad_x, grad_weight) if bias is None else (grad_x, grad_weight, grad_bias)
 
     def to_onnx(self, emit, inputs, output, attrs):
