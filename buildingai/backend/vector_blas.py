@@ -76,16 +76,16 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
 
 def _load() -> dict:
     global _kernels
-    if _kernels is None:
-        _kernels = {}
+    if _kernels is None:  # threads racing here each bind the same functions: harmless
+        found: dict = {}
         for path in _openblas_paths():
             try:
-                kernels = _bind(ctypes.CDLL(path))
+                found = _bind(ctypes.CDLL(path))
             except OSError:
                 continue
-            if kernels:
-                _kernels = kernels
+            if found:
                 break
+        _kernels = found
     return _kernels
 
 
