@@ -83,10 +83,14 @@ class CrossEntropy(Op):
             # every sample counts once: the common case, without the masks below
             count = target.size
             losses = -picked.squeeze(axis)
-            out = losses if reduction == "none" else losses.sum()
-            if reduction == "mean":
-                out = out / x.dtype.type(count) if count else out * x.dtype.type("nan")
-            share = 1.0 / count if reduction == "mean" and count else 1.0
+            if reduction == "none":
+                out, share = losses, 1.0
+            elif reduction == "sum":
+                out, share = losses.sum(), 1.0
+            elif count:
+                out, share = losses.sum() / x.dtype.type(count), 1.0 / count
+            else:  # the mean of nothing
+                out, share = x.dtype.type("nan"), 1.0
             scale = xp.full(target.shape, share, dtype=x.dtype)
             ctx.probs, ctx.index, ctx.scale = probs, safe, scale
             return xp.asarray(out, dtype=x.dtype)

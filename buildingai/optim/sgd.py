@@ -41,11 +41,12 @@ def sgd_update(
         else:
             axpby(xp, 1.0 - dampening, g, momentum, momentum_buffer, work[1])
         if nesterov:
-            xp.copyto(work[1], g)
-            axpby(xp, momentum, momentum_buffer, 1.0, work[1], work[0])
+            xp.multiply(momentum_buffer, momentum, out=work[1])
+            xp.add(g, work[1], out=work[1])
             direction = work[1]
         else:
             direction = momentum_buffer
+    # the fallback's scratch: whichever work array the direction is not (g is spent by now)
     axpby(xp, -lr, direction, 1.0, param, work[0] if direction is work[1] else work[1])
 
 

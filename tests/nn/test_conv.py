@@ -137,6 +137,7 @@ def test_state_dict_goes_both_ways():
 def test_default_init_matches_pytorch_bounds(ours, theirs):
     """Same shapes and the same uniform bounds: kaiming_uniform(a=sqrt(5)) gives
     1/sqrt(fan_in) for both weight and bias."""
+    bai.manual_seed(0)  # 16 biases miss 0.8 of the bound with probability 0.8**16: fix the draw
     layer, reference = ours(), theirs()
     assert layer.weight.shape == tuple(reference.weight.shape)
     assert layer.weight.dtype == np.float32
