@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from .base import Op
+from .reduce import kept_shape
 from .row_reduce import row_dot, row_sum
 from .split import split_rows, trailing_rows
 
@@ -54,11 +55,11 @@ class Standardize(Op):
     def forward(self, ctx, xp, x, *, axes, eps):
         work = x.astype(_compute_dtype(x.dtype), copy=False)
         if x.size == 0:
-            ctx.rstd = xp.empty(_reduced_shape(x.shape, axes), dtype=work.dtype)
+            ctx.rstd = xp.empty(kept_shape(x.shape, axes), dtype=work.dtype)
             return xp.empty_like(x)
         if work is x:  # trailing axes (layer norm) of a large input: rows split across threads
             out = xp.empty_like(x)
-            rstd = xp.empty(_reduced_shape(x.shape, axes), dtype=x.dtype)
+            rstd = xp.empty(kept_shape(x.shape, axes), dtype=x.dtype)
             rows = trailing_rows(axes, x, out, rstd)
             if rows is not None:
                 split_rows(xp, functools.partial(_standardize_rows, eps=eps), *rows)
@@ -152,10 +153,6 @@ def _standardize_grad_rows(xp, g, xhat, rstd, out):
     xp.subtract(g, row_sum(xp, g) * scale, out=out)
     out -= xhat * projection
     out *= rstd
-
-
-def _reduced_shape(shape: tuple, axes: tuple) -> tuple:
-    return tuple(1 if axis in axes else extent for axis, extent in enumerate(shape))
 
 
 STANDARDIZE, STANDARDIZE_GRAD = Standardize(), StandardizeGrad()
