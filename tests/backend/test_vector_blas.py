@@ -33,6 +33,14 @@ def test_axpby_matches_the_formula(enabled, dtype, size, beta):
     np.testing.assert_array_equal(x, x_before)  # x is read only (no scratch was given)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_beta_zero_overwrites_nan_and_inf(enabled, dtype):
+    x, y = _vectors(dtype, LARGE)
+    y[:3] = [np.nan, np.inf, -np.inf]
+    vector_blas.axpby(np, 2.0, x, 0.0, y)
+    np.testing.assert_allclose(y, 2.0 * x, rtol=1e-6)
+
+
 def test_blas_and_arrays_agree_to_rounding():
     x, y = _vectors(np.float32, LARGE)
     through_blas, through_arrays = y.copy(), y.copy()
