@@ -5,6 +5,8 @@ Candidates:
 - ``buildingai``: the shipped path (per-parameter updates in cache-sized blocks, large
   parameters split across threads).
 - ``bai 1 thread``: the shipped path on one thread.
+- ``bai no BLAS``: the shipped path with its scaled sums as NumPy ufuncs instead of OpenBLAS's
+  ``axpby`` (``buildingai.backend.vector_blas``).
 - ``bai whole-array``: the same update functions over whole arrays, one thread (what a
   straightforward NumPy optimizer does).
 - ``flat buffer``: the same update function over one flat buffer holding every parameter,
@@ -24,6 +26,7 @@ import json
 import numpy as np
 
 import buildingai as bai
+from buildingai.backend import vector_blas
 from buildingai.optim import optimizer as optimizer_module
 
 from .common import environment, format_table, measure, settle_for
@@ -68,6 +71,19 @@ def _variant(step, block_size: int | None):
     return run
 
 
+def _without_blas(step):
+    """Run ``step`` with ``vector_blas`` off: every scaled sum as three ufunc passes."""
+
+    def run():
+        previous = vector_blas.set_enabled(False)
+        try:
+            step()
+        finally:
+            vector_blas.set_enabled(previous)
+
+    return run
+
+
 def _flat_buffer_step(name: str, size: int, options: dict):
     """One update function over flat buffers of ``size`` elements (parameters, gradients and
     state concatenated): the ceiling a flat-buffer layout could reach."""
@@ -101,6 +117,7 @@ def _candidates(name: str, options: dict, shapes, torch) -> dict:
     return {
         "buildingai": our_step(),
         "bai 1 thread": _variant(our_step(), optimizer_module.BLOCK_SIZE),
+        "bai no BLAS": _without_blas(our_step()),
         "bai whole-array": _variant(our_step(), None),
         "flat buffer": _flat_buffer_step(name, size, options),
         "torch default": torch_step(None),
@@ -151,6 +168,7 @@ def main() -> None:
     names = [
         "buildingai",
         "bai 1 thread",
+        "bai no BLAS",
         "bai whole-array",
         "flat buffer",
         "torch default",
