@@ -45,7 +45,8 @@ def available() -> bool:
 
 def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
     """``y = alpha * x + beta * y`` in place; x and y have one shape (and dtype, for BLAS).
-    ``beta=0`` overwrites y, whatever it held (nan and inf included), as BLAS does.
+    ``beta=0`` overwrites y, whatever it held (nan and inf included), as BLAS does. x and y
+    must not partly overlap (BLAS reads and writes them in chunks, on several threads).
 
     ``scratch`` (optional, y's shape) spares the array fallback a temporary; it may be ``x``
     itself when the caller no longer needs x.
