@@ -108,6 +108,9 @@ def environment() -> dict:
         ]
     except ImportError:
         info["blas"] = ["(threadpoolctl not installed)"]
+    from buildingai.backend import vector_blas
+
+    info["optimizer_blas"] = vector_blas.available()  # axpby for the scaled sums, or ufuncs
     return info
 
 

@@ -138,7 +138,10 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "logical cores; shared with other work, so expect noise of several percent (load "
         f"average at the start: {info.get('load_average_at_start', 'unknown')})",
         f"- Python {info.get('python')}, NumPy {info.get('numpy')}, PyTorch {info.get('torch')}",
-        "- BLAS (threadpoolctl): " + "; ".join(info.get("blas", [])),
+        "- BLAS (threadpoolctl): "
+        + "; ".join(info.get("blas", []))
+        + "; optimizer scaled sums through its axpby: "
+        + ("yes" if info.get("optimizer_blas") else "no (array operations)"),
         f"- OPENBLAS_CORETYPE: {info.get('OPENBLAS_CORETYPE')}, OPENBLAS_L2_SIZE: "
         f"{info.get('OPENBLAS_L2_SIZE')}"
         + (
