@@ -17,11 +17,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
     a: (..., n, k), b: (..., k, m) -> (..., n, m)
     """
-    # The common case, two Tensors of matrices, reads the arrays' ranks directly (no property
-    # calls); the op reports any mismatch.
-    if type(a) is Tensor and type(b) is Tensor and a.data.ndim >= 2 and b.data.ndim >= 2:
-        return apply_binary(ops.MATMUL, a, b)
-    if a.ndim >= 2 and b.ndim >= 2:
+    # Two stacks of matrices go straight to the op, which reports any mismatch. Plain Tensors
+    # (the common case) have their ranks read from the arrays: no property calls.
+    plain = type(a) is Tensor and type(b) is Tensor
+    if (a.data.ndim >= 2 and b.data.ndim >= 2) if plain else (a.ndim >= 2 and b.ndim >= 2):
         return apply_binary(ops.MATMUL, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(

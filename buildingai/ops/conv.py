@@ -26,6 +26,7 @@ from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .base import Op
 from .conv_grid import grid_col2im, grid_for, to_grid
+from .reduce import SUM
 
 # ----- sizes and checks ---------------------------------------------------------------------------
 
@@ -337,7 +338,7 @@ class Conv2d(Op):
         if not rest:
             return grad_x, grad_w
         bias = rest[0]
-        grad_b = grad.sum(axis=(0, 2, 3)) if bias.requires_grad else None
+        grad_b = SUM(grad, axes=(0, 2, 3), keepdims=False) if bias.requires_grad else None
         return grad_x, grad_w, grad_b
 
     def to_onnx(self, emit, inputs, output, attrs):

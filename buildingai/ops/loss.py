@@ -145,7 +145,7 @@ class CrossEntropyGrad(Op):
         coefficient = xp.expand_dims(grad * scale, axis)  # x's shape with 1 along the axis
         out = probs * coefficient
         if out.ndim == 2 and axis == 1:  # (N, C): one fancy-indexed subtraction
-            out[_rows(xp, out.shape[0]), index[:, 0]] -= coefficient[:, 0]
+            out[_row_numbers(xp, out.shape[0]), index[:, 0]] -= coefficient[:, 0]
             return out
         at_target = xp.take_along_axis(out, index, axis=axis)
         at_target -= coefficient
@@ -179,11 +179,11 @@ def _at_targets(xp, array, index, axis: int):
     """``take_along_axis(array, index, axis)``; (N, C) along 1 as one fancy index (NumPy's
     take_along_axis builds its index grids in Python: about 10 us a call)."""
     if array.ndim == 2 and axis == 1:
-        return array[_rows(xp, array.shape[0]), index[:, 0]][:, None]
+        return array[_row_numbers(xp, array.shape[0]), index[:, 0]][:, None]
     return xp.take_along_axis(array, index, axis=axis)
 
 
-def _rows(xp, count: int):
+def _row_numbers(xp, count: int):
     """0, 1, ..., count - 1 (cached for NumPy: the same few batch sizes recur every step)."""
     return _numpy_rows(count) if xp is np else xp.arange(count)
 
