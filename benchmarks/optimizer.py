@@ -1,9 +1,12 @@
-"""Optimizer step time for a 10M-parameter float32 model: Adam and SGD(momentum=0.9) against
+"""Optimizer step time for two float32 models, a 10M-parameter transformer and the suite's small
+one (0.5M parameters, where per-tensor overhead weighs most): Adam and SGD(momentum=0.9) against
 torch.optim in the same run, interleaved.
 
 Candidates:
-- ``buildingai``: the shipped path (per-parameter updates in cache-sized blocks, large
-  parameters split across threads).
+- ``buildingai``: the shipped path (small parameters packed into one flat array per group,
+  larger ones updated in cache-sized blocks, large ones split across threads).
+- ``bai one by one``: the shipped path with every parameter updated on its own
+  (``optimizer.updates_elementwise = False``, see ``optim/packing.py``).
 - ``bai 1 thread``: the shipped path on one thread.
 - ``bai no BLAS``: the shipped path with its scaled sums as NumPy ufuncs instead of OpenBLAS's
   ``axpby`` (``buildingai.backend.vector_blas``).
@@ -21,6 +24,7 @@ Run: ``python -m benchmarks.optimizer [--quick] [--threads N] [--json FILE]``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 
 import numpy as np
@@ -101,11 +105,13 @@ def _candidates(name: str, options: dict, shapes, torch) -> dict:
     weights = [rng.standard_normal(shape).astype(np.float32) * 0.02 for shape in shapes]
     grads = [rng.standard_normal(shape).astype(np.float32) * 0.01 for shape in shapes]
 
-    def our_step():
+    def our_step(packed=True):
         params = [bai.tensor(w.copy(), requires_grad=True) for w in weights]
         for param, grad in zip(params, grads):
             param.grad = bai.tensor(grad.copy())
-        return getattr(bai.optim, name)(params, **options).step
+        optimizer = getattr(bai.optim, name)(params, **options)
+        optimizer.updates_elementwise = packed
+        return optimizer.step
 
     def torch_step(foreach):
         params = [torch.tensor(w.copy(), requires_grad=True) for w in weights]
@@ -116,6 +122,7 @@ def _candidates(name: str, options: dict, shapes, torch) -> dict:
     size = sum(int(np.prod(shape)) for shape in shapes)
     return {
         "buildingai": our_step(),
+        "bai one by one": our_step(packed=False),
         "bai 1 thread": _variant(our_step(), optimizer_module.BLOCK_SIZE),
         "bai no BLAS": _without_blas(our_step()),
         "bai whole-array": _variant(our_step(), None),
@@ -126,6 +133,8 @@ def _candidates(name: str, options: dict, shapes, torch) -> dict:
 
 
 CASES = [("Adam", {"lr": 1e-3}), ("SGD", {"lr": 1e-2, "momentum": 0.9})]
+# the benchmark suite's transformer workload: d_model 128, 2 layers, vocabulary 1000
+SMALL_MODEL = dict(width=128, layers=2, vocab=1000)
 
 
 def run(quick: bool = False, threads: int | None = None) -> list[dict]:
@@ -134,10 +143,13 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
     if threads:
         torch.set_num_threads(threads)
         bai.optim.set_num_threads(threads)
-    shapes = layer_shapes(width=16, layers=1, vocab=10) if quick else layer_shapes()
-    size = sum(int(np.prod(shape)) for shape in shapes)
+    if quick:
+        models = [layer_shapes(width=16, layers=1, vocab=10)]
+    else:
+        models = [layer_shapes(), layer_shapes(**SMALL_MODEL)]
     records = []
-    for name, options in CASES:
+    for shapes, (name, options) in itertools.product(models, CASES):
+        size = sum(int(np.prod(shape)) for shape in shapes)
         candidates = _candidates(name, options, shapes, torch)
         results = measure(
             candidates, repeats=2 if quick else 11, number=1 if quick else 3, warmup=1,
@@ -167,6 +179,7 @@ def main() -> None:
     records = run(quick=args.quick, threads=args.threads)
     names = [
         "buildingai",
+        "bai one by one",
         "bai 1 thread",
         "bai no BLAS",
         "bai whole-array",

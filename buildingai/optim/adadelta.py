@@ -58,6 +58,8 @@ class Adadelta(OptimizerBase):
     State per parameter: ``step``, ``square_avg`` and ``acc_delta``.
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,

@@ -45,6 +45,8 @@ class Adagrad(OptimizerBase):
     State per parameter: ``step`` and ``sum`` (starting at ``initial_accumulator_value``).
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,

@@ -75,6 +75,8 @@ class Adam(OptimizerBase):
     ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,

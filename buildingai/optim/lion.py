@@ -52,6 +52,8 @@ class Lion(OptimizerBase):
     State per parameter: ``step`` and ``exp_avg`` (the momentum ``m``).
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,

@@ -25,6 +25,7 @@ from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
 from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
+from .packing import ParameterPack, packable
 
 # Elements per block of the blocked update. An update makes several passes over its arrays; cut
 # into blocks, the arrays one update touches stay in cache between passes, while each block
@@ -89,7 +90,14 @@ class OptimizerBase:
     - or its own ``step(self, closure=None)`` looping over ``self.param_groups`` (PyTorch style).
       Such a ``step`` is wrapped so that the step hooks run around it and it runs under
       ``no_grad()``.
+
+    A subclass whose ``update`` treats every element on its own, and whose state holds only
+    arrays shaped like the parameter and values shared by the group (step counts), sets
+    ``updates_elementwise = True``: its small parameters are then updated together, as one
+    flat array per group (``optim/packing.py``), with the same arithmetic.
     """
+
+    updates_elementwise = False
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)
@@ -99,6 +107,7 @@ class OptimizerBase:
         self._step_post_hooks: dict[int, Callable] = {}
         self._workspace: dict[tuple, list] = {}  # reusable work arrays, see _run_elementwise
         self._work_views: dict[tuple, list] = {}  # shaped views of them, see _whole_work
+        self._packs: dict[int, ParameterPack | None] = {}  # per group index, see _update_packed
         self._stepping = False
         if isinstance(params, Tensor):
             raise OptimizerError(
@@ -267,8 +276,12 @@ class OptimizerBase:
                 for hook in list(self._step_pre_hooks.values()):
                     hook(self)
             with no_grad():
-                for group in self.param_groups:
-                    for position, param in enumerate(group["params"]):
+                for index, group in enumerate(self.param_groups):
+                    if self.updates_elementwise:
+                        singles = self._update_packed(index, group)
+                    else:
+                        singles = enumerate(group["params"])
+                    for position, param in singles:
                         if param.grad is None:
                             continue
                         grad = _fit_gradient(param.grad.data, param, position, copy=False)
@@ -283,6 +296,47 @@ class OptimizerBase:
         finally:
             if outer:
                 self._stepping = False
+
+    def _update_packed(self, index: int, group: dict) -> list:
+        """Update the group's small parameters together (``packing.ParameterPack``) and return
+        the ``(position, param)`` pairs left to update one by one. Every parameter with a
+        gradient gets its state first, in group order, as the one-by-one path creates it."""
+        members, positions, singles = [], [], []
+        state, dtype = self.state, None
+        for position, param in enumerate(group["params"]):
+            if param.grad is None:
+                continue
+            if param not in state:
+                state[param] = self.init_state(param, group)
+            if packable(param) and (dtype is None or param.data.dtype == dtype):
+                dtype = param.data.dtype
+                members.append(param)
+                positions.append(position)
+            else:
+                singles.append((position, param))
+        if len(members) < 2:
+            return sorted(singles + list(zip(positions, members)), key=_position)
+        pack = self._packs.get(index)
+        if pack is None or not pack.current(members, state):
+            pack = ParameterPack.build(members, [state[p] for p in members], dtype)
+            self._packs[index] = pack
+            if pack is None:  # states that differ (e.g. step counts): one by one this time
+                return sorted(singles + list(zip(positions, members)), key=_position)
+        gradients = []
+        for position, param in zip(positions, members):
+            grad = param.grad.data
+            if (
+                type(grad) is not np.ndarray
+                or grad.shape != param.data.shape
+                or grad.dtype != dtype
+            ):
+                grad = _fit_gradient(grad, param, position, copy=False)
+            gradients.append(grad)
+        pack.step(self.update, group, gradients)
+        name = type(self).__name__
+        for param in members:
+            _bump_version(param, name)
+        return singles
 
     # ----- the blocked element-wise driver ----------------------------------------------------
     def _run_elementwise(self, update_fn: Callable, arrays: tuple, work_count: int, **scalars):
@@ -471,6 +525,10 @@ def _with_step_hooks(step: Callable) -> Callable:
     wrapped.__doc__ = step.__doc__
     wrapped.__wrapped__ = step
     return wrapped
+
+
+def _position(pair: tuple) -> int:
+    return pair[0]
 
 
 def _bump_version(param: Tensor, name: str) -> None:

@@ -69,6 +69,8 @@ class RMSprop(OptimizerBase):
     ``grad_avg`` (centered).
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,

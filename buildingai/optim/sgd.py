@@ -56,6 +56,8 @@ class SGD(OptimizerBase):
     State per parameter: ``momentum_buffer`` (None until the first step, or when momentum=0).
     """
 
+    updates_elementwise = True
+
     def __init__(
         self,
         params: Iterable,
