@@ -90,7 +90,7 @@ def test_transformer_encoder_classifier_with_padding_mask():
     signature = [TensorSpec((None, "seq"), "int64"), TensorSpec((None, "seq"), "bool")]
     static = freeze(model, signature)
     names = {node.op.name for node in static.graph.nodes}
-    assert {"standardize", "gelu", "softmax", "where"} <= names
+    assert {"layer_norm", "gelu", "softmax", "where"} <= names
     xfail_if_pending(static)
     onnx_model = export_onnx(static)
     for batch, length in ((2, 5), (4, 8)):

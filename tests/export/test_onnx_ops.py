@@ -261,6 +261,27 @@ def test_optimized_graphs_export_fused_kernels():
     np.testing.assert_allclose(run_onnxruntime(model, x)[0], static(x).numpy(), atol=1e-6)
 
 
+@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_layer_norm_with_affine_exports_at_old_and_new_opsets(opset, with_bias):
+    """One op in eager mode; LayerNormalization from opset 17, its decomposition before."""
+    rng = np.random.default_rng(5)
+    weight = bai.tensor(rng.standard_normal((3, 4)).astype(F32))
+    bias = bai.tensor(rng.standard_normal((3, 4)).astype(F32)) if with_bias else None
+
+    def function(x):
+        return F.layer_norm(x, (3, 4), weight, bias)
+
+    static = freeze(function, [TensorSpec((None, 2, 3, 4))])
+    model = export_onnx(static, opset=opset)
+    types = {node.op_type for node in model.graph.node}
+    assert ("LayerNormalization" in types) == (opset >= 17)
+    x = rng.standard_normal((5, 2, 3, 4)).astype(F32)
+    expected = function(bai.tensor(x)).numpy()
+    np.testing.assert_allclose(static(x).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(run_onnxruntime(model, x)[0], expected, atol=1e-5)
+
+
 @pytest.mark.parametrize("opset", [17, 18, 20])
 def test_opsets_with_reduction_axes_as_inputs_and_native_gelu(opset):
     def function(x):

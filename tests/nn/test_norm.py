@@ -71,6 +71,73 @@ def test_layer_norm_third_derivative():
     np.testing.assert_allclose(k.numpy(), kt.numpy(), rtol=1e-8)
 
 
+def test_layer_norm_with_affine_third_derivative():
+    """The affine layer norm is one op; beyond first order its backward records the composite
+    rules, which must stay exact."""
+    rng = np.random.default_rng(3)
+    c, d = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    values = [rng.standard_normal(shape) for shape in ((3, 4), (4,), (4,))]
+    ours = [bai.Tensor(v, requires_grad=True) for v in values]
+    theirs = [torch.tensor(v, requires_grad=True) for v in values]
+
+    def third(grad, layer_norm, tensor, inputs):
+        x, w, b = inputs
+        (g,) = grad((layer_norm(x, w, b) ** 3 * tensor(c)).sum(), x, create_graph=True)
+        h = grad((g * g * tensor(d)).sum(), [x, w, b], create_graph=True)
+        return grad(sum((part**2).sum() for part in h), [x, w, b])
+
+    mine = third(bai.grad, lambda x, w, b: F.layer_norm(x, (4,), w, b), bai.Tensor, ours)
+    reference = third(
+        torch.autograd.grad,
+        lambda x, w, b: _torch_layer_norm_composite(x) * w + b,
+        torch.tensor,
+        theirs,
+    )
+    for a, b in zip(mine, reference):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "x, layout",
+    [
+        (np.random.default_rng(4).standard_normal((6, 5, 8)), "rows"),
+        (np.random.default_rng(5).standard_normal((8, 5, 6)).transpose(2, 1, 0), "strided"),
+    ],
+)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_layer_norm_first_order_kernel_equals_the_recorded_rules(x, layout, with_bias):
+    """First-order gradients come from one fused kernel (or, for strided inputs, from array
+    operations); with create_graph they come from recorded Tensor rules. Both must agree."""
+    rng = np.random.default_rng(6)
+    w, b, g = rng.standard_normal(8), rng.standard_normal(8), rng.standard_normal(x.shape)
+    results = []
+    for create_graph in (False, True):
+        inputs = [bai.Tensor(x, requires_grad=True), bai.Tensor(w, requires_grad=True)]
+        if with_bias:
+            inputs.append(bai.Tensor(b, requires_grad=True))
+        out = F.layer_norm(inputs[0], (8,), *inputs[1:])
+        grads = bai.grad(out, inputs, bai.Tensor(g), create_graph=create_graph)
+        assert grads[0].requires_grad == create_graph  # recorded only with create_graph
+        results.append([grad.numpy() for grad in grads])
+    for fused, recorded in zip(*results):
+        np.testing.assert_allclose(fused, recorded, rtol=1e-10, atol=1e-12)
+
+
+def test_layer_norm_gradients_in_half_precision():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 8)).astype(np.float16)
+    w, g = rng.standard_normal(8).astype(np.float16), rng.standard_normal((4, 8)).astype(np.float16)
+    ours = [bai.Tensor(x, requires_grad=True), bai.Tensor(w, requires_grad=True)]
+    grads = bai.grad(F.layer_norm(ours[0], (8,), ours[1]), ours, bai.Tensor(g))
+    theirs = [torch.tensor(v.astype(np.float32), requires_grad=True) for v in (x, w)]
+    expected = torch.autograd.grad(
+        TF.layer_norm(theirs[0], (8,), theirs[1]), theirs, torch.tensor(g.astype(np.float32))
+    )
+    for mine, reference in zip(grads, expected):
+        assert mine.dtype == np.float16
+        np.testing.assert_allclose(mine.numpy().astype(np.float32), reference.numpy(), atol=2e-2)
+
+
 @pytest.mark.parametrize("eps", [None, 1e-3])
 @pytest.mark.parametrize("x_shape, normalized", [((4, 5), (5,)), ((2, 3, 4), (3, 4))], ids=str)
 def test_rms_norm_matches_pytorch(x_shape, normalized, eps):

@@ -1,7 +1,8 @@
 """Normalisation functions: layer_norm, batch_norm, group_norm, rms_norm.
 
 Each centres and scales its input over some axes with the ``standardize`` primitive (or, for
-rms_norm, a short composite) and then applies an optional per-feature affine map ``xhat * w + b``.
+rms_norm, a short composite) and then applies an optional per-feature affine map ``xhat * w + b``;
+``layer_norm`` with a weight does both in one op (``ops/layer_norm.py``).
 Arguments, defaults and semantics follow ``torch.nn.functional``.
 """
 
@@ -17,6 +18,7 @@ from ...autograd.mode import no_grad
 from ...autograd.tensor import Tensor
 from ...errors import ArgumentError, ShapeError
 from ...ops import norm as ops
+from ...ops.layer_norm import LAYER_NORM
 
 
 def _shape_tuple(normalized_shape) -> tuple[int, ...]:
@@ -78,7 +80,10 @@ def layer_norm(
     axes = _check_trailing("layer_norm", input, shape)
     _check_parameter("layer_norm", "weight", weight, shape)
     _check_parameter("layer_norm", "bias", bias, shape)
-    return _affine(standardize(input, axes, eps), weight, bias)
+    if weight is None:
+        return _affine(standardize(input, axes, eps), None, bias)
+    inputs = (input, weight) if bias is None else (input, weight, bias)
+    return apply(LAYER_NORM, *inputs, axes=axes, eps=float(eps))  # one op, affine included
 
 
 def rms_norm(
