@@ -74,6 +74,28 @@ def test_softmax_stable_for_huge_logits_float32(name):
     np.testing.assert_allclose(x.grad.numpy(), reference.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_rows_far_apart_and_non_finite_match_pytorch(dtype):
+    """Rows are shifted by the input's one maximum where that loses no precision; rows far
+    below it, and rows with inf, -inf or nan, are computed with their own maximum."""
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((12, 6)).astype(dtype)
+    logits[1] += 60.0  # every other row sits 55-65 below this one's maximum
+    logits[2] -= 30.0
+    logits[3] -= 100.0  # exp underflows under the shared shift: redone
+    logits[4, 2] = -np.inf  # a masked entry
+    logits[5] = -np.inf  # a fully masked row: nan, as in PyTorch
+    logits[6, 0] = np.inf
+    logits[7, 3] = np.nan
+    out = bai.softmax(bai.tensor(logits), -1).numpy()
+    expected = torch.softmax(torch.tensor(logits), -1).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    tolerance = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+    finite = ~np.isnan(out).any(axis=1)
+    np.testing.assert_allclose(out[finite].sum(axis=1), 1.0, rtol=tolerance)
+
+
 def test_softmax_sums_to_one_and_log_softmax_matches():
     x = bai.randn(4, 7)
     np.testing.assert_allclose(bai.softmax(x, 1).numpy().sum(1), 1.0, rtol=1e-6)
