@@ -19,6 +19,7 @@ import numpy as np
 from ..backend.device import array_namespace
 from .base import Op
 from .norm import STANDARDIZE, STANDARDIZE_GRAD, _check_floating, _standardize_grad_rows
+from .row_reduce import column_sum
 from .split import split_rows, trailing_rows
 
 
@@ -62,13 +63,15 @@ class LayerNorm(Op):
         grad_x = grad_w = grad_b = None
         rows = None
         if g.dtype == xhat.dtype == rstd.dtype == w.dtype and g.shape == xhat.shape:
+            if type(g) is np.ndarray and not g.flags.c_contiguous:
+                g = np.ascontiguousarray(g)  # e.g. the broadcast gradient of a mean: one copy
             rows = trailing_rows(ctx.attrs["axes"], g, xhat, rstd)
         if rows is not None:
             g2, xhat2, rstd2 = rows
             if weight.requires_grad:  # column dot products: no (rows, n) temporary
                 grad_w = np.einsum("ij,ij->j", g2, xhat2).reshape(w.shape)
             if has_bias and ctx.inputs[2].requires_grad:
-                grad_b = g2.sum(axis=0).reshape(w.shape)
+                grad_b = column_sum(np, g2).reshape(w.shape)
             if x.requires_grad:
                 grad_xhat = np.multiply(g2, w.reshape(-1))
                 split_rows(np, _in_place_standardize_grad, grad_xhat, xhat2, rstd2)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from buildingai.ops.row_reduce import LONGEST_ROW, row_dot, row_sum, sum_axes
+from buildingai.ops.row_reduce import LONGEST_ROW, column_sum, row_dot, row_sum, sum_axes
 
 
 @pytest.mark.parametrize("shape", [(7, 1), (300, 64), (33, 128), (4, LONGEST_ROW)], ids=str)
@@ -33,7 +33,10 @@ def test_other_shapes_keep_numpys_sum():
         ((4, 3, 5, 6), (0, 2, 3)),  # a convolution's bias gradient
         ((4, 3, 5, 6), (2, 3)),
         ((4, 3, 5), (0, 1, 2)),
-        ((4, 3, 5), (0,)),  # no trailing axis: plain sum
+        ((4, 3, 5), (0,)),  # leading axes (a linear layer's bias gradient): column sums
+        ((4, 3, 5), (0, 1)),
+        ((0, 3, 5), (0, 1)),
+        ((4, 0, 5), (0,)),
         ((2, 3, 70, 70), (2, 3)),  # rows longer than LONGEST_ROW: plain sum
     ],
     ids=str,
@@ -54,5 +57,15 @@ def test_sum_axes_matches_numpy(shape, axes):
 def test_sum_axes_leaves_other_dtypes_to_numpy(dtype):
     """einsum would add booleans with ``or`` and narrow types in their own dtype."""
     x = (np.random.default_rng(3).standard_normal((4, 3, 5)) > 0).astype(dtype)
-    np.testing.assert_array_equal(sum_axes(np, x, (1, 2)), x.sum(axis=(1, 2), keepdims=True))
-    assert sum_axes(np, x, (1, 2)).dtype == x.sum(axis=(1, 2)).dtype
+    for axes in ((1, 2), (0,), (0, 1)):
+        np.testing.assert_array_equal(sum_axes(np, x, axes), x.sum(axis=axes, keepdims=True))
+        assert sum_axes(np, x, axes).dtype == x.sum(axis=axes).dtype
+
+
+def test_column_sums_are_at_least_as_accurate_as_numpys():
+    x = np.random.default_rng(4).standard_normal((4096, 96)).astype(np.float32) + 3
+    exact = x.astype(np.float64).sum(axis=0)
+    got = column_sum(np, x)
+    assert got.dtype == np.float32 and got.shape == (96,)
+    assert np.abs(got - exact).max() <= np.abs(x.sum(axis=0) - exact).max()
+    np.testing.assert_array_equal(column_sum(np, x[:0]), np.zeros(96, np.float32))
