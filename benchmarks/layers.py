@@ -172,6 +172,61 @@ def bench_lstm(quick: bool = False) -> list[dict]:
     ]
 
 
+# ----- element-wise layers -------------------------------------------------------------------------
+
+
+def _elementwise_case(torch, case, ours_fn, theirs_fn, shapes, quick):
+    """Forward + backward of one element-wise function of float32 inputs of ``shapes`` (the
+    first is the activation, the rest parameters), ours against PyTorch's."""
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+    ours = [bai.Tensor(v, requires_grad=True) for v in values]
+    theirs = [torch.tensor(v, requires_grad=True) for v in values]
+    grad = rng.standard_normal(shapes[0]).astype(np.float32)
+    ours_grad, theirs_grad = bai.Tensor(grad), torch.tensor(grad)
+
+    def run_ours():
+        bai.grad(ours_fn(*ours), ours, grad_outputs=ours_grad)
+
+    def run_theirs():
+        torch.autograd.grad(theirs_fn(*theirs), theirs, grad_outputs=theirs_grad)
+
+    timings = measure(
+        {"buildingai": run_ours, "pytorch": run_theirs},
+        repeats=3 if quick else 7,
+        number=1 if quick else 10,
+        settle=settle_for(quick),
+    )
+    return {
+        "case": f"{case} on {shapes[0]}",
+        **timings,
+        "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
+    }
+
+
+def bench_elementwise(quick: bool = False) -> list[dict]:
+    """The element-wise layers of the suite's Transformer, forward + backward at its sizes:
+    tanh-GELU on the feed-forward activations, softmax on the attention scores, layer norm with
+    weight and bias on the residual stream."""
+    import torch
+
+    from buildingai.nn import functional as F
+
+    tf = torch.nn.functional
+    gelu, scores, stream = (
+        ((4, 6), (2, 2, 3, 3), (4, 8)) if quick else ((32, 64, 512), (32, 4, 64, 64), (32, 64, 128))
+    )
+    features = (stream[-1],)
+    cases = [
+        ("tanh-GELU", lambda x: F.gelu(x, approximate="tanh"),
+         lambda x: tf.gelu(x, approximate="tanh"), [gelu]),
+        ("softmax", lambda x: F.softmax(x, -1), lambda x: torch.softmax(x, -1), [scores]),
+        ("layer_norm", lambda x, w, b: F.layer_norm(x, features, w, b),
+         lambda x, w, b: tf.layer_norm(x, features, w, b), [stream, features, features]),
+    ]  # fmt: skip
+    return [_elementwise_case(torch, *case, quick) for case in cases]
+
+
 # ----- runner -----------------------------------------------------------------------------------
 
 

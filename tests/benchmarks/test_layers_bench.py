@@ -25,3 +25,10 @@ def test_lstm_quick_mode_produces_records():
     record = records[0]
     assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
     assert record["ratio"] > 0
+
+
+def test_elementwise_quick_mode_produces_records():
+    records = benchmark.bench_elementwise(quick=True)
+    assert [r["case"].split(" ")[0] for r in records] == ["tanh-GELU", "softmax", "layer_norm"]
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
