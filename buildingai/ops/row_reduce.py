@@ -12,6 +12,9 @@ its sum in one pass, with no temporary (float32, one thread):
 einsum adds each row with a few running float32 sums rather than NumPy's pairwise blocks, so it
 is used for rows up to ``LONGEST_ROW`` values, where both round alike; longer rows, other
 array types and other ranks keep ``sum``.
+
+Sums down the columns (over the leading axes: bias gradients) are a BLAS matrix-vector product
+with a vector of ones, ``column_sum``.
 """
 
 from __future__ import annotations
@@ -82,10 +85,17 @@ def column_sum(xp, a):
     if not (_summable(xp, a) and a.flags.c_contiguous and a.ndim >= 2 and a.shape[0]):
         return a.sum(axis=0)
     flat = a.reshape(a.shape[0], math.prod(a.shape[1:]))
-    return (_ones(a.shape[0], a.dtype.str) @ flat).reshape(a.shape[1:])
+    length = a.shape[0]
+    ones = _ones(length, a.dtype.str) if length <= _CACHED_ONES else np.ones(length, a.dtype)
+    return (ones @ flat).reshape(a.shape[1:])
 
 
-@functools.lru_cache(maxsize=64)
+# Vectors of ones are kept for up to this many rows (256 KiB each in float32); longer ones are
+# made per call, a pass over one row count against the product's rows times columns.
+_CACHED_ONES = 1 << 16
+
+
+@functools.lru_cache(maxsize=16)
 def _ones(length: int, dtype: str):
     ones = np.ones(length, dtype)
     ones.flags.writeable = False

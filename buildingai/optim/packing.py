@@ -66,18 +66,22 @@ class ParameterPack:
     def build(cls, params: list, states: list[dict], dtype) -> ParameterPack | None:
         """A pack holding copies of the members' state, or None when the states differ in
         anything but their per-element arrays (e.g. Adam's step counts)."""
-        pack = cls(params, states, dtype)
-        for name, first in states[0].items():
-            values = [state.get(name) for state in states]
-            if all(_is_array(v) and tuple(v.shape) == s for v, s in zip(values, pack.shapes)):
-                flat = np.concatenate([np.ravel(v) for v in values]).astype(dtype, copy=False)
-                pack._share(name, flat)
-            elif all(_same_scalar(v, first) for v in values) and not _is_array(first):
-                pack.state[name] = first
-            else:
-                return None
         if any(state.keys() != states[0].keys() for state in states):
             return None
+        pack = cls(params, states, dtype)
+        arrays, scalars = {}, {}
+        for name, first in states[0].items():
+            values = [state[name] for state in states]
+            if all(_is_array(v) and tuple(v.shape) == s for v, s in zip(values, pack.shapes)):
+                arrays[name] = values
+            elif all(_same_scalar(v, first) for v in values):
+                scalars[name] = first
+            else:
+                return None
+        # only now, when the whole state fits, do the members' states become views
+        for name, values in arrays.items():
+            pack._share(name, np.concatenate([v.ravel() for v in values]).astype(dtype, copy=False))
+        pack.state.update(scalars)
         return pack
 
     def current(self, params: list, states: dict) -> bool:
