@@ -71,17 +71,22 @@ def _softmax_rows_shifted(xp, x, out, *, shift):
     exp(x - shift) keeps its full relative precision while it stays a normal number, and a
     row's sum is at least its largest term, so a sum at or above tiny / eps means every term
     that can matter to that row was computed exactly. Rows below that (far under the input's
-    maximum), or with inf or nan (sums not finite), are redone with their own maximum. Each
+    maximum), or with inf or nan, are computed with their own maximum. Each
     row's result depends on the shift and its own values only, so it does not change with how
     rows are split across threads.
     """
+    if not np.isfinite(shift):  # an inf or nan somewhere: every row with its own maximum
+        with np.errstate(invalid="ignore"):  # inf - inf: the row is nan, as in PyTorch
+            _softmax_kernel(xp, x, out)
+        return
     xp.subtract(x, shift, out=out)
     xp.exp(out, out=out)
     sums = row_sum(xp, out)
     redo = ~(sums[:, 0] >= _SHARED_SHIFT_FLOOR[x.dtype])
     if redo.any():
         again = x[redo]
-        _softmax_kernel(xp, again, again)
+        with np.errstate(invalid="ignore"):  # -inf - (-inf) in fully masked rows: nan
+            _softmax_kernel(xp, again, again)
         out[redo] = again
         sums[redo] = 1
     out /= sums

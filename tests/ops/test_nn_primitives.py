@@ -74,7 +74,7 @@ def test_softmax_stable_for_huge_logits_float32(name):
     np.testing.assert_allclose(x.grad.numpy(), reference.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # nan rows come silently, as in PyTorch
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_rows_far_apart_and_non_finite_match_pytorch(dtype):
     """Rows are shifted by the input's one maximum where that loses no precision; rows far
@@ -95,6 +95,12 @@ def test_softmax_rows_far_apart_and_non_finite_match_pytorch(dtype):
     np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
     finite = ~np.isnan(out).any(axis=1)
     np.testing.assert_allclose(out[finite].sum(axis=1), 1.0, rtol=tolerance)
+    masked = np.where(np.arange(6) < 3, logits[0], -np.inf)[None].repeat(4, axis=0)
+    masked[2] = -np.inf  # one fully masked row among finite ones: shared shift, then redone
+    out = bai.softmax(bai.tensor(masked), -1).numpy()
+    expected = torch.softmax(torch.tensor(masked), -1).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
 
 
 def test_softmax_sums_to_one_and_log_softmax_matches():
