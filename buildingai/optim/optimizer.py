@@ -314,14 +314,14 @@ class OptimizerBase:
                 positions.append(position)
             else:
                 singles.append((position, param))
-        if len(members) < 2:
+        pack = None
+        if len(members) >= 2:
+            pack = self._packs.get(index)
+            if pack is None or not pack.current(members, state):
+                pack = ParameterPack.build(members, [state[p] for p in members], dtype)
+                self._packs[index] = pack
+        if pack is None:  # too few, or states that differ (e.g. step counts): one by one
             return sorted(singles + list(zip(positions, members)), key=_position)
-        pack = self._packs.get(index)
-        if pack is None or not pack.current(members, state):
-            pack = ParameterPack.build(members, [state[p] for p in members], dtype)
-            self._packs[index] = pack
-            if pack is None:  # states that differ (e.g. step counts): one by one this time
-                return sorted(singles + list(zip(positions, members)), key=_position)
         gradients = []
         for position, param in zip(positions, members):
             grad = param.grad.data
