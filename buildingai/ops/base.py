@@ -5,12 +5,15 @@ namespace ``xp`` (NumPy or CuPy), so the same code serves both devices. ``backwa
 op's context (the graph node) and the output gradient as *Tensors* and returns one gradient per
 input, written with differentiable Tensor operations: running it with gradients on yields
 higher-order derivatives for free. ``check`` (optional) validates inputs before forward, for every
-backend alike. ``onnx`` names the ONNX operator the exporter maps the op to.
+backend alike. ``infer`` gives the output's abstract value (shape, dtype, device) without running
+the op, ``cost`` its FLOPs and bytes moved (see ``ops/abstract.py``), and ``to_onnx`` writes it
+into an ONNX graph.
 """
 
 from __future__ import annotations
 
 from ..errors import BuildingAIError, DeviceError, DTypeError, ShapeError
+from .abstract import memory_cost
 
 # The dispatcher (``autograd.dispatch.apply``), installed by the autograd layer when it loads. The
 # op layer sits below autograd, so it receives the function instead of importing it.
@@ -64,6 +67,17 @@ class Op:
     def backward(self, ctx, grad):
         """Return a tuple with one gradient Tensor (or None) per input."""
         raise BuildingAIError(f"[{self.name}] has no gradient")
+
+    def infer(self, *specs, **attrs):
+        """The ``ValueSpec`` of the output (a tuple of them for several outputs) from the input
+        ``ValueSpec`` s (Python scalars and None passed as themselves), without running."""
+        raise NotImplementedError(f"op '{self.name}' has no infer")
+
+    def cost(self, *specs, **attrs) -> tuple:
+        """``(flops, bytes_read, bytes_written)`` of one call on inputs of these specs: by
+        default every input read once, the output written once, one FLOP per output element.
+        Contractions (matmul, conv...) override it."""
+        return memory_cost(specs, self.infer(*specs, **attrs))
 
     def describe_failure(self, exc: Exception, arrays: list, attrs: dict) -> BuildingAIError:
         """Turn a backend exception into an error that names this op and its inputs."""
