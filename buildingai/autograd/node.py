@@ -9,6 +9,7 @@ Tensor itself would make a reference cycle output -> node -> output.
 from __future__ import annotations
 
 from ..errors import AutogradError
+from .mode import is_grad_enabled
 
 
 class Node:
@@ -34,6 +35,20 @@ class Node:
         out.requires_grad = True
         out._version = self.out_version
         return out
+
+    @property
+    def create_graph(self) -> bool:
+        """True when this backward is itself recorded (``grad(..., create_graph=True)``): rules
+        with an array fast path must then take their differentiable form."""
+        return is_grad_enabled()
+
+    @staticmethod
+    def tensor(array):
+        """``array`` as a constant Tensor: backward rules live below autograd and build the
+        Tensors they return through their context."""
+        from .tensor import Tensor
+
+        return Tensor(array)
 
     def check_versions(self) -> None:
         """Raise if a tensor this node's backward reads was modified in place since recording."""
