@@ -46,8 +46,8 @@ from .export import export_onnx
 from .functions import *
 from .graph import TensorSpec, freeze
 from .serialization import load, save
+from .version import __version__
 
-__version__ = "0.1.0"
 bool = bool_  # noqa: A001 - the dtype, as in torch.bool
 
 

@@ -2,7 +2,10 @@
 
 buildingai train CONFIG [key=value ...] [--resume]   train from a YAML config
 buildingai eval CHECKPOINT [--data eval|train|TYPE] [--batch-size N]
-buildingai info                                      versions, devices, BLAS, threads
+buildingai info                                      versions, devices, BLAS, threads, switches
+
+A mistake in the command or the config is reported on one line with exit code 2; ``--debug``
+shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -62,8 +65,8 @@ def info() -> dict:
     """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs."""
     import numpy as np
 
-    from . import __version__
     from .backend import cuda_is_available
+    from .version import __version__
 
     report: dict = {
         "buildingai": __version__,
@@ -109,10 +112,11 @@ def info() -> dict:
         )
         if name in os.environ
     }  # fmt: skip
-    from .backend import allocator_settings, get_num_threads
+    from .backend import get_num_threads
+    from .train.run_record import accelerations
 
     report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
-    report["malloc"] = allocator_settings() or "defaults (retain_freed_memory not applied)"
+    report["accelerations"] = accelerations()
     return report
 
 
@@ -127,23 +131,48 @@ def _info(args: argparse.Namespace) -> int:
                 print(f"{'blas':<15} {pool['internal_api']} {pool['version']}, "
                       f"{pool['num_threads']} threads ({pool['filepath']})")  # fmt: skip
             continue
+        if key == "accelerations":
+            for name, state in value.items():
+                print(f"{name:<15} {'on ' if state['active'] else 'off'}  {state['detail']}"
+                      f"  (switch: {state['switch']})")  # fmt: skip
+            continue
         print(f"{key:<15} {value if value is not None else '(not installed)'}")
     return 0
 
 
+TRAIN_HELP = """\
+Train from a YAML config: its keys update the defaults (buildingai.train.DEFAULTS), then the
+key=value overrides apply. Top-level shorthands: lr (optim.lr) and batch_size (the training
+batches). A bad key or value stops here with one line naming it.
+
+run_dir is never overwritten: a new run into a run_dir that already holds files stops before
+writing anything; continue that run with --resume, or start a new one with another run_dir
+(e.g. run_dir=runs/mnist-2).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="buildingai", description=__doc__.splitlines()[0])
+    # --debug is accepted before or after the command: both are where users type it
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error instead of one line")  # fmt: skip
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train from a YAML config")
+    train = commands.add_parser("train", parents=[debug], help="train from a YAML config",
+                                description=TRAIN_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     train.add_argument("config", help="a YAML config file (see examples/configs)")
     train.add_argument("overrides", nargs="*", help="key=value, +new_key=value, ~removed_key")
     train.add_argument("--resume", action="store_true",
-                       help="continue from the newest checkpoint in run_dir")  # fmt: skip
+                       help="continue the run in run_dir from its newest checkpoint (without "
+                       "it, a run_dir holding files is refused, never overwritten)")  # fmt: skip
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
 
-    evaluate = commands.add_parser("eval", help="evaluate a checkpoint")
+    evaluate = commands.add_parser("eval", parents=[debug], help="evaluate a checkpoint")
     evaluate.add_argument("checkpoint")
     evaluate.add_argument("--data", default="eval",
                           help="'eval' (the config's eval set), 'train', or a dataset type")  # fmt: skip
@@ -152,18 +181,38 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--batch-size", type=int, default=None)
     evaluate.set_defaults(run=_eval)
 
-    information = commands.add_parser("info", help="versions, devices, BLAS and threads")
+    information = commands.add_parser(
+        "info", parents=[debug], help="versions, devices, BLAS, threads and acceleration switches"
+    )
     information.add_argument("--json", action="store_true")
     information.set_defaults(run=_info)
     return parser
 
 
+def one_line(error: BuildingAIError) -> str:
+    """``error: <what went wrong> — help: <how to fix it>`` on a single line."""
+    text = " ".join(line.strip() for line in error.message.splitlines())
+    if error.where:
+        text += f" (in {error.where})"
+    if error.help:
+        text += " — help: " + " ".join(line.strip() for line in error.help.splitlines())
+    return f"error: {text}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # Overrides may follow an option (train cfg.yaml --resume epochs=3), which argparse leaves over.
+    if args.command == "train" and not any(item.startswith("-") for item in extra):
+        args.overrides, extra = args.overrides + extra, []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.run(args)
     except BuildingAIError as error:
-        print(f"error: {error}", file=sys.stderr)
+        if args.debug:
+            raise
+        print(one_line(error), file=sys.stderr)
         return 2
 
 

@@ -29,11 +29,17 @@ model: {{type: MLP, in_features: 2, hidden: [16], out_features: 3, dropout: 0.1}
 optim: {{type: Adam, lr: 1e-2}}
 checkpoint: {{every_steps: 1, keep_last: null}}
 progress: false
+retain_freed_memory: false
 """
 
 
-def run(*args, check=True, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+def run(*args, check=True, env_changes=None, **kwargs):
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OPENBLAS_NUM_THREADS": "1",
+        **(env_changes or {}),
+    }
     result = subprocess.run([sys.executable, "-m", "buildingai", *args], capture_output=True,
                             text=True, env=env, timeout=120, **kwargs)  # fmt: skip
     if check and result.returncode != 0:
@@ -53,7 +59,25 @@ def test_info():
         assert word in result.stdout
     report = json.loads(run("info", "--json").stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
-    assert report["intra_op_threads"] == 1 and report["malloc"].startswith("defaults")
+    assert report["intra_op_threads"] == 1
+
+
+def test_info_lists_each_acceleration_and_its_switch():
+    report = json.loads(run("info", "--json").stdout)["accelerations"]
+    assert set(report) == {"vector_blas", "packed_updates", "retain_freed_memory"}
+    assert report["packed_updates"]["active"] is True
+    assert report["retain_freed_memory"]["active"] is False  # info applies nothing
+    assert "BUILDINGAI_VECTOR_BLAS" in report["vector_blas"]["switch"]
+    assert "BUILDINGAI_PACKED_UPDATES" in report["packed_updates"]["switch"]
+
+    switched_off = {"BUILDINGAI_VECTOR_BLAS": "0", "BUILDINGAI_PACKED_UPDATES": "off"}
+    result = run("info", env_changes=switched_off)
+    lines = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()}
+    assert lines["vector_blas"] == lines["packed_updates"] == "off"
+
+    result = run("info", env_changes={"BUILDINGAI_PACKED_UPDATES": "maybe"}, check=False)
+    assert result.returncode != 0
+    assert "BUILDINGAI_PACKED_UPDATES='maybe' is not an on/off value" in result.stderr
 
 
 def test_train_then_eval(tmp_path):
@@ -73,7 +97,83 @@ def test_train_reports_config_errors(tmp_path):
     config = write_config(tmp_path, "bad")
     result = run("train", str(config), "optim.lrr=0.1", check=False)
     assert result.returncode == 2
-    assert "unknown key 'optim.lrr' — did you mean 'optim.lr'?" in result.stderr
+    assert "unknown key 'optim.lrr' for optimizer Adam — did you mean 'optim.lr'?" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+# (overrides, or the YAML file's text, -> what the one-line error must say)
+BAD_CONFIGS = [
+    (["grad_clip=0"], "'grad_clip' is 0; it must be null (no clipping) or a number > 0"),
+    (["grad_clip=-1.5"], "'grad_clip' is -1.5; it must be null (no clipping) or a number > 0"),
+    (["epochs=-1"], "'epochs' is -1; it must be an integer >= 1"),
+    (["max_steps=-5"], "'max_steps' is -5; it must be null or an integer >= 1"),
+    (["log_every=0"], "'log_every' is 0; it must be an integer >= 1"),
+    (["epochs=ten"], "'epochs' expects an int (default 2), got str 'ten'"),
+    (["+lr=[1]"], "'lr' is [1]; it must be null or a number >= 0"),
+    (["optim.lr=[1]"], "'optim.lr' expects a float (default 0.01), got list [1]"),
+    (["+lr=0.5"], "lr=0.5 and optim.lr=0.01 disagree (lr is shorthand for optim.lr)"),
+    (["checkpoint.keep_last=0"], "'checkpoint.keep_last' is 0; it must be null (keep all)"),
+    ("", "is empty — help: write the settings to change"),
+    ("# only a comment\n", "is empty"),
+    ('epochs: "ten"\n', "'epochs' expects an int (default 1), got str 'ten'"),
+    ("lr: [1]\n", "'lr' is [1]; it must be null or a number >= 0"),
+    ("max_steps: -3\n", "'max_steps' is -3; it must be null or an integer >= 1"),
+    ("- 1\n", "must be a mapping of keys to values, got list"),
+]
+
+
+@pytest.mark.parametrize("bad, expected", BAD_CONFIGS)
+def test_config_mistakes_are_one_line_with_exit_code_2(tmp_path, capsys, bad, expected):
+    from buildingai.cli import main
+
+    if isinstance(bad, list):
+        path, overrides = write_config(tmp_path, "run"), bad
+    else:
+        path, overrides = tmp_path / "bad.yaml", []
+        path.write_text(bad)
+    assert main(["train", str(path), *overrides]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("error: ") and expected in captured.err
+    assert not (tmp_path / "run").exists()  # stopped before writing anything
+
+
+def test_missing_or_directory_config_paths(tmp_path, capsys):
+    from buildingai.cli import main
+    from buildingai.train import ConfigError
+
+    assert main(["train", str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: config file '{tmp_path / 'nope.yaml'}' does not exist — help: check the path "
+        "(examples/configs holds ready-made configs)\n"
+    )
+    assert main(["train", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "is a directory, not a YAML file" in err
+    with pytest.raises(ConfigError, match="is a directory"):  # --debug: the real exception
+        main(["train", str(tmp_path), "--debug"])
+    with pytest.raises(ConfigError, match="does not exist"):
+        main(["--debug", "train", str(tmp_path / "nope.yaml")])
+
+
+def test_train_never_overwrites_a_run_dir(tmp_path):
+    config = write_config(tmp_path, "run", epochs=1)
+    run("train", str(config))
+    folder = tmp_path / "run"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    result = run("train", str(config), "optim.lr=0.5", check=False)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "already holds files" in result.stderr and "--resume" in result.stderr
+    assert f"run_dir={tmp_path / 'run-2'}" in result.stderr
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+    run("train", str(config), f"run_dir={tmp_path / 'run-2'}")  # the hint works as written
+    resumed = run("train", str(config), "--resume", "epochs=2")  # overrides after --resume
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["step"] == 12
+    sessions = json.loads((folder / "run.json").read_text())["sessions"]
+    assert [session["step"] for session in sessions] == [0, 6]
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):

@@ -4,8 +4,7 @@ A training step allocates tens of megabytes of activations and gradients and fre
 its end. glibc's malloc serves blocks above its mmap threshold with fresh ``mmap`` calls and
 returns the free top of its heap to the OS once it exceeds the trim threshold, so every step pays
 page faults and zero-filling for all of that memory again, and ``munmap`` calls when it is freed.
-On this project's 2-core benchmark machine that costs a third of a Transformer step (see
-``docs/benchmarks.md``).
+That can cost a large share of a Transformer step (see docs/design_notes/performance.md).
 
 ``retain_freed_memory`` raises both thresholds, so freed blocks stay in the heap and the next step
 reuses them: the behaviour of a caching allocator, obtained from malloc itself. It is a process-wide
@@ -13,6 +12,9 @@ setting of the C library (it also serves PyTorch, NumPy and everything else in t
 is never applied on import; call it once at start-up, or let ``Trainer`` do it
 (``retain_freed_memory`` in its config). The price is that the process keeps its peak heap
 size until it exits.
+
+Switch: calling ``retain_freed_memory()`` (``Trainer.from_config`` calls it unless the config
+says ``retain_freed_memory: false``); ``status()`` says whether it is in force.
 """
 
 from __future__ import annotations
@@ -53,6 +55,22 @@ def allocator_settings() -> dict | None:
     """The values ``retain_freed_memory`` applied in this process, or None if it was not called
     (or had no effect)."""
     return None if _applied is None else dict(_applied)
+
+
+def status() -> dict:
+    """``{"active", "detail", "switch"}``: whether ``retain_freed_memory`` set malloc's
+    thresholds in this process, to what, and how it is turned on."""
+    switch = (
+        "buildingai.backend.retain_freed_memory() (Trainer.from_config calls it unless the "
+        "config says retain_freed_memory: false)"
+    )
+    if _applied is None:
+        return {"active": False, "detail": "malloc defaults", "switch": switch}
+    detail = (
+        f"freed blocks up to {_applied['largest_block']} bytes are reused and up to "
+        f"{_applied['keep']} free bytes kept in the heap"
+    )
+    return {"active": True, "detail": detail, "switch": switch}
 
 
 def _mallopt():

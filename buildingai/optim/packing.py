@@ -1,10 +1,9 @@
 """Small parameters updated together, as one flat array per parameter group.
 
 An element-wise update rule (Adam, SGD, ...) costs a few Python calls per pass over its arrays,
-whatever their size. For biases, norm weights and small matrices those calls are the whole cost:
-Adam took about 21 us per small parameter, 86 us for the four small ones of a 784-256-256-10 MLP.
+whatever their size. For biases, norm weights and small matrices those calls are the whole cost.
 A pack gathers a group's small parameters and their gradients into flat arrays, runs the update
-rule once over them and writes the parameters back: 25 us for the same four.
+rule once over them and writes the parameters back (figures: docs/design_notes/performance.md).
 
 The pack's per-element state (Adam's moments, SGD's momentum buffer) lives in flat arrays, and
 each parameter's own state holds views of them, so ``state_dict``, ``load_state_dict`` and user
@@ -12,11 +11,21 @@ code still see one array per parameter, shaped like it. A pack checks before eac
 those views are still the arrays the parameters' states hold; when anything was replaced (a
 loaded checkpoint, a parameter that had no gradient this step) it is rebuilt from the
 per-parameter state, so the update never runs on stale copies.
+
+An optimizer class takes part by declaring ``updates_elementwise = True`` (its update treats
+every element on its own). Switch: ``packing.set_enabled(False)`` (or
+``BUILDINGAI_PACKED_UPDATES=0`` in the environment before BuildingAI is imported) updates every
+parameter one by one, process-wide; ``status()`` says which is in force.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..backend.switches import env_switch
+
+ENV_VAR = "BUILDINGAI_PACKED_UPDATES"
+_ENABLED = env_switch(ENV_VAR, default=True)
 
 # Parameters up to this many elements are packed. Larger ones gain nothing: their passes are
 # long enough that the call overhead is small, and gathering and scattering them would add
@@ -24,12 +33,33 @@ import numpy as np
 PACK_MAX_SIZE = 1 << 15
 
 
+def set_enabled(enabled: bool) -> bool:
+    """Pack small parameters (True, the default unless ``BUILDINGAI_PACKED_UPDATES=0``) or
+    update each on its own (False), process-wide. Returns the previous setting."""
+    global _ENABLED
+    previous, _ENABLED = _ENABLED, bool(enabled)
+    return previous
+
+
+def status() -> dict:
+    """``{"active", "detail", "switch"}``: whether optimizers that declare
+    ``updates_elementwise`` update their small parameters together, and how to change it."""
+    switch = f"buildingai.optim.packing.set_enabled(bool) or {ENV_VAR}=0/1"
+    if not _ENABLED:
+        detail = "switched off: every parameter is updated on its own"
+    else:
+        detail = f"parameters of up to {PACK_MAX_SIZE} elements are updated as one array per group"
+    return {"active": _ENABLED, "detail": detail, "switch": switch}
+
+
 def packable(param) -> bool:
-    """A contiguous NumPy parameter of at least one dimension and at most ``PACK_MAX_SIZE``
-    elements (0-d state values are counters, so 0-d parameters stay on their own)."""
+    """Whether packing is enabled and ``param`` is a contiguous NumPy parameter of at least one
+    dimension and at most ``PACK_MAX_SIZE`` elements (0-d state values are counters, so 0-d
+    parameters stay on their own)."""
     data = param.data
     return (
-        type(data) is np.ndarray
+        _ENABLED
+        and type(data) is np.ndarray
         and data.ndim > 0
         and data.size <= PACK_MAX_SIZE
         and data.flags.c_contiguous

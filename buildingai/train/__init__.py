@@ -33,14 +33,23 @@ from .registry import (
     register_scheduler,
     register_transform,
 )
-from .trainer import DEFAULTS, EpochSampler, Trainer, load_config
+from .trainer import (
+    DEFAULTS,
+    RULES,
+    EpochSampler,
+    RunDirExistsError,
+    Trainer,
+    load_config,
+    validate_config,
+)
 
 __all__ = [
     "Accuracy", "Callback", "Checkpoint", "Config", "ConfigError", "ConsoleLogger", "DATASETS",
     "DEFAULTS", "EarlyStopping", "EpochSampler", "KeepBest", "LOSSES", "MLP", "MODELS", "Mean",
-    "Metric", "MetricsLogger", "OPTIMIZERS", "PlainProgress", "Registry", "RegistryError",
-    "SCHEDULERS", "SmallCNN", "TRANSFORMS", "Trainer", "accuracy", "build_dataset",
-    "build_transform", "correct_counts", "latest_checkpoint", "list_checkpoints", "load_config", "parse_value",
-    "progress", "register_dataset", "register_loss", "register_model", "register_optimizer",
-    "register_scheduler", "register_transform", "top_k_accuracy",
+    "Metric", "MetricsLogger", "OPTIMIZERS", "PlainProgress", "RULES", "Registry",
+    "RegistryError", "RunDirExistsError", "SCHEDULERS", "SmallCNN", "TRANSFORMS", "Trainer",
+    "accuracy", "build_dataset", "build_transform", "correct_counts", "latest_checkpoint",
+    "list_checkpoints", "load_config", "parse_value", "progress", "register_dataset",
+    "register_loss", "register_model", "register_optimizer", "register_scheduler",
+    "register_transform", "top_k_accuracy", "validate_config",
 ]  # fmt: skip

@@ -138,7 +138,12 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
 class Checkpoint(Callback):
     """Save the full training state every ``every_steps`` steps, at the end of every epoch and
     at the end of fit, as ``run_dir/checkpoints/step-<step>.safetensors``; keep the newest
-    ``keep_last`` of them (None keeps all)."""
+    ``keep_last`` of them (None keeps all).
+
+    Only checkpoints this run wrote are ever deleted: their names are kept in ``written``, which
+    travels in every checkpoint, so a resumed run prunes the files it wrote before the crash and
+    never a file it did not write.
+    """
 
     def __init__(self, run_dir: str | os.PathLike, every_steps: int | None = None,
                  keep_last: int | None = 2) -> None:  # fmt: skip
@@ -147,15 +152,18 @@ class Checkpoint(Callback):
         if keep_last is not None and keep_last < 1:
             raise ConfigError(f"checkpoint keep_last must be >= 1 or None, got {keep_last}")
         self.run_dir, self.every_steps, self.keep_last = Path(run_dir), every_steps, keep_last
+        self.written: list[str] = []  # this run's checkpoint file names, oldest first
 
     def save(self, trainer: Trainer) -> None:
         path = checkpoint_path(self.run_dir, trainer.step)
-        if path.exists():
+        if path.name in self.written:
             return  # this step is saved already (the epoch ended on a multiple of every_steps)
+        written = self.written + [path.name]
+        dropped = written[: -self.keep_last] if self.keep_last is not None else []
+        self.written = written[len(dropped) :]  # what the new checkpoint records as kept
         trainer.save_checkpoint(path)
-        if self.keep_last is not None:
-            for old in list_checkpoints(self.run_dir)[: -self.keep_last]:
-                old.unlink()
+        for name in dropped:
+            (path.parent / name).unlink(missing_ok=True)
 
     def on_step_end(self, trainer: Trainer) -> None:
         if trainer.batch_in_epoch >= trainer.steps_per_epoch:
@@ -168,6 +176,12 @@ class Checkpoint(Callback):
 
     def on_fit_end(self, trainer: Trainer) -> None:
         self.save(trainer)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"written": list(self.written)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.written = list(state.get("written", []))
 
 
 class _Monitor(Callback):

@@ -257,7 +257,21 @@ class Config:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> Config:
         """Read a YAML file whose top level is a mapping."""
-        text = Path(path).read_text(encoding="utf-8")
+        path = Path(path)
+        if path.is_dir():
+            raise ConfigError(
+                f"config path {str(path)!r} is a directory, not a YAML file",
+                help=f"name the YAML file inside it, e.g. {str(path / 'config.yaml')!r}",
+            )
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(
+                f"config file {str(path)!r} does not exist",
+                help="check the path (examples/configs holds ready-made configs)",
+            ) from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"cannot read config file {str(path)!r}: {error}") from None
         return cls.from_yaml_string(text, source=str(path))
 
     @classmethod
@@ -268,8 +282,12 @@ class Config:
             raise
         except Exception as error:
             raise ConfigError(f"cannot read YAML from {source}: {error}") from None
-        if data is None:
-            data = {}
+        if data is None:  # an empty file (or only comments) is a wrong or truncated file
+            raise ConfigError(
+                f"the YAML in {source} is empty",
+                help="write the settings to change (e.g. 'epochs: 3'), or '{}' to keep every "
+                "default",
+            )
         if not isinstance(data, Mapping):
             raise ConfigError(
                 f"the YAML in {source} must be a mapping of keys to values, got "
@@ -352,6 +370,9 @@ class Config:
                 self[key[1:]] = value
                 continue
             if key not in self:
+                if self._in_open_section(key):  # the class's signature checks it when built
+                    self[key] = value
+                    continue
                 raise ConfigError(
                     f"unknown key {key!r}{suggest(key, self.keys_flat())}",
                     help=f"add a new key with +{key}={text}",
@@ -363,6 +384,13 @@ class Config:
             check_type(key, current, value)
             self[key] = value
         return self
+
+    def _in_open_section(self, key: str) -> bool:
+        """Whether dotted ``key`` names an argument of a section with a ``type`` (a class whose
+        arguments are checked against its signature): ``optim.lr`` when ``optim.type`` is set."""
+        parent, _, _ = key.rpartition(".")
+        section = self.get(parent) if parent else None
+        return isinstance(section, Config) and "type" in section
 
     def validate(self, schema: Config | Mapping[str, Any]) -> Config:
         """Check every key of this config against ``schema`` (the defaults); returns ``self``.
@@ -391,9 +419,11 @@ def check_type(path: str, current: Any, value: Any) -> None:
     expected, got = kind(current), kind(value)
     if expected == got or (expected == "float" and got == "int"):
         return
+    article = "an" if expected[0] in "aeiou" else "a"
     raise ConfigError(
-        f"{path!r} expects a {expected} (default {current!r}), got {got} {value!r}",
-        help=f"write a {expected}, e.g. {path}={_plain(current)!r}",
+        f"{path!r} expects {article} {expected} (default {_plain(current)!r}), got {got} "
+        f"{_plain(value)!r}",
+        help=f"write {article} {expected}, e.g. {path}={_plain(current)!r}",
     )
 
 

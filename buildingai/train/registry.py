@@ -92,29 +92,12 @@ class Registry:
         path = path or self.kind
         if isinstance(spec, str):
             spec = {"type": spec}
-        if "type" not in spec:
-            raise ConfigError(
-                f"{path} needs a 'type' key naming the {self.kind}",
-                help=f"for example {path}.type={self.names()[0] if self._entries else '...'}; "
-                f"registered: {', '.join(self.names())}",
-            )
-        target = self.get(spec["type"])
+        target, accepted = self.check(spec, skip=len(args), path=path)
         kwargs = {
             key: value.to_dict() if isinstance(value, Config) else value
             for key, value in spec.items()
             if key != "type"
         }
-        accepted = _keyword_names(target, skip=len(args))
-        if accepted is not None:
-            unknown = [key for key in kwargs if key not in accepted]
-            if unknown:
-                key = unknown[0]
-                names = [f"{path}.{name}" for name in accepted]
-                raise ConfigError(
-                    f"unknown key '{path}.{key}' for {self.kind} {spec['type']}"
-                    f"{suggest(f'{path}.{key}', names)}",
-                    help=f"{spec['type']} takes: {', '.join(accepted) or '(no arguments)'}",
-                )
         for key, value in (fill or {}).items():
             if key not in kwargs and (accepted is None or key in accepted):
                 kwargs[key] = value
@@ -124,6 +107,35 @@ class Registry:
             raise ConfigError(
                 f"cannot build {self.kind} {spec['type']} from {path}: {error}"
             ) from None
+
+    def check(
+        self, spec: Mapping[str, Any] | str, *, skip: int = 0, path: str | None = None
+    ) -> tuple[Callable, list[str] | None]:
+        """Check ``spec`` without building anything: its ``type`` is registered and every other
+        key is an argument of that class (after ``skip`` positional ones). Returns the class and
+        the keyword names it accepts (None when it takes ``**kwargs``)."""
+        path = path or self.kind
+        if isinstance(spec, str):
+            spec = {"type": spec}
+        if "type" not in spec:
+            raise ConfigError(
+                f"{path} needs a 'type' key naming the {self.kind}",
+                help=f"for example {path}.type={self.names()[0] if self._entries else '...'}; "
+                f"registered: {', '.join(self.names())}",
+            )
+        target = self.get(spec["type"])
+        accepted = _keyword_names(target, skip=skip)
+        if accepted is not None:
+            unknown = [key for key in spec if key != "type" and key not in accepted]
+            if unknown:
+                key = unknown[0]
+                names = [f"{path}.{name}" for name in accepted]
+                raise ConfigError(
+                    f"unknown key '{path}.{key}' for {self.kind} {spec['type']}"
+                    f"{suggest(f'{path}.{key}', names)}",
+                    help=f"{spec['type']} takes: {', '.join(accepted) or '(no arguments)'}",
+                )
+        return target, accepted
 
 
 def _keyword_names(target: Callable, skip: int) -> list[str] | None:
@@ -201,6 +213,18 @@ def build_transform(spec: Any, path: str = "transform") -> Callable | None:
             [TRANSFORMS.build(item, path=f"{path}[{i}]") for i, item in enumerate(spec)]
         )
     return TRANSFORMS.build(spec, path=path)
+
+
+def check_dataset(spec: Mapping[str, Any], path: str = "data") -> None:
+    """Check a dataset spec and its transform specs without building (or loading) anything."""
+    DATASETS.check(spec, path=path)
+    for key in ("transform", "target_transform"):
+        transform = spec.get(key)
+        if isinstance(transform, Mapping):
+            TRANSFORMS.check(transform, path=f"{path}.{key}")
+        elif isinstance(transform, (list, tuple)):
+            for i, item in enumerate(transform):
+                TRANSFORMS.check(item, path=f"{path}.{key}[{i}]")
 
 
 def build_dataset(spec: Mapping[str, Any], path: str = "data") -> Any:

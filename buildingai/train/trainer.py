@@ -11,10 +11,12 @@ resumed after a crash ends with the same weights, bit for bit, as one that never
 from __future__ import annotations
 
 import copy
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +28,15 @@ from ..autograd.tensor import Tensor
 from ..backend.memory import retain_freed_memory
 from ..backend.random import Generator, get_rng_state, manual_seed, set_rng_state
 from ..data import DataLoader, Sampler
-from ..errors import CheckpointError
+from ..errors import BuildingAIError, CheckpointError
 from ..nn.loss import CrossEntropyLoss
 from ..serialization import load, save
 from . import callbacks as cb
-from .config import Config
+from .config import Config, ConfigError
 from .metrics import Mean, Metric, metric_from_name
 from .progress import progress
-from .registry import LOSSES, MODELS, OPTIMIZERS, SCHEDULERS, build_dataset
+from .registry import LOSSES, MODELS, OPTIMIZERS, SCHEDULERS, build_dataset, check_dataset
+from .run_record import append_session
 
 # What ``Trainer.from_config`` accepts: a config is checked against these defaults, so a
 # misspelt key fails at once with the closest valid name.
@@ -41,7 +44,8 @@ DEFAULTS = Config(
     seed=0,
     epochs=1,
     max_steps=None,  # stop early after this many steps in all
-    batch_size=128,
+    batch_size=128,  # the training batches' size (the loader setting; eval_batch_size below)
+    lr=None,  # shorthand for optim.lr; giving both with different values is an error
     eval_batch_size=1000,
     device="cpu",
     run_dir=None,  # where config.yaml, metrics and checkpoints go; None keeps nothing
@@ -54,7 +58,7 @@ DEFAULTS = Config(
         drop_last=False,
     ),
     model=dict(type="MLP"),
-    optim=dict(type="Adam", lr=1e-3),
+    optim=dict(type="Adam"),  # lr: set here or through the top-level shorthand (default 1e-3)
     scheduler=None,  # e.g. {type: CosineAnnealingLR, T_max: 5}; positions count epochs
     loss=dict(type="CrossEntropyLoss"),
     metrics=["accuracy"],
@@ -74,6 +78,115 @@ def load_config(source: str | os.PathLike | Config | dict, overrides: Iterable[s
     every key is checked against the defaults, so a typo fails here with a suggestion."""
     config = source if isinstance(source, (Config, dict)) else Config.from_yaml(source)
     return DEFAULTS.copy().merge(config).merge_overrides(overrides)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_at_least(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: _is_int(value) and value >= minimum
+
+
+def _number_at_least(minimum: float, strictly: bool = False) -> Callable[[Any], bool]:
+    def test(value: Any) -> bool:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+            return False
+        return value > minimum if strictly else value >= minimum
+
+    return test
+
+
+def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or test(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_section(value: Any) -> bool:
+    return isinstance(value, Config)
+
+
+def _as_written(value: Any) -> str:
+    """A value as a config file spells it: null, true, 0.5, 'ten', [1], {type: MLP}."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value.to_dict() if isinstance(value, Config) else value)
+
+
+_MISSING = object()
+# What each setting allows: (key, allowed values in words, test). Sections with a ``type``
+# (model, optim, data.train, ...) are checked against their class's signature instead.
+RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
+    ("seed", "an integer", _is_int),
+    ("epochs", "an integer >= 1", _int_at_least(1)),
+    ("max_steps", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("batch_size", "an integer >= 1", _int_at_least(1)),
+    ("eval_batch_size", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("lr", "null or a number >= 0", _optional(_number_at_least(0))),
+    ("optim.lr", "a number >= 0", _number_at_least(0)),
+    ("device", "a device name such as 'cpu' or 'cuda'", _is_name),
+    ("run_dir", "null or a directory path", _optional(_is_name)),
+    ("grad_clip", "null (no clipping) or a number > 0", _optional(_number_at_least(0, True))),
+    ("log_every", "an integer >= 1", _int_at_least(1)),
+    ("metrics", "a list of metric names such as ['accuracy']",
+     lambda value: isinstance(value, list) and all(_is_name(name) for name in value)),
+    ("progress", "true or false", _is_bool),
+    ("retain_freed_memory", "true or false", _is_bool),
+    ("data.num_workers", "an integer >= 0", _int_at_least(0)),
+    ("data.prefetch", "null or an integer >= 0", _optional(_int_at_least(0))),
+    ("data.shuffle", "true or false", _is_bool),
+    ("data.drop_last", "true or false", _is_bool),
+    ("checkpoint.every_steps", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("checkpoint.keep_last", "null (keep all) or an integer >= 1", _optional(_int_at_least(1))),
+    ("checkpoint.keep_best", "null or a metric name such as 'eval/accuracy'", _optional(_is_name)),
+    ("checkpoint.mode", "'min' or 'max'", lambda value: value in ("min", "max")),
+    ("model", "a section naming a model, e.g. {type: MLP}", _is_section),
+    ("optim", "a section naming an optimizer, e.g. {type: Adam, lr: 0.001}", _is_section),
+    ("loss", "a section naming a loss, e.g. {type: CrossEntropyLoss}", _is_section),
+    ("data.train", "a section naming a dataset, e.g. {type: MNIST, split: train}", _is_section),
+    ("data.eval", "null (no evaluation) or a section naming a dataset", _optional(_is_section)),
+    ("scheduler", "null or a section naming a scheduler", _optional(_is_section)),
+    ("early_stopping", "null or a section such as {metric: eval/loss, patience: 3}",
+     _optional(_is_section)),
+]  # fmt: skip
+_OPTIONAL_KEYS = {"optim.lr"}  # checked only when present
+
+
+def validate_config(config: Config) -> Config:
+    """Check every value ``RULES`` knows (``config`` already merged into ``DEFAULTS``) and
+    resolve the ``lr`` shorthand into ``optim.lr``; returns ``config``. The first bad value
+    raises ``ConfigError`` naming the key, the value and what is allowed."""
+    for key, allowed, test in RULES:
+        value = config.get(key, _MISSING)
+        if value is _MISSING:
+            if key in _OPTIONAL_KEYS:
+                continue
+            raise ConfigError(f"config key {key!r} is missing; it must be {allowed}")
+        if not test(value):
+            raise ConfigError(f"config key {key!r} is {_as_written(value)}; it must be {allowed}")
+    if config.lr is not None:
+        explicit = config.optim.get("lr")
+        if explicit is not None and explicit != config.lr:
+            raise ConfigError(
+                f"lr={config.lr!r} and optim.lr={explicit!r} disagree (lr is shorthand for "
+                "optim.lr)",
+                help="set only one of them",
+            )
+        config.optim.lr, config.lr = config.lr, None  # one place for it in the saved config
+    return config
+
+
+class RunDirExistsError(BuildingAIError, FileExistsError):
+    """A fresh run asked to write into a run directory that already holds files."""
 
 
 class EpochSampler(Sampler):
@@ -121,15 +234,22 @@ class Trainer:
     Args:
         model, optimizer: a Module and an optimizer over its parameters.
         train_set, eval_set: map-style datasets yielding ``(inputs, targets)`` (any batch
-            structure works when ``compute_loss`` is overridden).
+            structure works when ``compute_loss`` is overridden), or functions without
+            arguments that build them: those are called when the data is first needed (by
+            ``fit``, ``evaluate``, ``resume`` or reading ``steps_per_epoch``), as
+            ``from_config`` does, so building a Trainer never downloads or reads a dataset.
         loss: called as ``loss(outputs, targets)``; default ``nn.CrossEntropyLoss()``.
         scheduler: an LR scheduler stepped every batch with ``step_batch()`` (build it with
-            ``steps_per_epoch=len(trainer.train_loader)`` for positions in epochs), or
-            ``ReduceLROnPlateau``, stepped after each evaluation with ``plateau_metric``.
+            ``steps_per_epoch=trainer.steps_per_epoch`` for positions in epochs), or
+            ``ReduceLROnPlateau``, stepped after each evaluation with ``plateau_metric``; or a
+            function ``trainer -> scheduler``, called when the scheduler is first needed.
         metrics: names (``"accuracy"``, ``"top5_accuracy"``) or ``Metric`` objects.
         callbacks: extra ``Callback`` objects. With a ``run_dir``, a ``MetricsLogger`` and a
             ``Checkpoint`` (every ``checkpoint_every`` steps and each epoch end) are added, and
             ``KeepBest`` when ``keep_best`` names a metric.
+        run_dir: where ``fit`` writes ``config.yaml``, the run record ``run.json``, metrics and
+            checkpoints. A fresh run (one not resumed) refuses a directory that already holds
+            files (``RunDirExistsError``): nothing of an earlier run is ever overwritten.
         seed: seeds the data order and, through ``manual_seed``, every random stream.
     """
 
@@ -167,7 +287,10 @@ class Trainer:
         verbose: bool = True,
         config: Config | None = None,
     ) -> None:
-        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.model, self.optimizer = model, optimizer
+        self._scheduler, self._build_scheduler = scheduler, None
+        if scheduler is not None and not hasattr(scheduler, "state_dict"):
+            self._scheduler, self._build_scheduler = None, scheduler  # a function: built later
         self.loss_fn = loss if loss is not None else CrossEntropyLoss()
         self.epochs, self.max_steps, self.batch_size = epochs, max_steps, batch_size
         self.grad_clip, self.log_every, self.seed, self.device = grad_clip, log_every, seed, device
@@ -180,16 +303,13 @@ class Trainer:
         self.loader_options = {
             "collate_fn": collate_fn, "num_workers": num_workers, "prefetch": prefetch,
         }  # fmt: skip
-        self.train_sampler = EpochSampler(len(train_set), shuffle=shuffle, seed=seed)
-        self.train_loader = DataLoader(
-            train_set, batch_size=batch_size, sampler=self.train_sampler, drop_last=drop_last,
-            generator=Generator(seed),  # worker seeds; kept off the default stream
-            **self.loader_options,
-        )  # fmt: skip
-        self.steps_per_epoch = len(self.train_loader)
-        self.eval_loader = None
-        if eval_set is not None:
-            self.eval_loader = self._eval_loader(eval_set, self.eval_batch_size)
+        self.shuffle, self.drop_last = shuffle, drop_last
+        # The datasets, or the functions that build them; the loaders are made on first use.
+        self._train_source, self._eval_source = train_set, eval_set
+        self._train_loader: DataLoader | None = None
+        self._steps_per_epoch = 0  # counted when the train loader is built, before any resume
+        self._eval_loader: DataLoader | None = None
+        self.train_sampler: EpochSampler | None = None
         self.metrics = {}
         for metric in metrics:
             name = metric if isinstance(metric, str) else type(metric).__name__.lower()
@@ -210,11 +330,76 @@ class Trainer:
         self.stop_reason: str | None = None
         self.last_eval: dict[str, float] = {}
         self._bar = None  # the progress bar while fit runs
+        self._continuing = False  # set by resume() and the first fit: run_dir is this run's
+
+    # ----- data, built on first use -------------------------------------------------------------
+    @property
+    def train_loader(self) -> DataLoader:
+        """The training batches, in each epoch's order from ``train_sampler``."""
+        if self._train_loader is None:
+            self._build_train_loader()
+        return self._train_loader
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches in a whole epoch (building the train loader if needed)."""
+        if self._train_loader is None:
+            self._build_train_loader()
+        return self._steps_per_epoch
+
+    def _build_train_loader(self) -> None:
+        train_set = _dataset(self._train_source)
+        self.train_sampler = EpochSampler(len(train_set), self.shuffle, seed=self.seed)
+        self._train_loader = DataLoader(
+            train_set, batch_size=self.batch_size, sampler=self.train_sampler,
+            drop_last=self.drop_last, generator=Generator(self.seed),  # worker seeds
+            **self.loader_options,
+        )  # fmt: skip
+        self._steps_per_epoch = len(self._train_loader)
+
+    @property
+    def eval_loader(self) -> DataLoader | None:
+        """The evaluation batches (None without an eval set)."""
+        if self._eval_loader is None and self._eval_source is not None:
+            self._build_eval_loader()
+        return self._eval_loader
+
+    def _build_eval_loader(self) -> None:
+        eval_set = _dataset(self._eval_source)
+        self._eval_loader = self._loader_for_evaluation(eval_set, self.eval_batch_size)
+
+    def prepare(self) -> None:
+        """Build the data loaders and the scheduler now if they were given as functions.
+        ``fit`` and ``load_state_dict`` call it first, so that dataset code drawing from the
+        default random stream draws at the same point in a run and in its resumed copy, and a
+        scheduler sets the learning rate before the first step."""
+        if self._train_loader is None:
+            self._build_train_loader()
+        if self._eval_loader is None and self._eval_source is not None:
+            self._build_eval_loader()
+        if self._build_scheduler is not None:
+            build, self._build_scheduler = self._build_scheduler, None
+            self._scheduler = build(self)
+
+    @property
+    def scheduler(self):
+        """The LR scheduler (built now if it was given as a function of the trainer)."""
+        if self._build_scheduler is not None:
+            self.prepare()
+        return self._scheduler
+
+    @scheduler.setter
+    def scheduler(self, scheduler) -> None:
+        self._scheduler, self._build_scheduler = scheduler, None
 
     # ----- the loop -----------------------------------------------------------------------------
     def fit(self) -> dict[str, float]:
         """Train until ``epochs`` (or ``max_steps``) are done or a callback stops the run;
         returns the last evaluation's metrics."""
+        if self.run_dir is not None and not (self._continuing or self.step > 0):
+            check_run_dir_is_free(self.run_dir)  # before any data is read or file written
+        self.prepare()
+        self._start_run()
         self._call("on_fit_start")
         total = self.epochs * self.steps_per_epoch
         if self.max_steps is not None:
@@ -261,8 +446,9 @@ class Trainer:
         if self.grad_clip is not None:
             optim.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         self.optimizer.step()
-        if self.scheduler is not None and not isinstance(self.scheduler, optim.ReduceLROnPlateau):
-            self.scheduler.step_batch()
+        scheduler = self.scheduler
+        if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
+            scheduler.step_batch()
         return loss, outputs, targets
 
     def compute_loss(self, batch) -> tuple[Tensor, Any, Any]:
@@ -277,9 +463,10 @@ class Trainer:
         ``{"eval/loss": ..., "eval/accuracy": ...}``. Another ``dataset`` is loaded like the
         eval set (same ``collate_fn``, ``num_workers`` and ``prefetch``), in batches of
         ``batch_size`` (default: the eval batch size)."""
-        loader = self.eval_loader
         if dataset is not None:
-            loader = self._eval_loader(dataset, batch_size or self.eval_batch_size)
+            loader = self._loader_for_evaluation(dataset, batch_size or self.eval_batch_size)
+        else:
+            loader = self.eval_loader
         if loader is None:
             return {}
         totals = _fresh_metrics(self.metrics)
@@ -292,7 +479,7 @@ class Trainer:
         self.model.train(was_training)
         return self._flush(totals, "eval")
 
-    def _eval_loader(self, dataset, batch_size: int) -> DataLoader:
+    def _loader_for_evaluation(self, dataset, batch_size: int) -> DataLoader:
         # Its own generator: evaluating never advances the default random stream, so a resumed
         # run (whose eval loader starts afresh) draws the same numbers as the original one.
         return DataLoader(
@@ -307,6 +494,17 @@ class Trainer:
             if isinstance(self.scheduler, optim.ReduceLROnPlateau):
                 self.scheduler.step(self.last_eval[self.plateau_metric])
         self._call("on_epoch_end")
+
+    def _start_run(self) -> None:
+        """Write ``config.yaml`` and a session of the run record into ``run_dir``, which from
+        now on is this run's (a later ``fit`` continues there)."""
+        if self.run_dir is None:
+            return
+        self._continuing = True
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.config is not None:
+            self.config.to_yaml(self.run_dir / "config.yaml")
+        append_session(self.run_dir, self.step)
 
     # ----- small helpers ------------------------------------------------------------------------
     def finished(self) -> bool:
@@ -353,7 +551,7 @@ class Trainer:
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "rng": get_rng_state(),
             "progress": {
                 "step": self.step,
@@ -366,6 +564,7 @@ class Trainer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.prepare()
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state.get("scheduler") is not None:
@@ -386,41 +585,74 @@ class Trainer:
 
     def resume(self, path: str | os.PathLike | None = None) -> bool:
         """Load ``path``, or the newest checkpoint in ``run_dir``; returns False when there is
-        none (a fresh run)."""
+        none (a fresh run). Either way ``fit`` then continues in ``run_dir``, whatever it
+        holds."""
         if path is None:
             if self.run_dir is None:
                 raise CheckpointError("resume() without a path needs a run_dir")
+            self._continuing = True
             path = cb.latest_checkpoint(self.run_dir)
             if path is None:
                 return False
         self.load_state_dict(load(path))
+        self._continuing = True
         return True
 
     # ----- building from a config ---------------------------------------------------------------
     @classmethod
     def from_config(cls, config: Config | dict, *, resume: bool = False, **overrides) -> Trainer:
-        """Build data, model, optimizer, scheduler and loss from ``config`` (checked against
-        ``DEFAULTS``) and return a Trainer; ``resume=True`` continues from the newest
-        checkpoint in ``run_dir`` if there is one. ``overrides`` go to the constructor
-        (``show_progress=False``, extra ``callbacks=[...]``)."""
-        config = DEFAULTS.copy().merge(config)
+        """Build the model, optimizer, loss and callbacks from ``config`` (checked against
+        ``DEFAULTS`` and ``RULES``) and return a Trainer; ``resume=True`` continues from the
+        newest checkpoint in ``run_dir`` if there is one. ``overrides`` go to the constructor
+        (``show_progress=False``, extra ``callbacks=[...]``).
+
+        The datasets (``data.train``, ``data.eval``) are checked here but built when the data
+        is first needed, as is the scheduler (it counts the batches of an epoch): building a
+        Trainer reads no data, as constructing a model does not in PyTorch or Keras. The
+        top-level ``lr`` is shorthand for ``optim.lr`` and ``batch_size`` is the train loader's
+        batch size::
+
+            config = Config(batch_size=256, lr=1e-3, model=dict(type="CustomResNet", depth=50))
+            trainer = Trainer.from_config(config)   # then trainer.fit()
+        """
+        config = validate_config(DEFAULTS.copy().merge(config))
+        # every class's arguments are checked before anything is built or read
+        MODELS.check(config.model, path="model")
+        OPTIMIZERS.check(config.optim, skip=1, path="optim")
+        LOSSES.check(config.loss, path="loss")
+        if config.scheduler is not None:
+            SCHEDULERS.check(config.scheduler, skip=1, path="scheduler")
+        check_dataset(config.data.train, "data.train")
+        if config.data.eval:
+            check_dataset(config.data.eval, "data.eval")
         if config.retain_freed_memory:
             retain_freed_memory()
         manual_seed(config.seed)  # the model's initial weights come from the default stream
-        train_set = build_dataset(config.data.train, "data.train")
-        eval_set = build_dataset(config.data.eval, "data.eval") if config.data.eval else None
         model = MODELS.build(config.model, path="model")
         if config.device != "cpu":
             model.to(config.device)
         optimizer = OPTIMIZERS.build(config.optim, model.parameters(), path="optim")
         loss = LOSSES.build(config.loss, path="loss")
+        scheduler = None
+        if config.scheduler is not None:
+            scheduler = partial(_scheduler_from_config, config, optimizer)
         checkpoint = config.checkpoint
         stopping = []
         if config.early_stopping is not None:
-            stopping.append(cb.EarlyStopping(**config.early_stopping.to_dict()))
+            try:
+                stopping.append(cb.EarlyStopping(**config.early_stopping.to_dict()))
+            except TypeError as error:
+                raise ConfigError(
+                    f"cannot build EarlyStopping from early_stopping: {error}",
+                    help="its keys: metric, mode, patience, min_delta",
+                ) from None
+        train_set = partial(build_dataset, config.data.train, "data.train")
+        eval_set = (
+            partial(build_dataset, config.data.eval, "data.eval") if config.data.eval else None
+        )
         trainer = cls(
-            model, optimizer, train_set, eval_set=eval_set, loss=loss, epochs=config.epochs,
-            max_steps=config.max_steps, batch_size=config.batch_size,
+            model, optimizer, train_set, eval_set=eval_set, loss=loss, scheduler=scheduler,
+            epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
             eval_batch_size=config.eval_batch_size, shuffle=config.data.shuffle,
             drop_last=config.data.drop_last, num_workers=config.data.num_workers,
             prefetch=config.data.prefetch, metrics=list(config.metrics), run_dir=config.run_dir,
@@ -430,17 +662,55 @@ class Trainer:
             device=config.device, show_progress=config.progress, config=config,
             callbacks=stopping + list(overrides.pop("callbacks", [])), **overrides,
         )  # fmt: skip
-        if config.scheduler is not None:
-            trainer.scheduler = SCHEDULERS.build(
-                config.scheduler, optimizer, path="scheduler",
-                fill={"steps_per_epoch": trainer.steps_per_epoch, "epochs": config.epochs},
-            )  # fmt: skip
-        if config.run_dir is not None:
-            Path(config.run_dir).mkdir(parents=True, exist_ok=True)
-            config.to_yaml(Path(config.run_dir) / "config.yaml")
         if resume:
             trainer.resume()
         return trainer
+
+
+def _scheduler_from_config(config: Config, optimizer: optim.OptimizerBase, trainer: Trainer):
+    """The scheduler ``config.scheduler`` describes; positions count epochs of ``trainer``."""
+    fill = {"steps_per_epoch": trainer.steps_per_epoch, "epochs": config.epochs}
+    return SCHEDULERS.build(config.scheduler, optimizer, path="scheduler", fill=fill)
+
+
+def _dataset(source):
+    """A dataset given as itself or as a function without arguments that builds it."""
+    if hasattr(source, "__len__") or not callable(source):
+        return source
+    return source()
+
+
+def next_free_run_dir(run_dir: str | os.PathLike) -> Path:
+    """``run_dir-2``, ``run_dir-3``, ...: the first that does not exist or is empty."""
+    run_dir = Path(run_dir)
+    number = 2
+    while True:
+        candidate = run_dir.with_name(f"{run_dir.name}-{number}")
+        if not candidate.exists() or (candidate.is_dir() and not any(candidate.iterdir())):
+            return candidate
+        number += 1
+
+
+def check_run_dir_is_free(run_dir: str | os.PathLike) -> None:
+    """Raise ``RunDirExistsError`` unless ``run_dir`` is missing or an empty directory: a new run
+    must not overwrite, truncate or prune the files of an earlier one."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise RunDirExistsError(
+            f"run_dir {str(run_dir)!r} is a file, not a directory",
+            help=f"choose another run_dir, e.g. run_dir={next_free_run_dir(run_dir)}",
+        )
+    entries = sorted(entry.name for entry in run_dir.iterdir())
+    if entries:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise RunDirExistsError(
+            f"run_dir {str(run_dir)!r} already holds files ({shown}); a new run never "
+            "overwrites them",
+            help="continue that run with --resume (Trainer.from_config(..., resume=True)), or "
+            f"start a new one elsewhere, e.g. run_dir={next_free_run_dir(run_dir)}",
+        )
 
 
 def _fresh_metrics(metrics: dict[str, Metric]) -> dict[str, Metric]:

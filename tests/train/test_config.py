@@ -105,7 +105,7 @@ def test_malformed_override(override):
 def test_override_wrong_type():
     config = Config(epochs=5, lr=0.1, name="x", layers=[1, 2])
     config.merge_overrides(["lr=1"])  # an int may replace a float
-    with pytest.raises(ConfigError, match="'epochs' expects a int .* got str 'five'"):
+    with pytest.raises(ConfigError, match="'epochs' expects an int .* got str 'five'"):
         config.merge_overrides(["epochs=five"])
     with pytest.raises(ConfigError, match="'layers' expects a list"):
         config.merge_overrides(["layers=3"])
@@ -161,3 +161,25 @@ def test_yaml_missing_gives_a_clear_error(tmp_path, monkeypatch):
         make().to_yaml(tmp_path / "c.yaml")
     assert "pip install pyyaml" in str(info.value)
     assert parse_value("0.5") == 0.5 and parse_value("true") is True  # plain fallback
+
+
+def test_yaml_files_that_cannot_be_a_config(tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing but a comment\n")
+    with pytest.raises(ConfigError, match="the YAML in .*empty.yaml is empty"):
+        Config.from_yaml(empty)
+    (tmp_path / "braces.yaml").write_text("{}\n")  # an explicit empty mapping is fine
+    assert Config.from_yaml(tmp_path / "braces.yaml") == {}
+    with pytest.raises(ConfigError, match="config file '.*missing.yaml' does not exist"):
+        Config.from_yaml(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="is a directory, not a YAML file"):
+        load_config(tmp_path)
+
+
+def test_overrides_may_set_new_arguments_of_a_typed_section(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("optim: {type: SGD}\n")
+    config = load_config(path, ["optim.lr=0.1", "optim.momentum=0.9"])
+    assert config.optim.to_dict() == {"type": "SGD", "lr": 0.1, "momentum": 0.9}
+    with pytest.raises(ConfigError, match="unknown key 'checkpoint.evry'"):
+        load_config(path, ["checkpoint.evry=3"])  # an untyped section stays closed
