@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.graph import Literal
-from ..graph.symbolic import DimExpr
+from ..ops.abstract import DimExpr
 
 
 class Emitter:
@@ -94,7 +94,7 @@ class Emitter:
         for ref in inputs:
             if isinstance(ref, Literal):
                 out.append(self.constant(np.asarray(ref.value, dtype=dtype)))
-            elif dtype is not None and self.dtypes.get(ref) not in (None, np.dtype(dtype)):
+            elif dtype is not None and ref in self.dtypes and self.dtypes[ref] != np.dtype(dtype):
                 out.append(self.cast(ref, dtype))
             else:
                 out.append(ref)

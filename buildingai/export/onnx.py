@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from ..graph.executor import StaticGraph
-from ..graph.symbolic import DimExpr
+from ..ops.abstract import DimExpr
 from .check import ExportError, check_onnx, require_onnx
 from .emit import Emitter
 

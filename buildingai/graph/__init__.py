@@ -1,11 +1,11 @@
 """Static graphs: ``freeze`` a model or function into a ``Graph`` by tracing dispatch, optimise it
 with passes, run it with a fast executor, and run independent branches concurrently."""
 
+from ..ops.abstract import DimExpr
 from .executor import StaticGraph
 from .graph import Graph, GraphError, Literal, Node, Value
 from .parallel import parallel
 from .spec import TensorSpec
-from .symbolic import DimExpr
 from .trace import freeze
 
 __all__ = [

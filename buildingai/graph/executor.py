@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
-from ..errors import BuildingAIError, ShapeError, SignatureError
+from ..errors import BuildingAIError, ShapeError, SignatureError, dimensions
 from .graph import Graph, GraphError, Literal
 from .symbolic import is_symbolic, resolve
 
@@ -169,7 +169,7 @@ class StaticGraph:
             name = spec.name or f"input {position}"
             if array.ndim != len(spec.shape):
                 raise ShapeError(
-                    f"[frozen graph] {name} has {array.ndim} dimensions {tuple(array.shape)}, "
+                    f"[frozen graph] {name} has {dimensions(array.ndim)} {tuple(array.shape)}, "
                     f"but the signature {spec!r} has {len(spec.shape)}",
                     help="reshape the input, or freeze again with another signature",
                 )

@@ -8,13 +8,13 @@ running or exporting a graph never restates what an op computes.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import BuildingAIError
-from .symbolic import DimExpr, show_shape
+from ..ops.abstract import ValueSpec, concrete
+from .symbolic import show_shape
 
 
 class GraphError(BuildingAIError):
@@ -94,16 +94,6 @@ class Graph:
     donations: dict = field(default_factory=dict)
 
     # ----- building --------------------------------------------------------------------------
-    def new_id(self) -> int:
-        return max(self.values, default=-1) + 1
-
-    def add_value(self, shape, dtype, kind: str, name: str | None = None) -> int:
-        value_id = self.new_id()
-        self.values[value_id] = Value(value_id, tuple(shape), np.dtype(dtype), kind, name or "")
-        if not name:
-            self.values[value_id].name = f"v{value_id}"
-        return value_id
-
     def copy(self) -> Graph:
         """A copy whose lists and dicts can be changed without touching this graph (values,
         arrays and nodes themselves are shared: passes replace them, never mutate them)."""
@@ -141,9 +131,10 @@ class Graph:
 
     def summary(self) -> str:
         """A table of every node: op, inputs, output shape and dtype, module path, the parameters
-        it reads, and a FLOP estimate for matmul/linear/conv (symbolic sizes counted as 1)."""
-        rows = [("#", "op", "inputs", "output", "module", "params", "FLOPs")]
-        total_flops = 0
+        it reads, and its FLOPs and bytes moved from the op record's ``cost`` (symbolic sizes
+        counted as 1)."""
+        rows = [("#", "op", "inputs", "output", "module", "params", "FLOPs", "bytes")]
+        total_flops = total_bytes = 0
         for index, node in enumerate(self.nodes):
             out = self.values[node.output]
             names = []
@@ -156,8 +147,9 @@ class Graph:
                 names.append(value.name)
                 if value.kind == "param":
                     params += int(np.prod(value.shape))
-            flops = estimate_flops(self, node)
+            flops, moved = self.cost(node)
             total_flops += flops or 0
+            total_bytes += moved or 0
             rows.append(
                 (
                     str(index),
@@ -167,6 +159,7 @@ class Graph:
                     node.module or "-",
                     str(params) if params else "",
                     _si(flops) if flops else "",
+                    _si(moved) if moved else "",
                 )
             )
         widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
@@ -185,9 +178,24 @@ class Graph:
         header = [f"Graph({specs})", f"  outputs: {outputs}"]
         footer = [
             f"{len(self.nodes)} nodes, {self.parameter_count():,} parameters, "
-            f"{_si(total_flops)} FLOPs (symbolic sizes = 1)"
+            f"{_si(total_flops)} FLOPs, {_si(total_bytes)} bytes moved (symbolic sizes = 1)"
         ]
         return "\n".join(header + lines + footer)
+
+    def cost(self, node: Node) -> tuple:
+        """``(flops, bytes read + written)`` of one node from its op record's ``cost`` on the
+        input specs, each symbol counted as 1; ``(None, None)`` when the record cannot say."""
+        specs = [
+            ref.value
+            if isinstance(ref, Literal)
+            else ValueSpec(self.values[ref].shape, self.values[ref].dtype)
+            for ref in node.inputs
+        ]
+        try:
+            flops, read, written = node.op.cost(*specs, **node.attrs)
+        except (NotImplementedError, BuildingAIError):
+            return None, None
+        return concrete(flops), concrete(read) + concrete(written)
 
     def __str__(self) -> str:
         return self.summary()
@@ -197,33 +205,6 @@ class Graph:
             f"<Graph: {len(self.inputs)} inputs, {len(self.nodes)} nodes, "
             f"{len(self.outputs)} outputs>"
         )
-
-
-def concrete(shape: tuple, unit: int = 1) -> tuple:
-    """``shape`` with every symbolic size evaluated with each symbol equal to ``unit``."""
-    out = []
-    for extent in shape:
-        if isinstance(extent, DimExpr):
-            extent = extent.coefficient * unit ** len(extent.symbols) + extent.offset
-        out.append(extent)
-    return tuple(out)
-
-
-def estimate_flops(graph: Graph, node: Node) -> int | None:
-    """Multiply-adds times two for the contraction ops; None for the others."""
-    name = node.op.name
-    out = concrete(graph.values[node.output].shape)
-    refs = node.input_ids()
-    if name == "matmul":
-        inner = concrete(graph.values[refs[0]].shape)[-2 if node.attrs.get("transpose_a") else -1]
-        return 2 * math.prod(out) * inner
-    if name == "linear":
-        inner = concrete(graph.values[refs[1]].shape)[1]
-        return 2 * math.prod(out) * inner
-    if name == "conv2d":
-        weight = concrete(graph.values[refs[1]].shape)
-        return 2 * math.prod(out) * math.prod(weight[1:])
-    return None
 
 
 def _si(count) -> str:

@@ -9,10 +9,8 @@ Eager deferral. Inside ``with parallel():`` dispatch hands every op to ``defer``
 running it. On exit the recorded ops run on a thread pool, each as soon as its inputs are ready,
 each through ``apply`` (so autograd records them as usual and backward works). Reading a lazy
 tensor's values inside the block runs what it needs first, on the calling thread. A lazy tensor
-knows its shape and dtype without running: element-wise ops broadcast their inputs' shapes and
-matmul/linear follow the product rule (the dtype comes from the op's own forward on
-one-element stand-ins); any other op first runs what its inputs need, then is recorded with the
-shape it would have (it still runs in the pool).
+knows its shape and dtype without running, from the op record's abstract evaluation
+(``op.infer``); an op whose record cannot say runs at once (after what its inputs need).
 """
 
 from __future__ import annotations
@@ -24,8 +22,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 import numpy as np
 
 from ..autograd import dispatch
+from ..autograd.state import current_state, run_with_state
 from ..autograd.tensor import Tensor
-from ..ops.linalg import swap_last_two
+from ..ops.abstract import ValueSpec, spec_of
 from .graph import GraphError
 
 # ----- frozen graphs -----------------------------------------------------------------------
@@ -57,7 +56,13 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
         return index
 
     with ThreadPoolExecutor(max_workers=static.workers) as pool:
-        running = {pool.submit(run, i) for i, count in enumerate(waiting) if count == 0}
+        # the workers run with the caller's dispatch state (grad mode, interceptors, module path)
+        state = current_state()
+        running = {
+            pool.submit(run_with_state, state, run, i)
+            for i, count in enumerate(waiting)
+            if count == 0
+        }
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
@@ -65,47 +70,13 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
                 for index in dependents[finished]:
                     waiting[index] -= 1
                     if waiting[index] == 0:
-                        running.add(pool.submit(run, index))
+                        running.add(pool.submit(run_with_state, state, run, index))
     return [slots[index] for index in plan.output_slots]
 
 
 # ----- eager deferral ------------------------------------------------------------------------
 
 _local = threading.local()  # .block: the parallel() block recording on this thread, if any
-
-_BROADCASTING = {
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "maximum",
-    "minimum",
-    "neg",
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "square",
-    "abs",
-    "sin",
-    "cos",
-    "tanh",
-    "relu",
-    "leaky_relu",
-    "sigmoid",
-    "silu",
-    "softplus",
-    "gelu",
-    "erf",
-    "where",
-    "clone",
-    "softmax",
-    "log_softmax",
-}
 
 
 class LazyTensor(Tensor):
@@ -142,51 +113,66 @@ class LazyTensor(Tensor):
 
 
 class _Pending:
-    __slots__ = ("op", "inputs", "attrs", "output", "block", "done", "lock")
+    """One recorded op, with the dispatch state it was recorded under (it runs under that state,
+    on whichever thread runs it)."""
 
-    def __init__(self, op, inputs, attrs, output, block) -> None:
+    __slots__ = ("op", "inputs", "attrs", "output", "block", "state", "done", "running", "lock")
+
+    def __init__(self, op, inputs, attrs, output, block, state) -> None:
         self.op, self.inputs, self.attrs, self.output, self.block = op, inputs, attrs, output, block
-        self.done = False
-        self.lock = threading.Lock()
+        self.state = state
+        self.done = self.running = False
+        # reentrant: building the output (and interceptors) may read it on the running thread
+        self.lock = threading.RLock()
 
 
 class _Block:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.pending: list = []
+        self._recorded_under = self._run_under = None
 
     # recording ---------------------------------------------------------------------------
     def record(self, op, inputs: tuple, attrs: dict):
         shape, dtype = _infer(op, inputs, attrs)
         if shape is None:
             return None  # no shape rule: dispatch runs it now (its inputs are forced first)
-        out = LazyTensor.__new__(LazyTensor)
-        Tensor.data.__set__(out, None)
-        out.grad = out._node = out._base = out._hooks = None
-        out.requires_grad = False
-        out._version = [0, None]
+        out = dispatch.output_tensor(op, inputs, None, None, LazyTensor.__new__(LazyTensor))
         out._shape, out._dtype = shape, dtype
-        pending = _Pending(op, inputs, attrs, out, self)
+        pending = _Pending(op, inputs, attrs, out, self, self._state_to_run_under())
         out._pending = pending
         self.pending.append(pending)
         return out
 
     # running ---------------------------------------------------------------------------------
+    def _state_to_run_under(self):
+        """The caller's dispatch state without the deferral: a recorded op runs for real, with
+        the grad mode, interceptors and module path in force where it was recorded."""
+        state = current_state()
+        if state is not self._recorded_under:
+            self._recorded_under, self._run_under = state, state.replace(deferral=None)
+        return self._run_under
+
     def execute(self, pending: _Pending) -> None:
         with pending.lock:
-            if pending.done:
+            if pending.done or pending.running:  # running: a read while its output is built
                 return
-            previous = getattr(_local, "block", None)
-            _local.block = None  # ops run for real on this thread
-            try:
-                real = dispatch.apply(pending.op, *pending.inputs, **pending.attrs)
-            finally:
-                _local.block = previous
+            pending.running = True
             out = pending.output
-            Tensor.data.__set__(out, real.data)
-            out._node, out.requires_grad = real._node, real.requires_grad
-            out._version, out._base = real._version, real._base
-            out._shape, out._dtype = tuple(real.data.shape), real.data.dtype
+            try:
+                run_with_state(
+                    pending.state,
+                    dispatch.run_op,
+                    pending.op,
+                    pending.inputs,
+                    pending.attrs,
+                    pending.state,
+                    out,
+                )
+            finally:
+                pending.running = False
+            data = Tensor.data.__get__(out)
+            out._shape, out._dtype = tuple(data.shape), data.dtype
             out._pending = None
             pending.done = True
 
@@ -249,35 +235,33 @@ def defer(op, inputs: tuple, attrs: dict):
 
 
 def _infer(op, inputs: tuple, attrs: dict):
-    """(shape, dtype) of ``op``'s output without running it, or (None, None)."""
-    shapes = [tuple(v.shape) for v in inputs if isinstance(v, Tensor)]
-    name = op.name
-    if name in _BROADCASTING:
-        shape = np.broadcast_shapes(*shapes) if shapes else ()
-    elif name == "matmul" and all(len(s) >= 2 for s in shapes):
-        a, b = shapes
-        if attrs.get("transpose_a"):
-            a = swap_last_two(a)
-        if attrs.get("transpose_b"):
-            b = swap_last_two(b)
-        shape = np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
-    elif name == "linear":
-        shape = shapes[0][:-1] + (shapes[1][0],)
-    else:
-        return None, None
-    # the dtype from the op's own forward on one-element stand-ins of the inputs
-    stand_ins = [
-        np.zeros((1,) * len(v.shape), dtype=v.dtype) if isinstance(v, Tensor) else v for v in inputs
-    ]
+    """(shape, dtype) of ``op``'s output from its record's ``infer``, without running it; or
+    (None, None) when the record cannot say (then the op runs now)."""
+    specs = [_spec(value) for value in inputs]
     try:
-        dtype = np.asarray(op.forward(_Stub(), np, *stand_ins, **attrs)).dtype
-    except Exception:
+        output = op.infer(*specs, **attrs)
+    except Exception:  # no infer yet, or inputs it rejects: running the op says what is wrong
         return None, None
-    return shape, dtype
+    if not isinstance(output, ValueSpec):
+        return None, None  # several outputs: a LazyTensor stands for one
+    return tuple(output.shape), output.dtype
 
 
-class _Stub:
-    pass
+def _spec(value):
+    """The ``ValueSpec`` of an input (a LazyTensor's without running it); scalars unchanged."""
+    if isinstance(value, LazyTensor):
+        return ValueSpec(value._shape, value._dtype, _device_of(value))
+    return spec_of(value)
+
+
+def _device_of(value) -> str:
+    """The device a lazy tensor will live on: that of the tensors its op reads."""
+    while isinstance(value, LazyTensor) and value._pending is not None:
+        tensors = [v for v in value._pending.inputs if isinstance(v, Tensor)]
+        if not tensors:
+            return "cpu"
+        value = tensors[0]
+    return str(value.device)
 
 
 @contextlib.contextmanager

@@ -3,164 +3,426 @@
 The tracer is an ``Interceptor``: it sees every op call (op record, inputs, attributes, output)
 and nothing else, so a frozen graph holds exactly the ops eager execution ran.
 
-Symbolic sizes. The call is traced three times, each symbolic dimension taking a different sample
-size each time (distinct primes per symbol, so ``batch * seq`` and ``batch`` cannot be confused).
-The traces must run the same ops in the same order; every integer that differs between them
-(an intermediate shape, a reshape target, a slice bound) is fitted by the simplest expression
-``c * product(symbols) + k`` that reproduces all three (``symbolic.fit``). The executor and the
-ONNX exporter evaluate those expressions from the actual input sizes. A difference that no such
-expression explains, a float that changes with the size, or a constant whose shape changes is
-reported at freeze time rather than guessed.
+Symbolic sizes. The call runs once, on sample inputs in which each symbolic dimension of the
+signature takes a sample size. Each value's symbolic shape comes from the op record's abstract
+evaluation (``op.infer``) on the symbolic shapes of its inputs, and is checked against the shape
+the op really produced. Python code in the call sees ``x.shape`` entries that are symbolic ints
+(``symbolic.SymbolicInt``): the sample size, carrying its ``DimExpr``, so that a reshape target,
+a view or a slice bound computed from them (``x.reshape(x.shape[0], -1)``, ``x[:, : n - 1]``)
+becomes a symbolic attribute of the node. A size no ``DimExpr`` expresses (``n // 2`` of an odd
+sample, ``1 / n``), a comparison whose answer depends on the sizes (``if n > 2``), and a
+constant made outside dispatch whose shape follows a symbolic size (other than a uniform fill
+such as ``zeros(batch, hidden)``, which becomes a ``full`` node) are refused, naming the file
+and line, rather than frozen for one size.
 
 Data dependence. While tracing, reading the value of a tensor that depends on the inputs
 (``bool(x)``, ``x.item()``, ``x.tolist()``, ``x.numpy()``, ``int(x)``...) raises a
 ``GraphError`` naming the file and line: a static graph cannot hold a Python branch on a tensor
-value. Every trace gets different random inputs, so a constant computed from input values behind
-dispatch's back (an array made with ``.data``) differs between traces and is reported too.
+value. Arrays computed from the inputs' values behind dispatch's back (with ``.data``) carry a
+mark (``_Traced``, a NumPy subclass that survives NumPy operations), so a constant or an index
+made from them is refused too.
+
+Only the tracing thread is affected: the Tensor hooks installed for the trace check a
+thread-local tracer, and another thread running eager code meanwhile sees plain tensors.
 """
 
 from __future__ import annotations
 
-import os
-import traceback
+import threading
 
 import numpy as np
 
 from ..autograd import dispatch
 from ..autograd.dispatch import Interceptor, intercept
 from ..autograd.mode import no_grad
-from ..autograd.tensor import Tensor
-from .graph import Graph, GraphError, Literal, Node
+from ..autograd.tensor import Tensor, _Size
+from ..backend.random import get_rng_state, set_rng_state
+from ..errors import BuildingAIError
+from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
+from . import symbolic
+from .graph import Graph, GraphError, Literal, Node, Value
 from .ops import FULL
 from .spec import TensorSpec
-from .symbolic import fit
+from .symbolic import (
+    DerivedFloat,
+    DerivedInt,
+    SymbolicInt,
+    is_symbolic,
+    resolve,
+    show_shape,
+    symbolic_int,
+    where,
+)
 
-# Sample sizes of the k-th symbol in the three traces: distinct primes, so that products of
-# different symbols differ (2*7 != 3*5...).
-_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Sample sizes of the symbols, in order of first appearance: distinct primes above the sizes
+# layers commonly fix, so that a constant's dimension rarely equals one by chance.
+_SAMPLE_SIZES = (13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 
 
-class _Trace:
-    """What one traced call produced. Value ids are local and assigned in order of first
-    appearance, so two traces that ran the same code number their values alike."""
+class _Traced(np.ndarray):
+    """A NumPy array whose values depend on the traced call's inputs. NumPy operations keep the
+    subclass, so an array computed from it outside dispatch keeps the mark."""
 
-    def __init__(self) -> None:
-        self.kinds: list = []  # per value: "input" | "param" | "const" | "op"
-        self.names: list = []
-        self.arrays: list = []  # the array of inputs/params/consts (None for op outputs)
-        self.shapes: list = []
-        self.dtypes: list = []
-        self.nodes: list = []  # (op, refs, attrs, module path)
-        self.outputs: list = []
-        self.output_kind = "single"
+
+class _TracingThread(threading.local):
+    tracer = None  # the Tracer recording on this thread, if any
+
+
+_tracing = _TracingThread()
 
 
 class Tracer(Interceptor):
-    """Records every op call into a ``_Trace``."""
+    """Records every op call of the tracing thread into a ``Graph`` with symbolic shapes."""
 
-    def __init__(self, parameter_names: dict) -> None:
-        self.trace = _Trace()
+    def __init__(self, specs: list, symbols: dict, sizes: dict, parameter_names: dict) -> None:
+        self.graph = Graph(specs=specs, symbols=symbols)
+        self.sizes = sizes  # symbol -> sample size
         self.parameter_names = parameter_names  # id(tensor) -> state-dict name
-        self.ids: dict = {}  # id(tensor) -> local value id
-        self.versions: dict = {}  # local value id -> version when first seen
-        self.keep: list = []  # keeps traced tensors alive, so that their id()s stay unique
+        self.lock = threading.Lock()
+        self.ids: dict = {}  # id(tensor) -> value id
+        self.devices: dict = {}  # value id -> device string
+        self.versions: dict = {}  # value id -> (version counter, version when first seen)
+        self.keep: dict = {}  # id -> tensor: keeps traced tensors alive, so ids stay unique
         self.dependent: set = set()  # ids of tensors whose values depend on the inputs
+        self.created: set = set()  # ids of tensors created on this thread during the trace
+        self.arrays: dict = {}  # id(array) -> (value id, array), for traced values' arrays
 
-    def add(self, tensor: Tensor, kind: str, name: str, array=None) -> int:
-        trace = self.trace
-        local = len(trace.kinds)
-        trace.kinds.append(kind)
-        trace.names.append(name)
-        trace.arrays.append(array)
-        trace.shapes.append(tuple(tensor.shape))
-        trace.dtypes.append(tensor.dtype)
-        self.ids[id(tensor)] = local
-        self.versions[local] = (tensor._version, tensor._version[0])
-        self.keep.append(tensor)
-        return local
+    # ----- values -------------------------------------------------------------------------------
+    def add(self, tensor: Tensor, kind: str, name: str, shape: tuple, array=None) -> int:
+        value_id = len(self.graph.values)  # ids are assigned in order while tracing
+        self.graph.values[value_id] = Value(
+            value_id, tuple(shape), tensor.dtype, kind, name or f"t{value_id}"
+        )
+        if array is not None:
+            self.graph.constants[value_id] = array
+        self.ids[id(tensor)] = value_id
+        self.devices[value_id] = str(tensor.device)
+        self.versions[value_id] = (tensor._version, tensor._version[0])
+        self.keep[id(tensor)] = tensor
+        if kind in ("input", "op"):
+            self.arrays[id(tensor.data)] = (value_id, tensor.data)  # the array kept alive too
+        return value_id
 
     def ref(self, tensor: Tensor, op) -> int:
-        local = self.ids.get(id(tensor))
-        if local is None:
-            name = self.parameter_names.get(id(tensor))
-            if name is not None:
-                return self.add(tensor, "param", name, tensor.data)
-            count = self.trace.kinds.count("const")
-            # a copy: the tensor may be changed after the call, the graph must not change
-            return self.add(tensor, "const", f"const{count}", tensor.data.copy())
-        counter, seen = self.versions[local]
+        value_id = self.ids.get(id(tensor))
+        if value_id is None:
+            return self.capture(tensor, op)
+        counter, seen = self.versions[value_id]
         if counter[0] != seen:
             raise GraphError(
-                f"[freeze] '{op.name}' reads a tensor ({self.trace.names[local]}, shape "
-                f"{tuple(tensor.shape)}) that was modified in place after it was traced "
-                f"(by '{counter[1]}'){_where()}",
+                f"[freeze] '{op.name}' reads a tensor ({self.graph.values[value_id].name}, shape "
+                f"{tuple(tensor.data.shape)}) that was modified in place after it was traced "
+                f"(by '{counter[1]}'){where()}",
                 help="a static graph records values, not memory: use the out-of-place form "
                 "(x = x + y instead of x += y or x.add_(y)) inside the frozen call",
             )
-        return local
+        return value_id
 
+    def capture(self, tensor: Tensor, op) -> int:
+        """A tensor the call read that no traced op made: a parameter, a constant, or a fill
+        whose shape follows the symbolic sizes."""
+        name = self.parameter_names.get(id(tensor))
+        array = tensor.data
+        shape = tuple(array.shape)
+        if name is not None:
+            return self.add(tensor, "param", name, shape, array)
+        alias, _ = self.arrays.get(id(array), (None, None))
+        if alias is not None:  # Tensor(x.data): another tensor over a traced value's array
+            self.ids[id(tensor)] = alias
+            self.keep[id(tensor)] = tensor
+            return alias
+        if isinstance(array, _Traced):
+            reader = f" (first read by '{op.name}'{_in_module()}){where()}"
+            raise GraphError(
+                f"[freeze] a tensor created outside the traced ops{reader} holds values computed "
+                "from the inputs behind dispatch's back: its values depend on the input values",
+                help="compute it with tensor ops from the inputs so that the graph records how it "
+                "is made, instead of from .data",
+            )
+        fresh = id(tensor) in self.created and not tensor.requires_grad  # not a built parameter
+        symbolic_shape = self.symbolic_fill_shape(tensor) if fresh else None
+        if symbolic_shape is not None:
+            fill = _uniform_fill(array)
+            if fill is None:
+                reader = f" (first read by '{op.name}'{_in_module()}){where()}"
+                raise GraphError(
+                    f"[freeze] a tensor created outside the traced ops{reader} has shape "
+                    f"{shape}, which follows the symbolic sizes {self.sizes} of this trace: "
+                    "its shape depends on the symbolic sizes",
+                    help="compute it with tensor ops from the inputs (for example ones_like(x), "
+                    "x.new_zeros, arange via cumsum) so the graph records how it is made, or make "
+                    "the dimension fixed in the input signature",
+                )
+            # zeros/ones/full of a size that follows the inputs (an RNN's initial state):
+            # a node that makes it, so that its shape stays symbolic
+            value_id = self.add(tensor, "op", f"fill{len(self.graph.values)}", symbolic_shape)
+            attrs = {"shape": symbolic_shape, "value": fill, "dtype": array.dtype}
+            self.graph.nodes.append(Node(FULL, (), attrs, value_id, _module_path()))
+            return value_id
+        count = sum(1 for v in self.graph.values.values() if v.kind == "const")
+        # a copy: the tensor may be changed after the call, the graph must not change
+        return self.add(tensor, "const", f"const{count}", shape, np.array(array, copy=True))
+
+    def symbolic_fill_shape(self, tensor: Tensor) -> tuple | None:
+        """The shape with each dimension equal to a symbol's sample size made symbolic, or None
+        when no dimension is."""
+        by_size = {size: symbol for symbol, size in self.sizes.items()}
+        shape = tuple(
+            DimExpr((by_size[extent],)) if extent in by_size else extent
+            for extent in tensor.data.shape
+        )
+        return shape if any(isinstance(extent, DimExpr) for extent in shape) else None
+
+    # ----- ops ----------------------------------------------------------------------------------
     def after_op(self, op, inputs, output, attrs) -> None:
+        # parallel() branches of the call report from pool threads: one op at a time
+        with self.lock:
+            self.record(op, inputs, output, attrs)
+
+    def record(self, op, inputs, output, attrs) -> None:
         refs = []
+        specs = []
         depends = False
         for value in inputs:
             if isinstance(value, Tensor):
-                local = self.ref(value, op)
-                refs.append(local)
+                value_id = self.ref(value, op)
+                refs.append(value_id)
+                specs.append(self.spec(value_id))
                 depends = depends or id(value) in self.dependent
             else:
-                refs.append(Literal(value))
-        self.add(output, "op", f"t{len(self.trace.kinds)}")
+                refs.append(Literal(_literal(value, op)))
+                specs.append(value)
+        symbolic_attrs = {key: _attribute(item, op, key) for key, item in attrs.items()}
+        shape = self.infer(op, specs, symbolic_attrs, output)
         if depends:
             self.dependent.add(id(output))
-        self.trace.nodes.append((op, tuple(refs), dict(attrs), ".".join(dispatch.module_path)))
+            data = output.data
+            if type(data) is np.ndarray:
+                output.data = data.view(_Traced)
+        value_id = self.add(output, "op", "", shape)
+        self.graph.nodes.append(Node(op, tuple(refs), symbolic_attrs, value_id, _module_path()))
+
+    def spec(self, value_id: int) -> ValueSpec:
+        value = self.graph.values[value_id]
+        return ValueSpec(value.shape, value.dtype, self.devices[value_id])
+
+    def infer(self, op, specs: list, attrs: dict, output: Tensor) -> tuple:
+        """The symbolic shape of ``output`` from ``op.infer``, checked against the real one."""
+        actual = tuple(output.data.shape)
+        symbolic = any(isinstance(s, ValueSpec) and is_symbolic(s.shape) for s in specs)
+        symbolic = symbolic or is_symbolic(attrs)
+        try:
+            inferred = op.infer(*specs, **attrs)
+        except NotImplementedError:
+            if not symbolic:
+                return actual
+            raise GraphError(
+                f"[freeze] op '{op.name}'{_in_module()} has no abstract evaluation (infer), so "
+                f"its output shape cannot follow the symbolic sizes of inputs "
+                f"{', '.join(map(repr, specs))}{where()}",
+                help="make the dimensions fixed in the input signature (or give the op record "
+                "an infer method)",
+            ) from None
+        except SymbolicSizeError as error:
+            raise GraphError(
+                f"[freeze] the output shape of '{op.name}'{_in_module()} cannot be expressed in "
+                f"the symbolic sizes (inputs {', '.join(map(repr, specs))}): {error.message}"
+                f"{where()}",
+                help="make the dimension fixed in the input signature",
+            ) from None
+        except BuildingAIError as error:
+            raise _disagrees(op, specs, attrs, f"infer raised: {error.message}") from None
+        if isinstance(inferred, tuple):
+            if len(inferred) != 1:
+                raise _disagrees(op, specs, attrs, f"infer gives {len(inferred)} outputs, not 1")
+            inferred = inferred[0]
+        concrete = resolve(inferred.shape, self.sizes)
+        if concrete != actual or inferred.dtype != output.dtype:
+            raise _disagrees(
+                op,
+                specs,
+                attrs,
+                f"infer gives {show_shape(inferred.shape)} {inferred.dtype} = {concrete} at "
+                f"sizes {self.sizes}, but forward returned {actual} {output.dtype}",
+            )
+        return tuple(inferred.shape)
 
 
-# ----- data-dependent control flow -------------------------------------------------------------
+def _disagrees(op, specs, attrs, detail: str) -> GraphError:
+    return GraphError(
+        f"[freeze] internal error: the abstract evaluation of '{op.name}'{_in_module()} "
+        f"disagrees with its forward on inputs {', '.join(map(repr, specs))} and attributes "
+        f"{attrs}: {detail}",
+        help="this is a bug in the op record's infer: please report it with this message",
+    )
+
+
+def _module_path() -> str:
+    return dispatch.current_module_path()
+
+
+def _in_module() -> str:
+    path = _module_path()
+    return f" in {path}" if path else ""
+
+
+def _literal(value, op):
+    """A Python input of an op, refused when it was computed from symbolic sizes."""
+    if isinstance(value, SymbolicInt):
+        raise GraphError(
+            f"[freeze] '{op.name}'{_in_module()} gets the Python number {int(value)}, which is "
+            f"the symbolic size {value.expression!r} of this trace{where()}: the graph would "
+            "hold it as a constant",
+            help="make the number a tensor op of the input (for example x.mean instead of "
+            "x.sum() / x.shape[0]), or make the dimension fixed in the input signature",
+        )
+    if isinstance(value, (DerivedInt, DerivedFloat)):
+        raise _underived(value, op, "an input")
+    return value
+
+
+def _attribute(value, op, key: str):
+    """An attribute with symbolic ints as ``DimExpr`` (recursively), refusing derived numbers
+    and arrays computed from the input values."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or kind is str or value is None:
+        return value
+    if isinstance(value, SymbolicInt):
+        return value.expression
+    if isinstance(value, (DerivedInt, DerivedFloat)):
+        raise _underived(value, op, f"attribute '{key}'")
+    if kind is tuple or kind is list:
+        return kind(_attribute(item, op, key) for item in value)
+    if kind is slice:
+        return slice(
+            _attribute(value.start, op, key),
+            _attribute(value.stop, op, key),
+            _attribute(value.step, op, key),
+        )
+    if kind is dict:
+        return {k: _attribute(item, op, key) for k, item in value.items()}
+    if isinstance(value, _Traced):
+        raise GraphError(
+            f"[freeze] attribute '{key}' of '{op.name}'{_in_module()} is an array computed from "
+            f"the input values behind dispatch's back{where()}",
+            help="compute the index with tensor ops (a tensor index is traced), or keep this "
+            "part outside the frozen call",
+        )
+    return value
+
+
+def _underived(value, op, what: str) -> GraphError:
+    return GraphError(
+        f"[freeze] {what} of '{op.name}'{_in_module()} is {value}, computed from the symbolic "
+        f"sizes as {value.origin}, and no expression c * product(sizes) + k gives it for every "
+        "size",
+        help="make the dimension fixed in the input signature, or compute the value with tensor "
+        "ops",
+    )
+
+
+def _uniform_fill(array):
+    """The single value every element of ``array`` holds, or None."""
+    if array.size == 0:
+        return None
+    value = array.reshape(-1)[0]
+    if not bool((array == value).all()):
+        return None
+    return value.item()
+
+
+# ----- hooks on Tensor while a trace runs ------------------------------------------------------
 
 _GUARDED = ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__")
 
 
-def _where() -> str:
-    """' at file:line' of the innermost user frame (outside this package), if any."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR):
-            return f" at {frame.filename}:{frame.lineno} ({frame.line})"
-    return ""
+class _TensorHooks:
+    """Install the trace's Tensor hooks while at least one thread traces.
 
-
-class _Guard:
-    """While active, reading the value of an input-dependent tensor raises (see module doc).
-
-    The guard swaps a few Tensor methods for the duration of the trace: this is process-wide,
-    so freezing while another thread runs tensor code that reads values is not supported.
+    The hooks read the calling thread's tracer (``_tracing.tracer``); on a thread that is not
+    tracing they do exactly what the original methods do.
     """
+
+    lock = threading.Lock()
+    users = 0
+    saved: dict = {}
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
-        self.saved: dict = {}
+        self.previous = None
 
     def __enter__(self):
-        dependent = self.tracer.dependent
-        for name in _GUARDED:
-            original = Tensor.__dict__[name]
-            self.saved[name] = original
-            setattr(Tensor, name, _guarded(name, original, dependent))
+        with _TensorHooks.lock:
+            if _TensorHooks.users == 0:
+                _install()
+            _TensorHooks.users += 1
+        self.previous = _tracing.tracer, symbolic.tracing.active
+        _tracing.tracer, symbolic.tracing.active = self.tracer, True
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for name, original in self.saved.items():
-            setattr(Tensor, name, original)
+        _tracing.tracer, symbolic.tracing.active = self.previous
+        with _TensorHooks.lock:
+            _TensorHooks.users -= 1
+            if _TensorHooks.users == 0:
+                for name, original in _TensorHooks.saved.items():
+                    setattr(Tensor, name, original)
+                _TensorHooks.saved.clear()
 
 
-def _guarded(name: str, original, dependent: set):
+def _install() -> None:
+    saved = _TensorHooks.saved
+    for name in _GUARDED:
+        saved[name] = Tensor.__dict__[name]
+        setattr(Tensor, name, _guarded(name, saved[name]))
+    for name in ("shape", "size", "numel", "__init__"):
+        saved[name] = Tensor.__dict__[name]
+    original_init = saved["__init__"]
+
+    def shape(self):
+        tracer = _tracing.tracer
+        actual = self.data.shape
+        if tracer is None:
+            return actual
+        value_id = tracer.ids.get(id(self))
+        if value_id is None:
+            return actual
+        return tuple(
+            symbolic_int(size, extent) if isinstance(extent, DimExpr) else size
+            for size, extent in zip(actual, tracer.graph.values[value_id].shape)
+        )
+
+    def size(self):
+        return _Size(shape(self))
+
+    def numel(self):
+        count = 1
+        for extent in shape(self):
+            count = extent * count
+        return count
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        tracer = _tracing.tracer
+        if tracer is not None:
+            tracer.created.add(id(self))
+            tracer.keep[id(self)] = self
+
+    Tensor.shape = property(shape, doc=saved["shape"].__doc__)
+    Tensor.size = property(size, doc=saved["size"].__doc__)
+    Tensor.numel = numel
+    Tensor.__init__ = init
+
+
+def _guarded(name: str, original):
     def method(self, *args, **kwargs):
-        if id(self) in dependent:
+        tracer = _tracing.tracer
+        if tracer is not None and id(self) in tracer.dependent:
             shown = f"{name}()" if not name.startswith("__") else f"{name.strip('_')}(tensor)"
             raise GraphError(
                 f"[freeze] the traced call reads the value of a tensor that depends on the "
-                f"inputs ({shown} on shape {tuple(self.shape)}){_where()}: a static graph cannot "
-                "branch on tensor values",
+                f"inputs ({shown} on shape {tuple(self.data.shape)}){where()}: a static graph "
+                "cannot branch on tensor values",
                 help="write the choice with tensor ops (x.where(cond, y), clamp, masks), or keep "
                 "this part of the code outside the frozen call",
             )
@@ -173,18 +435,18 @@ def _guarded(name: str, original, dependent: set):
 # ----- freezing --------------------------------------------------------------------------------
 
 
-def _symbol_table(specs: list) -> tuple[dict, list]:
-    """symbol -> (input position, axis) of its first appearance, and the symbols in order."""
+def _symbol_table(specs: list) -> dict:
+    """symbol -> (input position, axis) of its first appearance."""
     table: dict = {}
     for position, spec in enumerate(specs):
         for axis, symbol in enumerate(spec.symbols):
             if symbol is not None and symbol not in table:
                 table[symbol] = (position, axis)
-    return table, list(table)
+    return table
 
 
-def _sample_inputs(specs: list, sizes: dict, seed: int) -> list:
-    rng = np.random.default_rng(seed)
+def _sample_inputs(specs: list, sizes: dict) -> list:
+    rng = np.random.default_rng(0)
     tensors = []
     for spec in specs:
         shape = tuple(
@@ -194,41 +456,47 @@ def _sample_inputs(specs: list, sizes: dict, seed: int) -> list:
         if spec.dtype.kind == "f":
             array = rng.standard_normal(shape).astype(spec.dtype)
         elif spec.dtype.kind == "b":
-            # random, so that a constant computed from a mask's values differs between traces
-            # (and is reported) instead of looking like a fixed all-False array
             array = rng.random(shape) < 0.25
         else:
             array = rng.integers(0, 2, size=shape).astype(spec.dtype)
-        tensors.append(Tensor(array))
+        tensors.append(Tensor(array.view(_Traced)))
     return tensors
 
 
-def _run_trace(function, specs: list, sizes: dict, parameter_names: dict, seed: int) -> _Trace:
-    tracer = Tracer(parameter_names)
-    inputs = _sample_inputs(specs, sizes, seed)
+def _trace(function, specs: list, parameter_names: dict) -> Tracer:
+    symbols = _symbol_table(specs)
+    sizes = {
+        symbol: _SAMPLE_SIZES[index % len(_SAMPLE_SIZES)] for index, symbol in enumerate(symbols)
+    }
+    tracer = Tracer(specs, symbols, sizes, parameter_names)
+    inputs = _sample_inputs(specs, sizes)
     for position, (tensor, spec) in enumerate(zip(inputs, specs)):
-        tracer.add(tensor, "input", spec.name or f"input{position}", None)
-        tracer.dependent.add(id(tensor))
-    # random sample inputs may be outside an op's domain (log of a negative): quietly nan
-    with no_grad(), intercept(tracer), _Guard(tracer), np.errstate(all="ignore"):
-        result = function(*inputs)
-    trace = tracer.trace
-    if isinstance(result, Tensor):
-        results, trace.output_kind = [result], "single"
-    elif isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
-        results, trace.output_kind = list(result), type(result).__name__
-    else:
-        raise GraphError(
-            f"[freeze] the traced call returned {type(result).__name__}; a frozen graph returns "
-            "a Tensor or a tuple/list of Tensors",
-            help="return tensors only; compute other values outside the frozen call",
+        shape = tuple(
+            DimExpr((symbol,)) if symbol is not None else extent
+            for extent, symbol in zip(spec.shape, spec.symbols)
         )
-    for tensor in results:
-        local = tracer.ids.get(id(tensor))
-        if local is None:
-            local = tracer.ref(tensor, _OutputMarker)
-        trace.outputs.append(local)
-    return trace
+        tracer.add(tensor, "input", spec.name or f"input{position}", shape)
+        tracer.dependent.add(id(tensor))
+    tracer.graph.inputs = [tracer.ids[id(tensor)] for tensor in inputs]
+    # random sample inputs may be outside an op's domain (log of a negative): quietly nan
+    with no_grad(), intercept(tracer), _TensorHooks(tracer), np.errstate(all="ignore"):
+        try:
+            result = function(*inputs)
+        except SymbolicSizeError as error:  # a branch on a symbolic size
+            raise GraphError(error.message, help=error.help) from None
+        graph = tracer.graph
+        if isinstance(result, Tensor):
+            results, graph.output_kind = [result], "single"
+        elif isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+            results, graph.output_kind = list(result), type(result).__name__
+        else:
+            raise GraphError(
+                f"[freeze] the traced call returned {type(result).__name__}; a frozen graph "
+                "returns a Tensor or a tuple/list of Tensors",
+                help="return tensors only; compute other values outside the frozen call",
+            )
+        graph.outputs = [tracer.ref(tensor, _OutputMarker) for tensor in results]
+    return tracer
 
 
 class _OutputMarker:
@@ -247,6 +515,10 @@ def freeze(
     Module become constants named by their state-dict keys; other tensors the call reads become
     constants too. ``optimize=True`` runs the graph passes (constant folding, common
     subexpressions, dead code, element-wise fusion, buffer reuse).
+
+    Lazily sized layers (``DenseClassifier`` without ``in_features``) are built from the
+    signature, as the first batch would build them (then the call is traced again with their
+    parameters); freezing leaves the random generators where they were.
 
     Returns a ``StaticGraph``: call it like the model (``static(x)``); ``static.graph`` is the
     ``Graph``. ``train=True`` (recording a whole training step) is not available yet; see
@@ -268,251 +540,48 @@ def freeze(
                 f"[freeze] input_signature[{position}] is {type(spec).__name__}, not a TensorSpec",
                 help="describe each input, e.g. TensorSpec((None, 784), 'float32')",
             )
-    parameter_names = {}
-    function = model_or_function
+    model = None
     if hasattr(model_or_function, "named_parameters") and hasattr(model_or_function, "training"):
         model = model_or_function
-        for module_name, module in model.named_modules():
-            if module.training:
-                raise GraphError(
-                    f"[freeze] module '{module_name or type(model).__name__}' is in training "
-                    "mode: dropout masks and batch statistics would be frozen into the graph",
-                    help="call model.eval() before freezing",
-                )
-        for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-            parameter_names[id(tensor)] = name
-    table, symbols = _symbol_table(specs)
-
-    trace_count = 3 if symbols else 2  # two at least: constants must not depend on data
-    traces = []
-    samples = []
-    for k in range(trace_count):
-        sizes = {s: _PRIMES[(3 * j + k) % len(_PRIMES)] for j, s in enumerate(symbols)}
-        samples.append(sizes)
-        traces.append(_run_trace(function, specs, sizes, parameter_names, seed=k))
-    graph = _merge(traces, samples, symbols, specs, table)
-    static = StaticGraph(graph)
+        _refuse_training_mode(model, "")
+    parameter_names = _parameter_names(model) if model is not None else {}
+    random_state = get_rng_state()
+    try:
+        try:
+            tracer, failure = _trace(model_or_function, specs, parameter_names), None
+        except GraphError as error:
+            tracer, failure = None, error
+        if model is not None and len(_parameter_names(model)) != len(parameter_names):
+            # the call built lazily sized layers (and traced their initialisation): trace again,
+            # with their parameters, from the same random state
+            _refuse_training_mode(model, " after building its layers lazily during the call")
+            set_rng_state(random_state)
+            tracer = _trace(model_or_function, specs, _parameter_names(model))
+        elif failure is not None:
+            raise failure
+    finally:
+        set_rng_state(random_state)  # freezing draws no random numbers the user can notice
+    static = StaticGraph(tracer.graph)
     if optimize:
         static = static.optimized()
     return static
 
 
-# ----- merging traces into one graph -----------------------------------------------------------
+def _parameter_names(model) -> dict:
+    names = {}
+    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+        names[id(tensor)] = name
+    return names
 
 
-def _merge(traces: list, samples: list, symbols: list, specs: list, table: dict) -> Graph:
-    first = traces[0]
-    for k, other in enumerate(traces[1:], start=1):
-        _same_path(first, other, samples[0], samples[k])
-    graph = Graph(specs=specs, symbols=table, output_kind=first.output_kind)
-    full_nodes: list = []
-
-    def merged(values, where):
-        return _merge_values(values, samples, symbols, where)
-
-    for local, kind in enumerate(first.kinds):
-        where = _first_use(first, local)
-        shape = merged(
-            [t.shapes[local] for t in traces], f"the shape of {first.names[local]}{where}"
-        )
-        if kind in ("param", "const"):
-            arrays = [t.arrays[local] for t in traces]
-            fill = _uniform_fill(arrays)
-            if (
-                kind == "const"
-                and fill is not None
-                and any(a.shape != arrays[0].shape for a in arrays[1:])
-            ):
-                # zeros/ones/full of a size that follows the inputs (an RNN's initial state):
-                # recorded as a node that makes it, so that its shape stays symbolic
-                full_nodes.append(
-                    Node(
-                        FULL,
-                        (),
-                        {"shape": shape, "value": fill, "dtype": arrays[0].dtype},
-                        local,
-                        _module_of_first_use(first, local),
-                    )
-                )
-                graph.values[local] = _value(
-                    local, shape, first.dtypes[local], "op", f"fill{local}"
-                )
-                continue
-            if kind == "const" and any(
-                a.shape != arrays[0].shape or not _same_array(a, arrays[0]) for a in arrays[1:]
-            ):
-                reason = (
-                    "its shape depends on the symbolic sizes"
-                    if any(a.shape != arrays[0].shape for a in arrays[1:])
-                    else "its values depend on the input values"
-                )
-                raise GraphError(
-                    f"[freeze] a tensor created outside the traced ops{where} changes between "
-                    f"traces: {reason}",
-                    help="compute it with tensor ops from the inputs (for example ones_like(x), "
-                    "x.new_zeros) so the graph records how it is made, or make the dimension "
-                    "fixed in the input signature",
-                )
-            graph.constants[local] = arrays[0]
-        graph.values[local] = _value(local, shape, first.dtypes[local], kind, first.names[local])
-    graph.inputs = [local for local, kind in enumerate(first.kinds) if kind == "input"]
-    for index, (op, refs, attrs, module) in enumerate(first.nodes):
-        where = f" (node {index}, '{op.name}'{' in ' + module if module else ''})"
-        refs = tuple(
-            Literal(merged([t.nodes[index][1][p].value for t in traces], "an input" + where))
-            if isinstance(ref, Literal)
-            else ref
-            for p, ref in enumerate(refs)
-        )
-        attrs = merged([t.nodes[index][2] for t in traces], "an attribute" + where)
-        output = _output_of(first, index)
-        graph.nodes.append(Node(op, refs, attrs, output, module))
-    graph.nodes[:0] = full_nodes
-    graph.outputs = list(first.outputs)
-    return graph
-
-
-def _uniform_fill(arrays: list):
-    """The single value every element of every array holds, or None."""
-    first = arrays[0]
-    if first.size == 0:
-        return None
-    value = first.reshape(-1)[0]
-    for array in arrays:
-        if array.dtype != first.dtype or not bool((array == value).all()):
-            return None
-    return value.item()
-
-
-def _module_of_first_use(trace: _Trace, local: int) -> str:
-    for _, refs, _, module in trace.nodes:
-        if local in refs:
-            return module
-    return ""
-
-
-def _value(local, shape, dtype, kind, name):
-    from .graph import Value
-
-    return Value(local, tuple(shape), np.dtype(dtype), kind, name)
-
-
-def _output_of(trace: _Trace, index: int) -> int:
-    # op outputs are numbered in node order among the values of kind "op"
-    if not hasattr(trace, "_op_ids"):
-        trace._op_ids = [local for local, kind in enumerate(trace.kinds) if kind == "op"]
-    return trace._op_ids[index]
-
-
-def _first_use(trace: _Trace, local: int) -> str:
-    for index, (op, refs, _, module) in enumerate(trace.nodes):
-        if local in refs:
-            return (
-                f" (first read by '{op.name}' at node {index}{' in ' + module if module else ''})"
-            )
-    return ""
-
-
-def _same_path(first: _Trace, other: _Trace, sizes_a: dict, sizes_b: dict) -> None:
-    """Both traces ran the same ops on the same values, or raise naming the first difference."""
-    for index in range(max(len(first.nodes), len(other.nodes))):
-        a = first.nodes[index] if index < len(first.nodes) else None
-        b = other.nodes[index] if index < len(other.nodes) else None
-        same = (
-            a is not None
-            and b is not None
-            and a[0] is b[0]
-            and len(a[1]) == len(b[1])
-            and all(
-                isinstance(x, Literal) == isinstance(y, Literal)
-                and (isinstance(x, Literal) or x == y)
-                for x, y in zip(a[1], b[1])
-            )
-        )
-        if not same:
-            shown_a = f"'{a[0].name}'{' in ' + a[3] if a[3] else ''}" if a else "the end"
-            shown_b = f"'{b[0].name}'{' in ' + b[3] if b[3] else ''}" if b else "the end"
+def _refuse_training_mode(model, when: str) -> None:
+    for module_name, module in model.named_modules():
+        if module.training:
+            fix = "call model.eval() before freezing"
+            if when:
+                fix = "run one batch through the model first, then call model.eval() and freeze"
             raise GraphError(
-                f"[freeze] the traced call ran different ops for different sizes or values of "
-                f"its inputs: at node {index} one trace ran {shown_a}, another {shown_b} "
-                f"(symbolic sizes {sizes_a} vs {sizes_b})",
-                help="Python control flow on shapes or values cannot be frozen; make the "
-                "dimension fixed in the input signature, or express the choice with tensor ops",
+                f"[freeze] module '{module_name or type(model).__name__}' is in training "
+                f"mode{when}: dropout masks and batch statistics would be frozen into the graph",
+                help=fix,
             )
-    if first.kinds != other.kinds or first.outputs != other.outputs:
-        raise GraphError(
-            "[freeze] the traced call read different tensors or returned different values "
-            f"for symbolic sizes {sizes_a} vs {sizes_b}",
-            help="make the dimension fixed in the input signature",
-        )
-
-
-def _same_array(a, b) -> bool:
-    try:
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    except TypeError:
-        return bool(np.array_equal(a, b))
-
-
-def _merge_values(values: list, samples: list, symbols: list, where: str):
-    """One value standing for the same attribute/shape in every trace (see module doc)."""
-    first = values[0]
-    if isinstance(first, bool) or first is None or isinstance(first, (str, np.dtype, type)):
-        if any(v != first for v in values[1:]):
-            raise _differs(values, where)
-        return first
-    if isinstance(first, (int, np.integer)) and all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
-    ):
-        if all(v == first for v in values[1:]):
-            return first
-        expression = fit([int(v) for v in values], samples, symbols) if len(values) > 2 else None
-        if expression is None:
-            raise _differs(values, where)
-        return expression
-    if isinstance(first, (tuple, list)) and all(
-        type(v) is type(first) and len(v) == len(first) for v in values
-    ):
-        items = [
-            _merge_values([v[i] for v in values], samples, symbols, where)
-            for i in range(len(first))
-        ]
-        return type(first)(items)
-    if isinstance(first, slice) and all(isinstance(v, slice) for v in values):
-        parts = [
-            _merge_values([getattr(v, part) for v in values], samples, symbols, where)
-            for part in ("start", "stop", "step")
-        ]
-        return slice(*parts)
-    if isinstance(first, dict) and all(
-        isinstance(v, dict) and v.keys() == first.keys() for v in values
-    ):
-        return {k: _merge_values([v[k] for v in values], samples, symbols, where) for k in first}
-    if hasattr(first, "shape") and hasattr(first, "dtype"):
-        if all(
-            hasattr(v, "shape") and v.shape == first.shape and _same_array(v, first)
-            for v in values[1:]
-        ):
-            return first
-        raise GraphError(
-            f"[freeze] an array attribute{where.replace('an attribute', '')} changes between "
-            "traces (it depends on the symbolic sizes or the input values)",
-            help="compute the index with tensor ops, or make the dimension fixed in the input "
-            "signature",
-        )
-    try:
-        equal = all(bool(v == first) for v in values[1:])
-    except Exception:
-        equal = all(v is first for v in values[1:])
-    if not equal:
-        raise _differs(values, where)
-    return first
-
-
-def _differs(values: list, where: str) -> GraphError:
-    return GraphError(
-        f"[freeze] {where} takes the values {', '.join(repr(v) for v in values)} in traces with "
-        "different symbolic sizes, and no expression c * product(sizes) + k explains them",
-        help="make the dimension fixed in the input signature, or compute the value with tensor "
-        "ops",
-    )

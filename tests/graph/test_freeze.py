@@ -1,12 +1,15 @@
 """freeze: tracing modules and functions, symbolic sizes, signature checks, and every error."""
 
+import threading
+
 import numpy as np
 import pytest
 
 import buildingai as bai
 from buildingai import nn
 from buildingai.errors import DTypeError, ShapeError
-from buildingai.graph import GraphError, StaticGraph, TensorSpec, freeze
+from buildingai.graph import GraphError, StaticGraph, TensorSpec, freeze, parallel
+from buildingai.ops.abstract import ValueSpec
 
 from .models import MLP
 
@@ -38,12 +41,22 @@ def test_graph_records_parameters_by_state_dict_name_and_module_paths():
     assert graph.parameter_count() == sum(p.numel() for p in model.parameters())
 
 
-def test_summary_lists_ops_shapes_modules_params_and_flops():
-    text = freeze(MLP().eval(), [TensorSpec((None, 12))]).graph.summary()
+def test_summary_lists_ops_shapes_modules_params_flops_and_bytes():
+    graph = freeze(MLP().eval(), [TensorSpec((None, 12))]).graph
+    text = graph.summary()
     assert "linear" in text and "(batch, 16) float32" in text and "MLP.fc2" in text
     assert "208" in text  # fc1: 12 * 16 + 16 parameters
-    assert "384" in text  # fc1 FLOPs at batch 1: 2 * 16 * 12
-    assert "5 nodes" in text
+    # FLOPs and bytes come from the op record's cost, each symbolic size counted as 1
+    float32 = np.dtype("float32")
+    fc1 = graph.nodes[0]
+    flops, read, written = fc1.op.cost(
+        ValueSpec((1, 12), float32), ValueSpec((16, 12), float32), ValueSpec((16,), float32)
+    )
+    assert graph.cost(fc1) == (flops, read + written)
+    assert flops >= 2 * 16 * 12 and read + written == (12 + 16 * 12 + 16 + 16) * 4
+    row = text.splitlines()[3].split()
+    assert row[-2:] == [str(flops), str(read + written)]
+    assert "5 nodes" in text and "bytes moved" in text
     assert str(freeze(MLP().eval(), [TensorSpec((2, 12))])).startswith("Graph(")
 
 
@@ -109,8 +122,19 @@ def test_zeros_sized_by_the_batch_become_a_symbolic_fill():
         return x[:, :3] + state
 
     static = freeze(function, [TensorSpec((None, 5))])
-    assert static.graph.nodes[0].op.name == "full"
+    assert [node.op.name for node in static.graph.nodes] == ["getitem", "full", "add"]
+    assert str(static.graph.nodes[1].attrs["shape"]) == "(batch, 3)"
     assert static(_x(6, 5)).shape == (6, 3)
+
+
+def test_constants_whose_shape_follows_a_symbolic_size_are_refused():
+    def function(x):
+        positions = bai.arange(x.shape[0]).astype("float32")  # made outside dispatch
+        return x + positions.reshape(-1, 1)
+
+    with pytest.raises(GraphError, match=r"shape depends on the symbolic sizes") as info:
+        freeze(function, [TensorSpec((None, 5))])
+    assert "test_freeze.py" in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -143,12 +167,24 @@ def test_reading_parameters_is_allowed():
     freeze(function, [TensorSpec((2, 3))])
 
 
-def test_shape_dependent_control_flow_is_refused():
+def test_shape_dependent_control_flow_is_refused_with_file_and_line():
     def function(x):
         return x.exp() if x.shape[0] > 2 else x.sin()
 
-    with pytest.raises(GraphError, match="ran different ops"):
+    with pytest.raises(GraphError, match=r"\(batch > 2\) at .*test_freeze\.py:\d+") as info:
         freeze(function, [TensorSpec((None, 3))])
+    assert "cannot branch on a symbolic size" in str(info.value)
+
+
+def test_comparisons_that_hold_for_every_size_are_answered():
+    def function(x):
+        n = x.shape[0]
+        assert n > 0 and n - 1 >= 0 and n * 2 != n and x.shape[1] == 3
+        return x.exp() if n >= 1 else x.sin()
+
+    assert [node.op.name for node in freeze(function, [TensorSpec((None, 3))]).graph.nodes] == [
+        "exp"
+    ]
 
 
 def test_value_dependent_constants_are_refused():
@@ -164,8 +200,16 @@ def test_unexplained_sizes_are_refused():
     def function(x):
         return x.reshape(-1)[: x.shape[0] // 2]
 
-    with pytest.raises(GraphError, match="no expression"):
+    with pytest.raises(GraphError, match=r"batch // 2 at .*test_freeze\.py:\d+.*no expression"):
         freeze(function, [TensorSpec((None,))])
+
+
+def test_python_numbers_equal_to_a_symbolic_size_are_refused_as_op_inputs():
+    def function(x):
+        return x.sum(0) / x.shape[0]  # would freeze the sample batch size as a constant
+
+    with pytest.raises(GraphError, match=r"Python number 13, which is the symbolic size batch"):
+        freeze(function, [TensorSpec((None, 3))])
 
 
 def test_in_place_changes_of_traced_values_are_refused():
@@ -193,3 +237,145 @@ def test_dropout_is_absent_in_eval_mode():
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval()
     static = freeze(model, [TensorSpec((None, 4))])
     assert [n.op.name for n in static.graph.nodes] == ["linear"]
+
+
+def test_views_reshapes_and_slice_bounds_from_symbolic_sizes_stay_symbolic():
+    def function(x):  # (B, T, 6)
+        batch, steps, channels = x.shape
+        y = x.reshape(batch * steps, channels).tanh().view(batch, steps, 2, 3)
+        head = y[:, : steps - 1]  # (B, T - 1, 2, 3)
+        pooled = head.sum(1).reshape(x.shape[0], -1)  # (B, 6)
+        return pooled, head, x[:, steps - 1]  # the last step: an int index below a size
+
+    static = freeze(function, [TensorSpec(("b", "t", 6))])
+    reshape, view = [n.attrs["shape"] for n in static.graph.nodes if n.op.name == "reshape"][:2]
+    assert str(reshape) == "(b*t, 6)" and str(view) == "(b, t, 2, 3)"
+    shapes = [str(static.graph.values[v].shape) for v in static.graph.outputs]
+    assert shapes == ["(b, 6)", "(b, t-1, 2, 3)", "(b, 6)"]
+    for batch, steps in ((2, 3), (1, 7)):
+        x = _x(batch, steps, 6)
+        for eager, frozen in zip(function(bai.tensor(x)), static(x)):
+            np.testing.assert_allclose(frozen.numpy(), eager.numpy(), rtol=1e-6)
+
+
+def test_another_thread_runs_eager_code_unaffected_during_a_freeze():
+    seen = {}
+
+    def other_thread(traced_input):
+        local = bai.tensor(_x(4, 3))
+        y = (local * 2).sum()
+        seen["value"] = float(y)  # reading values is fine off the tracing thread
+        seen["shape_types"] = {type(extent) for extent in local.shape}
+        seen["traced_input"] = traced_input.numpy().shape  # guarded only on the tracing thread
+        seen["traced_shape_types"] = {type(extent) for extent in traced_input.shape}
+
+    def function(x):
+        worker = threading.Thread(target=other_thread, args=(x,))
+        worker.start()
+        worker.join()
+        return x.exp()
+
+    static = freeze(function, [TensorSpec((None, 3))])
+    assert [node.op.name for node in static.graph.nodes] == ["exp"]  # the thread's ops are not
+    assert seen["value"] == pytest.approx(float((bai.tensor(_x(4, 3)) * 2).sum()))
+    assert seen["shape_types"] == {int} and seen["traced_shape_types"] == {int}
+    assert seen["traced_input"] == (13, 3)
+    assert type(bai.tensor(_x(2, 3)).shape[0]) is int  # and nothing is left installed
+
+
+def test_lazy_layers_are_built_from_the_signature_without_moving_the_random_state():
+    model = nn.Sequential(nn.Linear(6, 8), nn.DenseClassifier(3, hidden=5, dropout=0.2)).eval()
+    state = bai.backend.random.get_rng_state()
+    static = freeze(model, [TensorSpec((None, 6))])
+    after = bai.backend.random.get_rng_state()
+    assert after["buildingai"] == state["buildingai"]
+    np.testing.assert_array_equal(after["numpy"]["key"], state["numpy"]["key"])
+    assert [node.op.name for node in static.graph.nodes] == ["linear", "linear", "relu", "linear"]
+    params = {v.name for v in static.graph.values.values() if v.kind == "param"}
+    assert params == set(model.state_dict())
+    assert not any(module.training for _, module in model.named_modules())
+    x = _x(4, 6)
+    np.testing.assert_allclose(static(x).numpy(), model(bai.tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_a_lazily_built_layer_in_training_mode_asks_for_one_batch_first():
+    class LazyHead(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.head = None
+
+        def forward(self, x):
+            if self.head is None:  # built in training mode, whatever this module's mode
+                self.head = nn.Sequential(nn.Linear(x.shape[-1], 2), nn.Dropout(0.5))
+            return self.head(x)
+
+    with pytest.raises(GraphError, match="training mode after building its layers") as info:
+        freeze(LazyHead().eval(), [TensorSpec((None, 6))])
+    assert "run one batch through the model first" in str(info.value)
+
+
+class _WrongInfer(bai.ops.Op):
+    """Doubles the last dimension, but its infer claims the shape is unchanged."""
+
+    name = "widen"
+
+    def forward(self, ctx, xp, x):
+        return xp.concatenate([x, x], axis=-1)
+
+    def infer(self, x):
+        return x
+
+
+class _NoInfer(bai.ops.Op):
+    name = "opaque"
+
+    def forward(self, ctx, xp, x):
+        return x * 2
+
+
+def test_an_infer_that_disagrees_with_forward_is_an_internal_error_naming_the_op():
+    with pytest.raises(GraphError, match=r"internal error.*'widen'.*forward returned \(13, 6\)"):
+        freeze(lambda x: _WrongInfer()(x), [TensorSpec((None, 3))])
+
+
+def test_an_op_without_infer_freezes_only_with_fixed_sizes():
+    static = freeze(lambda x: _NoInfer()(x), [TensorSpec((2, 3))])
+    assert static(_x(2, 3)).shape == (2, 3)
+    with pytest.raises(GraphError, match=r"'opaque' has no abstract evaluation"):
+        freeze(lambda x: _NoInfer()(x), [TensorSpec((None, 3))])
+
+
+def test_size_and_numel_are_symbolic_during_the_trace():
+    def function(x):  # (B, 4)
+        flat = x.reshape(x.numel())
+        return flat[: x.size(0) * 2], x.reshape(x.size(0), 2, -1)
+
+    static = freeze(function, [TensorSpec((None, 4))])
+    assert str(static.graph.nodes[0].attrs["shape"]) == "(4*batch,)"
+    for batch in (1, 3):
+        x = _x(batch, 4)
+        for eager, frozen in zip(function(bai.tensor(x)), static(x)):
+            np.testing.assert_array_equal(frozen.numpy(), eager.numpy())
+
+
+def test_a_shape_error_in_the_traced_call_names_the_shapes_not_devices():
+    def function(x):
+        return x + bai.ones(4, 4)
+
+    with pytest.raises(ShapeError, match=r"\[add\] shapes \(13, 3\) float32, \(4, 4\) float32"):
+        freeze(function, [TensorSpec((None, 3))])
+
+
+def test_parallel_branches_inside_the_traced_call_are_recorded():
+    def function(x):
+        with parallel():
+            a = (x * 2.0).tanh()
+            b = (x + 1.0).exp()
+        return a + b
+
+    static = freeze(function, [TensorSpec((None, 3))])
+    assert sorted(node.op.name for node in static.graph.nodes) == sorted(
+        ["mul", "tanh", "add", "exp", "add"]
+    )
+    x = _x(5, 3)
+    np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy(), rtol=1e-6)

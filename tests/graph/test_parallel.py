@@ -112,3 +112,32 @@ def test_an_exception_inside_a_branch_reaches_the_caller_and_leaves_parallel_usa
     expected_a, expected_b = _branches(x)
     np.testing.assert_allclose(a.numpy(), expected_a.numpy())
     np.testing.assert_allclose(b.numpy(), expected_b.numpy())
+
+
+class _Doubling(bai.ops.Op):
+    """An op record without ``infer``: parallel() cannot know its output, so it runs at once."""
+
+    name = "doubling"
+
+    def forward(self, ctx, xp, x):
+        return x * 2
+
+
+def test_lazy_shapes_and_dtypes_come_from_the_op_records_infer():
+    x = bai.tensor(_x(4, 6))
+    with parallel():
+        total = x.sum(1, keepdims=True)
+        single = x.astype("float32")
+        grid = single.reshape(2, 12).exp()
+        for lazy, shape, dtype in (
+            (total, (4, 1), np.float64),
+            (single, (4, 6), np.float32),
+            (grid, (2, 12), np.float32),
+        ):
+            assert isinstance(lazy, LazyTensor) and lazy._pending is not None
+            assert lazy.shape == shape and lazy.dtype == dtype
+        doubled = _Doubling()(x)  # no infer: run now, not recorded
+        assert not isinstance(doubled, LazyTensor)
+    np.testing.assert_allclose(total.numpy(), x.numpy().sum(1, keepdims=True))
+    np.testing.assert_allclose(grid.numpy(), np.exp(x.numpy().astype("float32").reshape(2, 12)))
+    np.testing.assert_allclose(doubled.numpy(), 2 * x.numpy())

@@ -51,6 +51,18 @@ def test_constant_folding_keeps_growing_and_symbolic_nodes():
     assert _names(fold_constants(graph)) == _names(graph)
 
 
+def test_constant_folding_keeps_any_node_whose_output_outgrows_its_inputs():
+    column, row = bai.tensor(_x(64, 1)), bai.tensor(_x(1, 64, seed=1))
+
+    def function(x):
+        outer = (column * row).sum(0)  # the (64, 64) product of 128 elements is kept
+        scaled = (row * 2).exp()  # as large as its input: folded
+        return x + outer + scaled
+
+    graph = freeze(function, [TensorSpec((None, 64))]).graph
+    assert _names(fold_constants(graph)) == ["mul", "sum", "add", "add"]
+
+
 def test_dead_code_elimination_drops_unused_nodes_and_constants():
     unused = bai.tensor(_x(3))
 

@@ -772,3 +772,14 @@ def test_lazy_classifier_follows_either_encoder_unchanged():
         assert classifier.in_features == encoder.out_channels
         assert classifier.fc.weight.shape == (10, 16)
         assert len(list(classifier.parameters())) == 4
+
+
+def test_lazy_classifier_built_after_eval_follows_its_parents_mode():
+    classifier = DenseClassifier(3, hidden=4, dropout=0.5).eval()
+    features = bai.randn(8, 6)
+    first = classifier(features)  # builds mlp and fc now, after eval()
+    assert not any(module.training for _, module in classifier.named_modules())
+    np.testing.assert_array_equal(classifier(features).numpy(), first.numpy())  # no dropout
+    trained = DenseClassifier(3, hidden=4, dropout=0.5)
+    trained(features)
+    assert all(module.training for _, module in trained.named_modules())

@@ -2,7 +2,9 @@
 time, by its op record's own forward; its output becomes a constant.
 
 Parameters count as constants here: a folded graph holds the values they had when it was
-optimised (freeze again after changing weights).
+optimised (freeze again after changing weights). A node whose output is larger than all its
+constant inputs together (a broadcast such as ``expand``) is kept: computing it on every call is
+cheaper than holding the grown array.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ import math
 
 import numpy as np
 
-from ..graph import Graph, Literal, Value
+from ...ops.abstract import ValueSpec, bytes_of
+from ..graph import Graph, Literal, Node, Value
 from ..symbolic import is_symbolic
 
-# Broadcasting views would become full-size arrays: cheaper to keep computing them.
-_GROWING = {"expand"}
 # Do not materialise constants larger than this many elements.
 _MAX_ELEMENTS = 1 << 22
 
@@ -34,8 +35,8 @@ def fold_constants(graph: Graph) -> Graph:
             refs
             and all(ref in out.constants for ref in refs)
             and not is_symbolic(node.attrs)
-            and node.op.name not in _GROWING
             and math.prod(graph.values[node.output].shape) <= _MAX_ELEMENTS
+            and not _grows(graph, node)
         )
         if not foldable:
             out.nodes.append(node)
@@ -51,3 +52,13 @@ def fold_constants(graph: Graph) -> Graph:
             value.id, value.shape, value.dtype, "const", f"folded_{node.op.name}_{value.id}"
         )
     return out
+
+
+def _grows(graph: Graph, node: Node) -> bool:
+    """Whether the node's output is larger than its inputs together (a broadcast, a tile). The
+    output's shape is the op record's ``infer`` on the input specs, as freeze recorded it."""
+    inputs = [
+        ValueSpec(graph.values[ref].shape, graph.values[ref].dtype) for ref in node.input_ids()
+    ]
+    out = graph.values[node.output]
+    return bytes_of(ValueSpec(out.shape, out.dtype)) > bytes_of(*inputs)

@@ -125,6 +125,9 @@ class DenseClassifier(Module):
         self.in_features = in_features
         self.mlp = Sequential(*layers) if layers else Identity()
         self.fc = Linear(width, self.num_classes, **options)
+        # layers built on the first call follow this module's mode (eval() may have come first)
+        self.mlp.train(self.training)
+        self.fc.train(self.training)
 
     def forward(self, features: Tensor) -> Tensor:
         if self.in_features is None and features.ndim >= 1:
