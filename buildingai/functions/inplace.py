@@ -15,6 +15,8 @@ optimizers update parameters.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import dispatch
 from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
@@ -105,6 +107,36 @@ def _in_place(
     return x
 
 
+def _check_keeps_shape(x: Tensor, name: str, forms: tuple[str, str], *others) -> None:
+    """Refuse an operand that would broadcast ``x`` larger: an in-place op keeps ``x``'s shape
+    (PyTorch: "output with shape [3] doesn't match the broadcast shape [2, 3]"). ``forms`` are
+    the in-place and out-of-place spellings, for the message."""
+    in_place, out_of_place = forms
+    shape = tuple(x.shape)
+    for other in others:
+        other_shape = getattr(other, "shape", None)
+        if other_shape is None or len(other_shape) == 0:
+            continue
+        other_shape = tuple(other_shape)
+        if other_shape == shape:
+            continue
+        try:
+            result = np.broadcast_shapes(shape, other_shape)
+        except ValueError:
+            raise ShapeError(
+                f"[{name}] {in_place}: shapes {shape} and {other_shape} do not broadcast",
+                help="sizes must match or be 1, aligned from the last dimension",
+            ) from None
+        if result != shape:
+            raise ShapeError(
+                f"[{name}] {in_place}: the tensor modified in place has shape {shape}, but "
+                f"broadcasting it with {other_shape} gives {result}; an in-place op cannot "
+                "change its tensor's shape",
+                help=f"use the out-of-place form, {out_of_place} (shape {result}), or give an "
+                f"operand that broadcasts to {shape}",
+            )
+
+
 def _cast_error(name: str, x: Tensor, exc: Exception) -> DTypeError:
     return DTypeError(
         f"[{name}] cannot write the result into the {x.dtype} tensor in place: {exc}",
@@ -124,6 +156,7 @@ def _keep_none_of(previous: Tensor, value) -> Tensor:
 
 def add_(x: Tensor, other, alpha=1) -> Tensor:
     """``x += alpha * other`` in place."""
+    _check_keeps_shape(x, "add_", ("x += other", "x = x + other"), other)
     if alpha != 1:
         other = other * alpha
     xp = array_namespace(x.data)
@@ -138,6 +171,7 @@ def add_(x: Tensor, other, alpha=1) -> Tensor:
 
 def sub_(x: Tensor, other, alpha=1) -> Tensor:
     """``x -= alpha * other`` in place."""
+    _check_keeps_shape(x, "sub_", ("x -= other", "x = x - other"), other)
     if alpha != 1:
         other = other * alpha
     xp = array_namespace(x.data)
@@ -152,6 +186,7 @@ def sub_(x: Tensor, other, alpha=1) -> Tensor:
 
 def mul_(x: Tensor, other) -> Tensor:
     """``x *= other`` in place."""
+    _check_keeps_shape(x, "mul_", ("x *= other", "x = x * other"), other)
     xp = array_namespace(x.data)
     return _in_place(
         x,
@@ -165,6 +200,7 @@ def mul_(x: Tensor, other) -> Tensor:
 
 def div_(x: Tensor, other) -> Tensor:
     """``x /= other`` in place."""
+    _check_keeps_shape(x, "div_", ("x /= other", "x = x / other"), other)
     xp = array_namespace(x.data)
     return _in_place(
         x,
@@ -215,6 +251,7 @@ def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's a
     """Limit every element to ``[min, max]`` in place."""
     from .elementwise import clamp
 
+    _check_keeps_shape(x, "clamp_", ("x.clamp_(min, max)", "x = x.clamp(min, max)"), min, max)
     xp = array_namespace(x.data)
     return _in_place(
         x,

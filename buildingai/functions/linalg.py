@@ -7,7 +7,8 @@ import string
 from ..autograd.dispatch import apply, apply_binary
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import ShapeError
+from ..backend.dtypes import is_floating
+from ..errors import DTypeError, ShapeError, dimensions
 from ..ops import linalg as ops
 
 
@@ -101,9 +102,23 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x: (..., in_features), weight: (out_features, in_features), bias: (out_features,) or None
     -> (..., out_features)
     """
+    check_floating_input("linear", x, weight)
     if bias is None:
         return apply(ops.LINEAR, x, weight)
     return apply(ops.LINEAR, x, weight, bias)
+
+
+def check_floating_input(op: str, x: Tensor, weight: Tensor) -> None:
+    """Refuse an integer or bool input to a layer with floating weights, as PyTorch does: NumPy
+    would silently promote it (int64 @ float32 -> float64)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or is_floating(dtype):
+        return
+    raise DTypeError(
+        f"[{op}] input must be a floating-point tensor, got {dtype} of shape "
+        f"{tuple(x.shape)} (weight {weight.dtype} {tuple(weight.shape)})",
+        help=f"convert it first: x.float(), or x.astype('{weight.dtype}') to match the weight",
+    )
 
 
 # ----- einsum -----------------------------------------------------------------------------------
@@ -157,7 +172,8 @@ def _parse_subscripts(subscripts: str, operands) -> tuple[list[str], str]:
         named = len(term.replace("...", ""))
         if ("..." in term and named > x.ndim) or ("..." not in term and named != x.ndim):
             raise ShapeError(
-                f"[einsum] operand {position} has shape {tuple(x.shape)} ({x.ndim} dimensions) "
+                f"[einsum] operand {position} has shape {tuple(x.shape)} "
+                f"({'a 0-d tensor' if x.ndim == 0 else dimensions(x.ndim)}) "
                 f"but its subscripts '{term}' name {named}",
                 help="write one label per dimension, or '...' for the leading ones",
             )

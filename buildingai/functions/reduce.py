@@ -1,17 +1,31 @@
 """Reductions and scans: ``buildingai.sum(x, axis=1)`` and ``x.sum(dim=1, keepdim=True)`` alike.
 
 Every reduction takes ``axis`` (an int, a tuple of ints, or None for all axes) and ``keepdims``,
-or PyTorch's spellings ``dim`` and ``keepdim``. ``max``/``min`` return values only, as in NumPy;
-use ``argmax``/``argmin`` for the indices.
+or PyTorch's spellings ``dim`` and ``keepdim``. ``max``/``min`` follow the spelling: with
+``axis`` they return values only, as in NumPy; with ``dim`` they return PyTorch's
+``(values, indices)`` pair.
 """
 
 from __future__ import annotations
+
+from numbers import Integral
+from typing import NamedTuple
 
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import ShapeError
 from ..ops import reduce as ops
 from ._common import as_shape, normalize_axes, normalize_axis, pick
+from .elementwise import maximum, minimum
+from .index import take_along_axis
+
+
+class ValuesIndices(NamedTuple):
+    """What ``max``/``min`` return when called with ``dim``, as ``torch.max(x, dim)``: the
+    extreme values and their int64 positions along ``dim``."""
+
+    values: Tensor
+    indices: Tensor
 
 
 def _axes(x, axis, dim, op: str):
@@ -117,18 +131,62 @@ def _extremum(op, name: str, x, axis, keepdims, dim, keepdim):
     return apply(op, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
+def _extremum_with_indices(arg_op, name: str, x, dim, keepdims, keepdim) -> ValuesIndices:
+    """PyTorch's ``max(x, dim)``: the values are gathered at the arg-extreme positions, so the
+    gradient goes to that one element (the first of tied extremes), as in PyTorch."""
+    if isinstance(dim, bool) or not isinstance(dim, Integral):
+        raise ShapeError(
+            f"[{name}] with dim= returns (values, indices) along one dimension, got dim={dim!r}",
+            help=f"pass one int, or use amax/amin (or {name}(x, axis=...)) to reduce several "
+            "axes to values only",
+        )
+    keep = _keep(keepdims, keepdim)
+    axis = normalize_axis(int(dim), x.ndim, name)
+    if x.ndim == 0:  # PyTorch: a 0-d tensor is its own extreme, at index 0
+        indices = apply(arg_op, x, axis=None, keepdims=False)
+        return ValuesIndices(x, indices)
+    if x.shape[axis] == 0:
+        raise ShapeError(
+            f"[{name}] cannot reduce dimension {axis} of size 0 of a tensor shaped "
+            f"{tuple(x.shape)}: the {name} of nothing is undefined",
+            help="check the input is not empty, or reduce a non-empty dimension",
+        )
+    indices = apply(arg_op, x, axis=axis, keepdims=True)
+    values = take_along_axis(x, indices, axis)
+    if not keep:
+        values = values.squeeze(axis)
+        indices = indices.squeeze(axis)
+    return ValuesIndices(values, indices)
+
+
 def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
     """The largest value over ``axis`` (values only, as ``numpy.max``/``torch.amax``).
 
     The gradient is split evenly among tied maxima: each of k equal largest elements receives
-    1/k of it (PyTorch's ``amax`` rule; ``torch.max(x, dim)`` instead picks one of them).
-    An empty reduction raises a ShapeError: the maximum of nothing is undefined.
+    1/k of it (PyTorch's ``amax`` rule). An empty reduction raises a ShapeError: the maximum
+    of nothing is undefined.
+
+    PyTorch's forms: ``max(x, dim=1)`` (and ``keepdim``) returns ``ValuesIndices(values,
+    indices)``, whose gradient goes to the first largest element only, as ``torch.max(x, 1)``;
+    ``max(a, b)`` with a tensor ``b`` is ``maximum(a, b)``. A positional int is NumPy's axis:
+    ``x.max(1)`` returns values only.
     """
+    if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
+        return maximum(x, axis)
+    if dim is not None and not isinstance(dim, Tensor):
+        pick("axis", axis, "dim", dim)  # refuses two different axes
+        return _extremum_with_indices(ops.ARGMAX, "max", x, dim, keepdims, keepdim)
     return _extremum(ops.MAX, "max", x, axis, keepdims, dim, keepdim)
 
 
 def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
-    """The smallest value over ``axis``; see ``max`` for ties and empty tensors."""
+    """The smallest value over ``axis``; see ``max`` for ties, empty tensors and PyTorch's
+    ``min(x, dim=1)`` -> ``(values, indices)`` and ``min(a, b)`` forms."""
+    if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
+        return minimum(x, axis)
+    if dim is not None and not isinstance(dim, Tensor):
+        pick("axis", axis, "dim", dim)  # refuses two different axes
+        return _extremum_with_indices(ops.ARGMIN, "min", x, dim, keepdims, keepdim)
     return _extremum(ops.MIN, "min", x, axis, keepdims, dim, keepdim)
 
 
@@ -251,9 +309,9 @@ def norm(x, ord=2, axis=None, keepdims=None, *, p=None, dim=None, keepdim=None):
     return apply(ops.VECTOR_NORM, x, ord=float(ord), axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
-__all__ = ["sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
-           "argmin", "prod", "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero",
-           "norm"]  # fmt: skip
+__all__ = ["ValuesIndices", "sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin",
+           "argmax", "argmin", "prod", "logsumexp", "cumsum", "cumprod", "all", "any",
+           "count_nonzero", "norm"]  # fmt: skip
 
 TENSOR_METHODS = {
     "sum": sum, "sum_to": sum_to, "mean": mean, "var": var, "std": std,

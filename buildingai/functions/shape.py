@@ -14,7 +14,7 @@ import numpy as np
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import ShapeError
+from ..errors import ShapeError, dimensions
 from ..ops import shape as ops
 from ._common import as_shape, normalize_axes, normalize_axis, pick
 from .creation import as_tensor
@@ -28,6 +28,83 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if tuple(x.shape) == shape:
         return x
     return apply(ops.RESHAPE, x, shape=shape)
+
+
+def view(x: Tensor, *shape) -> Tensor:
+    """PyTorch's ``view``: the same memory in a new shape; one dimension may be -1.
+
+    Raises a ShapeError where the new shape cannot be laid over ``x``'s strides, exactly where
+    ``torch.Tensor.view`` raises (e.g. merging the dimensions of a transposed tensor); use
+    ``reshape``, which copies in that case. ``(B, H, T, D).transpose(1, 2)`` then
+    ``.view(B, T, H * D)`` raises; ``.reshape(B, T, H * D)`` works.
+    """
+    shape = as_shape(shape)
+    if tuple(x.shape) == shape:
+        return x
+    target = _resolve_shape(shape, int(np.prod(x.shape)))
+    if target is not None and _has_torch_layout(x):
+        itemsize = x.data.itemsize
+        strides = tuple(step // itemsize for step in x.data.strides)
+        if not _strides_allow_view(tuple(x.shape), strides, target):
+            raise ShapeError(
+                f"[view] cannot view a tensor of shape {tuple(x.shape)} and strides {strides} "
+                f"as {shape}: the new shape would merge dimensions that are not adjacent in "
+                "memory (the tensor is not contiguous, e.g. after transpose or permute)",
+                help=f"use x.reshape{shape}, which copies when it must, or "
+                f"x.contiguous().view{shape}",
+            )
+    return apply(ops.RESHAPE, x, shape=shape)
+
+
+def _resolve_shape(shape: tuple, count: int) -> tuple | None:
+    """``shape`` with its -1 filled in, or None when it cannot hold ``count`` elements (the
+    reshape op then reports it)."""
+    known = int(np.prod([extent for extent in shape if extent != -1]))
+    unknown = shape.count(-1)
+    if unknown == 0:
+        return shape if known == count else None
+    if unknown > 1 or known == 0 or count % known:
+        return None
+    return tuple(count // known if extent == -1 else extent for extent in shape)
+
+
+def _has_torch_layout(x: Tensor) -> bool:
+    """Whether ``x``'s strides are the ones PyTorch would give it: a view (no negative steps)
+    of a C-ordered tensor. Computed results may be laid out differently from PyTorch's (a sum
+    over a permuted tensor keeps NumPy's order), and ``flip`` is a view here but a copy there,
+    so ``view`` judges only layouts that both agree on."""
+    base = x._base
+    if base is None or not base.data.flags.c_contiguous:
+        return False
+    strides = getattr(x.data, "strides", None)
+    return strides is not None and all(step >= 0 for step in strides)
+
+
+def _strides_allow_view(shape: tuple, strides: tuple, target: tuple) -> bool:
+    """PyTorch's rule (``computeStride``): walk the dimensions from the last, grouping those
+    that are contiguous with each other into chunks; every chunk must be split or merged by the
+    target shape on its own. Strides are in elements."""
+    if not shape or 0 in shape:
+        return True
+    target_axis = len(target) - 1
+    chunk_stride = strides[-1]
+    chunk_count = target_count = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        chunk_count *= shape[axis]
+        chunk_ends = axis == 0 or (
+            shape[axis - 1] != 1 and strides[axis - 1] != chunk_count * chunk_stride
+        )
+        if not chunk_ends:
+            continue
+        while target_axis >= 0 and (target_count < chunk_count or target[target_axis] == 1):
+            target_count *= target[target_axis]
+            target_axis -= 1
+        if target_count != chunk_count:
+            return False
+        if axis > 0:
+            chunk_stride = strides[axis - 1]
+            chunk_count = target_count = 1
+    return target_axis == -1
 
 
 def expand(x: Tensor, *shape) -> Tensor:
@@ -413,7 +490,7 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     if len(sizes) < x.ndim:
         raise ShapeError(
             f"[repeat] got {len(sizes)} repeat counts {sizes} for a tensor shaped "
-            f"{tuple(x.shape)} with {x.ndim} dimensions",
+            f"{tuple(x.shape)} with {dimensions(x.ndim)}",
             help="give at least one count per dimension, or use tile() (NumPy semantics)",
         )
     return tile(x, sizes)
@@ -456,7 +533,6 @@ def repeat_interleave(x: Tensor, repeats, dim: int | None = None, *, axis=None) 
 # ----- aliases and the Tensor methods ----------------------------------------------------------
 
 broadcast_to = expand
-view = reshape
 swapdims = swapaxes
 moveaxis = movedim
 expand_dims = unsqueeze
@@ -468,7 +544,7 @@ __all__ = ["reshape", "view", "expand", "broadcast_to", "permute", "transpose", 
            "flip", "pad", "pad_adjoint", "tile", "repeat_interleave"]  # fmt: skip
 
 TENSOR_METHODS = {
-    "reshape": reshape, "view": reshape, "expand": expand, "broadcast_to": expand,
+    "reshape": reshape, "view": view, "expand": expand, "broadcast_to": expand,
     "permute": permute, "transpose": transpose, "swapaxes": swapaxes, "swapdims": swapaxes,
     "T": property(lambda x: permute(x, tuple(reversed(range(x.ndim))))),
     "mT": property(lambda x: swapaxes(x, -1, -2)),

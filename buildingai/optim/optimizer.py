@@ -27,21 +27,12 @@ from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
 from .packing import ParameterPack, packable
 
-# Elements per block of the blocked update. An update makes several passes over its arrays; cut
-# into blocks, the arrays one update touches stay in cache between passes, while each block
-# costs a Python call per pass. With the scaled sums in BLAS (backend.vector_blas), measured on
-# the optimizer benchmark's 10M parameters at 2 BLAS threads (median of 7): Adam 23.9 ms in
-# blocks of 64k, 21.3 of 256k, 20.2 of 512k, 21.2 of 1M; SGD with momentum 11.3, 8.6, 8.0, 8.1.
+# Elements per block of the blocked update: cache-resident across passes, few Python calls.
 BLOCK_SIZE = 1 << 19
-# Up to this many elements a parameter is updated whole, in one call per pass: its arrays fit in
-# the cache anyway, and blocks would only add calls. The mnist MLP's Adam step (270k parameters,
-# the largest 200k) took 616 us whole against 682 us in 64k blocks (NumPy's own: 560 us).
+# Up to this many elements a parameter is updated whole: it fits in cache, blocks only add calls.
 WHOLE_SIZE = 1 << 18
 
-# A parameter this large is split across threads (NumPy releases the GIL inside ufuncs) when
-# set_num_threads asks for more than one. On the 2-core benchmark machine, where OpenBLAS's own
-# threads also run the scaled sums, 2 threads measured slower: Adam on the 10M parameters 32.0
-# against 23.9 ms in 64k blocks.
+# From this size a parameter's blocks run on set_num_threads threads (ufuncs release the GIL).
 _THREADED_MIN_SIZE = 1 << 20
 
 
@@ -91,6 +82,10 @@ class OptimizerBase:
       Such a ``step`` is wrapped so that the step hooks run around it and it runs under
       ``no_grad()``.
 
+    A subclass may skip ``super().__init__`` and keep its parameters in ``self.params``: the base
+    is then set up after its ``__init__`` (its ``register_hooks()`` included), so hooks, zero_grad
+    and checkpoints work the same.
+
     A subclass whose ``update`` treats every element on its own, and whose state holds only
     arrays shaped like the parameter and values shared by the group (step counts), sets
     ``updates_elementwise = True``: its small parameters are then updated together, as one
@@ -103,12 +98,21 @@ class OptimizerBase:
         self.defaults = dict(defaults)
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[Tensor, dict[str, Any]] = {}
+        self._init_bookkeeping()
+        for group in self._as_groups(params):
+            self.add_param_group(group)
+        self.default_hook_handles = [self.register_step_pre_hook(h) for h in self.register_hooks()]
+
+    def _init_bookkeeping(self) -> None:
         self._step_pre_hooks: dict[int, Callable] = {}
         self._step_post_hooks: dict[int, Callable] = {}
         self._workspace: dict[tuple, list] = {}  # reusable work arrays, see _run_elementwise
         self._work_views: dict[tuple, list] = {}  # shaped views of them, see _whole_work
         self._packs: dict[int, ParameterPack | None] = {}  # per group index, see _update_packed
         self._stepping = False
+
+    def _as_groups(self, params) -> list:
+        """``params`` as a list of parameter groups (dicts), refusing what cannot be one."""
         if isinstance(params, Tensor):
             raise OptimizerError(
                 f"{type(self).__name__} got a single Tensor as params",
@@ -123,7 +127,31 @@ class OptimizerBase:
             )
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
-        for group in groups:
+        return groups
+
+    def _init_without_base(self) -> None:
+        """Set up the base class for a subclass whose ``__init__`` did not call
+        ``super().__init__``: its parameters are taken from ``self.params`` (or its own
+        ``self.param_groups``), and the hooks of ``register_hooks()`` are installed, so that
+        ``step()``, ``zero_grad()`` and checkpoints work as for any optimizer. Attributes the
+        subclass set itself (``state``, ``defaults``) are kept."""
+        own = self.__dict__
+        own.setdefault("defaults", {})
+        own.setdefault("state", {})
+        self._init_bookkeeping()
+        if "param_groups" in own:
+            groups, self.param_groups = own["param_groups"], []
+        elif "params" in own:
+            groups, self.param_groups = own["params"], []
+        else:
+            name = type(self).__name__
+            raise OptimizerError(
+                f"{name}.__init__ did not call super().__init__(params, defaults) and keeps no "
+                "self.params, so the optimizer does not know its parameters",
+                help="store them as self.params = list(params) in __init__, or call "
+                "super().__init__(params, {'lr': lr})",
+            )
+        for group in self._as_groups(groups):
             self.add_param_group(group)
         self.default_hook_handles = [self.register_step_pre_hook(h) for h in self.register_hooks()]
 
@@ -148,6 +176,8 @@ class OptimizerBase:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _with_step_hooks(cls.__dict__["step"])
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _completing_base_init(cls.__dict__["__init__"])
 
     # ----- parameter groups -------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -524,6 +554,24 @@ def _with_step_hooks(step: Callable) -> Callable:
     wrapped.__qualname__ = step.__qualname__
     wrapped.__doc__ = step.__doc__
     wrapped.__wrapped__ = step
+    return wrapped
+
+
+def _completing_base_init(init: Callable) -> Callable:
+    """Wrap a subclass's ``__init__`` so that, if the base class's ``__init__`` never ran, the
+    base is set up after it (``_init_without_base``): users write optimizers without
+    ``super().__init__`` and still expect their hooks to run on every step."""
+
+    def wrapped(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        outermost = type(self).__init__ is wrapped
+        if outermost and "_step_pre_hooks" not in self.__dict__:
+            self._init_without_base()
+
+    wrapped.__name__ = init.__name__
+    wrapped.__qualname__ = init.__qualname__
+    wrapped.__doc__ = init.__doc__
+    wrapped.__wrapped__ = init
     return wrapped
 
 

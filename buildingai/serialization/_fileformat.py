@@ -93,13 +93,13 @@ def read_header(path: str, data: bytes) -> tuple[dict, int]:
         raise _not_a_checkpoint(path, data)
     header_length = struct.unpack("<Q", data[:8])[0]
     if header_length > MAX_HEADER_BYTES:
-        raise CheckpointError(
+        raise _header_length_damage(path, data, header_length) or CheckpointError(
             f"{path!r} is corrupted: its first 8 bytes give a header of {header_length} bytes, "
             f"more than the {MAX_HEADER_BYTES} safetensors allows; {EXPECTED}",
             help=EARLIER,
         )
     if 8 + header_length > size:
-        raise CheckpointError(
+        raise _header_length_damage(path, data, header_length) or CheckpointError(
             f"{path!r} is truncated: its JSON header should be {header_length} bytes, but the "
             f"file ends {size - 8} bytes in (file size {size} bytes); {EXPECTED}",
             help=f"the file was cut off (an interrupted copy, a full disk?); {EARLIER}",
@@ -107,7 +107,7 @@ def read_header(path: str, data: bytes) -> tuple[dict, int]:
     try:
         header = json.loads(data[8 : 8 + header_length])
     except (ValueError, RecursionError) as exc:
-        raise CheckpointError(
+        raise _header_length_damage(path, data, header_length) or CheckpointError(
             f"{path!r} is corrupted: its safetensors header is not valid JSON ({exc}); {EXPECTED}",
             help=EARLIER,
         ) from None
@@ -117,23 +117,92 @@ def read_header(path: str, data: bytes) -> tuple[dict, int]:
             f"JSON object; {EXPECTED}",
             help=EARLIER,
         )
-    _check_payload_length(path, header, size - 8 - header_length, size)
+    available, needed = size - 8 - header_length, _described_bytes(header)
+    if needed is not None and available > needed:  # too many bytes: no truncation does that
+        damage = _header_length_damage(path, data, header_length, only_if_consistent=True)
+        if damage is not None:
+            raise damage
+    _check_payload_length(path, header, available, size)
     return header, 8 + header_length
 
 
-def _check_payload_length(path: str, header: dict, available: int, size: int) -> None:
-    """Compare the tensor bytes the header describes with the bytes the file holds."""
+def _header_length_damage(
+    path: str, data: bytes, header_length: int, only_if_consistent: bool = False
+) -> CheckpointError | None:
+    """The error for a header length (the first 8 bytes) that disagrees with a JSON header that
+    is itself whole, or None when the header really is incomplete (a truncated file).
+
+    safetensors pads its JSON header with spaces up to the declared length, so tensor bytes right
+    after the JSON, before the declared end, mean the length field was overwritten. The real
+    length is the one that leaves exactly the tensor bytes the header describes;
+    ``only_if_consistent`` answers None when no such length exists.
+    """
+    parsed = _leading_json_object(data[8 : 8 + MAX_HEADER_BYTES])
+    if parsed is None:
+        return None
+    header, json_length = parsed
+    if 8 + header_length > len(data) and data[8 + json_length :].strip(b" ") == b"":
+        return None  # cut off in the padding or right after the JSON: truncated
+    real_length = None
+    needed = _described_bytes(header)
+    if needed is not None:
+        padded = len(data) - 8 - needed
+        if padded >= json_length and data[8 + json_length : 8 + padded].strip(b" ") == b"":
+            real_length = padded
+    if real_length is None:
+        if only_if_consistent:
+            return None
+        real_length = json_length
+    if real_length == header_length:
+        return None
+    return CheckpointError(
+        f"{path!r} is corrupted: its first 8 bytes give a header of {header_length} bytes, "
+        f"but its JSON header is whole and {real_length} bytes long (file size "
+        f"{len(data)} bytes): the length field was overwritten; {EXPECTED}",
+        help=f"{EARLIER}; failing that, the rest of the file may be intact: write "
+        f"struct.pack('<Q', {real_length}) over the first 8 bytes of a copy and load the copy "
+        "(its SHA-256 checksum says whether the tensors are intact)",
+    )
+
+
+def _leading_json_object(data: bytes) -> tuple[dict, int] | None:
+    """The JSON object at the start of ``data`` and its length in bytes, or None if there is no
+    whole one. Growing windows keep a large file's tensor bytes from being decoded as text."""
+    window = 1 << 16
+    while True:
+        text = data[:window].decode("utf-8", errors="replace")
+        try:
+            value, end = json.JSONDecoder().raw_decode(text)
+        except (ValueError, RecursionError):
+            if window >= len(data):
+                return None
+            window *= 16
+            continue
+        if not isinstance(value, dict):
+            return None
+        return value, len(text[:end].encode("utf-8"))
+
+
+def _described_bytes(header: dict) -> int | None:
+    """The tensor bytes a header describes (the largest end offset), or None if malformed."""
     try:
-        needed = max(
+        return max(
             (int(entry["data_offsets"][1]) for name, entry in header.items() if name != "__metadata__"),
             default=0,
         )  # fmt: skip
     except (TypeError, KeyError, IndexError, ValueError):
+        return None
+
+
+def _check_payload_length(path: str, header: dict, available: int, size: int) -> None:
+    """Compare the tensor bytes the header describes with the bytes the file holds."""
+    needed = _described_bytes(header)
+    if needed is None:
         raise CheckpointError(
             f"{path!r} is corrupted: a tensor entry of its header has no valid 'data_offsets'; "
             f"{EXPECTED}",
             help=EARLIER,
-        ) from None
+        )
     if available < needed:
         raise CheckpointError(
             f"{path!r} is truncated: its header describes {needed} bytes of tensor data but only "

@@ -1,6 +1,7 @@
 """Reductions and scans against PyTorch: values, gradients, second derivatives, finite
 differences, both argument spellings, zero-size tensors, ties, zeros and error messages."""
 
+import functools
 import math
 import warnings
 
@@ -42,6 +43,10 @@ def _ours(name, axis, keepdims, **kwargs):
     if keepdims:
         return lambda x: getattr(x, name)(dim=axis, keepdim=True, **kwargs)
     return lambda x: getattr(x, name)(axis=axis, keepdims=False, **kwargs)
+
+
+def _numpy_spelling(x, *, name, axis, keepdims):
+    return getattr(x, name)(axis=axis, keepdims=keepdims)
 
 
 def _torch_prod(x, axis, keepdim):
@@ -94,8 +99,11 @@ def test_prod(case, keepdims):
 def test_extrema(name, case, keepdims):
     shape, axis = case
     torch_name = {"max": "amax", "min": "amin"}.get(name, name)
+    ours = _ours(name, axis, keepdims)
+    if name in ("max", "min"):  # with dim= they return (values, indices): tests/functions
+        ours = functools.partial(_numpy_spelling, name=name, axis=axis, keepdims=keepdims)
     check_op(
-        _ours(name, axis, keepdims),
+        ours,
         shape,
         torch_fn=lambda x: getattr(torch, torch_name)(x, dim=_dims(x, axis), keepdim=keepdims),
         gradgrad=name == "amax",
@@ -164,9 +172,10 @@ def test_var_std_without_degrees_of_freedom_is_nan(name):
 
 
 # ----- both spellings, and PyTorch-only / NumPy-only habits -------------------------------------
+# (max and min are left out: with dim= they return (values, indices), as in PyTorch)
 @pytest.mark.parametrize(
     "name",
-    ["sum", "mean", "var", "std", "max", "min", "amax", "amin", "prod", "logsumexp",
+    ["sum", "mean", "var", "std", "amax", "amin", "prod", "logsumexp",
      "all", "any", "count_nonzero", "norm"],
 )  # fmt: skip
 def test_both_spellings_agree(name):
@@ -450,7 +459,7 @@ def test_norm_inf_of_empty_raises():
 
 
 @pytest.mark.parametrize(
-    "name", ["sum", "mean", "var", "std", "max", "prod", "logsumexp", "all", "count_nonzero"]
+    "name", ["sum", "mean", "var", "std", "amax", "prod", "logsumexp", "all", "count_nonzero"]
 )
 def test_axis_out_of_range(name):
     x = bai.zeros(3, 4)
@@ -473,9 +482,9 @@ def test_single_axis_ops_reject_tuples_and_bad_axes(name):
         getattr(x, name)(-3)
 
 
-def test_max_of_two_tensors_points_to_maximum():
-    with pytest.raises(TypeError, match=r"\[max\] .* use maximum\(a, b\)"):
-        bai.zeros(3).max(bai.zeros(3))
+def test_max_of_two_tensors_is_maximum_and_a_tensor_dim_points_to_it():
+    a, b = bai.tensor([1.0, 5.0, -2.0]), bai.tensor([3.0, 0.0, -1.0])
+    np.testing.assert_array_equal(a.max(b).numpy(), bai.maximum(a, b).numpy())  # torch.max(a, b)
     with pytest.raises(TypeError, match=r"\[min\] .* use minimum\(a, b\)"):
         bai.zeros(3).min(dim=bai.zeros(3))
 

@@ -120,6 +120,41 @@ def test_header_length_out_of_range(tmp_path, checkpoint):
         load(write(tmp_path, huge))
 
 
+@pytest.mark.parametrize("change", [1000, 8, 1, -8, -1], ids=lambda c: f"{c:+d}")
+def test_overwritten_header_length_is_corrupted_not_truncated(tmp_path, checkpoint, change):
+    _, data = checkpoint
+    length = header_length(data)
+    damaged = struct.pack("<Q", length + change) + data[8:]
+    path = write(tmp_path, damaged)
+    with pytest.raises(CheckpointError) as info:
+        load(path)
+    message = str(info.value)
+    assert "is corrupted" in message and "truncated" not in message
+    assert repr(str(path)) in message
+    assert f"header of {length + change} bytes" in message
+    assert f"JSON header is whole and {length} bytes long" in message
+    assert "help: use an earlier checkpoint or a backup" in message
+    # the repair the message offers gives back the checkpoint, and the checksum vouches for it
+    repaired = write(tmp_path, struct.pack("<Q", length) + damaged[8:], "repaired.bai")
+    assert load(repaired)["meta"] == {"epoch": 2, "name": "run"}
+
+
+def test_header_length_past_the_limit_names_the_real_length(tmp_path, checkpoint):
+    _, data = checkpoint
+    damaged = struct.pack("<Q", 2**40) + data[8:]
+    with pytest.raises(CheckpointError, match="is corrupted") as info:
+        load(write(tmp_path, damaged))
+    assert f"struct.pack('<Q', {header_length(data)})" in str(info.value)
+
+
+def test_cut_in_the_header_padding_is_still_truncated(tmp_path, checkpoint):
+    _, data = checkpoint
+    length = header_length(data)
+    json_end = len(data[8 : 8 + length].rstrip(b" ")) + 8
+    with pytest.raises(CheckpointError, match="is truncated"):
+        load(write(tmp_path, data[:json_end]))
+
+
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_pickle_files_are_refused(tmp_path, protocol):
     path = tmp_path / "model.pkl"

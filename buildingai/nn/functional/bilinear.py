@@ -7,6 +7,7 @@ import math
 
 from ...autograd.tensor import Tensor
 from ...errors import ShapeError
+from ...functions.linalg import check_floating_input
 
 
 def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -15,6 +16,8 @@ def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None)
     x1: (*, in1), x2: (*, in2) with the same leading dimensions, weight: (out, in1, in2),
     bias: (out,) -> (*, out). PyTorch's layout, so Bilinear weights move across unchanged.
     """
+    check_floating_input("bilinear", x1, weight)
+    check_floating_input("bilinear", x2, weight)
     out, in1, in2 = weight.shape
     if (
         x1.ndim == 0
