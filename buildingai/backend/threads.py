@@ -3,17 +3,15 @@
 A NumPy ufunc runs on one core. NumPy releases the GIL inside its loops, though, so one large
 element-wise op cut into contiguous ranges and run on a few threads uses every core, as PyTorch's
 intra-op threads do. ``parallel_for`` is that cut; ops call it for arrays large enough that the
-hand-off is worth it (waking a pool thread and collecting its result took about 120 us on the
-2-core benchmark machine). BLAS calls are not affected: they have their own threads
-(threadpoolctl sets how many).
+hand-off (waking a pool thread and collecting its result) is worth it. BLAS calls are not
+affected: they have their own threads (threadpoolctl sets how many).
 
 The thread count is process-wide, like ``torch.set_num_threads``, and it is 1 unless set: after
-each BLAS call OpenBLAS's idle threads spin on their cores for about 0.1 s before they sleep, so in
-a GEMM-heavy training step extra element-wise threads find no free core. Measured on the 2-core
-benchmark machine, a Transformer training step took 86 ms with 1 thread here and 109 ms with 2
-(OpenBLAS at 2 threads). Raise it where BLAS runs single-threaded, or for element-wise-heavy
-work: ``set_num_threads(n)``, or ``set_num_threads("all")`` for every core this process may
-use.
+each BLAS call OpenBLAS's idle threads spin on their cores for a while before they sleep, so in
+a GEMM-heavy training step extra element-wise threads find no free core (measurements:
+docs/design_notes/performance.md). Raise it where BLAS runs single-threaded, or for
+element-wise-heavy work: ``set_num_threads(n)``, or ``set_num_threads("all")`` for every core
+this process may use.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-# Below this many elements touched (all arrays of the op together), an op runs on the calling
-# thread alone. Measured on the 2-core benchmark machine with BLAS idle, a float32 tanh-GELU
-# (3 arrays) on 2 threads: 489 against 384 us at 131k elements, 614 against 801 us at 262k.
+# Elements touched (all arrays of an op) below which the thread hand-off costs more than it saves.
 MIN_PARALLEL_WORK = 1 << 19
 
 _settings = {"count": None, "pool": None}

@@ -3,7 +3,8 @@ differentiable scatter that puts their outputs back in batch order.
 
 Data flow of ``MoELayer`` for N samples, E experts and top-k routing::
 
-    x (N, dim) -> Router -> indices (N, k), gates (N, k), aux_loss ()
+    x (N, dim) -> Router -> Routing: gates (N, E) with fields indices (N, k), weights (N, k),
+                            aux_loss ()
     group_by_expert(indices, gates, E) -> for each expert e: positions_e (n_e,), gates_e (n_e,)
     expert e runs on x[positions_e] only -> outputs_e (n_e, dim)
     dynamic_concat(outputs, positions, gates, N) -> y (N, dim), y[i] = sum_j gate_ij expert_ij(x_i)
@@ -11,6 +12,10 @@ Data flow of ``MoELayer`` for N samples, E experts and top-k routing::
 Each expert computes only on the samples routed to it (sum_e n_e = N k); the loop is over
 experts, never over samples. Gradients reach the experts through their outputs and the router
 through the gate weights (and through the auxiliary load-balancing loss).
+
+The same pieces serve a network written by hand: the router's output is the (N, E) gate tensor,
+so ``mask = routing.argmax(1) == e`` selects expert e's samples, ``expert(x[mask])`` runs it on
+them, and ``dynamic_concat(outputs, routing)`` puts every row back in place, scaled by its gate.
 """
 
 from __future__ import annotations
@@ -41,13 +46,33 @@ __all__ = [
 ]
 
 
-class Routing(NamedTuple):
-    """What a ``Router`` returns: ``indices`` (N, k) int64 chosen experts, best first;
-    ``weights`` (N, k) their gate weights; ``aux_loss`` () the load-balancing loss."""
+class Routing(Tensor):
+    """What a ``Router`` returns: the (N, E) gate weights, a Tensor that differentiates back
+    into the router, with the routing decision as fields.
 
-    indices: Tensor
-    weights: Tensor
-    aux_loss: Tensor
+    As a tensor, ``routing[i, e]`` is the gate weight of expert e for sample i: the chosen
+    experts' weights, zero for the others. So ``routing.argmax(1)`` (N,) is each sample's best
+    expert and ``dynamic_concat(outputs, routing)`` mixes per-expert outputs back by it. Fields:
+
+    - ``indices`` (N, k) int64: the chosen experts, best first;
+    - ``weights`` (N, k): their gate weights, ``routing[i, indices[i, j]] == weights[i, j]``;
+    - ``aux_loss`` (): the load-balancing loss.
+    """
+
+    __slots__ = ("indices", "weights", "aux_loss")
+
+    @classmethod
+    def of(cls, gates: Tensor, indices: Tensor, weights: Tensor, aux_loss: Tensor) -> Routing:
+        """A Routing that is ``gates`` (same array, same place in the graph) plus the fields."""
+        routing = cls.__new__(cls)
+        for slot in Tensor.__slots__:
+            if slot != "__weakref__":
+                setattr(routing, slot, getattr(gates, slot))
+        routing.indices, routing.weights, routing.aux_loss = indices, weights, aux_loss
+        return routing
+
+    def __repr__(self) -> str:
+        return f"Routing(gates={Tensor.__repr__(self)}, indices={self.indices!r})"
 
 
 class MoEOutput(NamedTuple):
@@ -94,7 +119,8 @@ def load_balancing_loss(probs: Tensor, indices) -> Tensor:
 class Router(Module):
     """A linear gate that picks ``top_k`` of ``num_experts`` experts for each sample.
 
-    x: (N, dim) -> ``Routing(indices (N, k) int64, weights (N, k), aux_loss ())``.
+    x: (N, dim) -> ``Routing``: the (N, num_experts) gate weights (zero for the experts not
+    chosen), with fields ``indices`` (N, k) int64, ``weights`` (N, k) and ``aux_loss`` ().
 
     The gate computes logits ``x W^T`` (``gate.weight``: (num_experts, dim), no bias) and
     probabilities ``softmax(logits)`` over the experts. The k experts with the largest logits
@@ -138,7 +164,7 @@ class Router(Module):
         self.renormalize = renormalize
         self.gate = Linear(dim, num_experts, bias=False, dtype=dtype, device=device)
 
-    @shapes("x: [tokens, dim] -> ([tokens, k], [tokens, k], [])")
+    @shapes("x: [tokens, dim] -> [tokens, experts]")
     def forward(self, x: Tensor) -> Routing:
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ShapeError(
@@ -161,7 +187,9 @@ class Router(Module):
         else:
             weights = functions.take_along_axis(probs, indices, axis=-1)
         aux_loss = load_balancing_loss(probs, indices)
-        return Routing(Tensor(indices), weights, aux_loss)
+        rows = xp.arange(indices.shape[0], dtype=np.int64)[:, None]
+        gates = functions.zeros_index_add(weights, logits.shape, (rows, indices))  # (N, E)
+        return Routing.of(gates, Tensor(indices), weights, aux_loss)
 
     def extra_repr(self) -> str:
         text = f"dim={self.dim}, num_experts={self.num_experts}, top_k={self.top_k}"
@@ -275,28 +303,108 @@ def _to_host(array) -> np.ndarray:
 
 def dynamic_concat(
     expert_outputs: Sequence[Tensor],
-    expert_indices: Sequence,
-    weights: Sequence[Tensor] | None,
-    batch_size: int,
+    routing: Tensor | Sequence,
+    weights: Sequence[Tensor] | None = None,
+    batch_size: int | None = None,
 ) -> Tensor:
-    """Put per-expert outputs back in batch order, weighted by their gates, summing where a
-    sample went to several experts.
+    """Put per-expert outputs back in batch order, scaled by their gate weights. Two forms:
 
-    expert_outputs[e]: (n_e, *F), the output of expert e on the samples at positions
-    ``expert_indices[e]`` (n_e,) (integers in ``0..batch_size-1``, a Tensor, array or list);
-    weights[e]: (n_e,) their gate weights, or ``weights=None`` for an unweighted sum. Returns
-    (batch_size, *F) with ``out[i] = sum over (e, j) with expert_indices[e][j] == i of
-    weights[e][j] * expert_outputs[e][j]``; samples no expert saw get zeros.
+    ``dynamic_concat(expert_outputs, gates)``, after routing each sample to its best expert:
+    gates (N, E) are every expert's gate weight for every sample (a ``Router``'s output, or any
+    such tensor), and sample i went to expert ``e_i = gates[i].argmax()`` (the first on ties, as
+    ``gates.argmax(1)``). ``expert_outputs`` are the outputs (n_e, *F) of the experts that got
+    samples, in expert order, each on its samples in batch order, as ``expert(x[mask])`` with
+    ``mask = gates.argmax(1) == e`` gives; an expert with no samples may be left out or given
+    as (0, *F). Returns (N, *F) with ``out[i] = gates[i, e_i] * (row of expert e_i for i)``.
 
-    One concatenation and one scatter-add (``zeros_index_add``, whose adjoint is a gather), so
-    the gradient reaches every expert output and every gate weight, to any order.
+    ``dynamic_concat(expert_outputs, expert_indices, weights, batch_size)``, after top-k
+    routing (``group_by_expert``): expert_outputs[e] (n_e, *F) is expert e's output on the
+    samples at positions ``expert_indices[e]`` (n_e,) (integers in ``0..batch_size-1``, a Tensor,
+    array or list); weights[e] (n_e,) their gate weights, or ``weights=None`` for an unweighted
+    sum. Returns (batch_size, *F) with ``out[i] = sum over (e, j) with expert_indices[e][j] == i
+    of weights[e][j] * expert_outputs[e][j]``; samples no expert saw get zeros.
+
+    Either way it is one concatenation and one gather or scatter-add, so the gradient reaches
+    every expert output and every gate weight, to any order.
     """
-    count = len(expert_outputs)
-    if count == 0:
+    if len(expert_outputs) == 0:
         raise ShapeError(
             "[dynamic_concat] got no expert outputs",
             help="pass one output per expert (an expert with no samples gives shape (0, *F))",
         )
+    if batch_size is None:
+        if weights is not None or not isinstance(routing, Tensor):
+            raise ShapeError(
+                "[dynamic_concat] with per-expert sample positions it needs batch_size",
+                help="call dynamic_concat(outputs, gates) with the (N, E) gate weights, or "
+                "dynamic_concat(outputs, positions, weights, batch_size)",
+            )
+        return _concat_by_best_expert(expert_outputs, routing)
+    return _concat_by_positions(expert_outputs, routing, weights, batch_size)
+
+
+def _check_rows(expert: int, output: Tensor, feature: tuple) -> int:
+    """The row count of expert ``expert``'s output, which must be (n, *feature)."""
+    if output.ndim == 0 or tuple(output.shape[1:]) != feature:
+        raise ShapeError(
+            f"[dynamic_concat] expert {expert} output has shape {tuple(output.shape)}, but "
+            f"expert 0 gives (n, {', '.join(map(str, feature))}); every expert must return "
+            "(n_e, *F) with the same F",
+        )
+    return output.shape[0]
+
+
+def _concat_by_best_expert(expert_outputs: Sequence[Tensor], gates: Tensor) -> Tensor:
+    """``dynamic_concat(expert_outputs, gates)``: see there."""
+    if gates.ndim != 2:
+        raise ShapeError(
+            f"[dynamic_concat] the gate weights must be (N, num_experts), got shape "
+            f"{tuple(gates.shape)}",
+            help="pass the router's output, or dynamic_concat(outputs, positions, weights, N)",
+        )
+    count, num_experts = gates.shape
+    xp = array_namespace(gates.data)
+    best = xp.argmax(gates.data, axis=1)  # (N,), the choice gates.argmax(1) makes
+    rows_per_expert = [int(n) for n in _to_host(xp.bincount(best, minlength=num_experts))]
+    used = [expert for expert in range(num_experts) if rows_per_expert[expert]]
+    if len(expert_outputs) == num_experts:
+        experts = list(range(num_experts))
+    elif len(expert_outputs) == len(used):
+        experts = used
+    else:
+        raise ShapeError(
+            f"[dynamic_concat] got {len(expert_outputs)} expert outputs, but the gate weights "
+            f"send samples to {len(used)} of {num_experts} experts ({used}) by their argmax",
+            help="pass one output per expert that got samples, in expert order (or one per expert)",
+        )
+    feature = tuple(expert_outputs[0].shape[1:])
+    for expert, output in zip(experts, expert_outputs):
+        rows = _check_rows(expert, output, feature)
+        if rows != rows_per_expert[expert]:
+            raise ShapeError(
+                f"[dynamic_concat] expert {expert} output has {rows} rows, but the gate "
+                f"weights send it {rows_per_expert[expert]} samples (gates.argmax(1) == "
+                f"{expert})",
+                help="run each expert on x[gates.argmax(1) == e], in expert order",
+            )
+    # Rows arrive grouped by expert, each group in batch order: sample order[j] owns row j.
+    order = _stable_argsort(xp, best)
+    inverse = xp.empty_like(order)
+    inverse[order] = xp.arange(count, dtype=order.dtype)
+    values = functions.concatenate(list(expert_outputs), axis=0)  # (N, *F), expert order
+    best_gate = functions.take_along_axis(gates, best[:, None].astype(np.int64), axis=1)  # (N, 1)
+    in_place = functions.getitem(values, inverse)  # (N, *F), batch order
+    return in_place * best_gate.reshape((count,) + (1,) * len(feature))
+
+
+def _concat_by_positions(
+    expert_outputs: Sequence[Tensor],
+    expert_indices: Sequence,
+    weights: Sequence[Tensor] | None,
+    batch_size: int,
+) -> Tensor:
+    """``dynamic_concat(expert_outputs, expert_indices, weights, batch_size)``: see there."""
+    count = len(expert_outputs)
     if len(expert_indices) != count or (weights is not None and len(weights) != count):
         lengths = f"{count} outputs, {len(expert_indices)} index arrays"
         if weights is not None:
@@ -309,13 +417,7 @@ def dynamic_concat(
     arrays = []
     for expert, output in enumerate(expert_outputs):
         index = _index_array(expert_indices[expert], f"expert_indices[{expert}]")
-        rows = output.shape[0] if output.ndim else None
-        if tuple(output.shape[1:]) != feature or rows is None:
-            raise ShapeError(
-                f"[dynamic_concat] expert {expert} output has shape {tuple(output.shape)}, but "
-                f"expert 0 gives (n, {', '.join(map(str, feature))}); every expert must return "
-                "(n_e, *F) with the same F",
-            )
+        rows = _check_rows(expert, output, feature)
         if index.shape != (rows,):
             raise ShapeError(
                 f"[dynamic_concat] expert {expert} has {rows} output rows but its index has "

@@ -1,7 +1,8 @@
-"""Draw a frozen graph with Graphviz: DOT text always, SVG/PNG when the ``dot`` program exists.
+"""Draw a graph with Graphviz: DOT text always, SVG/PNG when the ``dot`` program exists.
 
 Each op node shows the op, its output shape and dtype, and the module path it ran in; inputs
 are green, parameters and constants grey. Nodes of one module are grouped in a labelled box.
+The graph is a frozen one, or the record of a model's most recent call (``runs.py``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import subprocess
 from pathlib import Path
 
 from ..graph.executor import StaticGraph
-from ..graph.graph import Graph, Literal
+from ..graph.graph import Graph, GraphError, Literal
 from ..graph.symbolic import show_shape
+from ..graph.trace import freeze
+from ..nn.module import Module
+from .runs import is_recorded, last_run, record_call, record_runs
 
 
 def _escape(text: str) -> str:
@@ -79,32 +83,108 @@ def graph_to_dot(graph: Graph, name: str = "graph") -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_computation_graph(model_or_static_graph, path, input_signature: list | None = None):
-    """Write the graph of a model, function or ``StaticGraph`` to ``path``.
+class DotSource(str):
+    """DOT text that Jupyter shows as a picture: SVG rendered by Graphviz's ``dot`` program
+    when it is installed, the text itself otherwise."""
 
-    ``path`` ending in ``.dot`` (or ``.gv``) gets the DOT text; ``.svg`` / ``.png`` / ``.pdf``
-    also get the rendered picture when Graphviz's ``dot`` program is installed (next to it,
-    the DOT file is always written as ``path`` with the suffix ``.dot``). Returns the list of
-    files written. A model or function is frozen first with ``input_signature``.
+    def _repr_svg_(self) -> str | None:
+        program = shutil.which("dot")
+        if program is None:
+            return None
+        rendered = subprocess.run(
+            [program, "-Tsvg"],
+            input=str(self),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return rendered.stdout
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def plot_computation_graph(
+    source,
+    path=None,
+    input_signature: list | None = None,
+    *,
+    example_inputs=None,
+) -> DotSource | list[Path]:
+    """Draw the graph of a model, a function or a ``StaticGraph``.
+
+    Which graph: a ``StaticGraph`` or ``Graph`` as it is; with ``input_signature``, the model
+    or function frozen with it; with ``example_inputs`` (a Tensor or a tuple of them), one call
+    on them, recorded now; otherwise, for a Module or its bound ``forward``, the most recent
+    call of the model (see ``record_runs``: the first such request starts recording its calls,
+    and raises until the model has run once).
+
+    Without ``path`` it returns the DOT text as a ``DotSource`` (a str that Jupyter shows as
+    SVG when Graphviz's ``dot`` is installed). With ``path`` it writes the DOT text there when
+    ``path`` ends in ``.dot`` or ``.gv``; for ``.svg`` / ``.png`` / ``.pdf`` it writes the DOT
+    text next to it (suffix ``.dot``) and the rendered picture when ``dot`` is installed, and
+    returns the list of files written.
     """
-    from ..graph.graph import GraphError
-    from ..graph.trace import freeze
-
-    source = model_or_static_graph
+    module = _module_of(source)
+    name = type(module).__name__ if module is not None else _name_of(source)
     if isinstance(source, StaticGraph):
         graph = source.graph
     elif isinstance(source, Graph):
         graph = source
+    elif input_signature is not None:
+        graph = freeze(module if module is not None else source, input_signature).graph
+    elif example_inputs is not None:
+        inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        graph = record_call(module if module is not None else source, tuple(inputs), module)
     else:
-        if input_signature is None:
-            raise GraphError(
-                "[plot_computation_graph] a model or function needs an input_signature",
-                help="pass input_signature=[TensorSpec(...)], or freeze it first",
-            )
-        graph = freeze(source, input_signature).graph
-    path = Path(path)
-    name = getattr(type(model_or_static_graph), "__name__", "graph")
-    dot_text = graph_to_dot(graph, name)
+        graph = _most_recent_run(source, module, name)
+    dot_text = DotSource(graph_to_dot(graph, name))
+    if path is None:
+        return dot_text
+    return _write(dot_text, Path(path))
+
+
+def _module_of(source):
+    """The Module that ``source`` calls: itself, or the owner of a bound ``forward``."""
+    if isinstance(source, Module):
+        return source
+    owner = getattr(source, "__self__", None)
+    if isinstance(owner, Module) and getattr(source, "__name__", None) == "forward":
+        return owner
+    return None
+
+
+def _name_of(source) -> str:
+    if isinstance(source, (StaticGraph, Graph)):
+        return type(source).__name__
+    return getattr(source, "__qualname__", None) or type(source).__name__
+
+
+def _most_recent_run(source, module, name: str) -> Graph:
+    if module is None:
+        raise GraphError(
+            f"[plot_computation_graph] {name} is not a Module or its forward, so its calls "
+            "are not recorded",
+            help="pass example_inputs=(x,) to record one call, or "
+            "input_signature=[TensorSpec(...)] to freeze it",
+        )
+    graph = last_run(module)
+    if graph is not None:
+        return graph
+    started = "" if is_recorded(module) else " (recording its calls starts now)"
+    record_runs(module)
+    raise GraphError(
+        f"[plot_computation_graph] {name}.forward has no recorded run{started}: run the model "
+        "once, or pass example inputs",
+        help="call the model, then plot again; or plot_computation_graph(model.forward, "
+        "example_inputs=(x,)); buildingai.vis.record_runs(model) starts recording before the "
+        "first call",
+    )
+
+
+def _write(dot_text: str, path: Path) -> list:
+    """Write ``dot_text`` (and the picture ``path`` asks for, when ``dot`` is installed)."""
     dot_path = path if path.suffix in (".dot", ".gv") else path.with_suffix(".dot")
     dot_path.write_text(dot_text)
     written = [dot_path]

@@ -42,7 +42,8 @@ def test_router_matches_numpy_reference(num_experts, top_k):
     bai.manual_seed(1)
     router = Router(6, num_experts, top_k, dtype=F64)
     x = np.random.default_rng(0).standard_normal((11, 6))
-    indices, weights, aux = router(bai.tensor(x))
+    routing = router(bai.tensor(x))
+    indices, weights, aux = routing.indices, routing.weights, routing.aux_loss
     logits = x @ router.gate.weight.numpy().T
     expected = np.argsort(-logits, axis=-1, kind="stable")[:, :top_k]
     np.testing.assert_array_equal(indices.numpy(), expected)
@@ -60,7 +61,7 @@ def test_router_ties_go_to_the_lower_index():
     router = Router(2, 4, top_k=2, dtype=F64)
     with bai.no_grad():
         router.gate.weight.copy_(bai.tensor([[1.0, 0.0], [2.0, 0.0], [2.0, 0.0], [1.0, 0.0]]))
-    indices, _, _ = router(bai.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=F64))
+    indices = router(bai.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=F64)).indices
     np.testing.assert_array_equal(indices.numpy(), [[1, 2], [0, 3]])
 
 
@@ -68,12 +69,13 @@ def test_router_without_renormalisation_gives_raw_probabilities():
     bai.manual_seed(2)
     router = Router(3, 4, top_k=2, renormalize=False, dtype=F64)
     x = np.random.default_rng(1).standard_normal((7, 3))
-    indices, weights, _ = router(bai.tensor(x))
+    routing = router(bai.tensor(x))
+    indices, weights = routing.indices, routing.weights
     probs = _softmax(x @ router.gate.weight.numpy().T)
     expected = np.take_along_axis(probs, indices.numpy(), axis=-1)
     np.testing.assert_allclose(weights.numpy(), expected, rtol=1e-12)
     # top-1 renormalised weights are all 1 (documented: the router then learns from aux only)
-    _, ones, _ = Router(3, 4, top_k=1, dtype=F64)(bai.tensor(x))
+    ones = Router(3, 4, top_k=1, dtype=F64)(bai.tensor(x)).weights
     np.testing.assert_allclose(ones.numpy(), 1.0)
 
 
@@ -83,7 +85,8 @@ def test_aux_loss_gradient_matches_pytorch():
     bai.manual_seed(3)
     router = Router(5, 4, top_k=2, dtype=F64)
     x = np.random.default_rng(2).standard_normal((9, 5))
-    indices, _, aux = router(bai.tensor(x))
+    routing = router(bai.tensor(x))
+    indices, aux = routing.indices, routing.aux_loss
     aux.backward()
     weight = torch.tensor(router.gate.weight.numpy(), requires_grad=True)
     probs = torch.softmax(torch.tensor(x) @ weight.T, dim=-1)
@@ -129,6 +132,32 @@ def test_router_errors():
     with pytest.raises(ShapeError, match=r"\[Router\] expects x of shape \(N, 2\), got \(4, 3\)"):
         Router(2, 3)(bai.zeros(4, 3))
     assert "num_experts=3, top_k=2, noise_std=0.5" in repr(Router(2, 3, noise_std=0.5))
+
+
+def test_router_output_is_the_gate_tensor_with_the_routing_fields():
+    """As a tensor the routing is (N, E): the chosen experts' gate weights, zeros elsewhere."""
+    bai.manual_seed(5)
+    router = Router(4, 5, top_k=2, dtype=F64)
+    x = np.random.default_rng(4).standard_normal((8, 4))
+    with shape_checks():
+        routing = router(bai.tensor(x))
+    assert isinstance(routing, bai.Tensor) and routing.shape == (8, 5)
+    indices, weights = routing.indices.numpy(), routing.weights.numpy()
+    dense = np.zeros((8, 5))
+    np.put_along_axis(dense, indices, weights, axis=1)
+    np.testing.assert_array_equal(routing.numpy(), dense)
+    np.testing.assert_array_equal(routing.argmax(1).numpy(), indices[:, 0])
+    assert routing.aux_loss.shape == () and "Routing(gates=tensor(" in repr(routing)
+    # the tensor is differentiable: its gradient reaches the gate through the chosen logits
+    upstream = np.random.default_rng(6).standard_normal((8, 5))
+    (routing * bai.tensor(upstream)).sum().backward()
+    weight = torch.tensor(router.gate.weight.numpy(), requires_grad=True)
+    logits = torch.tensor(x) @ weight.T
+    chosen = torch.tensor(indices)
+    gates = torch.softmax(torch.gather(logits, 1, chosen), dim=-1)
+    reference = torch.zeros_like(logits).scatter(1, chosen, gates)
+    (reference * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(router.gate.weight.grad.numpy(), weight.grad.numpy(), rtol=1e-10)
 
 
 # ----- group_by_expert ---------------------------------------------------------------------------
@@ -213,6 +242,148 @@ def test_dynamic_concat_errors():
         dynamic_concat(outputs, [np.array([0.0, 1.0])] + indices[1:], None, 4)
 
 
+# ----- a dynamic network written by hand -----------------------------------------------------
+class DynamicNetwork(bai.nn.Module):
+    """A user's module: the router's output used as an (N, E) weight tensor, masks, and
+    dynamic_concat(outputs, weights)."""
+
+    def __init__(self, dim, num_experts, top_k=1, renormalize=False):
+        super().__init__()
+        self.router = Router(dim, num_experts, top_k, renormalize=renormalize, dtype=F64)
+        self.experts = bai.nn.ModuleList([Expert(dim, 5, dtype=F64) for _ in range(num_experts)])
+
+    def forward(self, x):
+        weights = self.router(x)
+        outputs = []
+        for i, expert in enumerate(self.experts):
+            mask = weights.argmax(1) == i
+            if mask.any():
+                outputs.append(expert(x[mask]))
+        return dynamic_concat(outputs, weights)
+
+
+def _torch_expert(params: dict, e: int, x):
+    """Expert e (a gelu MLP) in PyTorch, from the copied parameters."""
+    linear = torch.nn.functional.linear
+    hidden = linear(x, params[f"experts.{e}.fc1.weight"], params[f"experts.{e}.fc1.bias"])
+    gelu = torch.nn.functional.gelu(hidden)
+    return linear(gelu, params[f"experts.{e}.fc2.weight"], params[f"experts.{e}.fc2.bias"])
+
+
+def _torch_dynamic_reference(model: DynamicNetwork, x: np.ndarray):
+    """The same network in PyTorch with copied weights: each sample through its best expert,
+    scaled by that expert's gate weight. Returns (output, parameters, best expert per sample)."""
+    params = {
+        name: torch.tensor(p.numpy(), requires_grad=True) for name, p in model.named_parameters()
+    }
+    xt = torch.tensor(x, requires_grad=True)
+    logits = xt @ params["router.gate.weight"].T  # (N, E)
+    chosen = torch.argsort(-logits, dim=-1, stable=True)[:, : model.router.top_k]
+    if model.router.renormalize:
+        gates = torch.softmax(torch.gather(logits, 1, chosen), dim=-1)
+    else:
+        gates = torch.gather(torch.softmax(logits, dim=-1), 1, chosen)
+    weights = torch.zeros_like(logits).scatter(1, chosen, gates)  # (N, E)
+    best = weights.argmax(1)
+    rows = []
+    for i in range(x.shape[0]):
+        e = int(best[i])
+        rows.append(weights[i, e] * _torch_expert(params, e, xt[i]))
+    return torch.stack(rows), params, xt, best.numpy()
+
+
+@pytest.mark.parametrize("top_k, renormalize", [(1, False), (2, True), (3, False)])
+def test_a_dynamic_network_written_by_hand_matches_pytorch(top_k, renormalize):
+    bai.manual_seed(20)
+    model = DynamicNetwork(3, 4, top_k, renormalize)
+    gate = model.router.gate.weight
+    with bai.no_grad():
+        # expert 3's logit is the mean of experts 0 and 1: never strictly the largest, so
+        # expert 3 gets no rows and is left out of the outputs
+        gate[3] = (gate[0] + gate[1]) / 2
+    x = np.random.default_rng(21).standard_normal((12, 3))
+    x_ours = bai.tensor(x, requires_grad=True)
+    out = model(x_ours)
+    reference, params, xt, best = _torch_dynamic_reference(model, x)
+    assert 3 not in best and len(set(best)) == 3  # one expert gets no rows, the others some
+    np.testing.assert_allclose(out.numpy(), reference.detach().numpy(), rtol=1e-12)
+
+    upstream = np.random.default_rng(22).standard_normal((12, 3))
+    (out * bai.tensor(upstream)).sum().backward()
+    (reference * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(x_ours.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-14)
+    for name, param in model.named_parameters():
+        expected = params[name].grad
+        expected = np.zeros(param.shape) if expected is None else expected.numpy()
+        ours = np.zeros(param.shape) if param.grad is None else param.grad.numpy()
+        np.testing.assert_allclose(ours, expected, rtol=1e-10, atol=1e-14, err_msg=name)
+    assert model.experts[3].fc1.weight.grad is None  # the expert with no rows never ran
+    assert np.abs(gate.grad.numpy()).sum() > 0
+
+
+def _best_expert_case(seed=0):
+    """Gates (5, 3) whose argmax is [2, 0, 2, 2, 0] (expert 1 gets nothing), and the outputs
+    of experts 0 and 2 on their rows."""
+    rng = np.random.default_rng(seed)
+    gates = rng.random((5, 3)) * 0.5
+    best = np.array([2, 0, 2, 2, 0])
+    gates[np.arange(5), best] += 1.0
+    outputs = [
+        bai.tensor(rng.standard_normal((2, 2)), requires_grad=True),
+        bai.tensor(rng.standard_normal((3, 2)), requires_grad=True),
+    ]
+    return bai.tensor(gates, requires_grad=True), best, outputs
+
+
+def test_dynamic_concat_by_best_expert_values_and_gradients():
+    gates, best, outputs = _best_expert_case()
+    result = dynamic_concat(outputs, gates).numpy()
+    g, o = gates.numpy(), [t.numpy() for t in outputs]
+    expected = np.stack(
+        [
+            g[0, 2] * o[1][0],
+            g[1, 0] * o[0][0],
+            g[2, 2] * o[1][1],
+            g[3, 2] * o[1][2],
+            g[4, 0] * o[0][1],
+        ]
+    )
+    np.testing.assert_allclose(result, expected, rtol=1e-12)
+    # one output per expert, the empty one given as (0, F), gives the same
+    with_empty = [outputs[0], bai.zeros(0, 2, dtype=F64), outputs[1]]
+    np.testing.assert_allclose(dynamic_concat(with_empty, gates).numpy(), expected, rtol=1e-12)
+
+    def fn(gates, o0, o2):
+        return dynamic_concat([o0, o2], gates)
+
+    assert gradcheck(fn, [gates] + outputs)
+    assert gradgradcheck(fn, [gates] + outputs)
+
+
+def test_dynamic_concat_by_best_expert_errors():
+    gates, _, outputs = _best_expert_case()
+    with pytest.raises(
+        ShapeError,
+        match=r"got 1 expert outputs, but the gate weights send "
+        r"samples to 2 of 3 experts \(\[0, 2\]\)",
+    ):
+        dynamic_concat(outputs[:1], gates)
+    with pytest.raises(
+        ShapeError,
+        match=r"expert 0 output has 3 rows, but the gate weights "
+        r"send it 2 samples \(gates.argmax\(1\) == 0\)",
+    ):
+        dynamic_concat([outputs[1], outputs[0]], gates)
+    with pytest.raises(
+        ShapeError,
+        match=r"gate weights must be \(N, num_experts\), got "
+        r"shape \(5,\)",
+    ):
+        dynamic_concat(outputs, gates[:, 0])
+    with pytest.raises(ShapeError, match="with per-expert sample positions it needs batch_size"):
+        dynamic_concat(outputs, [np.array([1, 4]), np.array([0, 2, 3])])
+
+
 # ----- MoELayer against a dense reference ------------------------------------------------
 def _torch_dense_reference(layer: MoELayer, x: np.ndarray, indices: np.ndarray):
     """Every expert on every sample, masked to the chosen ones: y = sum_e mask_e * expert_e(x),
@@ -227,15 +398,7 @@ def _torch_dense_reference(layer: MoELayer, x: np.ndarray, indices: np.ndarray):
     dense_gates = torch.zeros_like(logits).scatter_add(1, chosen, gates)  # (N, E), 0 if unused
     output = torch.zeros_like(xt)
     for e in range(layer.num_experts):
-        hidden = torch.nn.functional.linear(
-            xt, params[f"experts.{e}.fc1.weight"], params[f"experts.{e}.fc1.bias"]
-        )
-        expert_out = torch.nn.functional.linear(
-            torch.nn.functional.gelu(hidden),
-            params[f"experts.{e}.fc2.weight"],
-            params[f"experts.{e}.fc2.bias"],
-        )
-        output = output + dense_gates[:, e : e + 1] * expert_out
+        output = output + dense_gates[:, e : e + 1] * _torch_expert(params, e, xt)
     return output, params
 
 
