@@ -11,6 +11,7 @@ from ..backend.dtypes import as_dtype, bool_, default_float_dtype
 from ..backend.random import resolve_generator
 from ..errors import DTypeError, ShapeError
 from ..ops import cast as ops
+from ..ops import creation as factories
 from ._common import as_shape
 
 
@@ -18,12 +19,6 @@ def _place(array: np.ndarray, device) -> np.ndarray:
     if device is None:
         return array
     return _device.to_device(array, _device.Device(device))
-
-
-def _xp_for(device):
-    if device is None or _device.Device(device).type == "cpu":
-        return np
-    return _device.cupy_module()
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -70,48 +65,116 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def _factory(name, fill):
-    def factory(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-        dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-        array = fill(_xp_for(device), as_shape(shape), dtype)
-        return Tensor(_place(array, device), requires_grad=requires_grad)
-
-    factory.__name__ = name
-    factory.__doc__ = f"A new tensor of the given shape filled with {name.rstrip('s')}s."
-    return factory
+_INT64 = np.dtype(np.int64)
 
 
-zeros = _factory("zeros", lambda xp, shape, dtype: xp.zeros(shape, dtype))
-ones = _factory("ones", lambda xp, shape, dtype: xp.ones(shape, dtype))
-empty = _factory("empty", lambda xp, shape, dtype: xp.empty(shape, dtype))
+def _device_name(device) -> str:
+    """The device attribute of a factory op: "cpu" or "cuda:N" (validated)."""
+    return "cpu" if device is None else str(_device.Device(device))
+
+
+def _sizes(op: str, shape) -> tuple:
+    """``shape`` (``f(2, 3)``, ``f((2, 3))`` or ``f([2, 3])``) as a tuple of sizes, symbolic
+    ints kept as they are; negative sizes are refused."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = shape[0]  # f((2, 3)) or f([2, 3]); f(np.int64(5)) is one size
+    sizes = tuple(shape)
+    for size in sizes:  # the common case, plain non-negative ints, passes in this one loop
+        if type(size) is not int or size < 0:
+            return _checked_sizes(op, sizes)
+    return sizes
+
+
+def _checked_sizes(op: str, shape: tuple) -> tuple:
+    shape = as_shape((shape,))  # NumPy ints and 0-d tensors as ints; symbolic ints kept
+    if shape and min(shape) < 0:
+        raise ShapeError(
+            f"[{op}] negative size in shape {tuple(int(s) for s in shape)}",
+            help="every size must be 0 or more",
+        )
+    return shape
+
+
+def _number(value):
+    """A Python number for a NumPy scalar or a one-element tensor (an op attribute)."""
+    if isinstance(value, (int, float)):  # symbolic ints included: they stay symbolic
+        return value
+    return value.item() if hasattr(value, "item") else value
+
+
+def _leaf(out: Tensor, requires_grad: bool) -> Tensor:
+    # a factory's output has no history: asking for a gradient makes it a leaf
+    return out.requires_grad_() if requires_grad else out
+
+
+def _filled(op: str, shape, fill_value, dtype, device, requires_grad: bool) -> Tensor:
+    out = apply(
+        factories.FULL,
+        shape=_sizes(op, shape),
+        fill_value=fill_value,
+        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        device=_device_name(device),
+    )
+    return _leaf(out, requires_grad)
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given shape (``zeros(2, 3)`` or ``zeros((2, 3))``) filled with zeros;
+    float32 unless ``dtype`` is given."""
+    return _filled("zeros", shape, 0, dtype, device, requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given shape filled with ones; float32 unless ``dtype`` is given."""
+    return _filled("ones", shape, 1, dtype, device, requires_grad)
+
+
+def empty(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given shape with uninitialised values; float32 unless ``dtype``."""
+    return _filled("empty", shape, None, dtype, device, requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A new tensor of ``shape`` filled with ``fill_value``."""
+    """A new tensor of ``shape`` filled with ``fill_value``. The dtype follows the value, as in
+    PyTorch: a Python float gives float32, an int int64, a bool bool."""
     if dtype is None:
-        dtype = default_float_dtype if isinstance(fill_value, float) else None
-    array = _xp_for(device).full(as_shape((shape,)), fill_value, dtype=dtype)
-    return Tensor(_place(array, device), requires_grad=requires_grad)
+        dtype = default_float_dtype if isinstance(fill_value, float) else _dtype_of(fill_value)
+    return _filled("full", (shape,), _number(fill_value), dtype, device, requires_grad)
+
+
+def _dtype_of(value) -> np.dtype:
+    dtype = getattr(value, "dtype", None)
+    return np.asarray(value).dtype if dtype is None else as_dtype(dtype)
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Zeros shaped like ``x`` (same dtype and device unless given)."""
+    """Zeros shaped like ``x`` (same dtype and device unless given). While freezing, the
+    shape follows ``x``'s symbolic sizes."""
     return zeros(
-        x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+        requires_grad=requires_grad,
     )
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Ones shaped like ``x`` (same dtype and device unless given)."""
     return ones(
-        x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+        requires_grad=requires_grad,
     )
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uninitialised memory shaped like ``x``."""
     return empty(
-        x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+        requires_grad=requires_grad,
     )
 
 
@@ -127,28 +190,50 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Te
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Evenly spaced values in [start, stop). Integer arguments give int64, floats float32."""
+    """Evenly spaced values in [start, stop): ``(ceil((stop - start) / step),)``. Integer
+    arguments give int64, floats float32. While freezing, ``arange(x.shape[1])`` keeps the
+    symbolic length."""
     if stop is None:
         start, stop = 0, start
+    start, stop, step = _number(start), _number(stop), _number(step)
     if dtype is None:
-        integral = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
-        dtype = np.int64 if integral else default_float_dtype
-    array = _xp_for(device).arange(start, stop, step, dtype=as_dtype(dtype))
-    return Tensor(_place(array, device), requires_grad=requires_grad)
+        integral = isinstance(start, int) and isinstance(stop, int) and isinstance(step, int)
+        dtype = _INT64 if integral else default_float_dtype
+    out = apply(
+        factories.ARANGE,
+        start=start,
+        stop=stop,
+        step=step,
+        dtype=as_dtype(dtype),
+        device=_device_name(device),
+    )
+    return _leaf(out, requires_grad)
 
 
 def linspace(start, stop, steps: int, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``stop`` inclusive."""
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-    array = _xp_for(device).linspace(start, stop, steps, dtype=dtype)
-    return Tensor(_place(array, device), requires_grad=requires_grad)
+    """``steps`` evenly spaced values from ``start`` to ``stop`` inclusive: ``(steps,)``."""
+    out = apply(
+        factories.LINSPACE,
+        start=_number(start),
+        stop=_number(stop),
+        steps=_number(steps),
+        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        device=_device_name(device),
+    )
+    return _leaf(out, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """The identity matrix (n, m)."""
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
-    array = _xp_for(device).eye(n, m, dtype=dtype)
-    return Tensor(_place(array, device), requires_grad=requires_grad)
+    """The identity matrix ``(n, m)`` (``m`` defaults to ``n``)."""
+    rows, columns = _sizes("eye", (n, n if m is None else m))
+    out = apply(
+        factories.EYE,
+        rows=rows,
+        columns=columns,
+        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        device=_device_name(device),
+    )
+    return _leaf(out, requires_grad)
 
 
 def _random(draw, shape, dtype, device, generator, requires_grad):

@@ -10,10 +10,13 @@ the op really produced. Python code in the call sees ``x.shape`` entries that ar
 (``symbolic.SymbolicInt``): the sample size, carrying its ``DimExpr``, so that a reshape target,
 a view or a slice bound computed from them (``x.reshape(x.shape[0], -1)``, ``x[:, : n - 1]``)
 becomes a symbolic attribute of the node. A size no ``DimExpr`` expresses (``n // 2`` of an odd
-sample, ``1 / n``), a comparison whose answer depends on the sizes (``if n > 2``), and a
-constant made outside dispatch whose shape follows a symbolic size (other than a uniform fill
-such as ``zeros(batch, hidden)``, which becomes a ``full`` node) are refused, naming the file
-and line, rather than frozen for one size.
+sample, ``1 / n``) and a comparison whose answer depends on the sizes (``if n > 2``) are
+refused, naming the file and line, rather than frozen for one size.
+
+Constants. Factories (``zeros``, ``ones``, ``full``, ``arange``, ``eye``, ``linspace`` and the
+``*_like`` forms) are ops, so ``zeros(x.shape[0], 16)`` or ``arange(x.shape[1])`` is a node whose
+size attributes stay symbolic. A tensor the call reads that no traced op made (built from NumPy
+data, or before the call) is a constant of the shape it has: its shape is never guessed.
 
 Data dependence. While tracing, reading the value of a tensor that depends on the inputs
 (``bool(x)``, ``x.item()``, ``x.tolist()``, ``x.numpy()``, ``int(x)``...) raises a
@@ -41,7 +44,6 @@ from ..errors import BuildingAIError
 from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
 from . import symbolic
 from .graph import Graph, GraphError, Literal, Node, Value
-from .ops import FULL
 from .spec import TensorSpec
 from .symbolic import (
     DerivedFloat,
@@ -55,7 +57,7 @@ from .symbolic import (
 )
 
 # Sample sizes of the symbols, in order of first appearance: distinct primes above the sizes
-# layers commonly fix, so that a constant's dimension rarely equals one by chance.
+# layers commonly fix, so that checking op.infer against forward tells symbols and fixed sizes apart.
 _SAMPLE_SIZES = (13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 
 
@@ -84,7 +86,6 @@ class Tracer(Interceptor):
         self.versions: dict = {}  # value id -> (version counter, version when first seen)
         self.keep: dict = {}  # id -> tensor: keeps traced tensors alive, so ids stay unique
         self.dependent: set = set()  # ids of tensors whose values depend on the inputs
-        self.created: set = set()  # ids of tensors created on this thread during the trace
         self.arrays: dict = {}  # id(array) -> (value id, array), for traced values' arrays
 
     # ----- values -------------------------------------------------------------------------------
@@ -119,8 +120,8 @@ class Tracer(Interceptor):
         return value_id
 
     def capture(self, tensor: Tensor, op) -> int:
-        """A tensor the call read that no traced op made: a parameter, a constant, or a fill
-        whose shape follows the symbolic sizes."""
+        """A tensor the call read that no traced op made: a parameter or a constant, of the
+        shape it has (a size that follows the inputs comes from a factory op instead)."""
         name = self.parameter_names.get(id(tensor))
         array = tensor.data
         shape = tuple(array.shape)
@@ -139,39 +140,9 @@ class Tracer(Interceptor):
                 help="compute it with tensor ops from the inputs so that the graph records how it "
                 "is made, instead of from .data",
             )
-        fresh = id(tensor) in self.created and not tensor.requires_grad  # not a built parameter
-        symbolic_shape = self.symbolic_fill_shape(tensor) if fresh else None
-        if symbolic_shape is not None:
-            fill = _uniform_fill(array)
-            if fill is None:
-                reader = f" (first read by '{op.name}'{_in_module()}){where()}"
-                raise GraphError(
-                    f"[freeze] a tensor created outside the traced ops{reader} has shape "
-                    f"{shape}, which follows the symbolic sizes {self.sizes} of this trace: "
-                    "its shape depends on the symbolic sizes",
-                    help="compute it with tensor ops from the inputs (for example ones_like(x), "
-                    "x.new_zeros, arange via cumsum) so the graph records how it is made, or make "
-                    "the dimension fixed in the input signature",
-                )
-            # zeros/ones/full of a size that follows the inputs (an RNN's initial state):
-            # a node that makes it, so that its shape stays symbolic
-            value_id = self.add(tensor, "op", f"fill{len(self.graph.values)}", symbolic_shape)
-            attrs = {"shape": symbolic_shape, "value": fill, "dtype": array.dtype}
-            self.graph.nodes.append(Node(FULL, (), attrs, value_id, _module_path()))
-            return value_id
         count = sum(1 for v in self.graph.values.values() if v.kind == "const")
         # a copy: the tensor may be changed after the call, the graph must not change
         return self.add(tensor, "const", f"const{count}", shape, np.array(array, copy=True))
-
-    def symbolic_fill_shape(self, tensor: Tensor) -> tuple | None:
-        """The shape with each dimension equal to a symbol's sample size made symbolic, or None
-        when no dimension is."""
-        by_size = {size: symbol for symbol, size in self.sizes.items()}
-        shape = tuple(
-            DimExpr((by_size[extent],)) if extent in by_size else extent
-            for extent in tensor.data.shape
-        )
-        return shape if any(isinstance(extent, DimExpr) for extent in shape) else None
 
     # ----- ops ----------------------------------------------------------------------------------
     def after_op(self, op, inputs, output, attrs) -> None:
@@ -231,6 +202,8 @@ class Tracer(Interceptor):
                 help="make the dimension fixed in the input signature",
             ) from None
         except BuildingAIError as error:
+            if symbolic and self.infers_at_sample_sizes(op, specs, attrs):
+                raise self.fixed_meets_symbolic(op, specs, error) from None
             raise _disagrees(op, specs, attrs, f"infer raised: {error.message}") from None
         if isinstance(inferred, tuple):
             if len(inferred) != 1:
@@ -246,6 +219,32 @@ class Tracer(Interceptor):
                 f"sizes {self.sizes}, but forward returned {actual} {output.dtype}",
             )
         return tuple(inferred.shape)
+
+    def infers_at_sample_sizes(self, op, specs: list, attrs: dict) -> bool:
+        """Whether ``op.infer`` accepts the inputs with every symbol at its sample size."""
+        concrete = [
+            s.with_shape(resolve(s.shape, self.sizes)) if isinstance(s, ValueSpec) else s
+            for s in specs
+        ]
+        try:
+            op.infer(*concrete, **resolve(attrs, self.sizes))
+        except (BuildingAIError, NotImplementedError):
+            return False
+        return True
+
+    def fixed_meets_symbolic(self, op, specs: list, error: BuildingAIError) -> GraphError:
+        """The error for shapes that agree only at the sample sizes: a fixed size (a constant
+        made from NumPy data, a size computed outside the trace) where a symbolic one is needed."""
+        return GraphError(
+            f"[freeze] '{op.name}'{_in_module()} gets inputs "
+            f"{', '.join(repr(s) for s in specs if isinstance(s, ValueSpec))} that fit together "
+            f"only at this trace's sample sizes {self.sizes} ({error.message}): a fixed size "
+            f"stands where a symbolic one is needed, so the graph would work for one size only"
+            f"{where()}",
+            help="make that tensor with ops sized from the inputs (bai.zeros(x.shape[0], ...), "
+            "bai.arange(x.shape[1]), ones_like(x)) rather than from NumPy data or sizes read "
+            "before the call, or fix the dimension in the input signature",
+        )
 
 
 def _disagrees(op, specs, attrs, detail: str) -> GraphError:
@@ -321,16 +320,6 @@ def _underived(value, op, what: str) -> GraphError:
     )
 
 
-def _uniform_fill(array):
-    """The single value every element of ``array`` holds, or None."""
-    if array.size == 0:
-        return None
-    value = array.reshape(-1)[0]
-    if not bool((array == value).all()):
-        return None
-    return value.item()
-
-
 # ----- hooks on Tensor while a trace runs ------------------------------------------------------
 
 _GUARDED = ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__")
@@ -375,9 +364,8 @@ def _install() -> None:
     for name in _GUARDED:
         saved[name] = Tensor.__dict__[name]
         setattr(Tensor, name, _guarded(name, saved[name]))
-    for name in ("shape", "size", "numel", "__init__"):
+    for name in ("shape", "size", "numel"):
         saved[name] = Tensor.__dict__[name]
-    original_init = saved["__init__"]
 
     def shape(self):
         tracer = _tracing.tracer
@@ -401,17 +389,9 @@ def _install() -> None:
             count = extent * count
         return count
 
-    def init(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        tracer = _tracing.tracer
-        if tracer is not None:
-            tracer.created.add(id(self))
-            tracer.keep[id(self)] = self
-
     Tensor.shape = property(shape, doc=saved["shape"].__doc__)
     Tensor.size = property(size, doc=saved["size"].__doc__)
     Tensor.numel = numel
-    Tensor.__init__ = init
 
 
 def _guarded(name: str, original):

@@ -116,25 +116,102 @@ def test_functions_and_constants_created_inside_the_call():
     np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy())
 
 
-def test_zeros_sized_by_the_batch_become_a_symbolic_fill():
-    def function(x):
-        state = bai.zeros(x.shape[0], 3)  # an initial state sized by the batch
-        return x[:, :3] + state
+def test_zeros_sized_by_the_batch_is_a_full_node_with_a_symbolic_shape():
+    def function(x):  # (N, 5)
+        state = bai.zeros(x.shape[0], 16)  # an initial state sized by the batch
+        return x.sum(1, keepdims=True) + state
 
     static = freeze(function, [TensorSpec((None, 5))])
-    assert [node.op.name for node in static.graph.nodes] == ["getitem", "full", "add"]
-    assert str(static.graph.nodes[1].attrs["shape"]) == "(batch, 3)"
-    assert static(_x(6, 5)).shape == (6, 3)
+    full = next(node for node in static.graph.nodes if node.op.name == "full")
+    assert str(full.attrs["shape"]) == "(batch, 16)"
+    assert str(static.graph.values[full.output].shape) == "(batch, 16)"
+    assert not any(v.kind == "const" for v in static.graph.values.values())
+    for batch in (1, 6, 13):
+        x = _x(batch, 5, seed=batch)
+        np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy(), rtol=1e-6)
+        assert static(x).shape == (batch, 16)
 
 
-def test_constants_whose_shape_follows_a_symbolic_size_are_refused():
+def test_a_fixed_size_equal_to_a_sample_size_stays_fixed():
+    # 13 is the sample size of the batch: a constant of that size must not become the batch
+    def function(x):  # (N, 4) -> (N, 13)
+        projection = bai.ones(4, 13)
+        offsets = bai.tensor(np.arange(13, dtype="float32"))  # made from NumPy: a constant
+        return x @ projection + offsets
+
+    static = freeze(function, [TensorSpec((None, 4))])
+    assert str(static.graph.values[static.graph.outputs[0]].shape) == "(batch, 13)"
+    full = next(node for node in static.graph.nodes if node.op.name == "full")
+    assert full.attrs["shape"] == (4, 13)
+    for batch in (2, 13):
+        x = _x(batch, 4, seed=batch)
+        np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_arange_of_a_symbolic_length_gives_positions_at_every_length():
+    def function(x):  # (N, T)
+        positions = bai.arange(x.shape[1]).astype("float32")  # (T,)
+        countdown = bai.arange(x.shape[1], 0, -1).astype("float32")  # T, T-1, ..., 1
+        return x + positions - countdown
+
+    static = freeze(function, [TensorSpec((None, None))])
+    arange = [node for node in static.graph.nodes if node.op.name == "arange"]
+    assert [str(static.graph.values[n.output].shape) for n in arange] == ["(dim1,)"] * 2
+    for length in (1, 4, 17):
+        x = _x(3, length, seed=length)
+        np.testing.assert_array_equal(static(x).numpy(), function(bai.tensor(x)).numpy())
+
+
+def test_a_numpy_constant_sized_by_the_sample_batch_is_refused_where_it_meets_the_batch():
+    def function(x):  # made from NumPy: a constant of the shape it has, (13, 1)
+        return x + bai.tensor(np.ones((x.shape[0], 1), dtype="float32"))
+
+    with pytest.raises(
+        GraphError, match=r"'add' gets inputs .* only at this trace's sample"
+    ) as info:
+        freeze(function, [TensorSpec((None, 3))])
+    assert "test_freeze.py" in str(info.value) and "bai.zeros(x.shape[0]" in info.value.help
+    static = freeze(lambda x: x + bai.ones(x.shape[0], 1), [TensorSpec((None, 3))])
+    assert static(_x(4, 3)).shape == (4, 3)
+
+
+def _factories_model(x):  # (N, T) -> (N, T)
+    batch, length = x.shape
+    state = bai.zeros(batch, 1) + bai.full((batch, 1), 0.5)  # (N, 1)
+    positions = bai.arange(length).astype("float32") * bai.ones_like(x)  # (N, T)
+    identity = bai.eye(length)  # (T, T)
+    ramp = bai.linspace(0.0, 1.0, length)  # (T,)
+    counts = bai.full((batch, 1), length).astype("float32")  # the length as a value
+    return (x + state + positions) @ identity + ramp + counts + bai.zeros_like(x)
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_factories_eager_frozen_and_onnxruntime_agree_at_two_sizes(optimize):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from buildingai.export import export_onnx, run_onnxruntime
+
+    static = freeze(_factories_model, [TensorSpec((None, None))], optimize=optimize)
+    made = {node.op.name for node in static.graph.nodes}
+    assert {"full", "arange", "eye", "linspace"} <= made
+    model = export_onnx(static)
+    for batch, length in ((2, 3), (5, 8)):
+        x = _x(batch, length, seed=batch)
+        eager = _factories_model(bai.tensor(x)).numpy()
+        np.testing.assert_allclose(static(x).numpy(), eager, rtol=1e-6, atol=1e-6)
+        (exported,) = run_onnxruntime(model, x)
+        assert exported.shape == eager.shape and exported.dtype == eager.dtype
+        np.testing.assert_allclose(exported, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_an_arange_length_no_expression_gives_is_refused():
     def function(x):
-        positions = bai.arange(x.shape[0]).astype("float32")  # made outside dispatch
-        return x + positions.reshape(-1, 1)
+        every_other = bai.arange(0, x.shape[1], 2)  # ceil(T / 2): no c * T + k for every T
+        return x.sum(1, keepdims=True) + every_other.astype("float32")
 
-    with pytest.raises(GraphError, match=r"shape depends on the symbolic sizes") as info:
-        freeze(function, [TensorSpec((None, 5))])
-    assert "test_freeze.py" in str(info.value)
+    with pytest.raises(GraphError, match=r"'arange'.*cannot be expressed") as info:
+        freeze(function, [TensorSpec((2, None))])
+    assert "fixed" in info.value.help
 
 
 @pytest.mark.parametrize(

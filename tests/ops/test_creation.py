@@ -6,6 +6,9 @@ import pytest
 import torch
 
 import buildingai as bai
+from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.ops import creation
+from buildingai.ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
 
 # ----- tensor() ---------------------------------------------------------------------------------
 
@@ -102,6 +105,13 @@ def test_zeros_ones(name, reference, shape):
     assert factory(*shape, dtype=bai.float64).dtype == bai.float64
 
 
+def test_sizes_may_be_numpy_ints_even_alone():
+    assert bai.zeros(np.int64(5)).shape == (5,)
+    assert bai.ones(np.int32(2), 3).shape == (2, 3)
+    assert bai.full((np.int64(2),), 1.0).shape == (2,)
+    assert bai.zeros(np.array([2, 3])).shape == (2, 3)
+
+
 def test_empty_has_shape_and_dtype():
     x = bai.empty(2, 3, dtype="float64")
     assert x.shape == (2, 3) and x.dtype == bai.float64
@@ -171,6 +181,160 @@ def test_eye_matches_numpy(args):
     assert x.dtype == bai.float32
     np.testing.assert_array_equal(x.numpy(), np.eye(*args, dtype=np.float32))
     assert bai.eye(*args, dtype="int64").dtype == bai.int64
+
+
+# ----- factories as op records ------------------------------------------------------------------
+
+
+class _Recorder(Interceptor):
+    def __init__(self) -> None:
+        self.calls = []
+
+    def after_op(self, op, inputs, output, attrs) -> None:
+        self.calls.append((op.name, inputs, dict(attrs)))
+
+
+def test_factories_run_through_dispatch_as_op_records_without_inputs():
+    source = bai.ones(2, 3, dtype="float64")
+    with intercept(_Recorder()) as recorder:
+        bai.zeros(2, 3)
+        bai.empty(4)
+        bai.full((2,), 7)
+        bai.zeros_like(source)
+        bai.arange(5)
+        bai.eye(2, 3)
+        bai.linspace(0, 1, 3)
+    names = [name for name, _, _ in recorder.calls]
+    assert names == ["full", "full", "full", "full", "arange", "eye", "linspace"]
+    assert all(inputs == () for _, inputs, _ in recorder.calls)
+    float32, int64 = np.dtype("float32"), np.dtype("int64")
+    attrs = [attrs for _, _, attrs in recorder.calls]
+    assert attrs[0] == {"shape": (2, 3), "fill_value": 0, "dtype": float32, "device": "cpu"}
+    assert attrs[1]["fill_value"] is None  # empty: uninitialised memory
+    assert attrs[2]["fill_value"] == 7 and attrs[2]["dtype"] == int64
+    assert attrs[3]["shape"] == (2, 3) and attrs[3]["dtype"] == np.dtype("float64")
+    assert attrs[4] == {"start": 0, "stop": 5, "step": 1, "dtype": int64, "device": "cpu"}
+    assert attrs[5] == {"rows": 2, "columns": 3, "dtype": float32, "device": "cpu"}
+    assert attrs[6]["steps"] == 3
+
+
+def test_factory_records_are_not_differentiable_and_requires_grad_makes_a_leaf():
+    for op in (creation.FULL, creation.ARANGE, creation.EYE, creation.LINSPACE):
+        assert not op.differentiable
+    x = bai.eye(3, requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    (x * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 3), 3.0))
+    assert not bai.ones(2).requires_grad
+    with pytest.raises(bai.DTypeError, match="only floating-point tensors can require gradients"):
+        bai.zeros(2, dtype="int64", requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: bai.zeros(2, -1),
+        lambda: bai.ones((-3,)),
+        lambda: bai.empty(-1, 2),
+        lambda: bai.full((2, -2), 1.0),
+        lambda: bai.eye(-1),
+    ],
+    ids=["zeros", "ones", "empty", "full", "eye"],
+)
+def test_negative_sizes_are_a_shape_error_naming_the_factory(make):
+    with pytest.raises(bai.ShapeError, match=r"^\[(zeros|ones|empty|full|eye)\] negative size"):
+        make()
+    with pytest.raises(ValueError):  # a ShapeError is a ValueError, as NumPy's error was
+        make()
+
+
+def test_arange_step_zero_and_linspace_negative_steps_are_argument_errors():
+    with pytest.raises(bai.BuildingAIError, match=r"\[arange\] step must be non-zero") as info:
+        bai.arange(0, 5, 0)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(bai.BuildingAIError, match=r"\[linspace\] steps must be non-negative"):
+        bai.linspace(0.0, 1.0, -2)
+
+
+def test_factories_take_a_device_and_refuse_unknown_ones():
+    for device in ("cpu", bai.Device("cpu")):
+        for made in (bai.zeros(2, device=device), bai.arange(3, device=device)):
+            assert made.device == "cpu"
+    with pytest.raises(bai.DeviceError, match="unknown device 'tpu'"):
+        bai.zeros(2, device="tpu")
+    with pytest.raises(bai.DeviceError, match="unknown device"):
+        bai.eye(2, device="gpu0")
+
+
+@pytest.mark.skipif(not bai.cuda_is_available(), reason="needs a CUDA GPU")
+def test_factories_on_the_gpu_make_device_arrays():
+    for made in (
+        bai.zeros(2, 3, device="cuda"),
+        bai.full((2,), 1.5, device="cuda"),
+        bai.arange(4, device="cuda"),
+        bai.eye(3, device="cuda"),
+        bai.linspace(0, 1, 5, device="cuda"),
+        bai.ones_like(bai.ones(2).to("cuda")),
+    ):
+        assert made.device == "cuda:0"
+    np.testing.assert_array_equal(bai.arange(4, device="cuda").numpy(), np.arange(4))
+
+
+def test_full_keeps_the_sign_of_a_negative_zero_and_zeros_of_bool_are_false():
+    assert np.signbit(bai.full((3,), -0.0).numpy()).all()
+    np.testing.assert_array_equal(bai.zeros(2, dtype="bool").numpy(), [False, False])
+    np.testing.assert_array_equal(bai.full((2,), np.float32(1.5)).numpy(), [1.5, 1.5])
+    assert bai.full((2,), np.float32(1.5)).dtype == bai.float32
+    assert bai.full((2,), bai.tensor(2.0, dtype="float64")).dtype == bai.float64
+
+
+F32, I64 = np.dtype("float32"), np.dtype("int64")
+N = DimExpr(("n",))
+
+
+def test_factory_infer_keeps_symbolic_sizes():
+    assert creation.FULL.infer(shape=(N, 16), fill_value=0, dtype=F32) == ValueSpec((N, 16), F32)
+    assert creation.FULL.infer(shape=(), fill_value=1, dtype=I64, device="cuda:0") == ValueSpec(
+        (), I64, "cuda:0"
+    )
+    assert creation.EYE.infer(rows=N, columns=3, dtype=F32).shape == (N, 3)
+    assert creation.LINSPACE.infer(start=0.0, stop=1.0, steps=N + 1, dtype=F32).shape == (N + 1,)
+    for start, stop, step, length in [
+        (0, N, 1, N),
+        (1, N + 1, 1, N),
+        (N, 0, -1, N),
+        (0, 2 * N, 2, N),
+        (2, N, 1, N - 2),
+        (N, N + 3, 1, 3),
+    ]:
+        spec = creation.ARANGE.infer(start=start, stop=stop, step=step, dtype=I64)
+        assert spec.shape == (length,), (start, stop, step)
+    for start, stop, step in [(0, N, 2), (0.5, N, 1), (0, N, 1.0)]:
+        with pytest.raises(SymbolicSizeError):
+            creation.ARANGE.infer(start=start, stop=stop, step=step, dtype=I64)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(0, 5, 1), (2, 7, 2), (1, 10, 3), (10, 0, -2), (5, 5, 1), (5, 0, 1), (0, -4, -3),
+     (1.0, 2.0, 0.25), (0, 1, 0.1), (-1.0, 1.0, 0.5), (0.0, 2.5, 1), (3, 1.5, -0.5)],
+    ids=str,
+)  # fmt: skip
+def test_arange_infer_agrees_with_forward(args):
+    start, stop, step = args
+    for dtype in (F32, I64, np.dtype("float64")):
+        made = bai.arange(start, stop, step, dtype=dtype)
+        spec = creation.ARANGE.infer(start=start, stop=stop, step=step, dtype=dtype)
+        assert spec == ValueSpec(made.shape, dtype) and type(spec.shape[0]) is int
+
+
+def test_factory_cost_counts_the_bytes_written():
+    assert creation.FULL.cost(shape=(N, 16), fill_value=0, dtype=F32) == (0, 0, 64 * N)
+    assert creation.FULL.cost(shape=(4, 16), fill_value=0, dtype=F32) == (0, 0, 256)
+    assert creation.FULL.cost(shape=(4, 16), fill_value=None, dtype=F32) == (0, 0, 0)
+    assert creation.ARANGE.cost(start=0, stop=10, step=3, dtype=I64) == (0, 0, 32)
+    assert creation.EYE.cost(rows=N, columns=N, dtype=F32) == (0, 0, 4 * N * N)
+    assert creation.LINSPACE.cost(start=0.0, stop=1.0, steps=5, dtype=F32) == (0, 0, 20)
 
 
 # ----- random factories -------------------------------------------------------------------------
