@@ -22,6 +22,7 @@ from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import AutogradError, DTypeError, ShapeError
+from .creation import zeros
 from .elementwise import where
 
 
@@ -147,8 +148,8 @@ def _cast_error(name: str, x: Tensor, exc: Exception) -> DTypeError:
 def _keep_none_of(previous: Tensor, value) -> Tensor:
     """``value`` in ``previous``'s shape and dtype, as a function of ``previous`` with a zero
     gradient (the graph of ``fill_``/``copy_``; ``previous * 0`` would turn inf into nan)."""
-    xp = array_namespace(previous.data)
-    keep_nothing = Tensor(xp.zeros(previous.shape, dtype=bool))
+    # a factory, not a NumPy array, so that a frozen call keeps the shape symbolic
+    keep_nothing = zeros(previous.shape, dtype="bool", device=previous.device)
     if isinstance(value, Tensor):
         value = value.expand(previous.shape).astype(previous.dtype)
     return where(keep_nothing, previous, value)
