@@ -57,3 +57,16 @@ class GradcheckError(BuildingAIError, AssertionError):
 class SignatureError(ShapeError, DTypeError):
     """An input that breaks a frozen graph's signature (here: its dtype). It is both a ShapeError,
     like the rank and dimension checks of the same signature, and a DTypeError."""
+
+
+def dimensions(count: int) -> str:
+    """A count of dimensions as errors say it: "1 dimension", "3 dimensions", and for a 0-d
+    tensor "no dimensions (a 0-d tensor)" (never "0 dimensions")."""
+    if count == 0:
+        return "no dimensions (a 0-d tensor)"
+    return "1 dimension" if count == 1 else f"{count} dimensions"
+
+
+def tensor_with_dimensions(count: int) -> str:
+    """How errors name a tensor by its rank: "a 0-d tensor", "a tensor with 1 dimension"..."""
+    return "a 0-d tensor" if count == 0 else f"a tensor with {dimensions(count)}"

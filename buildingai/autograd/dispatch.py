@@ -4,6 +4,10 @@ It unwraps Tensors to backend arrays, runs the op's check and forward, wraps the
 the graph node when a gradient is needed, and tells the active interceptors. Interceptors
 (tracers, profilers, anomaly detectors, activation statistics...) are pushed by the scoped
 ``intercept`` context manager and cost one truth test when none is active.
+
+Everything dispatch reads besides its arguments (grad mode, interceptors, the deferral hook, the
+module path) belongs to the calling thread (``state.py``): threads that train, serve or run
+``parallel()`` branches never see each other's modes.
 """
 
 from __future__ import annotations
@@ -15,16 +19,11 @@ import numpy as np
 from ..backend import device as _device
 from ..errors import BuildingAIError
 from ..ops.base import install_dispatcher
-from .mode import grad_mode
 from .node import Node
+from .state import MODULE_CALLS, STATE
 from .tensor import Tensor
 
-_interceptors: list = []
-# A function (op, inputs, attrs) -> Tensor | None that may take an op over instead of running
-# it now: `graph.parallel()` records ops this way and runs independent branches concurrently.
-_deferral = None
-# Names of the modules being called, innermost last; nn pushes them so errors can say where.
-module_path: list[str] = []
+_current_state = STATE.get
 
 
 class Interceptor:
@@ -43,27 +42,49 @@ class Interceptor:
 
 
 def set_deferral(function):
-    """Install ``function(op, inputs, attrs) -> Tensor | None`` in front of every op (None
-    uninstalls it); returns the previous one so that scopes can nest."""
-    global _deferral
-    previous, _deferral = _deferral, function
-    return previous
+    """Install ``function(op, inputs, attrs) -> Tensor | None`` in front of every op run on this
+    thread (None uninstalls it); returns the previous one so that scopes can nest."""
+    state = _current_state()
+    STATE.set(state.replace(deferral=function))
+    return state.deferral
 
 
 @contextlib.contextmanager
 def intercept(observer: Interceptor):
-    """``with intercept(observer): ...`` shows every op run inside the block to ``observer``."""
-    _interceptors.append(observer)
+    """``with intercept(observer): ...`` shows every op run inside the block (on this thread,
+    and in the ``parallel()`` branches it starts) to ``observer``."""
+    state = _current_state()
+    token = STATE.set(state.replace(interceptors=state.interceptors + (observer,)))
     try:
         yield observer
     finally:
-        _interceptors.remove(observer)
+        STATE.reset(token)
+
+
+def active_interceptors() -> tuple:
+    """The interceptors observing ops on this thread, outermost first."""
+    return _current_state().interceptors
+
+
+def current_module_path() -> str:
+    """The dotted path of the module being called on this thread (``""`` outside any)."""
+    return ".".join(MODULE_CALLS.stacks[1])
+
+
+def __getattr__(name: str):
+    # `dispatch.module_path` and `dispatch._interceptors` read as before, for this thread
+    if name == "module_path":
+        return list(MODULE_CALLS.stacks[1])
+    if name == "_interceptors":
+        return list(_current_state().interceptors)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def apply(op, *inputs, **attrs) -> Tensor:
     """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
-    if _deferral is not None:
-        deferred = _deferral(op, inputs, attrs)
+    state = _current_state()
+    if state.deferral is not None:
+        deferred = state.deferral(op, inputs, attrs)
         if deferred is not None:
             return deferred
     arrays = []
@@ -80,18 +101,15 @@ def apply(op, *inputs, **attrs) -> Tensor:
         else:
             arrays.append(value)
 
-    if _interceptors:
-        for observer in _interceptors:
+    interceptors = state.interceptors
+    if interceptors:
+        for observer in interceptors:
             observer.before_op(op, inputs, attrs)
 
-    if needs_grad and grad_mode.enabled and op.differentiable:
-        recording = True
-        ctx = Node(op, inputs, attrs)
+    node = None
+    if needs_grad and state.grad_enabled and op.differentiable:
+        ctx = node = Node(op, inputs, attrs)
     else:
-        # A forward may store values for backward on its context; only a recorded call keeps
-        # them. Unrecorded calls share one scratch context, emptied after any forward wrote
-        # to it (forwards write there and never read back, so sharing is safe across threads).
-        recording = False
         ctx = _SCRATCH
     xp = np if _device._cupy is None else _namespace_of(arrays)
     check = op.check
@@ -100,7 +118,7 @@ def apply(op, *inputs, **attrs) -> Tensor:
             if check is not None:
                 check(*arrays, **attrs)
             data = op.forward(ctx, xp, *arrays, **attrs)
-        else:  # calling without **{} saves about 25 ns a call, twice per op
+        else:  # calling without **{} is cheaper, and this runs twice per op
             if check is not None:
                 check(*arrays)
             data = op.forward(ctx, xp, *arrays)
@@ -108,40 +126,26 @@ def apply(op, *inputs, **attrs) -> Tensor:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:
         raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
-    if not recording and _SCRATCH.__dict__:
-        _SCRATCH.__dict__.clear()  # drop what the forward kept: nobody will read it
     if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
         data = xp.asarray(data)
 
-    out = Tensor.__new__(Tensor)  # the fields of Tensor.__init__, without its input checks
-    out.data = data
-    out.grad = out._node = out._base = out._hooks = None
-    out.requires_grad = False
-    if op.view:
-        source = inputs[0]
-        out._version = source._version
-        out._base = source if source._base is None else source._base
-    else:
-        out._version = [0, None]
-
-    if recording and data.dtype.kind in "fV":
-        _record(op, ctx, inputs, out)
-
-    if _interceptors:
-        for observer in _interceptors:
+    out = output_tensor(op, data, inputs[0] if inputs else None, node)
+    if interceptors:
+        for observer in interceptors:
             observer.after_op(op, inputs, out, attrs)
     return out
 
 
 def apply_binary(op, a, b) -> Tensor:
     """``apply(op, a, b)``, with a short path for the commonest calls of all: Tensors, Python
-    numbers or NumPy scalars, on the CPU, with no interceptor, deferral, ``check`` or view.
+    numbers or NumPy scalars, on the CPU, with no interceptor, deferral or ``check``.
 
-    It saves the general path's input loop and branches: about 0.4 us of the 2 us that a 16x16
-    ``a + b`` took, recorded or not (benchmarks/dispatch.py). Anything else, and any failure
-    (which the general path then explains), goes through ``apply``.
+    It saves the general path's input loop and branches (benchmarks/dispatch.py). Anything else,
+    and any failure (which the general path then explains), goes through ``apply``, so
+    interceptors see the same ops whichever path runs.
     """
-    if _deferral is not None or _interceptors or _device._cupy is not None or op.check is not None:
+    state = _current_state()
+    if state.observed or _device._cupy is not None or op.check is not None:
         return apply(op, a, b)
     needs_grad = False
     kind = type(a)
@@ -164,46 +168,70 @@ def apply_binary(op, a, b) -> Tensor:
         right = b.item()
     else:
         return apply(op, a, b)
-    recording = needs_grad and grad_mode.enabled and op.differentiable
-    ctx = Node(op, (a, b), {}) if recording else _SCRATCH
+    node = None
+    if needs_grad and state.grad_enabled and op.differentiable:
+        ctx = node = Node(op, (a, b), {})
+    else:
+        ctx = _SCRATCH
     try:
         data = op.forward(ctx, np, left, right)
     except Exception:
         return apply(op, a, b)  # runs it again, and raises an error that names the op
-    if type(data) is not np.ndarray or op.view:
+    if type(data) is not np.ndarray:
         return apply(op, a, b)
-    if not recording and _SCRATCH.__dict__:
-        _SCRATCH.__dict__.clear()
-    out = Tensor.__new__(Tensor)  # as in apply: the fields of Tensor.__init__
+    return output_tensor(op, data, a, node)
+
+
+def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None):
+    """The Tensor that holds ``data``, the output array of ``op``: the one way every path of
+    dispatch builds an op's result.
+
+    ``source`` is the op's first input: a view's output shares its version counter. ``node`` (the
+    recorded graph node, or None) makes the output part of the graph. ``out``, when given, is
+    filled instead of a new Tensor (a placeholder that already stands for this result).
+    """
+    if out is None:
+        out = _new_tensor(Tensor)  # the fields of Tensor.__init__, without its input checks
     out.data = data
-    out.grad = out._node = out._base = out._hooks = None
+    out.grad = out._node = out._hooks = None
     out.requires_grad = False
-    out._version = [0, None]
-    if recording and data.dtype.kind in "fV":
-        _record(op, ctx, (a, b), out)
+    if op.view:
+        out._version = source._version
+        out._base = source if source._base is None else source._base
+    else:
+        out._version = [0, None]
+        out._base = None
+    if node is not None and data.dtype.kind in "fV":
+        # the output of the recorded node; note the versions of what its backward will read
+        # (the inputs and/or the output), so that an in-place change is caught
+        out.requires_grad = True
+        out._node = node
+        if op.save_inputs:
+            node.input_versions = [
+                value._version[0] if isinstance(value, Tensor) else None for value in node.inputs
+            ]
+        if op.save_output:
+            node.out_data = data
+            node.out_version = out._version
+            node.out_version_at = out._version[0]
     return out
 
 
-def _record(op, ctx, inputs, out: Tensor) -> None:
-    """Make ``out`` the output of the recorded node ``ctx``, and note the versions of what its
-    backward will read (the inputs and/or the output), so that an in-place change is caught."""
-    out.requires_grad = True
-    out._node = ctx
-    if op.save_inputs:
-        ctx.input_versions = [
-            value._version[0] if isinstance(value, Tensor) else None for value in inputs
-        ]
-    if op.save_output:
-        ctx.out_data = out.data
-        ctx.out_version = out._version
-        ctx.out_version_at = out._version[0]
+_new_tensor = Tensor.__new__
 
 
-class _Scratch:
-    """The context of an unrecorded call: forward may write to it; nothing reads it later."""
+class _Unrecorded:
+    """The context of an unrecorded call. A forward may store values for backward on it; no
+    backward will run, so they are dropped as they are written: nothing is kept alive between
+    calls, and every thread can share the one instance."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value) -> None:
+        pass
 
 
-_SCRATCH = _Scratch()
+_SCRATCH = _Unrecorded()
 
 
 install_dispatcher(apply)
@@ -217,6 +245,7 @@ def _namespace_of(arrays: list):
 
 
 def _with_module_path(error: BuildingAIError) -> BuildingAIError:
-    if module_path and error.where is None:
-        error.where = ".".join(module_path)
+    names = MODULE_CALLS.stacks[1]
+    if names and error.where is None:
+        error.where = ".".join(names)
     return error

@@ -10,10 +10,16 @@ input's is summed back to the input's shape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
+
+import numpy as np
 
 from ..backend.device import array_namespace
 from ..errors import AutogradError, ShapeError
+from ..ops.cast import CAST
+from ..ops.elementwise import ADD
+from ..ops.reduce import SUM_TO
+from .dispatch import apply, apply_binary
 from .mode import set_grad_enabled
 from .node import Node
 from .tensor import Tensor
@@ -25,14 +31,14 @@ def backward(
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of every leaf they depend on.
 
     Args:
-        tensors: a Tensor or a sequence of Tensors to differentiate.
+        tensors: a Tensor or an iterable of Tensors to differentiate.
         grad_tensors: the gradient of some scalar with respect to each tensor (``None`` means
             ones, allowed only for one-element tensors).
         retain_graph: keep the graph so that backward can run through it again
             (defaults to ``create_graph``).
         create_graph: record the backward pass itself, so the gradients can be differentiated.
     """
-    roots = _as_list(tensors)
+    roots = _as_list(tensors, "tensors")
     grads = _root_gradients(roots, grad_tensors, "backward")
     retain = create_graph if retain_graph is None else retain_graph
     _run(roots, grads, retain, create_graph, targets=None)
@@ -49,8 +55,9 @@ def grad(
     """Return d(outputs)/d(inputs) without touching any ``.grad``.
 
     Args:
-        outputs: a Tensor or sequence of Tensors.
-        inputs: a Tensor or sequence of Tensors (leaves or intermediate results).
+        outputs: a Tensor or an iterable of Tensors.
+        inputs: a Tensor or an iterable of Tensors (leaves or intermediate results), such as
+            ``model.parameters()``.
         grad_outputs: weights for the outputs, as in ``backward``.
         create_graph: make the returned gradients differentiable (higher-order derivatives).
         allow_unused: return None for an input the outputs do not depend on, instead of raising.
@@ -58,8 +65,8 @@ def grad(
     Returns:
         A tuple with one gradient (Tensor or None) per input.
     """
-    roots = _as_list(outputs)
-    targets = _as_list(inputs)
+    roots = _as_list(outputs, "outputs")
+    targets = _as_list(inputs, "inputs")
     for position, target in enumerate(targets):
         if not isinstance(target, Tensor) or not target.requires_grad:
             raise AutogradError(
@@ -82,12 +89,16 @@ def grad(
     return tuple(results)
 
 
-def _as_list(value) -> list:
+def _as_list(value, argument: str) -> list:
+    """``value`` (a Tensor, or any iterable of them: a list, a tuple, a generator such as
+    ``model.parameters()``) as a list."""
     if isinstance(value, Tensor):
         return [value]
-    if isinstance(value, Sequence):
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, np.ndarray)):
         return list(value)
-    raise TypeError(f"expected a Tensor or a sequence of Tensors, got {type(value).__name__}")
+    raise TypeError(
+        f"{argument} must be a Tensor or an iterable of Tensors, got {type(value).__name__}"
+    )
 
 
 def _root_gradients(roots: list, given, caller: str) -> list:
@@ -95,6 +106,8 @@ def _root_gradients(roots: list, given, caller: str) -> list:
         given = [None] * len(roots)
     elif isinstance(given, Tensor):
         given = [given]
+    else:
+        given = list(given)  # any iterable, as for the outputs
     if len(given) != len(roots):
         raise AutogradError(f"[{caller}] got {len(roots)} outputs but {len(given)} gradients")
     result = []
@@ -140,7 +153,9 @@ def _run(
             _add_leaf(leaf_grads, root, gradient)
         else:
             previous = node_grads.get(root._node)
-            node_grads[root._node] = gradient if previous is None else previous + gradient
+            node_grads[root._node] = (
+                gradient if previous is None else apply_binary(ADD, previous, gradient)
+            )
 
     dependencies = _count_dependencies(list(node_grads))
     target_nodes = {}
@@ -154,7 +169,7 @@ def _run(
             node = ready.pop()
             gradient = node_grads.pop(node, None)
             if gradient is not None and node._hooks:
-                gradient = _run_hooks(node._hooks, gradient)
+                gradient = _run_hooks(node._hooks, gradient, node)
             if node in target_nodes:
                 found[id(target_nodes[node])] = gradient
             inputs = node.inputs
@@ -178,7 +193,9 @@ def _run(
                     continue
                 if input_grad is not None:
                     previous = node_grads.get(child)
-                    node_grads[child] = input_grad if previous is None else previous + input_grad
+                    node_grads[child] = (
+                        input_grad if previous is None else apply_binary(ADD, previous, input_grad)
+                    )
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
                 if remaining == 0:
@@ -189,7 +206,7 @@ def _run(
         assigned: set[int] = set()
         for leaf, gradient in leaf_grads.values():
             if leaf._hooks:
-                gradient = _run_hooks(leaf._hooks, gradient)
+                gradient = _run_hooks(leaf._hooks, gradient, None)
             if targets is not None:
                 found.setdefault(id(leaf), gradient)
             else:
@@ -229,14 +246,14 @@ def _fit_to(gradient: Tensor, value: Tensor, op) -> Tensor:
     """Sum a broadcast gradient back to its input's shape and cast it to the input's dtype."""
     if gradient.data.shape != value.data.shape:
         try:
-            gradient = gradient.sum_to(value.data.shape)
+            gradient = apply(SUM_TO, gradient, shape=value.data.shape)
         except ShapeError as error:
             raise AutogradError(
                 f"[{op.name}] backward returned a gradient of shape {tuple(gradient.shape)} for "
                 f"an input of shape {tuple(value.shape)}"
             ) from error
     if gradient.data.dtype != value.data.dtype:
-        gradient = gradient.astype(value.data.dtype)
+        gradient = apply(CAST, gradient, dtype=value.data.dtype)
     return gradient
 
 
@@ -245,22 +262,51 @@ def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor) -> None:
     if entry is None:
         leaf_grads[id(leaf)] = [leaf, gradient]
     else:
-        entry[1] = entry[1] + gradient
+        entry[1] = apply_binary(ADD, entry[1], gradient)
 
 
-def _run_hooks(hooks: list, gradient: Tensor) -> Tensor:
+def _run_hooks(hooks: list, gradient: Tensor, node: Node | None) -> Tensor:
+    """Run the gradient hooks of one tensor (the output of ``node``, or a leaf when None); a
+    returned gradient replaces the current one and must look exactly like it."""
     for hook in list(hooks):
         replaced = hook(gradient)
-        if replaced is not None:
-            gradient = replaced
+        if replaced is None:
+            continue
+        if not isinstance(replaced, Tensor):
+            raise AutogradError(
+                f"[backward] hook {_hook_name(hook)} on {_describe_owner(gradient, node)} returned "
+                f"a value of type {type(replaced).__name__!r}, not a Tensor",
+                help="return None to keep the gradient, or a Tensor (wrap an array with "
+                "buildingai.tensor(...))",
+            )
+        if tuple(replaced.shape) != tuple(gradient.shape) or replaced.dtype != gradient.dtype:
+            raise AutogradError(
+                f"[backward] hook {_hook_name(hook)} on {_describe_owner(gradient, node)} returned "
+                f"a gradient of shape {tuple(replaced.shape)} {replaced.dtype}, but the gradient "
+                f"is shape {tuple(gradient.shape)} {gradient.dtype}",
+                help="a hook may change the gradient's values, never its shape or dtype",
+            )
+        gradient = replaced
     return gradient
+
+
+def _hook_name(hook) -> str:
+    name = getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None)
+    return f"'{name}'" if name else repr(hook)
+
+
+def _describe_owner(gradient: Tensor, node: Node | None) -> str:
+    shape = tuple(gradient.shape)
+    if node is None:
+        return f"a leaf tensor of shape {shape}"
+    return f"the output of '{node.op.name}' (shape {shape})"
 
 
 def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: bool) -> None:
     """Add ``gradient`` into ``leaf.grad``. A stored gradient gets its own writable memory, so
     in-place updates of one ``.grad`` (clipping, optimizers) can never change another."""
     if leaf.grad is not None:
-        leaf.grad = leaf.grad + gradient
+        leaf.grad = apply_binary(ADD, leaf.grad, gradient)
         return
     if not create_graph:
         data = gradient.data

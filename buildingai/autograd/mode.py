@@ -1,34 +1,47 @@
-"""Gradient recording mode: ``no_grad`` and ``enable_grad``, as context managers and decorators."""
+"""Gradient recording mode: ``no_grad`` and ``enable_grad``, as context managers and decorators.
+
+The mode belongs to the calling thread (it is part of the dispatch state, ``state.py``): a
+``no_grad`` block on one thread never changes what another thread records.
+"""
 
 from __future__ import annotations
 
 import functools
+from threading import get_ident
+
+from .state import STATE
 
 
 class _GradMode:
-    """Holds the process-wide recording flag that the scoped managers below flip and restore."""
+    """Reads this thread's recording flag: ``grad_mode.enabled``."""
 
-    enabled = True
+    __slots__ = ()
+
+    @property
+    def enabled(self) -> bool:
+        return STATE.get().grad_enabled
 
 
 grad_mode = _GradMode()
 
 
 def is_grad_enabled() -> bool:
-    """True when ops record the graph for backward."""
-    return grad_mode.enabled
+    """True when ops on this thread record the graph for backward."""
+    return STATE.get().grad_enabled
 
 
 class _SetGradEnabled:
     _value = True
 
     def __enter__(self):
-        self._previous = grad_mode.enabled
-        grad_mode.enabled = self._value
+        token = STATE.set(STATE.get().with_grad(self._value))
+        # one instance may be entered by several threads, or again inside its own block
+        tokens = self.__dict__.setdefault("_tokens", {})
+        tokens.setdefault(get_ident(), []).append(token)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        grad_mode.enabled = self._previous
+        STATE.reset(self._tokens[get_ident()].pop())  # restores the state before __enter__
 
     def __call__(self, function):
         @functools.wraps(function)

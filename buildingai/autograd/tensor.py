@@ -7,11 +7,16 @@ one visible table by ``buildingai.functions.methods``.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..backend import device as _device
-from ..backend.dtypes import is_floating
+from ..backend.dtypes import as_dtype, is_floating
 from ..errors import AutogradError, DTypeError
+from ..ops.cast import CAST, TO_DEVICE
+from ..ops.elementwise import ADD
+from ..ops.index import GETITEM
 
 
 class _Size(int):
@@ -49,8 +54,26 @@ class Tensor:
         "_hooks",
         "__weakref__",
     )
-    # NumPy must hand `ndarray * tensor` to Tensor.__rmul__ instead of looping over the tensor.
-    __array_ufunc__ = None
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
+        """How NumPy treats a Tensor operand. ``array * tensor`` is ``tensor.__rmul__``, so the
+        result is a Tensor; ``array -= tensor`` (``p.data -= lr * p.grad``, and every in-place
+        operator) updates the array in place with the tensor's values, outside the graph as every
+        write through ``.data`` is; any other ufunc on a Tensor is refused (use the Tensor's op).
+        """
+        if not kwargs and len(inputs) == 2 and inputs[1] is self and method == "__call__":
+            reflected = _REFLECTED.get(ufunc)
+            if reflected is not None:
+                return getattr(self, reflected)(inputs[0])
+        out = kwargs.get("out")
+        if method == "__call__" and out and not any(isinstance(t, Tensor) for t in out):
+            arrays = [value.data if isinstance(value, Tensor) else value for value in inputs]
+            return ufunc(*arrays, **kwargs)
+        raise TypeError(
+            f"NumPy's {ufunc.__name__} cannot take a Tensor: use the Tensor op (for example "
+            f"buildingai.{ufunc.__name__}(x) or x.{ufunc.__name__}()), or np.{ufunc.__name__}("
+            "x.numpy()) for a NumPy result outside the graph"
+        )
 
     def __init__(self, data, requires_grad: bool = False) -> None:
         if not isinstance(data, _device.ARRAY_TYPES):
@@ -112,8 +135,10 @@ class Tensor:
         return self.data.shape[0]
 
     def __iter__(self):
+        from .dispatch import apply
+
         for index in range(len(self)):
-            yield self[index]
+            yield apply(GETITEM, self, index=(index, Ellipsis))
 
     def __bool__(self) -> bool:
         if self.data.size != 1:
@@ -200,14 +225,14 @@ class Tensor:
         """Keep ``.grad`` for a non-leaf tensor after backward."""
         if self._node is None:
             return
-        import weakref
+        from .dispatch import apply_binary
 
         ref = weakref.ref(self)
 
         def keep(grad):
             tensor = ref()
             if tensor is not None:
-                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+                tensor.grad = grad if tensor.grad is None else apply_binary(ADD, tensor.grad, grad)
 
         self.register_hook(keep)
 
@@ -229,13 +254,21 @@ class Tensor:
                 device = arg
             else:
                 dtype = arg
+        from .dispatch import apply
+
         out = self
         if dtype is not None:
-            out = out.astype(dtype, copy=copy)
+            dtype = as_dtype(dtype)
+            if copy or out.data.dtype != dtype:
+                out = apply(CAST, out, dtype=dtype)
+                copy = False  # the cast made new memory
         if device is not None:
-            from ..functions.creation import to_device
-
-            out = to_device(out, _device.Device(device))
+            device = _device.Device(device)
+            if out.device != device:
+                out = apply(TO_DEVICE, out, device=device)
+                copy = False
+        if copy and out is self:
+            out = apply(CAST, out, dtype=out.data.dtype)
         return out
 
     def cpu(self) -> Tensor:
@@ -279,3 +312,24 @@ class HookHandle:
 
 
 _DTYPES_SHOWN_WITHOUT_NAME = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_))
+
+# NumPy calls ufunc(array, tensor) for `array OP tensor`; the tensor's reflected operator answers.
+_REFLECTED = {
+    np.add: "__radd__",
+    np.subtract: "__rsub__",
+    np.multiply: "__rmul__",
+    np.true_divide: "__rtruediv__",
+    np.floor_divide: "__rfloordiv__",
+    np.remainder: "__rmod__",
+    np.power: "__rpow__",
+    np.matmul: "__rmatmul__",
+    np.bitwise_and: "__rand__",
+    np.bitwise_or: "__ror__",
+    np.bitwise_xor: "__rxor__",
+    np.less: "__gt__",
+    np.less_equal: "__ge__",
+    np.greater: "__lt__",
+    np.greater_equal: "__le__",
+    np.equal: "__eq__",
+    np.not_equal: "__ne__",
+}

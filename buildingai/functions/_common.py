@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from ..errors import ShapeError
+from ..errors import ShapeError, tensor_with_dimensions
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """A non-negative axis index, or a ShapeError naming the op."""
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(
-            f"[{op}] axis {axis} is out of range for a tensor with {ndim} dimensions",
-            help=f"use an axis in [{-ndim}, {ndim - 1}]",
+            f"[{op}] axis {axis} is out of range for {tensor_with_dimensions(ndim)}",
+            help=f"use an axis in [{-ndim}, {ndim - 1}]"
+            if ndim
+            else "a 0-d (scalar) tensor has no axes: use axis 0, or reshape it first (x.reshape(1))",
         )
     return axis % ndim if ndim else 0
+
+
+def check_scalar_axis(axis: int, op: str) -> None:
+    """A 0-d tensor takes axis 0 or -1 where an op treats it as one element (as in PyTorch)."""
+    if axis not in (0, -1):
+        raise ShapeError(
+            f"[{op}] axis {axis} is out of range for a 0-d tensor",
+            help="a 0-d (scalar) tensor takes axis 0 or -1 here, as in PyTorch",
+        )
 
 
 def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...] | None:
@@ -21,7 +32,7 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...] | None:
         return None
     if ndim == 0:  # a 0-d tensor has nothing to reduce; axis 0 and -1 are accepted, as in PyTorch
         for a in (axis,) if isinstance(axis, int) else axis:
-            normalize_axis(a, 1, op)
+            check_scalar_axis(a, op)
         return ()
     if isinstance(axis, int):
         return (normalize_axis(axis, ndim, op),)
@@ -46,4 +57,5 @@ def as_shape(shape) -> tuple[int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    # ints pass as they are: while freezing, a size can be an int that carries its expression
+    return tuple(s if isinstance(s, int) and not isinstance(s, bool) else int(s) for s in shape)

@@ -23,6 +23,7 @@ from ..errors import (
     DTypeError,
     IndexingError,
     ShapeError,
+    dimensions,
 )
 from ..ops import index as ops
 from ._common import normalize_axis, pick
@@ -89,6 +90,8 @@ def _convert_part(part, op: str):
     if isinstance(part, np.integer):
         return int(part)
     if part is None or part is Ellipsis or isinstance(part, slice):
+        return part
+    if isinstance(part, int):  # as it is: while freezing, an int may carry a symbolic size
         return part
     try:
         return int(part.__index__())
@@ -243,7 +246,8 @@ def _along_axis(array, dim: int, extents: tuple) -> tuple:
 def _check_gather_shapes(op: str, x_shape: tuple, index_shape: tuple, dim: int, what="input"):
     if len(index_shape) != len(x_shape):
         raise ShapeError(
-            f"[{op}] index has {len(index_shape)} dimensions but the {what} has {len(x_shape)} "
+            f"[{op}] index has {dimensions(len(index_shape))} but the {what} has "
+            f"{dimensions(len(x_shape))} "
             f"(index shape {index_shape}, {what} shape {x_shape})",
             help="index must have as many dimensions as the input; unsqueeze it if needed",
         )
@@ -287,7 +291,8 @@ def take_along_axis(x: Tensor, indices, axis: int | None = -1, *, dim: int | Non
         x, axis = x.reshape(-1), 0
     if array.ndim != x.ndim:
         raise ShapeError(
-            f"[take_along_axis] indices have {array.ndim} dimensions but x has {x.ndim} "
+            f"[take_along_axis] indices have {dimensions(array.ndim)} but x has "
+            f"{dimensions(x.ndim)} "
             f"(indices shape {tuple(array.shape)}, x shape {tuple(x.shape)})",
             help="indices must have as many dimensions as x (size 1 broadcasts)",
         )

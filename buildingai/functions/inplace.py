@@ -71,7 +71,7 @@ def _in_place(
     needs a copy of its own.
     """
     recording = _records(x, others)
-    if not recording and not dispatch._interceptors:
+    if not recording and not dispatch.active_interceptors():
         try:
             modify(x.data)
         except TypeError as exc:  # NumPy refuses to write e.g. float results into an int array
@@ -103,7 +103,7 @@ def _in_place(
         if node is not None and node.out_data is not None:
             node.out_data = result.data
             node.out_version, node.out_version_at = x._version, x._version[0]
-    for observer in dispatch._interceptors:
+    for observer in dispatch.active_interceptors():
         observer.after_inplace(name, x, result)
     return x
 

@@ -10,7 +10,7 @@ from ..backend.device import Device
 from ..backend.random import Generator, resolve_generator
 from ..errors import ArgumentError, ShapeError
 from ..ops import nn as ops
-from ._common import normalize_axis, pick
+from ._common import check_scalar_axis, normalize_axis, pick
 from .creation import as_tensor, astype
 
 
@@ -19,7 +19,7 @@ def _softmax_like(op, x: Tensor, axis, dim, dtype) -> Tensor:
     if dtype is not None:
         x = astype(x, dtype)
     if x.ndim == 0:  # a scalar is a one-element distribution
-        normalize_axis(axis, 1, op.name)
+        check_scalar_axis(axis, op.name)
         return apply(op, x.reshape(1), axis=0).reshape(())
     return apply(op, x, axis=normalize_axis(axis, x.ndim, op.name))
 

@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 import numpy as np
 
 from ..autograd import dispatch
-from ..autograd.state import current_state, run_with_state
+from ..autograd.state import inherit, run_inherited
 from ..autograd.tensor import Tensor
 from ..ops.abstract import ValueSpec, spec_of
 from .graph import GraphError
@@ -57,9 +57,9 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
 
     with ThreadPoolExecutor(max_workers=static.workers) as pool:
         # the workers run with the caller's dispatch state (grad mode, interceptors, module path)
-        state = current_state()
+        inherited = inherit()
         running = {
-            pool.submit(run_with_state, state, run, i)
+            pool.submit(run_inherited, inherited, run, i)
             for i, count in enumerate(waiting)
             if count == 0
         }
@@ -70,7 +70,7 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
                 for index in dependents[finished]:
                     waiting[index] -= 1
                     if waiting[index] == 0:
-                        running.add(pool.submit(run_with_state, state, run, index))
+                        running.add(pool.submit(run_inherited, inherited, run, index))
     return [slots[index] for index in plan.output_slots]
 
 
@@ -113,16 +113,16 @@ class LazyTensor(Tensor):
 
 
 class _Pending:
-    """One recorded op, with the dispatch state it was recorded under (it runs under that state,
-    on whichever thread runs it)."""
+    """One recorded op, with the dispatch state and module path it was recorded under (it runs
+    under them, on whichever thread runs it)."""
 
-    __slots__ = ("op", "inputs", "attrs", "output", "block", "state", "done", "running", "lock")
+    __slots__ = ("op", "inputs", "attrs", "output", "block", "inherited", "done", "running", "lock")
 
-    def __init__(self, op, inputs, attrs, output, block, state) -> None:
+    def __init__(self, op, inputs, attrs, output, block, inherited) -> None:
         self.op, self.inputs, self.attrs, self.output, self.block = op, inputs, attrs, output, block
-        self.state = state
+        self.inherited = inherited
         self.done = self.running = False
-        # reentrant: building the output (and interceptors) may read it on the running thread
+        # reentrant: a read of the output on the thread running its op returns, not deadlocks
         self.lock = threading.RLock()
 
 
@@ -130,27 +130,29 @@ class _Block:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.pending: list = []
-        self._recorded_under = self._run_under = None
+        self._recorded_under = self._run_under = None  # see _inherited_without_deferral
 
     # recording ---------------------------------------------------------------------------
     def record(self, op, inputs: tuple, attrs: dict):
         shape, dtype = _infer(op, inputs, attrs)
         if shape is None:
             return None  # no shape rule: dispatch runs it now (its inputs are forced first)
-        out = dispatch.output_tensor(op, inputs, None, None, LazyTensor.__new__(LazyTensor))
+        first = inputs[0] if inputs else None
+        out = dispatch.output_tensor(op, None, first, None, LazyTensor.__new__(LazyTensor))
         out._shape, out._dtype = shape, dtype
-        pending = _Pending(op, inputs, attrs, out, self, self._state_to_run_under())
+        pending = _Pending(op, inputs, attrs, out, self, self._inherited_without_deferral())
         out._pending = pending
         self.pending.append(pending)
         return out
 
     # running ---------------------------------------------------------------------------------
-    def _state_to_run_under(self):
-        """The caller's dispatch state without the deferral: a recorded op runs for real, with
-        the grad mode, interceptors and module path in force where it was recorded."""
-        state = current_state()
-        if state is not self._recorded_under:
-            self._recorded_under, self._run_under = state, state.replace(deferral=None)
+    def _inherited_without_deferral(self):
+        """The caller's dispatch state and module path, without the deferral: a recorded op
+        runs for real, with the grad mode, interceptors and module path where it was recorded."""
+        inherited = inherit()
+        if inherited != self._recorded_under:
+            state = inherited.state.replace(deferral=None)
+            self._recorded_under, self._run_under = inherited, inherited._replace(state=state)
         return self._run_under
 
     def execute(self, pending: _Pending) -> None:
@@ -158,21 +160,16 @@ class _Block:
             if pending.done or pending.running:  # running: a read while its output is built
                 return
             pending.running = True
-            out = pending.output
+            op, inputs = pending.op, pending.inputs
             try:
-                run_with_state(
-                    pending.state,
-                    dispatch.run_op,
-                    pending.op,
-                    pending.inputs,
-                    pending.attrs,
-                    pending.state,
-                    out,
-                )
+                real = run_inherited(pending.inherited, _apply, op, inputs, pending.attrs)
             finally:
                 pending.running = False
-            data = Tensor.data.__get__(out)
-            out._shape, out._dtype = tuple(data.shape), data.dtype
+            # the lazy tensor becomes the op's output, built as dispatch builds every output
+            out = pending.output
+            first = inputs[0] if inputs else None
+            dispatch.output_tensor(op, real.data, first, real._node, out)
+            out._shape, out._dtype = tuple(real.data.shape), real.data.dtype
             out._pending = None
             pending.done = True
 
@@ -223,6 +220,10 @@ class _Block:
     def _run_index(self, todo: list, index: int) -> int:
         self.execute(todo[index])
         return index
+
+
+def _apply(op, inputs: tuple, attrs: dict):
+    return dispatch.apply(op, *inputs, **attrs)
 
 
 def defer(op, inputs: tuple, attrs: dict):

@@ -17,17 +17,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd import dispatch
 from ..autograd.mode import no_grad
+from ..autograd.state import MODULE_CALLS
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
 from ..backend.dtypes import as_dtype, is_floating
 from ..errors import BuildingAIError, CheckpointError, DTypeError
 from .parameter import Parameter
 
-# The modules being called, innermost last. It runs alongside ``dispatch.module_path`` (their
-# names), so that a call can find its own name inside the module that called it.
-_call_stack: list = []
 _hook_ids = itertools.count()
 
 
@@ -107,7 +104,9 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        stack = _call_stack
+        # The modules being called on this thread (dispatch reads their names for errors), so
+        # errors name this thread's call even when other threads run the same model.
+        stack, path = MODULE_CALLS.stacks
         if stack:
             # The name under which the calling module holds this one: a cached lookup, checked.
             parent = stack[-1]
@@ -116,7 +115,6 @@ class Module:
                 name = _name_within(parent, self)
         else:
             name = type(self).__name__
-        path = dispatch.module_path
         stack.append(self)
         path.append(name)
         try:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..autograd import dispatch
-from ..errors import BuildingAIError, ShapeError
+from ..errors import BuildingAIError, ShapeError, dimensions
 
 __all__ = [
     "ShapeContractError",
@@ -268,7 +268,7 @@ def _bound_by(bound: tuple) -> str:
 
 
 def _fail(scope: _Scope, detail: str, help: str | None = None) -> ShapeContractError:
-    where = ".".join(dispatch.module_path) if dispatch.module_path else None
+    where = dispatch.current_module_path() or None
     located = scope.function + (f" (in {where})" if where else "")
     error = ShapeContractError(f"[shapes] {located}: {detail}", help=help)
     error.where = where
@@ -291,7 +291,7 @@ def _check(scope: _Scope, value: Any, pattern: _Pattern, subject: str) -> None:
         needs = f"at least {fixed}" if pattern.variadic is not None else str(fixed)
         raise _fail(
             scope,
-            f"{subject} has {rank} dimensions but the contract {pattern} needs {needs} "
+            f"{subject} has {dimensions(rank)} but the contract {pattern} needs {needs} "
             f"(shape {shape})",
             help="check the layout of the input (a missing batch dimension? unsqueeze(0))",
         )

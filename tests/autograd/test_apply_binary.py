@@ -42,8 +42,9 @@ def test_interceptors_see_the_op():
         def after_op(self, op, inputs, output, attrs):
             seen.append(op.name)
 
+    a, b = bai.ones(2), bai.ones(2)
     with dispatch.intercept(Watch()):
-        bai.ones(2) + bai.ones(2)
+        a + b
     assert seen == ["add"]
 
 
@@ -57,7 +58,7 @@ def test_failures_are_explained_by_the_general_path():
 def test_a_forward_keeps_nothing_between_calls():
     bai.nn.functional.gelu(bai.ones(3), approximate="tanh")  # its forward keeps a gate array
     bai.ones(2) + bai.ones(2)
-    assert not dispatch._SCRATCH.__dict__
+    assert not hasattr(dispatch._SCRATCH, "cache")  # an unrecorded call's context keeps nothing
 
 
 def test_a_recorded_call_guards_its_inputs_against_in_place_changes():
@@ -91,3 +92,69 @@ def test_numpy_scalars_take_the_short_path_as_python_numbers(monkeypatch):
             assert out.dtype == np.float32
     (x * np.float64(3.0)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 3.0, np.float32))
+
+
+class _Recorder(dispatch.Interceptor):
+    def __init__(self) -> None:
+        self.names = []
+
+    def after_op(self, op, inputs, output, attrs):
+        self.names.append(op.name)
+
+
+def _op_stream(requires_grad: bool) -> tuple[list, list]:
+    """The op names an interceptor sees in a small model's forward, and in its backward."""
+    bai.manual_seed(0)
+    model = bai.nn.Sequential(bai.nn.Linear(4, 8), bai.nn.Tanh(), bai.nn.Linear(8, 2))
+    for parameter in model.parameters():
+        parameter.requires_grad_(requires_grad)
+    x = bai.tensor(np.random.default_rng(0).standard_normal((3, 4)), dtype=bai.float32)
+    recorder = _Recorder()
+    with dispatch.intercept(recorder):
+        out = model(x * 2.0 + 1.0)
+        loss = ((out - 0.5) * (out - 0.5) / 2.0).sum()
+        forward = list(recorder.names)
+        if requires_grad:
+            loss.backward()
+    return forward, recorder.names[len(forward) :]
+
+
+def test_interceptors_see_the_same_ops_with_or_without_the_short_path(monkeypatch):
+    with_short_path = _op_stream(requires_grad=True)
+    assert with_short_path[1], "the backward ran no op"
+
+    def general_only(op, a, b):
+        return dispatch.apply(op, a, b)
+
+    import buildingai.autograd.engine as engine
+    import buildingai.functions.elementwise as elementwise
+    import buildingai.functions.linalg as linalg
+
+    for module in (elementwise, linalg, engine, dispatch):
+        monkeypatch.setattr(module, "apply_binary", general_only)
+    assert _op_stream(requires_grad=True) == with_short_path
+
+
+def test_interceptors_see_the_same_forward_ops_with_or_without_gradients():
+    recorded_forward, _ = _op_stream(requires_grad=True)
+    unrecorded_forward, backward = _op_stream(requires_grad=False)
+    assert recorded_forward == unrecorded_forward and backward == []
+    assert {"add", "sub", "mul", "div"} <= set(recorded_forward)
+
+
+def test_parallel_branches_show_interceptors_the_eager_ops():
+    from buildingai.graph import parallel
+
+    x = bai.tensor(np.random.default_rng(0).standard_normal((8, 8)))
+
+    def branches():
+        return (x @ x).tanh() + 1.0, (x * 2.0).exp() - x
+
+    eager, deferred = _Recorder(), _Recorder()
+    with dispatch.intercept(eager):
+        expected = branches()
+    with dispatch.intercept(deferred), parallel(workers=2):
+        results = branches()
+    assert sorted(deferred.names) == sorted(eager.names)
+    for result, reference in zip(results, expected):
+        np.testing.assert_array_equal(result.numpy(), reference.numpy())

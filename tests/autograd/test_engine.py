@@ -219,3 +219,33 @@ def test_cuda_device_without_cupy_is_a_clear_error():
         pytest.skip("a GPU is present")
     with pytest.raises(bai.DeviceError, match="'cuda' device needs CuPy|no CUDA GPU"):
         bai.zeros(2, device="cuda")
+
+
+def test_grad_takes_any_iterable_of_inputs_a_generator_included():
+    bai.manual_seed(0)
+    model = bai.nn.Linear(3, 2)
+    x = bai.tensor(np.arange(12.0).reshape(4, 3), dtype=bai.float32)
+    from_list = bai.grad(model(x).pow(2).sum(), list(model.parameters()))
+    from_generator = bai.grad(model(x).pow(2).sum(), model.parameters())
+    from_tuple = bai.grad(model(x).pow(2).sum(), tuple(model.parameters()))
+    assert isinstance(from_generator, tuple) and len(from_generator) == 2
+    for a, b, c in zip(from_list, from_generator, from_tuple):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.numpy(), c.numpy())
+    outputs = (model(x).sum() for _ in range(2))
+    (weight_grad,) = bai.grad(outputs, iter([model.weight]))
+    expected = 2 * np.tile(x.numpy().sum(axis=0), (2, 1))  # two outputs, each sum(x @ W.T + b)
+    np.testing.assert_array_equal(weight_grad.numpy(), expected)
+
+
+def test_backward_takes_iterables_of_outputs_and_of_their_gradients():
+    x = bai.tensor([1.0, 2.0], requires_grad=True)
+    outputs = [x * 2.0, x * 3.0]
+    bai.backward(iter(outputs), (bai.ones(2) for _ in outputs))
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
+
+
+def test_grad_refuses_what_is_not_a_tensor_or_an_iterable_of_them():
+    x = bai.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="inputs must be a Tensor or an iterable of Tensors"):
+        bai.grad((x * 2.0).sum(), 3)

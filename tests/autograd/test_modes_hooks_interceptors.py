@@ -150,8 +150,9 @@ def test_nested_interceptors_both_see_every_op_in_order():
 
 def test_an_exception_inside_intercept_pops_the_observer():
     recorder = Recorder()
+    a, b = bai.zeros(2), bai.zeros(3)
     with pytest.raises(bai.ShapeError, match=r"\[add\] shapes"), bai.intercept(recorder):
-        bai.zeros(2) + bai.zeros(3)
+        a + b
     assert dispatch._interceptors == []
     with pytest.raises(KeyError), bai.intercept(Recorder()), bai.intercept(recorder):
         raise KeyError("x")
@@ -457,3 +458,45 @@ def test_zeroing_a_saved_output_names_the_op_and_zero_():
     y.zero_()
     with pytest.raises(bai.AutogradError, match=r"^\[exp\] backward needs the output.*'zero_'"):
         y.sum().backward()
+
+
+def test_a_hook_returning_a_wrong_shape_names_the_hook_and_the_tensor():
+    x = bai.ones(3, requires_grad=True)
+    y = x * 2.0
+
+    def widen(grad):
+        return bai.ones(4)
+
+    y.register_hook(widen)
+    with pytest.raises(bai.AutogradError, match=r"hook '.*widen' on the output of 'mul'") as caught:
+        y.sum().backward()
+    assert "shape (4,)" in str(caught.value) and "(3,)" in str(caught.value)
+
+
+def test_a_hook_returning_a_numpy_array_names_the_hook_and_the_tensor():
+    x = bai.ones(2, 3, requires_grad=True)
+
+    def as_array(grad):
+        return grad.numpy() * 2
+
+    x.register_hook(as_array)
+    with pytest.raises(bai.AutogradError, match=r"hook '.*as_array' on a leaf tensor of shape"):
+        (x * 3.0).sum().backward()
+
+
+def test_a_leaf_hook_with_a_wrong_shape_fails_at_backward_not_at_the_optimizer_step():
+    model = bai.nn.Linear(3, 2)
+    model.weight.register_hook(lambda grad: grad.sum(axis=0))
+    optimizer = bai.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(bai.AutogradError, match=r"\(2, 3\)") as caught:
+        model(bai.ones(4, 3)).sum().backward()
+    assert "<lambda>" in str(caught.value)
+    assert model.weight.grad is None
+    optimizer.step()  # nothing wrong reached the parameters
+
+
+def test_a_hook_may_change_values_of_the_same_shape_and_dtype():
+    x = bai.ones(3, requires_grad=True)
+    x.register_hook(lambda grad: grad * 0.5)
+    (x * 4.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 2.0, np.float32))
