@@ -26,6 +26,16 @@ def check_scalar_axis(axis: int, op: str) -> None:
         )
 
 
+def dimensioned_axis(axis: int, ndim: int, op: str) -> int:
+    """``normalize_axis`` for ops that cut along an axis, which a 0-d tensor does not have."""
+    if ndim == 0:
+        raise ShapeError(
+            f"[{op}] needs a tensor with at least 1 dimension, got a 0-d tensor",
+            help="reshape it to one element first: x.reshape(1)",
+        )
+    return normalize_axis(axis, ndim, op)
+
+
 def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...] | None:
     """``None`` (every axis) or a sorted tuple of distinct non-negative axes."""
     if axis is None:

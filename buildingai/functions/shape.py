@@ -16,7 +16,7 @@ from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import ShapeError, dimensions
 from ..ops import shape as ops
-from ._common import as_shape, normalize_axes, normalize_axis, pick
+from ._common import as_shape, dimensioned_axis, normalize_axes, normalize_axis, pick
 from .creation import as_tensor
 
 # ----- reshaping and reordering --------------------------------------------------------------
@@ -111,6 +111,12 @@ def expand(x: Tensor, *shape) -> Tensor:
     """Broadcast to ``shape`` without copying; -1 keeps a dimension."""
     shape = as_shape(shape)
     lead = len(shape) - x.ndim
+    for axis, extent in enumerate(shape[: max(lead, 0)]):
+        if extent == -1:
+            raise ShapeError(
+                f"[expand] -1 at axis {axis} of {shape}: a new leading dimension has no size to keep",
+                help="give the new leading dimensions their sizes; -1 keeps only existing ones",
+            )
     shape = tuple(
         x.shape[axis - lead] if extent == -1 else extent for axis, extent in enumerate(shape)
     )
@@ -210,7 +216,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     """Split dimension ``dim`` into ``sizes`` (one of which may be -1): the inverse of
     ``flatten``. ``(N, 12)`` with ``unflatten(1, (3, -1))`` -> ``(N, 3, 4)``."""
-    axis = normalize_axis(dim, x.ndim, "unflatten")
+    axis = dimensioned_axis(dim, x.ndim, "unflatten")
     sizes = as_shape((sizes,))
     extent = x.shape[axis]
     known = int(np.prod([s for s in sizes if s != -1]))
@@ -288,7 +294,7 @@ def _slice_along(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """Elements ``start .. start + length - 1`` along ``dim`` (a view); ``start`` may be
     negative (counted from the end). ``(4, 6)`` with ``narrow(1, 2, 3)`` -> ``(4, 3)``."""
-    axis = normalize_axis(dim, x.ndim, "narrow")
+    axis = dimensioned_axis(dim, x.ndim, "narrow")
     extent = x.shape[axis]
     begin = start + extent if -extent <= start < 0 else start
     if not 0 <= begin <= extent or length < 0 or begin + length > extent:
@@ -304,7 +310,7 @@ def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=Non
     """Split along ``dim`` (default 0), PyTorch style: an int is the size of each piece (the last
     may be smaller), a list gives every piece's size and must sum to the dimension. Returns a
     tuple of views. ``(5, 3)`` with ``split(2)`` -> ``(2, 3), (2, 3), (1, 3)``."""
-    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "split")
+    axis = dimensioned_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "split")
     extent = x.shape[axis]
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
@@ -331,7 +337,7 @@ def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=Non
 def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple:
     """Split along ``dim`` into at most ``chunks`` pieces of ``ceil(size / chunks)`` elements
     (PyTorch semantics: fewer pieces when the size does not allow more)."""
-    axis = normalize_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "chunk")
+    axis = dimensioned_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "chunk")
     if chunks <= 0:
         raise ShapeError(f"[chunk] the number of chunks must be positive, got {chunks}")
     extent = x.shape[axis]
@@ -503,7 +509,7 @@ def repeat_interleave(x: Tensor, repeats, dim: int | None = None, *, axis=None) 
     axis = pick("axis", axis, "dim", dim)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    axis = normalize_axis(axis, x.ndim, "repeat_interleave")
+    axis = dimensioned_axis(axis, x.ndim, "repeat_interleave")
     extent = x.shape[axis]
     counts = repeats.numpy() if isinstance(repeats, Tensor) else np.asarray(repeats)
     if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts < 0).any():
