@@ -25,6 +25,19 @@ from typing import Any
 from .optimizer import OptimizerBase, OptimizerError
 
 
+def _require_group_lrs(scheduler: str, optimizer: OptimizerBase) -> None:
+    """Schedulers set ``group["lr"]``: refuse an optimizer whose groups have none (one written
+    with its own ``self.lr``) by name, rather than with a bare KeyError."""
+    for position, group in enumerate(optimizer.param_groups):
+        if "lr" not in group:
+            raise OptimizerError(
+                f"{scheduler}: parameter group {position} of {type(optimizer).__name__} has no "
+                "'lr', so there is no learning rate to schedule",
+                help="read the rate from self.param_groups[i]['lr'] in step() and pass lr to "
+                "the base class (super().__init__(params, {'lr': lr}))",
+            )
+
+
 class LRScheduler:
     """Base class: subclasses define ``lr_at(position)``, the learning rate of every parameter
     group at a (possibly fractional) position of the schedule.
@@ -52,6 +65,7 @@ class LRScheduler:
                 f"{type(self).__name__}: steps_per_epoch must be a positive int, got "
                 f"{steps_per_epoch!r}"
             )
+        _require_group_lrs(type(self).__name__, optimizer)
         self.optimizer = optimizer
         self.steps_per_epoch = steps_per_epoch
         if last_epoch == -1:
@@ -564,6 +578,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise OptimizerError(
                 f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}"
             )
+        _require_group_lrs("ReduceLROnPlateau", optimizer)
         self.optimizer = optimizer
         self.mode, self.factor, self.patience = mode, factor, patience
         self.threshold, self.threshold_mode = threshold, threshold_mode

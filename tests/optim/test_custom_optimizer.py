@@ -110,3 +110,19 @@ def test_optimizers_calling_super_init_are_unchanged():
     (w * 2).sum().backward()
     optimizer.step()
     np.testing.assert_allclose(w.numpy(), 1 - 0.2)
+
+
+def test_a_scheduler_on_an_optimizer_without_group_rates_names_the_missing_lr():
+    from buildingai.optim import StepLR
+
+    class OwnRate(OptimizerBase):
+        def __init__(self, params, lr=0.01):
+            self.params = list(params)
+            self.lr = lr
+
+        def step(self):
+            pass
+
+    optimizer = OwnRate([buildingai.zeros(2, requires_grad=True)])
+    with pytest.raises(OptimizerError, match=r"StepLR: parameter group 0 of OwnRate has no 'lr'"):
+        StepLR(optimizer, step_size=1)
