@@ -9,6 +9,7 @@ tensors, freeze's symbolic shapes, graph summaries, constant folding, profilers)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,8 +189,8 @@ def prod(shape) -> Size:
 
 def concrete(size: Size, unit: int = 1) -> int:
     """``size`` as an int, each symbol taken as ``unit`` (for estimates such as FLOP counts)."""
-    if isinstance(size, DimExpr):
-        return size.coefficient * unit ** len(size.symbols) + size.offset
+    if isinstance(size, (DimExpr, SizeSum)):
+        return sum(c * unit ** len(symbols) for symbols, c in SizeSum.of(size).terms.items())
     return int(size)
 
 
@@ -243,25 +244,85 @@ def reduced_shape(shape: tuple, axis, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def bytes_of(*values) -> Size:
+class SizeSum:
+    """A sum of symbolic sizes with different symbols (``4*m + 4*m*n``): what a count of bytes
+    or FLOPs over several inputs comes to. It totals and evaluates; it is never a dimension."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict) -> None:
+        self.terms = {symbols: c for symbols, c in terms.items() if c}  # symbols -> coefficient
+
+    @staticmethod
+    def of(size) -> SizeSum:
+        if isinstance(size, SizeSum):
+            return size
+        if isinstance(size, DimExpr):
+            return SizeSum({size.symbols: size.coefficient, (): size.offset})
+        return SizeSum({(): int(size)})
+
+    def __add__(self, other) -> SizeSum:
+        terms = dict(self.terms)
+        for symbols, coefficient in SizeSum.of(other).terms.items():
+            terms[symbols] = terms.get(symbols, 0) + coefficient
+        return SizeSum(terms)
+
+    __radd__ = __add__
+
+    def __mul__(self, factor: int) -> SizeSum:
+        if not isinstance(factor, int):
+            return _unsupported("*", self, factor)
+        return SizeSum({symbols: c * factor for symbols, c in self.terms.items()})
+
+    __rmul__ = __mul__
+
+    def evaluate(self, sizes: dict) -> int:
+        return sum(c * math.prod(sizes[s] for s in symbols) for symbols, c in self.terms.items())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (SizeSum, DimExpr, int)) and self.terms == SizeSum.of(other).terms
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.terms.items())))
+
+    def __repr__(self) -> str:
+        parts = [
+            "*".join(((str(c),) if c != 1 or not symbols else ()) + symbols)
+            for symbols, c in sorted(self.terms.items(), key=lambda item: len(item[0]))
+        ]
+        return " + ".join(parts) or "0"
+
+
+def total(sizes) -> Size | SizeSum:
+    """The sum of ``sizes``: an int or ``DimExpr`` where it can be, else a ``SizeSum``."""
+    result = SizeSum({})
+    for size in sizes:
+        result = result + size
+    terms = result.terms
+    symbolic = [symbols for symbols in terms if symbols]
+    if not symbolic:
+        return terms.get((), 0)
+    if len(symbolic) == 1:
+        return simplify(DimExpr(symbolic[0], terms[symbolic[0]], terms.get((), 0)))
+    return result
+
+
+def bytes_of(*values) -> Size | SizeSum:
     """Bytes held by the ``ValueSpec`` s among ``values`` (scalars count nothing)."""
-    total: Size = 0
-    for value in values:
-        if isinstance(value, ValueSpec):
-            total = value.nbytes + total
-    return simplify(total)
+    return total(value.nbytes for value in values if isinstance(value, ValueSpec))
 
 
 def memory_cost(inputs: tuple, outputs, flops_per_element: int = 1) -> tuple:
     """``(flops, bytes_read, bytes_written)`` of an op that reads every input once, writes
     every output once and spends ``flops_per_element`` per output element."""
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    elements = simplify(sum((o.numel for o in outputs), start=0))
+    elements = total(o.numel for o in outputs)
     return (elements * flops_per_element, bytes_of(*inputs), bytes_of(*outputs))
 
 
 __all__ = [
     "DimExpr",
+    "SizeSum",
     "SymbolicSizeError",
     "ValueSpec",
     "broadcast_shapes",
@@ -273,4 +334,5 @@ __all__ = [
     "reduced_shape",
     "simplify",
     "spec_of",
+    "total",
 ]

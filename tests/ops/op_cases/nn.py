@@ -1,0 +1,319 @@
+"""Cases of the nn primitives: softmax, dropout, embedding, losses, normalization, the
+special functions' gradients and the LSTM recurrence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import buildingai.nn.functional as F
+
+from .base import (
+    NO_ONNX_MAPPING,
+    NOT_DIFFERENTIABLE,
+    TF,
+    Draw,
+    Sample,
+    backward_of,
+    case,
+    tested_through,
+    torch,
+    trailing_sizes,
+)
+
+# ----- nn primitives ------------------------------------------------------------------------------
+
+
+def _softmax(name: str, method: str) -> Callable:
+    def make(d: Draw) -> Sample:
+        x = d.floats("n", "m", *d.sizes(0, 1, 2, 4), low=-5.0, high=5.0)
+        axis = d.choice((-1, 0, 1))
+        return d.capture(name, lambda: getattr(x, method)(axis))
+
+    return make
+
+
+case(
+    "softmax",
+    _softmax("softmax", "softmax"),
+    torch=lambda x, *, axis: torch.softmax(x, axis),
+    gradgrad=True,
+)
+case(
+    "log_softmax",
+    _softmax("log_softmax", "log_softmax"),
+    torch=lambda x, *, axis: torch.log_softmax(x, axis),
+    gradgrad=True,
+)
+
+
+def _softmax_grad(d: Draw) -> Sample:
+    x = d.floats("n", *d.sizes(1, 2, 2, 4), grad=True)
+    axis = d.choice((-1, 0))
+    return d.capture(
+        "softmax_grad",
+        lambda: backward_of(lambda t: t.softmax(axis), x),
+        symbols={(0, 0): "n", (1, 0): "n"},
+    )
+
+
+case("softmax_grad", _softmax_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
+
+
+def _dropout(d: Draw) -> Sample:
+    x = d.floats("n", *trailing_sizes(d, 1, 2))
+    mask = d.bools(*d.choice((d.dims_of(x)[1:], d.dims_of(x))))
+    scale = d.choice((2.0, 1.25))
+    return d.call("dropout", x, mask, scale=scale)
+
+
+case(
+    "dropout",
+    _dropout,
+    torch=lambda x, mask, *, scale: torch.where(mask, x * scale, 0.0),
+    gradgrad=True,
+)
+
+
+def _embedding(d: Draw) -> Sample:
+    rows, dim = d.size(3, 6), d.size(1, 4)
+    indices = d.ints("n", *trailing_sizes(d, 0, 1), high=rows)
+    weight = d.floats(rows, dim)
+    padding_idx = d.choice((None, 0))
+    return d.capture("embedding", lambda: F.embedding(indices, weight, padding_idx=padding_idx))
+
+
+case(
+    "embedding",
+    _embedding,
+    torch=lambda t, w, *, padding_idx: TF.embedding(t, w, padding_idx=padding_idx),
+    gradgrad=True,
+)
+
+
+def _embedding_grad(d: Draw) -> Sample:
+    rows, dim = d.size(3, 6), d.size(1, 4)
+    indices = d.ints("n", d.size(1, 3), high=rows)
+    weight = d.floats(rows, dim, grad=True)
+    padding_idx = d.choice((None, 1))
+    return d.capture(
+        "embedding_grad",
+        lambda: backward_of(lambda w: F.embedding(indices, w, padding_idx=padding_idx), weight),
+        symbols={(0, 0): "n", (1, 0): "n"},
+    )
+
+
+case("embedding_grad", _embedding_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
+
+
+def _binary_cross_entropy(d: Draw) -> Sample:
+    x = d.floats("n", *trailing_sizes(d), low=0.05, high=0.95)
+    t = d.floats(*d.dims_of(x), low=0.0, high=1.0)
+    return d.capture("binary_cross_entropy", lambda: F.binary_cross_entropy(x, t, reduction="none"))
+
+
+case(
+    "binary_cross_entropy",
+    _binary_cross_entropy,
+    torch=lambda x, t: TF.binary_cross_entropy(x, t, reduction="none"),
+    grad_inputs=(0,),  # PyTorch gives no derivative in the target
+    gradgrad=True,
+    onnx_domain={0: (0.0, 1.0), 1: (0.0, 1.0)},
+)
+
+
+def _cross_entropy(d: Draw) -> Sample:
+    classes = d.size(2, 5)
+    spatial = trailing_sizes(d, 0, 1)
+    x = d.floats("n", classes, *spatial)
+    target = d.ints("n", *spatial, high=classes)
+    weight = d.choice((None, d.floats(classes, low=0.5, high=1.5)))
+    ignore_index = d.choice((-100, 1))
+    reduction = d.choice(("mean", "sum", "none"))
+    return d.capture(
+        "cross_entropy",
+        lambda: F.cross_entropy(
+            x, target, weight=weight, ignore_index=ignore_index, reduction=reduction
+        ),
+    )
+
+
+def _torch_cross_entropy(x, target, weight=None, *, axis, ignore_index, reduction):
+    assert axis == 1
+    return TF.cross_entropy(
+        x, target, weight=weight, ignore_index=ignore_index, reduction=reduction
+    )
+
+
+case(
+    "cross_entropy",
+    _cross_entropy,
+    torch=_torch_cross_entropy,
+    grad_inputs=(0,),  # the class weights are constants
+    gradgrad=True,
+)
+
+
+def _cross_entropy_grad(d: Draw) -> Sample:
+    classes = d.size(2, 5)
+    x = d.floats("n", classes, grad=True)
+    target = d.ints("n", high=classes)
+    reduction = d.choice(("mean", "none"))
+    return d.capture(
+        "cross_entropy_grad",
+        lambda: backward_of(lambda t: F.cross_entropy(t, target, reduction=reduction), x),
+        symbols={(1, 0): "n", (2, 0): "n", (3, 0): "n"}
+        | ({(0, 0): "n"} if reduction == "none" else {}),
+    )
+
+
+case(
+    "cross_entropy_grad",
+    _cross_entropy_grad,
+    no_grad=tested_through("cross_entropy"),
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+def _standardize(d: Draw) -> Sample:
+    x = d.floats("n", *d.sizes(1, 2, 2, 4))
+    axes = d.choice(((-1,), (1, -1) if x.ndim > 2 else (-1,), (0,)))
+    return d.capture("standardize", lambda: F.standardize(x, axes, eps=1e-5))
+
+
+def _torch_standardize(x, *, axes, eps):
+    mean = x.mean(dim=axes, keepdim=True)
+    variance = x.var(dim=axes, correction=0, keepdim=True)
+    return (x - mean) / torch.sqrt(variance + eps)
+
+
+case(
+    "standardize",
+    _standardize,
+    torch=_torch_standardize,
+    gradgrad=True,
+)
+
+
+def _standardize_grad(d: Draw) -> Sample:
+    x = d.floats("n", d.size(2, 4), grad=True)
+    return d.capture(
+        "standardize_grad",
+        lambda: backward_of(lambda t: F.standardize(t, (-1,)), x),
+        symbols={(i, 0): "n" for i in range(4)},
+    )
+
+
+case(
+    "standardize_grad",
+    _standardize_grad,
+    no_grad=tested_through("standardize"),
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+def _layer_norm(d: Draw) -> Sample:
+    normalized = d.sizes(1, 2, 2, 4)
+    x = d.floats("n", *normalized)
+    weight = d.floats(*normalized)
+    bias = d.choice((None, d.floats(*normalized)))
+    return d.capture("layer_norm", lambda: F.layer_norm(x, normalized, weight, bias))
+
+
+case(
+    "layer_norm",
+    _layer_norm,
+    torch=lambda x, w, b=None, *, axes, eps: TF.layer_norm(x, w.shape, w, b, eps),
+    gradgrad=True,
+)
+
+
+def _layer_norm_grads(name: str) -> Callable:
+    def make(d: Draw) -> Sample:
+        normalized = d.sizes(1, 2, 2, 4)
+        x = d.floats("n", *normalized, grad=True)
+        weight = d.floats(*normalized, grad=True)
+        positions = {"layer_norm_input_grad": (0, 2, 3), "layer_norm_weight_grad": (0, 1)}
+        return d.capture(
+            name,
+            lambda: backward_of(lambda a, w: F.layer_norm(a, normalized, w), x, weight),
+            symbols={(i, 0): "n" for i in positions[name]},
+        )
+
+    return make
+
+
+# their values: through layer_norm's first derivatives against PyTorch
+for _name in ("layer_norm_input_grad", "layer_norm_weight_grad"):
+    case(_name, _layer_norm_grads(_name), no_grad=NOT_DIFFERENTIABLE, onnx=NO_ONNX_MAPPING)
+
+
+# ----- special functions' gradients ---------------------------------------------------------------
+
+
+def _special_grad(name: str, forward: Callable) -> Callable:
+    def make(d: Draw) -> Sample:
+        x = d.floats("n", *trailing_sizes(d), grad=True)
+        symbols = {(0, 0): "n", (1, 0): "n", (2, 0): "n"}
+        return d.capture(name, lambda: backward_of(forward, x), symbols=symbols)
+
+    return make
+
+
+# the cache input is a constant function of x (the forward's gate): only grad varies freely
+case(
+    "gelu_grad",
+    _special_grad("gelu_grad", lambda t: t.gelu(approximate="tanh")),
+    gradcheck=True,
+    grad_inputs=(0,),
+    onnx=NO_ONNX_MAPPING,
+)
+case(
+    "silu_grad",
+    _special_grad("silu_grad", lambda t: t.silu()),
+    gradcheck=True,
+    grad_inputs=(0,),
+    onnx=NO_ONNX_MAPPING,
+)
+case(
+    "softplus_grad",
+    _special_grad("softplus_grad", lambda t: t.softplus(beta=1.5, threshold=2.0)),
+    gradcheck=True,
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+# ----- recurrence ---------------------------------------------------------------------------------
+
+
+def _lstm_recurrence(d: Draw) -> Sample:
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    gates_x = d.floats(length, "n", 4 * hidden, low=-1.0, high=1.0)
+    h0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    c0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(4 * hidden, hidden, low=-1.0, high=1.0)
+    bias = d.choice(((), (d.floats(4 * hidden, low=-1.0, high=1.0),)))
+    reverse = d.choice((False, True))
+    return d.call("lstm_recurrence", gates_x, h0, c0, w_hh, *bias, reverse=reverse)
+
+
+def _torch_lstm_recurrence(gates_x, h0, c0, w_hh, b_hh=None, *, reverse):
+    size = h0.shape[-1]
+    h, c = h0, c0
+    steps = range(gates_x.shape[0] - 1, -1, -1) if reverse else range(gates_x.shape[0])
+    out = [None] * gates_x.shape[0]
+    for t in steps:
+        pre = gates_x[t] + h @ w_hh.T + (0 if b_hh is None else b_hh)
+        i, f = torch.sigmoid(pre[:, :size]), torch.sigmoid(pre[:, size : 2 * size])
+        g, o = torch.tanh(pre[:, 2 * size : 3 * size]), torch.sigmoid(pre[:, 3 * size :])
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+        out[t] = torch.cat([h, c], dim=-1)
+    return torch.stack(out)
+
+
+case(
+    "lstm_recurrence",
+    _lstm_recurrence,
+    torch=_torch_lstm_recurrence,
+    gradgrad=True,
+)
