@@ -32,7 +32,6 @@ class Op:
     Class attributes describe the op to dispatch, the backward engine, tracers and exporters:
 
     - ``name``: the op's name in errors, graphs and profiles.
-    - ``onnx``: the ONNX operator type it maps to (``None`` until the exporter supports it).
     - ``save_inputs`` / ``save_output``: whether backward reads the input values / the output
       value. The engine guards exactly these against in-place modification.
     - ``differentiable``: False for ops with no gradient (comparisons, argmax...).
@@ -40,6 +39,8 @@ class Op:
     - ``check``: ``None`` or a method ``check(self, *arrays, **attrs)`` run before ``forward``.
       An op whose backend call already rejects every bad input can instead override
       ``describe_failure`` to explain the rejection, and cost nothing on the happy path.
+    - ``to_onnx(emit, inputs, output, attrs)`` (optional): the op's one ONNX mapping; a record
+      without it cannot be exported (``export.check_onnx`` lists such ops).
     - ``fusion``: for element-wise ops whose forward is one backend function on same-dtype
       floating operands, ``(function name, extra trailing argument or None)``; the graph's
       element-wise fusion pass generates kernels from it (and a test checks it against
@@ -47,7 +48,6 @@ class Op:
     """
 
     name: str = "op"
-    onnx: str | None = None
     save_inputs: bool = True
     save_output: bool = False
     differentiable: bool = True
@@ -82,7 +82,7 @@ class Op:
     def describe_failure(self, exc: Exception, arrays: list, attrs: dict) -> BuildingAIError:
         """Turn a backend exception into an error that names this op and its inputs."""
         shapes = ", ".join(_describe(a) for a in arrays)
-        kinds = {type(a).__module__.split(".")[0] for a in arrays if hasattr(a, "shape")}
+        kinds = {_array_kind(a) for a in arrays if hasattr(a, "shape")}
         if len(kinds) > 1:
             return DeviceError(
                 f"[{self.name}] inputs live on different devices ({shapes})",
@@ -100,6 +100,12 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+def _array_kind(array) -> str:
+    """The array's library, "cupy" or "numpy" (NumPy subclasses included): arrays of different
+    libraries live on different devices."""
+    return "cupy" if type(array).__module__.startswith("cupy") else "numpy"
 
 
 def _describe(value) -> str:

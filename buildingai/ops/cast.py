@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from .base import Op
+import numpy as np
+
+from ..backend.device import Device, device_of, to_device
+from .abstract import ValueSpec
+from .families import CopyOp
 
 
-class Cast(Op):
-    name, onnx = "cast", "Cast"
+class Cast(CopyOp):
+    """``x`` in ``dtype`` (a copy); the gradient is cast back to the input's dtype."""
+
+    name = "cast"
     save_inputs = False
+
+    def infer(self, x, *, dtype) -> ValueSpec:
+        return x.with_dtype(np.dtype(dtype))
 
     def forward(self, ctx, xp, x, *, dtype):
         ctx.input_dtype = x.dtype
@@ -20,15 +29,16 @@ class Cast(Op):
         emit.cast(inputs[0], emit.dtype(output), output)
 
 
-class ToDevice(Op):
+class ToDevice(CopyOp):
     """Copy to another device; the gradient travels back to the source device."""
 
     name = "to_device"
     save_inputs = False
 
-    def forward(self, ctx, xp, x, *, device):
-        from ..backend.device import device_of, to_device
+    def infer(self, x, *, device) -> ValueSpec:
+        return ValueSpec(x.shape, x.dtype, str(Device(device)))
 
+    def forward(self, ctx, xp, x, *, device):
         ctx.source_device = device_of(x)
         return to_device(x, device)
 

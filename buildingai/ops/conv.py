@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
+from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
 from .base import Op
-from .conv_grid import grid_col2im, grid_for, to_grid
+from .kernels.conv_grid import grid_col2im, grid_for, to_grid
+from .linalg import einsum_array, matmul_array
 from .reduce import SUM
 
 # ----- sizes and checks ---------------------------------------------------------------------------
@@ -133,6 +135,49 @@ def _output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
     )
 
 
+def floor_divide_size(op: str, size, divisor: int, what: str):
+    """``size // divisor`` for a size that may be symbolic. ``(c*s + k) // d`` is
+    ``(c/d)*s + k // d`` exactly when d divides c; any other symbolic quotient raises
+    SymbolicSizeError naming the op and ``what`` was being computed."""
+    if not isinstance(size, DimExpr):
+        return size // divisor
+    if size.coefficient % divisor == 0:
+        return simplify(DimExpr(size.symbols, size.coefficient // divisor, size.offset // divisor))
+    raise SymbolicSizeError(
+        f"[{op}] {what}: ({size!r}) // {divisor} depends on the remainder of the symbolic size",
+        help="give that dimension a fixed size in the TensorSpec, or use a stride that divides "
+        "its coefficient (stride 1 always does)",
+    )
+
+
+def _infer_output_hw(op: str, size, kernel, stride, padding, dilation) -> tuple:
+    """``_output_hw`` on sizes that may be symbolic (see ``floor_divide_size``)."""
+    out = []
+    for axis in range(2):
+        span = size[axis] + 2 * padding[axis] - dilation[axis] * (kernel[axis] - 1) - 1
+        what = f"the output {'HW'[axis]} of input size {size[axis]!r} with stride {stride[axis]}"
+        out.append(floor_divide_size(op, span, stride[axis], what) + 1)
+    return tuple(out)
+
+
+def _infer_check_ranks(op: str, first, second) -> None:
+    if first.ndim != 4 or second.ndim != 4:
+        raise ShapeError(
+            f"[{op}] expects 4-D operands, (N, C, H, W) and (O, C/groups, kh, kw), got "
+            f"{first.shape} and {second.shape}",
+            help="add a batch dimension with x.unsqueeze(0) for a single image",
+        )
+
+
+def _infer_check_channels(op: str, got, expected, first, second) -> None:
+    if got != expected:
+        raise ShapeError(
+            f"[{op}] {first.shape} and weight {second.shape} disagree on the channels: {got} "
+            f"against {expected}",
+            help="the weight is laid out (out_channels, in_channels/groups, kh, kw)",
+        )
+
+
 # ----- im2col and col2im --------------------------------------------------------------------------
 
 
@@ -160,9 +205,8 @@ def windows(xp, padded, kernel, out_hw, stride, dilation):
 def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
     """Columns ``(groups, C/groups * kh * kw, N * Ho * Wo)`` of ``x`` (N, C, H, W): the one copy.
 
-    The batch goes into the columns, so each convolution is one large GEMM per group: forward +
-    backward of Conv2d(32->64, 3x3) on (64, 32, 28, 28) ran about 2x faster than with one GEMM
-    per sample (benchmarks/layers.py), whose small products keep fewer BLAS threads busy.
+    The batch goes into the columns, so each convolution is one large GEMM per group: one GEMM
+    per sample would keep fewer BLAS threads busy with its small products.
     """
     view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
     n, c = x.shape[:2]
@@ -182,9 +226,9 @@ def _col2im(xp, cols, input_hw, stride, padding, dilation):
 
     One strided add per kernel offset (kh * kw of them), each over the whole batch. The sums run
     in the columns' own channel-major layout, (C, N, H, W), so every add reads its operand
-    sequentially; one copy turns the result into (N, C, H, W) at the end. On the ``cnn``
-    benchmark's 32->64 layer that took 13.5 ms against 20.4 ms for sums in the (N, C, H, W)
-    layout, which read the columns with a stride of kh * kw * N * Ho * Wo between channels.
+    sequentially; one copy turns the result into (N, C, H, W) at the end. Sums in the
+    (N, C, H, W) layout would read the columns with a stride of kh * kw * N * Ho * Wo between
+    channels.
     """
     c, kh, kw, n, ho, wo = cols.shape
     ph, pw = padding
@@ -231,7 +275,7 @@ def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
         return out, None
     cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     matrix = weight.reshape(groups, out_channels // groups, -1)
-    out = xp.matmul(matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
+    out = matmul_array(xp, matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
     if bias is None:
         return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
     # The bias is added by the copy into NCHW order: one pass instead of a copy and an add.
@@ -250,7 +294,7 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
         # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
         grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
         taps = weight.reshape(groups, out_channels // groups, kh, kw)
-        cols = xp.einsum("ngohw,goij->gijnhw", grouped, taps)
+        cols = einsum_array(xp, "ngohw,goij->gijnhw", grouped, taps)
         return _col2im(xp, cols, input_hw, stride, padding, dilation)
     matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
     # Stride 1: col2im as contiguous adds on the flat grid (ops/conv_grid.py).
@@ -259,9 +303,9 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
     if grid is not None:
         rows = grid.positions(to_grid(xp, grad, grid))
         rows = rows.reshape(groups, out_channels // groups, grid.length)
-        cols = xp.matmul(matrix, rows)  # (groups, K, grid.length)
+        cols = matmul_array(xp, matrix, rows)  # (groups, K, grid.length)
         return grid_col2im(xp, cols.reshape(groups * per_group_in, kh, kw, -1), grid)
-    cols = xp.matmul(matrix, _grad_rows(xp, grad, groups))  # (groups, K, N * Ho * Wo)
+    cols = matmul_array(xp, matrix, _grad_rows(xp, grad, groups))  # (groups, K, N * Ho * Wo)
     cols = cols.reshape(groups * per_group_in, kh, kw, n, ho, wo)
     return _col2im(xp, cols, input_hw, stride, padding, dilation)
 
@@ -275,12 +319,12 @@ def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, co
     if _is_depthwise((out_channels, channels // groups), groups):
         view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
         grouped = grad.reshape((n, groups, per_group_out) + tuple(out_hw))
-        out = xp.einsum("ngohw,ngijhw->goij", grouped, view)
+        out = einsum_array(xp, "ngohw,ngijhw->goij", grouped, view)
         return out.reshape(out_channels, 1, kernel[0], kernel[1])
     if cols is None:
         cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     # One GEMM per group whose inner dimension runs over every position of every sample.
-    out = xp.matmul(_grad_rows(xp, grad, groups), cols.swapaxes(-1, -2))
+    out = matmul_array(xp, _grad_rows(xp, grad, groups), cols.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(kernel))
 
 
@@ -294,7 +338,7 @@ class Conv2d(Op):
     Ho = floor((H + 2*ph - dh*(kh - 1) - 1) / sh) + 1 (likewise Wo).
     """
 
-    name, onnx = "conv2d", "Conv"
+    name = "conv2d"
 
     def check(self, x, weight, bias=None, *, stride, padding, dilation, groups):
         _check_image("conv2d", "input", x)
@@ -314,18 +358,32 @@ class Conv2d(Op):
         _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
 
     def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-        # A recorded call whose weight needs a gradient keeps the im2col columns: the weight
-        # gradient is a GEMM with the same columns, and making them again is one copy of
-        # C * kh * kw * N * Ho * Wo values (8 ms of the cnn benchmark's step; 58 MB held).
+        # Kept for the weight gradient's GEMM: remaking the columns is a copy of the whole im2col.
         out, columns = _conv(xp, x, weight, stride, padding, dilation, groups, bias)
         inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
         if columns is not None and inputs is not None and inputs[1].requires_grad:
             ctx.columns = columns
         return out
 
-    def backward(self, ctx, grad):
-        from ..autograd.tensor import Tensor
+    def infer(self, x, weight, bias=None, *, stride, padding, dilation, groups):
+        _infer_check_ranks(self.name, x, weight)
+        _infer_check_channels(self.name, x.shape[1], weight.shape[1] * groups, x, weight)
+        out_hw = _infer_output_hw(
+            self.name, x.shape[2:], weight.shape[2:], stride, padding, dilation
+        )
+        return ValueSpec((x.shape[0], weight.shape[0], *out_hw), x.dtype, x.device)
 
+    def cost(self, x, weight, bias=None, *, stride, padding, dilation, groups):
+        out = self.infer(
+            x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups
+        )
+        # each output element is a dot product over (C/groups) * kh * kw input values
+        flops = 2 * out.numel * prod(weight.shape[1:])
+        if bias is not None:
+            flops = flops + out.numel
+        return flops, bytes_of(x, weight, bias), out.nbytes
+
+    def backward(self, ctx, grad):
         x, weight, *rest = ctx.inputs
         attrs = ctx.attrs
         grad_x = grad_w = None
@@ -333,7 +391,7 @@ class Conv2d(Op):
             grad_x = conv2d_input_grad(grad, weight, tuple(x.shape[2:]), **attrs)
         if weight.requires_grad:
             columns = getattr(ctx, "columns", None)
-            columns = None if columns is None else Tensor(columns)  # a constant
+            columns = None if columns is None else ctx.tensor(columns)  # a constant
             grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), columns, **attrs)
         if not rest:
             return grad_x, grad_w
@@ -361,7 +419,7 @@ class Conv2dInputGrad(Op):
     which must be an input size that conv2d maps to (Ho, Wo).
     """
 
-    name, onnx = "conv2d_input_grad", "ConvTranspose"
+    name = "conv2d_input_grad"
 
     def check(self, grad, weight, *, input_size, stride, padding, dilation, groups):
         _check_image("conv2d_input_grad", "input", grad)
@@ -391,6 +449,56 @@ class Conv2dInputGrad(Op):
 
     def forward(self, ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
         return _conv_input_grad(xp, grad, weight, input_size, stride, padding, dilation, groups)
+
+    def infer(self, grad, weight, *, input_size, stride, padding, dilation, groups):
+        _infer_check_ranks(self.name, grad, weight)
+        _infer_check_channels(self.name, grad.shape[1], weight.shape[0], grad, weight)
+        channels = weight.shape[1] * groups
+        return ValueSpec((grad.shape[0], channels, *input_size), grad.dtype, grad.device)
+
+    def cost(self, grad, weight, *, input_size, stride, padding, dilation, groups):
+        # the same multiply-adds as the convolution it transposes: one per weight tap per
+        # output position
+        flops = 2 * grad.numel * prod(weight.shape[1:])
+        out = self.infer(
+            grad,
+            weight,
+            input_size=input_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        )
+        return flops, bytes_of(grad, weight), out.nbytes
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # ConvTranspose with symmetric pads; the trailing rows and columns that a strided
+        # convolution of input_size did not read are its output_padding (zeros, as in forward).
+        # (ONNX's output_shape attribute would re-derive the pads, so it is not used.)
+        padding, stride, dilation = attrs["padding"], attrs["stride"], attrs["dilation"]
+        kernel = emit.shapes[inputs[1]][2:]
+        grad_hw = emit.shapes[inputs[0]][2:]
+        output_padding = []
+        for a in range(2):
+            reach = stride[a] * (grad_hw[a] - 1) + dilation[a] * (int(kernel[a]) - 1) + 1
+            extra = simplify(attrs["input_size"][a] - reach + 2 * padding[a])
+            if isinstance(extra, DimExpr):  # symbolic sizes that do not cancel out
+                raise SymbolicSizeError(
+                    f"[conv2d_input_grad] the output padding {extra!r} of output size "
+                    f"{attrs['input_size'][a]!r} from input size {grad_hw[a]!r} is not a number",
+                    help="give that dimension a fixed size in the TensorSpec",
+                )
+            output_padding.append(int(extra))
+        emit.node(
+            "ConvTranspose",
+            list(inputs),
+            output,
+            pads=[int(padding[0]), int(padding[1]), int(padding[0]), int(padding[1])],
+            strides=[int(s) for s in stride],
+            dilations=[int(d) for d in dilation],
+            group=int(attrs["groups"]),
+            output_padding=output_padding,
+        )
 
     def backward(self, ctx, upstream):
         grad, weight = ctx.inputs
@@ -443,6 +551,28 @@ class Conv2dWeightGrad(Op):
         return _conv_weight_grad(
             xp, x, grad, weight_size, stride, padding, dilation, groups, columns
         )
+
+    def infer(self, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups):
+        _infer_check_ranks(self.name, x, grad)
+        shape = (grad.shape[1], x.shape[1] // groups, *weight_size)
+        return ValueSpec(shape, x.dtype, x.device)
+
+    def cost(self, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups):
+        out = self.infer(
+            x,
+            grad,
+            columns,
+            weight_size=weight_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        )
+        # one multiply-add per weight tap per output position, as in the forward convolution
+        flops = 2 * grad.numel * prod(out.shape[1:])
+        # given the forward's columns, the GEMM reads them instead of x
+        source = x if columns is None else columns
+        return flops, bytes_of(source, grad), out.nbytes
 
     def backward(self, ctx, upstream):
         x, grad = ctx.inputs[:2]

@@ -13,12 +13,14 @@ Ellipsis and integer or boolean backend arrays.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
-from ..errors import BuildingAIError, DTypeError, IndexingError
-from .base import Op
+from ..errors import BuildingAIError, DTypeError, IndexingError, dimensions
+from .abstract import DimExpr, SymbolicSizeError, ValueSpec, broadcast_shapes
+from .families import CopyOp, ViewOp, symbolic_sizes
 
 
 def has_advanced(index: tuple) -> bool:
@@ -72,8 +74,8 @@ def find_index_problem(op: str, shape: tuple, index: tuple) -> IndexingError | N
             consumed += 1
     if consumed > ndim:
         return IndexingError(
-            f"[{op}] too many indices: the index addresses {consumed} dimensions but the tensor "
-            f"has {ndim} {where}",
+            f"[{op}] too many indices: the index addresses {dimensions(consumed)} but the "
+            f"tensor has {dimensions(ndim)} {where}",
             help="use one index per dimension at most; '...' stands for all the dimensions "
             "not indexed",
         )
@@ -215,14 +217,123 @@ def on_device(xp, index: tuple) -> tuple:
     return tuple(xp.asarray(part) if hasattr(part, "shape") else part for part in index)
 
 
+# ----- the shape of a selection (for infer) -------------------------------------------------------
+
+
+def _slice_length(size, part: slice):
+    """How many elements ``part`` selects from an axis of ``size``. A symbolic size is taken to
+    be at least as large as the slice's bounds (``x[1:]`` has ``size - 1`` elements, ``x[-3:]``
+    three); slices whose length is not ``c * symbols + k`` then raise SymbolicSizeError."""
+    if not isinstance(size, DimExpr):
+        return len(range(*part.indices(size)))
+    step = 1 if part.step is None else part.step
+    if step < 0:
+        raise SymbolicSizeError(
+            f"a slice with negative step ({_describe_part(part)}) of the symbolic size "
+            f"{size!r} has no length of the form c * symbols + k",
+            help="flip the tensor instead, or fix that dimension's size",
+        )
+    start = 0 if part.start is None else part.start
+    stop = size if part.stop is None else part.stop
+    start = size + start if start < 0 else start  # negative bounds count from the end
+    stop = size + stop if isinstance(stop, int) and stop < 0 else stop
+    length = stop - start
+    if isinstance(length, DimExpr) and length.coefficient < 0:
+        raise SymbolicSizeError(
+            f"the slice {_describe_part(part)} of the symbolic size {size!r} has a length that "
+            "depends on how large the size is",
+            help="slice from a fixed offset towards the end, or fix that dimension's size",
+        )
+    if isinstance(length, int):
+        length = max(length, 0)
+    if isinstance(length, int):
+        return -(-length // step)
+    if length.coefficient % step == 0 and length.offset % step == 0:
+        return length // step
+    return (length + step - 1) // step  # ceil division; raises unless step divides it
+
+
+def _expand_ellipsis(index: tuple, ndim: int) -> list:
+    """The index with its Ellipsis (or the missing trailing axes) written out as ``:``."""
+    parts = list(index)
+    consumed = 0
+    for part in parts:
+        if hasattr(part, "shape") and part.dtype.kind == "b":
+            consumed += part.ndim
+        elif part is not None and part is not Ellipsis:
+            consumed += 1
+    if consumed > ndim:
+        raise IndexingError(
+            f"too many indices: the index addresses {dimensions(consumed)} but the tensor has "
+            f"{dimensions(ndim)}",
+            help="use one index per dimension at most",
+        )
+    whole = [slice(None)] * (ndim - consumed)
+    for at, part in enumerate(parts):
+        if part is Ellipsis:  # (not ``in``: that would compare index arrays element-wise)
+            return parts[:at] + whole + parts[at + 1 :]
+    return parts + whole
+
+
+def index_shape(shape: tuple, index: tuple) -> tuple:
+    """The shape of ``x[index]`` for ``x`` of ``shape`` (ints and ``DimExpr``), with NumPy's
+    rules: basic parts (slices, None) keep their places; advanced parts (arrays, and ints
+    among arrays) broadcast together, in place of the first when they are adjacent, else in
+    front."""
+    parts = _expand_ellipsis(index, len(shape))
+    advanced = has_advanced(index)
+    out: list = []  # basic sizes, and one marker where the advanced shape goes
+    advanced_shapes, positions = [], []
+    axis = 0
+    for position, part in enumerate(parts):
+        if part is None:
+            out.append(1)
+            continue
+        if isinstance(part, slice):
+            out.append(_slice_length(shape[axis], part))
+            axis += 1
+            continue
+        if hasattr(part, "shape"):
+            if part.dtype.kind == "b":
+                advanced_shapes.append((int(part.sum()),))
+                axis += part.ndim
+            else:
+                advanced_shapes.append(tuple(part.shape))
+                axis += 1
+        else:  # an int: drops its axis, or joins the advanced parts as a 0-d array
+            axis += 1
+            if not advanced:
+                continue
+            advanced_shapes.append(())
+        positions.append(position)
+        if len(positions) == 1:
+            out.append(None)
+    if not positions:
+        return tuple(out)
+    selected = broadcast_shapes(*advanced_shapes)
+    at = out.index(None)
+    del out[at]
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    if not adjacent:
+        at = 0
+    return tuple(out[:at]) + tuple(selected) + tuple(out[at:])
+
+
+def _index_bytes(index: tuple) -> int:
+    return sum(int(part.nbytes) for part in index if hasattr(part, "nbytes"))
+
+
 # ----- the records --------------------------------------------------------------------------------
 
 
-class GetItem(Op):
+class GetItem(ViewOp):
     """``x[index]`` for a basic index: a view of ``x`` (it shares ``x``'s version counter)."""
 
-    name, onnx = "getitem", "Slice"
-    save_inputs, view = False, True
+    name = "getitem"
+
+    def infer(self, x, *, index) -> ValueSpec:
+        with symbolic_sizes(self.name):
+            return x.with_shape(_checked_index_shape(self.name, x.shape, index))
 
     def forward(self, ctx, xp, x, *, index):
         ctx.input_shape = x.shape
@@ -238,11 +349,31 @@ class GetItem(Op):
         _basic_index_onnx(emit, inputs[0], attrs["index"], output)
 
 
-class Index(Op):
+def _checked_index_shape(op: str, shape: tuple, index: tuple) -> tuple:
+    """``index_shape``, with an index that does not fit named as ``find_index_problem`` does."""
+    if all(isinstance(extent, int) for extent in shape):
+        problem = find_index_problem(op, shape, index)
+        if problem is not None:
+            raise problem
+    try:
+        return index_shape(shape, index)
+    except IndexingError as error:
+        raise IndexingError(f"[{op}] {error.message}", help=error.help) from None
+
+
+class Index(CopyOp):
     """``x[index]`` for an advanced index (integer or boolean arrays): a copy of the selection."""
 
     name = "index"
     save_inputs = False
+
+    def infer(self, x, *, index) -> ValueSpec:
+        with symbolic_sizes(self.name):
+            return x.with_shape(_checked_index_shape(self.name, x.shape, index))
+
+    def cost(self, x, *, index) -> tuple:
+        out = self.infer(x, index=index)
+        return (0, out.nbytes + _index_bytes(index), out.nbytes)  # reads only what it selects
 
     def forward(self, ctx, xp, x, *, index):
         ctx.input_shape = x.shape
@@ -282,11 +413,18 @@ class Index(Op):
         emit.node("Gather", [inputs[0], chosen], output, axis=int(axis))
 
 
-class ZerosIndexAdd(Op):
+class ZerosIndexAdd(CopyOp):
     """``out = zeros(shape); out[index] += values`` (repeated positions accumulate)."""
 
-    name, onnx = "zeros_index_add", "ScatterND"
+    name = "zeros_index_add"
     save_inputs = False
+
+    def infer(self, values, *, shape, index) -> ValueSpec:
+        return ValueSpec(tuple(shape), values.dtype, values.device)
+
+    def cost(self, values, *, shape, index) -> tuple:
+        out = self.infer(values, shape=shape, index=index)
+        return (values.numel, values.nbytes + _index_bytes(index), out.nbytes)
 
     def check(self, values, *, shape, index):
         # Integer arrays are folded into flat positions below, where an out-of-range index
@@ -309,15 +447,41 @@ class ZerosIndexAdd(Op):
         if positions is None:
             xp.add.at(out, index, values)
         else:
-            # One 1-D accumulation over flat positions is 2-4x faster than add.at with a tuple
-            # index (measured on 128..4096 rows of a 10000x64 table, float32 and float64); a
-            # bincount is slower for float32, since it accumulates in float64.
+            # Flat positions beat add.at's tuple index; bincount would accumulate in float64.
             flat_values = xp.broadcast_to(values, positions.shape).reshape(-1)
             xp.add.at(out.reshape(-1), positions.reshape(-1), flat_values)
         return out
 
     def backward(self, ctx, grad):
         return (grad.getitem(ctx.attrs["index"]),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # Any index, basic or advanced: the flat positions it selects become a constant, and
+        # ScatterElements adds the values there into zeros (repeats accumulate, as in forward).
+        shape, index = tuple(attrs["shape"]), attrs["index"]
+        if not all(isinstance(extent, int) for extent in shape):
+            raise IndexingError(
+                f"[zeros_index_add] ONNX export needs a fixed output shape, got {shape}",
+                help="make the dimensions of the scattered-into shape fixed in the signature",
+            )
+        if emit.opset < 16:
+            raise BuildingAIError(
+                "[zeros_index_add] ONNX export needs opset 16 or later (ScatterElements with "
+                "reduction='add')",
+                help="export with opset=16 or later",
+            )
+        positions = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)[index]
+        dtype = emit.dtype(output)
+        (values,) = emit.operands(inputs, dtype)
+        updates = emit.node("Expand", [values, emit.ints(positions.shape)])
+        updates = emit.node("Reshape", [updates, emit.ints([-1])])
+        zero = emit.onnx.numpy_helper.from_array(np.zeros(1, dtype=dtype))
+        zeros = emit.node(
+            "ConstantOfShape", [emit.ints([math.prod(shape)])], dtype=dtype, value=zero
+        )
+        flat = emit.constant(positions.reshape(-1))
+        added = emit.node("ScatterElements", [zeros, flat, updates], axis=0, reduction="add")
+        emit.node("Reshape", [added, emit.ints(shape)], output)
 
 
 def flat_positions(xp, shape: tuple, index: tuple):
@@ -362,11 +526,18 @@ def flat_positions(xp, shape: tuple, index: tuple):
     return positions.reshape(tuple(shape[:axis]) + tuple(chosen.shape) + tuple(shape[axis + 1 :]))
 
 
-class OneHot(Op):
+class OneHot(CopyOp):
     """Class indices ``(...)`` -> int64 indicators ``(..., num_classes)`` (no gradient)."""
 
-    name, onnx = "one_hot", "OneHot"
+    name = "one_hot"
     save_inputs, differentiable = False, False
+
+    def infer(self, indices, *, num_classes) -> ValueSpec:
+        return ValueSpec(indices.shape + (num_classes,), np.dtype(np.int64), indices.device)
+
+    def cost(self, indices, *, num_classes) -> tuple:
+        out = self.infer(indices, num_classes=num_classes)
+        return (out.numel, indices.nbytes, out.nbytes)  # one comparison per output element
 
     def check(self, indices, *, num_classes):
         if indices.dtype.kind not in "iu":

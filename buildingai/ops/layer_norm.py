@@ -1,26 +1,34 @@
-"""``layer_norm`` with its affine map as one op: ``standardize(x) * weight + bias``.
+"""``layer_norm`` with its affine map as one op: ``standardize(x) * weight + bias``, and the two
+ops its first-order backward is made of.
 
 As a composite (``standardize``, a multiply, an add), a layer normalisation is three ops forward
 and five backward (the standardize gradient, two products, two reductions), each with its own
-dispatch, temporary and pass over memory. As one op the first-order backward is one kernel that
-produces the three gradients together: the weight gradient is a column dot product of the
-upstream gradient with the saved ``xhat`` (no product temporary), the bias gradient a column sum.
-On (32, 64, 128) float32, forward + backward, one thread, alternating in one process: 1.85 ms as
-the composite, 1.61 ms as this op (PyTorch's native kernel: about 0.62 ms).
+dispatch, temporary and pass over memory. As one op the first-order backward is three: the input
+gradient ``layer_norm_input_grad`` (the product with the weight and the standardize gradient in
+one buffer), the weight gradient ``layer_norm_weight_grad`` (a column dot product of the upstream
+gradient with the saved ``xhat``, no product temporary) and the bias gradient, a column ``sum``.
+They run through dispatch like every op, so tracers and profilers see them.
 
 Derivatives of higher order (``create_graph=True``) go through the composite's own rules, which
-are written with differentiable Tensor ops, so they stay exact.
+are written with differentiable Tensor ops, so they stay exact; the two gradient ops are therefore
+never recorded and have no backward of their own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend.device import array_namespace
+from ..errors import ShapeError
+from .abstract import ValueSpec, broadcast_shapes, memory_cost
 from .base import Op
+from .kernels.split import split_rows, trailing_rows
 from .norm import STANDARDIZE, STANDARDIZE_GRAD, _check_floating, _standardize_grad_rows
-from .row_reduce import column_sum
-from .split import split_rows, trailing_rows
+from .reduce import SUM
+
+
+def _leading_axes(ndim: int, axes) -> tuple:
+    """The axes that are not normalised: x's first ``ndim - len(axes)``."""
+    return tuple(range(ndim - len(axes)))
 
 
 class LayerNorm(Op):
@@ -31,7 +39,7 @@ class LayerNorm(Op):
     with kept dimensions) for the first-order backward.
     """
 
-    name, onnx = "layer_norm", "LayerNormalization"
+    name = "layer_norm"
     save_inputs, save_output = True, False
 
     def check(self, x, weight, bias=None, *, axes, eps):
@@ -45,59 +53,49 @@ class LayerNorm(Op):
             out += bias
         return out
 
+    def infer(self, x, weight, bias=None, *, axes, eps):
+        shape = broadcast_shapes(x.shape, weight.shape)
+        if shape != tuple(x.shape):
+            raise ShapeError(
+                f"[layer_norm] weight {weight.shape} does not fit input {x.shape}",
+                help="weight and bias have the normalized shape: x's trailing dimensions",
+            )
+        return x.with_dtype(np.result_type(x.dtype, weight.dtype))
+
+    def cost(self, x, weight, bias=None, *, axes, eps):
+        # the standardize (about 6 per element: sum, subtract, square-sum, scale, ...) and the
+        # affine map (a multiply and an add)
+        return memory_cost((x, weight, bias), self.infer(x, weight, bias, axes=axes, eps=eps), 8)
+
     def backward(self, ctx, grad):
-        from ..autograd.mode import is_grad_enabled
-
-        if is_grad_enabled():  # create_graph: differentiable rules, for higher derivatives
+        if ctx.create_graph:  # differentiable rules, for higher derivatives
             return self._composite_backward(ctx, grad)
-        return self._fused_backward(ctx, grad)
-
-    def _fused_backward(self, ctx, grad):
-        """The three gradients as arrays, in one kernel where the layout allows."""
-        from ..autograd.tensor import Tensor
-
         x, weight = ctx.inputs[0], ctx.inputs[1]
-        has_bias = len(ctx.inputs) > 2
-        g, xhat, rstd, w = grad.data, ctx.xhat, ctx.rstd, weight.data
-        leading = tuple(range(x.ndim - len(ctx.attrs["axes"])))
+        axes = ctx.attrs["axes"]
+        xhat = ctx.tensor(ctx.xhat)
         grad_x = grad_w = grad_b = None
-        rows = None
-        if g.dtype == xhat.dtype == rstd.dtype == w.dtype and g.shape == xhat.shape:
-            if type(g) is np.ndarray and not g.flags.c_contiguous:
-                g = np.ascontiguousarray(g)  # e.g. the broadcast gradient of a mean: one copy
-            rows = trailing_rows(ctx.attrs["axes"], g, xhat, rstd)
-        if rows is not None:
-            g2, xhat2, rstd2 = rows
-            if weight.requires_grad:  # column dot products: no (rows, n) temporary
-                grad_w = np.einsum("ij,ij->j", g2, xhat2).reshape(w.shape)
-            if has_bias and ctx.inputs[2].requires_grad:
-                grad_b = column_sum(np, g2).reshape(w.shape)
-            if x.requires_grad:
-                grad_xhat = np.multiply(g2, w.reshape(-1))
-                split_rows(np, _in_place_standardize_grad, grad_xhat, xhat2, rstd2)
-                grad_x = grad_xhat.reshape(x.shape)
-        else:  # any other layout, dtype mix or device: the same sums as array operations
-            xp = array_namespace(g)
-            if weight.requires_grad:
-                grad_w = (g * xhat).sum(axis=leading).astype(w.dtype, copy=False)
-            if has_bias and ctx.inputs[2].requires_grad:
-                grad_b = g.sum(axis=leading).astype(ctx.inputs[2].dtype, copy=False)
-            if x.requires_grad:
-                grad_x = STANDARDIZE_GRAD.forward(None, xp, g * w, x.data, xhat, rstd, **ctx.attrs)
-        grads = (grad_x, grad_w, grad_b) if has_bias else (grad_x, grad_w)
-        return tuple(None if array is None else Tensor(array) for array in grads)
+        if x.requires_grad:
+            rstd = ctx.tensor(ctx.rstd)
+            grad_x = LAYER_NORM_INPUT_GRAD(grad, weight, xhat, rstd, axes=axes)
+        if weight.requires_grad:
+            grad_w = LAYER_NORM_WEIGHT_GRAD(grad, xhat, axes=axes)
+        if len(ctx.inputs) == 2:
+            return grad_x, grad_w
+        if ctx.inputs[2].requires_grad:
+            leading = _leading_axes(x.ndim, axes)
+            grad_b = SUM(grad, axes=leading, keepdims=False) if leading else grad
+        return grad_x, grad_w, grad_b
 
     def _composite_backward(self, ctx, grad):
         """What ``standardize(x) * weight + bias`` would back-propagate, recorded."""
-        from ..autograd.tensor import Tensor
-
         x, weight = ctx.inputs[0], ctx.inputs[1]
         axes, eps = ctx.attrs["axes"], ctx.attrs["eps"]
-        leading = tuple(range(x.ndim - len(axes)))
+        leading = _leading_axes(x.ndim, axes)
         xhat = STANDARDIZE(x, axes=axes, eps=eps)  # recomputed, so its dependence on x counts
         grad_x = grad_w = grad_b = None
         if x.requires_grad:
-            grad_x = STANDARDIZE_GRAD(grad * weight, x, xhat, Tensor(ctx.rstd), axes=axes, eps=eps)
+            rstd = ctx.tensor(ctx.rstd)
+            grad_x = STANDARDIZE_GRAD(grad * weight, x, xhat, rstd, axes=axes, eps=eps)
         if weight.requires_grad:
             grad_w = (grad * xhat).sum(axis=leading) if leading else grad * xhat
         grads = [grad_x, grad_w]
@@ -125,9 +123,81 @@ class LayerNorm(Op):
             emit.node("Add", [scaled, inputs[2]], output)
 
 
+class LayerNormInputGrad(Op):
+    """The input gradient of ``layer_norm``: ``standardize_grad(grad * weight)`` over ``axes``,
+    ``rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`` with ``gw = grad * weight``.
+
+    grad and xhat (the saved standardized input): x's shape; weight: (*normalized,); rstd: x's
+    leading shape with kept dimensions -> x's shape and xhat's dtype. The product and the
+    standardize gradient are computed in one buffer, rows split across threads.
+
+    Not differentiable: ``layer_norm`` calls it only when no graph of its backward is recorded
+    (higher derivatives take the composite rules). No ONNX mapping: it belongs to training
+    graphs, which are not exported.
+    """
+
+    name = "layer_norm_input_grad"
+    differentiable = False
+
+    def forward(self, ctx, xp, grad, weight, xhat, rstd, *, axes):
+        if grad.dtype == xhat.dtype == rstd.dtype == weight.dtype and grad.shape == xhat.shape:
+            if type(grad) is np.ndarray and not grad.flags.c_contiguous:
+                grad = np.ascontiguousarray(grad)  # e.g. the broadcast gradient of a mean
+            rows = trailing_rows(axes, grad, xhat, rstd)
+            if rows is not None:
+                grad_rows, xhat_rows, rstd_rows = rows
+                grad_xhat = np.multiply(grad_rows, weight.reshape(-1))
+                split_rows(np, _in_place_standardize_grad, grad_xhat, xhat_rows, rstd_rows)
+                return grad_xhat.reshape(xhat.shape)
+        # any other layout, dtype mix or device: standardize's own gradient of grad * weight
+        return STANDARDIZE_GRAD.forward(None, xp, grad * weight, xhat, xhat, rstd, axes=axes, eps=0)
+
+    def infer(self, grad, weight, xhat, rstd, *, axes):
+        return xhat
+
+    def cost(self, grad, weight, xhat, rstd, *, axes):
+        # a product with the weight, two row sums (of g and g * xhat) and the combination
+        return memory_cost((grad, weight, xhat, rstd), xhat, 7)
+
+
+class LayerNormWeightGrad(Op):
+    """The weight gradient of ``layer_norm``: ``sum(grad * xhat)`` over the leading axes.
+
+    grad, xhat: x's shape -> (*normalized,) (the shape of the trailing ``axes``). Column dot
+    products, with no (rows, features) product temporary where the layout allows.
+
+    Not differentiable and not exported, for the reasons ``layer_norm_input_grad`` gives.
+    """
+
+    name = "layer_norm_weight_grad"
+    differentiable = False
+
+    def forward(self, ctx, xp, grad, xhat, *, axes):
+        # column dot products for NumPy's float32/float64 (its einsum rejects bfloat16)
+        if grad.dtype == xhat.dtype and grad.dtype.kind == "f" and grad.shape == xhat.shape:
+            if type(grad) is np.ndarray and not grad.flags.c_contiguous:
+                grad = np.ascontiguousarray(grad)
+            rows = trailing_rows(axes, grad, xhat)
+            if rows is not None:
+                return np.einsum("ij,ij->j", *rows).reshape(xhat.shape[xhat.ndim - len(axes) :])
+        leading = _leading_axes(xhat.ndim, axes)
+        return xp.multiply(grad, xhat).sum(axis=leading)
+
+    def infer(self, grad, xhat, *, axes):
+        shape = broadcast_shapes(grad.shape, xhat.shape)
+        normalized = shape[len(shape) - len(axes) :]
+        return ValueSpec(normalized, np.result_type(grad.dtype, xhat.dtype), xhat.device)
+
+    def cost(self, grad, xhat, *, axes):
+        flops = 2 * xhat.numel  # a multiply-add per element
+        _, read, written = memory_cost((grad, xhat), self.infer(grad, xhat, axes=axes))
+        return flops, read, written
+
+
 def _in_place_standardize_grad(xp, grad_xhat, xhat, rstd) -> None:
     """The standardize gradient of rows of ``grad_xhat``, written over it."""
     _standardize_grad_rows(xp, grad_xhat, xhat, rstd, grad_xhat)
 
 
 LAYER_NORM = LayerNorm()
+LAYER_NORM_INPUT_GRAD, LAYER_NORM_WEIGHT_GRAD = LayerNormInputGrad(), LayerNormWeightGrad()

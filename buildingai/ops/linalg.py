@@ -6,7 +6,10 @@ matrix products and contractions.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import ShapeError
+from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
 from .reduce import SUM
 
@@ -28,8 +31,8 @@ def matrix_product(xp, a, b):
 
     NumPy's ``matmul`` runs one GEMM per batch entry, even when ``b`` is a single matrix; with a
     (32, 64, 128) input that is 32 small GEMMs, each paying the BLAS threading set-up. Folding the
-    batch into the rows makes one (2048, 128) GEMM, which is 1.3-1.4x faster on 2 threads here.
-    For two matrices, ``ndarray.dot`` skips the ufunc machinery of ``matmul`` (about 0.7 us).
+    batch into the rows makes one (2048, 128) GEMM. For two matrices, ``ndarray.dot`` skips the
+    ufunc machinery of ``matmul``.
     """
     if a.ndim < 2 or b.ndim < 2:  # NumPy would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
@@ -38,7 +41,28 @@ def matrix_product(xp, a, b):
             return a.dot(b)
         rows = a.reshape(-1, a.shape[-1])  # a view when a's rows are contiguous, else one copy
         return rows.dot(b).reshape(*a.shape[:-1], b.shape[1])
-    return xp.matmul(a, b)
+    return matmul_array(xp, a, b)
+
+
+def matmul_array(xp, a, b):
+    """``xp.matmul(a, b)`` in the operands' dtype, as PyTorch gives it: NumPy multiplies
+    ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)."""
+    out = xp.matmul(a, b)
+    if out.dtype != a.dtype and a.dtype.kind == "V":
+        dtype = xp.result_type(a, b)
+        if out.dtype != dtype:
+            out = out.astype(dtype)
+    return out
+
+
+def einsum_array(xp, equation: str, *arrays, optimize=False):
+    """``xp.einsum`` that also takes ml_dtypes' floats (bfloat16), which NumPy's einsum rejects:
+    those are contracted in float32 and the result given in their own dtype."""
+    if not any(array.dtype.kind == "V" for array in arrays):
+        return xp.einsum(equation, *arrays, optimize=optimize)
+    dtype = xp.result_type(*arrays)
+    widened = [array.astype(xp.float32) if array.dtype.kind == "V" else array for array in arrays]
+    return xp.einsum(equation, *widened, optimize=optimize).astype(dtype)
 
 
 def _matmul(a, b, transpose_a: bool = False, transpose_b: bool = False):
@@ -66,10 +90,9 @@ class MatMul(Op):
     gradient instead of a transpose and a product.
     """
 
-    name, onnx = "matmul", "MatMul"
+    name = "matmul"
 
-    # No ``check``: the backend rejects every shape this op rejects, so the shapes are examined
-    # only after a failure (``describe_failure``), which saves about 1 us per call.
+    # No ``check``: the backend rejects every bad shape, and ``describe_failure`` explains it.
     def describe_failure(self, exc, arrays, attrs):
         a, b = arrays[0], arrays[1]
         if a.ndim < 2 or b.ndim < 2:
@@ -104,6 +127,31 @@ class MatMul(Op):
         if b.ndim == 2 and a.ndim == 2:  # the hottest case, without a call
             return a.dot(b)
         return matrix_product(xp, a, b)
+
+    def infer(self, a, b, *, transpose_a=False, transpose_b=False):
+        shape_a = swap_last_two(a.shape) if transpose_a and a.ndim >= 2 else tuple(a.shape)
+        shape_b = swap_last_two(b.shape) if transpose_b and b.ndim >= 2 else tuple(b.shape)
+        if len(shape_a) < 2 or len(shape_b) < 2 or shape_a[-1] != shape_b[-2]:
+            raise ShapeError(
+                f"[matmul] cannot multiply {shape_a} by {shape_b}",
+                help="both operands need rank >= 2, and the last dimension of the left one must "
+                "equal the second-to-last of the right one",
+            )
+        try:
+            batch = broadcast_shapes(shape_a[:-2], shape_b[:-2])
+        except ShapeError:
+            raise ShapeError(
+                f"[matmul] cannot multiply {shape_a} by {shape_b}: batch dimensions "
+                f"{shape_a[:-2]} and {shape_b[:-2]} do not broadcast",
+                help="batch dimensions (all but the last two) must match or be 1",
+            ) from None
+        shape = (*batch, shape_a[-2], shape_b[-1])
+        return ValueSpec(shape, np.result_type(a.dtype, b.dtype), a.device)
+
+    def cost(self, a, b, *, transpose_a=False, transpose_b=False):
+        out = self.infer(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+        inner = a.shape[-2] if transpose_a else a.shape[-1]
+        return 2 * out.numel * inner, bytes_of(a, b), out.nbytes
 
     def backward(self, ctx, grad):
         # C = A' B' with A' = A or A^T, B' = B or B^T: dA' = G B'^T and dB' = A'^T G, and the
@@ -158,7 +206,7 @@ class Linear(Op):
     backward that folds batch dimensions into a single GEMM for the weight gradient.
     """
 
-    name, onnx = "linear", "Gemm"
+    name = "linear"
 
     def check(self, x, weight, bias=None):
         if weight.ndim != 2:
@@ -185,6 +233,24 @@ class Linear(Op):
             else:
                 out = out + bias
         return out
+
+    def infer(self, x, weight, bias=None):
+        if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+            raise ShapeError(
+                f"[linear] input {x.shape} does not fit weight {weight.shape}",
+                help="the weight is laid out (out_features, in_features) and in_features must "
+                "be the input's last dimension",
+            )
+        dtypes = [x.dtype, weight.dtype] + ([] if bias is None else [bias.dtype])
+        shape = (*x.shape[:-1], weight.shape[0])
+        return ValueSpec(shape, np.result_type(*dtypes), x.device)
+
+    def cost(self, x, weight, bias=None):
+        out = self.infer(x, weight, bias)
+        flops = 2 * out.numel * weight.shape[1]  # a multiply-add per weight per input row
+        if bias is not None:
+            flops = total((flops, out.numel))
+        return flops, bytes_of(x, weight, bias), out.nbytes
 
     def backward(self, ctx, grad):
         x, weight, *rest = ctx.inputs
@@ -218,7 +284,7 @@ class Einsum(Op):
     label have equal sizes there. Those rules make every gradient another einsum.
     """
 
-    name, onnx = "einsum", "Einsum"
+    name = "einsum"
 
     def check(self, *arrays, equation):
         inputs, _ = equation.split("->")
@@ -234,7 +300,20 @@ class Einsum(Op):
                     )
 
     def forward(self, ctx, xp, *arrays, equation):
-        return xp.einsum(equation, *arrays, optimize=_worth_a_path(equation, arrays))
+        return einsum_array(xp, equation, *arrays, optimize=_worth_a_path(equation, arrays))
+
+    def infer(self, *specs, equation):
+        sizes = _label_sizes(equation, specs)
+        output = equation.split("->")[1]
+        dtype = np.result_type(*(spec.dtype for spec in specs))
+        return ValueSpec(tuple(sizes[label] for label in output), dtype, specs[0].device)
+
+    def cost(self, *specs, equation):
+        """Evaluated naively, every point of the label space costs one multiply-add per pair of
+        operands (a single operand: one addition); the planner may find cheaper orders."""
+        work = prod(tuple(_label_sizes(equation, specs).values()))
+        flops = work if len(specs) == 1 else 2 * (len(specs) - 1) * work
+        return flops, bytes_of(*specs), self.infer(*specs, equation=equation).nbytes
 
     def backward(self, ctx, grad):
         inputs, output = ctx.attrs["equation"].split("->")
@@ -266,9 +345,22 @@ class Einsum(Op):
         emit.node("Einsum", inputs, output, equation=attrs["equation"])
 
 
-# Below this much work (the product of all label sizes) finding a contraction path costs more
-# than it saves (about 35 us); above it, the path hands two-operand contractions to BLAS
-# (measured 10x faster at 128x784x256).
+def _label_sizes(equation: str, specs) -> dict:
+    """The size of every label of ``equation`` in the operands ``specs``, which must agree (as
+    ``check`` requires)."""
+    sizes: dict = {}
+    for labels, spec in zip(equation.split("->")[0].split(","), specs):
+        for label, extent in zip(labels, spec.shape):
+            if sizes.setdefault(label, extent) != extent:
+                raise ShapeError(
+                    f"[einsum] label '{label}' has size {sizes[label]!r} and {extent!r} in "
+                    f"'{equation}'",
+                    help="dimensions that share a label must have the same size",
+                )
+    return sizes
+
+
+# Work (product of all label sizes) below which finding a contraction path costs what it saves.
 _PATH_MIN_WORK = 1 << 16
 
 

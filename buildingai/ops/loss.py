@@ -13,7 +13,8 @@ import functools
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ShapeError
+from .abstract import ValueSpec, broadcast_shapes, memory_cost, total
 from .base import Op
 
 LOG_FLOOR = -100.0  # PyTorch's lower bound on log(x) and log(1 - x)
@@ -26,7 +27,7 @@ class BinaryCrossEntropy(Op):
     x (probabilities in [0, 1]) and t (targets in [0, 1]) have the same shape -> same shape.
     """
 
-    name, onnx = "binary_cross_entropy", None  # an exporter writes Log/Max/Mul/Sub
+    name = "binary_cross_entropy"
 
     def check(self, x, t):
         if x.size and (x.min() < 0 or x.max() > 1):
@@ -43,6 +44,29 @@ class BinaryCrossEntropy(Op):
             log_x = xp.maximum(xp.log(x), floor)
             log_not_x = xp.maximum(xp.log1p(-x), floor)
         return (t - 1) * log_not_x - t * log_x
+
+    def infer(self, x, t):
+        if not isinstance(t, ValueSpec):  # a Python number: weakly typed, x's dtype wins
+            return x
+        # forward's own expression on one-element stand-ins: NumPy's promotion of (t - 1) (bool
+        # or integer targets become int64) and of the products with x's logarithms
+        target, log = np.zeros(1, t.dtype), np.zeros(1, x.dtype)
+        dtype = ((target - 1) * log - target * log).dtype
+        return ValueSpec(broadcast_shapes(x.shape, t.shape), dtype, x.device)
+
+    def cost(self, x, t):
+        # two logarithms, two clamps, two products and two differences per element
+        return memory_cost((x, t), self.infer(x, t), 8)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # (t - 1) * max(log(1 - x), -100) - t * max(log x, -100), as forward computes it
+        x, t = emit.operands(list(inputs), emit.dtypes.get(output))
+        floor = emit.scalar(LOG_FLOOR, x)
+        one = emit.scalar(1.0, x)
+        log_x = emit.node("Max", [emit.node("Log", [x]), floor])
+        log_not_x = emit.node("Max", [emit.node("Log", [emit.node("Sub", [one, x])]), floor])
+        kept = emit.node("Mul", [emit.node("Sub", [t, one]), log_not_x])
+        emit.node("Sub", [kept, emit.node("Mul", [t, log_x])], output)
 
     def backward(self, ctx, grad):
         x, t = ctx.inputs
@@ -68,7 +92,7 @@ class CrossEntropy(Op):
     op, built from the softmax the forward kept.
     """
 
-    name, onnx = "cross_entropy", None  # an exporter writes LogSoftmax + NegativeLogLikelihoodLoss
+    name = "cross_entropy"
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
         shifted = x - x.max(axis=axis, keepdims=True)
@@ -114,19 +138,62 @@ class CrossEntropy(Op):
         ctx.probs, ctx.index, ctx.scale = probs, safe, scale
         return xp.asarray(out, dtype=x.dtype)
 
-    def backward(self, ctx, grad):
-        from ..autograd.tensor import Tensor
+    def infer(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        expected = tuple(extent for k, extent in enumerate(x.shape) if k != axis % x.ndim)
+        if tuple(target.shape) != expected:
+            raise ShapeError(
+                f"[cross_entropy] target {target.shape} does not fit logits {x.shape}: expected "
+                f"{expected} (the logits without the class axis {axis})",
+                help="targets are class indices, one per sample",
+            )
+        shape = expected if reduction == "none" else ()
+        return ValueSpec(shape, x.dtype, x.device)
 
+    def cost(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        # the softmax kept for backward (max, subtract, exp, sum, divide), the pick and the sum
+        _, read, written = memory_cost(
+            (x, target, weight),
+            self.infer(
+                x, target, weight, axis=axis, ignore_index=ignore_index, reduction=reduction
+            ),
+        )
+        return 5 * x.numel, read, written
+
+    def backward(self, ctx, grad):
         x = ctx.inputs[0]
         grad_x = CROSS_ENTROPY_GRAD(
             grad,
             x,
-            Tensor(ctx.probs),
-            Tensor(ctx.scale),
+            ctx.tensor(ctx.probs),
+            ctx.tensor(ctx.scale),
             index=ctx.index,
             axis=ctx.attrs["axis"],
         )
         return (grad_x,) + (None,) * (len(ctx.inputs) - 1)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # LogSoftmax along the classes, then NegativeLogLikelihoodLoss, which takes the same
+        # ignore_index, per-class weights and reductions (a mean weighted over counted targets)
+        x, target, *weight = inputs
+        single = emit.rank(x) == 1  # one sample (C,): a batch of one, squeezed at the end
+        if single:
+            x, target = emit.unsqueeze(x, [0]), emit.unsqueeze(target, [0])
+        log_probs = emit.node("LogSoftmax", [x], axis=1)
+        if emit.dtype(target) != np.int64:
+            target = emit.cast(target, np.int64)
+        if weight and emit.dtype(weight[0]) != emit.dtype(x):
+            weight = [emit.cast(weight[0], emit.dtype(x))]
+        reduction = attrs["reduction"]
+        squeeze = single and reduction == "none"
+        losses = emit.node(
+            "NegativeLogLikelihoodLoss",
+            [log_probs, target, *weight],
+            None if squeeze else output,
+            reduction=reduction,
+            ignore_index=int(attrs["ignore_index"]),
+        )
+        if squeeze:
+            emit.squeeze(losses, [0], output)
 
 
 class CrossEntropyGrad(Op):
@@ -139,7 +206,7 @@ class CrossEntropyGrad(Op):
     every order are exact.
     """
 
-    name, onnx = "cross_entropy_grad", None
+    name = "cross_entropy_grad"
 
     def forward(self, ctx, xp, grad, x, probs, scale, *, index, axis):
         coefficient = xp.expand_dims(grad * scale, axis)  # x's shape with 1 along the axis
@@ -152,9 +219,16 @@ class CrossEntropyGrad(Op):
         xp.put_along_axis(out, index, at_target, axis=axis)
         return out
 
-    def backward(self, ctx, grad_of_output):
-        from ..autograd.tensor import Tensor
+    def infer(self, grad, x, probs, scale, *, index, axis):
+        return probs.with_dtype(np.result_type(probs.dtype, grad.dtype, scale.dtype))
 
+    def cost(self, grad, x, probs, scale, *, index, axis):
+        # a product per element, a subtraction per sample; x is not read, only the kept softmax
+        out = self.infer(grad, x, probs, scale, index=index, axis=axis)
+        _, read, written = memory_cost((grad, probs, scale), out)
+        return total((out.numel, scale.numel)), total((read, index.nbytes)), written
+
+    def backward(self, ctx, grad_of_output):
         grad, x, _, scale = ctx.inputs
         axis, index = ctx.attrs["axis"], ctx.attrs["index"]
         probs = x.softmax(axis=axis)
@@ -162,7 +236,7 @@ class CrossEntropyGrad(Op):
         if grad.requires_grad:
             # sum over classes of grad_of_output * (p - one_hot), times scale
             along = (grad_of_output * probs).sum(axis=axis) - grad_of_output.take_along_axis(
-                Tensor(index), axis=axis
+                ctx.tensor(index), axis=axis
             ).squeeze(axis)
             grad_grad = along * scale
         if x.requires_grad:
@@ -177,7 +251,7 @@ CROSS_ENTROPY, CROSS_ENTROPY_GRAD = CrossEntropy(), CrossEntropyGrad()
 
 def _at_targets(xp, array, index, axis: int):
     """``take_along_axis(array, index, axis)``; (N, C) along 1 as one fancy index (NumPy's
-    take_along_axis builds its index grids in Python: about 10 us a call)."""
+    take_along_axis builds its index grids in Python)."""
     if array.ndim == 2 and axis == 1:
         return array[_row_numbers(xp, array.shape[0]), index[:, 0]][:, None]
     return xp.take_along_axis(array, index, axis=axis)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.device import array_namespace
+from .abstract import DimExpr, SymbolicSizeError, bytes_of, memory_cost, simplify
 from .base import Op
-from .pool_flat import fits_flat, flat_max, flat_scatter
+from .conv import floor_divide_size
+from .kernels.pool_flat import fits_flat, flat_max, flat_scatter
 
 
 def pool_output_size(
@@ -36,6 +37,32 @@ def pool_output_size(
     if ceil and (out - 1) * stride >= size + padding:
         out -= 1
     return out
+
+
+def _infer_pool_size(size, kernel, stride, padding, dilation, ceil, axis_name: str):
+    """``pool_output_size`` on a size that may be symbolic (see ``conv.floor_divide_size``). In
+    ceil mode the last-window test must be decidable: it is when the symbol cancels out (the
+    window start and the padded end grow together, as for stride 1)."""
+    what = f"the pooled {axis_name} of input size {size!r} with stride {stride}"
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    if not ceil:
+        return floor_divide_size("max_pool2d", span, stride, what) + 1
+    if isinstance(span, DimExpr) and span.coefficient % stride:
+        raise SymbolicSizeError(
+            f"[max_pool2d] {what} in ceil mode: ceil(({span!r}) / {stride}) depends on the "
+            "remainder of the symbolic size",
+            help="give that dimension a fixed size in the TensorSpec, or use ceil_mode=False "
+            "with a stride that divides its coefficient",
+        )
+    out = -floor_divide_size("max_pool2d", -span, stride, what) + 1
+    overhang = simplify((out - 1) * stride - (size + padding))
+    if isinstance(overhang, DimExpr):
+        raise SymbolicSizeError(
+            f"[max_pool2d] {what} in ceil mode: whether the last window starts in the padding "
+            f"depends on the symbolic size ({overhang!r} >= 0?)",
+            help="give that dimension a fixed size in the TensorSpec, or use ceil_mode=False",
+        )
+    return out - 1 if overhang >= 0 else out
 
 
 def _geometry(size_hw, out_hw, kernel, stride, padding, dilation) -> tuple[int, int]:
@@ -134,7 +161,7 @@ def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
 
 def _all_finite(xp, array) -> bool:
     """Whether ``_masked`` may multiply: NumPy arrays of finite floats only (NumPy's where over an
-    irregular mask runs about 10x slower than a product with it; CuPy's does not)."""
+    irregular mask is much slower than a product with it; CuPy's is not)."""
     return type(array) is np.ndarray and array.dtype.kind == "f" and bool(np.isfinite(array).all())
 
 
@@ -152,7 +179,7 @@ class MaxPool2d(Op):
     ``pool_output_size``. Padding counts as -inf. The gradient goes to each window's first
     maximum."""
 
-    name, onnx = "max_pool2d", "MaxPool"
+    name = "max_pool2d"
     save_inputs, save_output = True, True
 
     def forward(self, ctx, xp, x, *, kernel, stride, padding, dilation, ceil_mode):
@@ -174,14 +201,26 @@ class MaxPool2d(Op):
                 xp.maximum(out, view, out=out)  # NaN propagates: it is the maximum
         return out
 
+    def infer(self, x, *, kernel, stride, padding, dilation, ceil_mode):
+        out_hw = tuple(
+            _infer_pool_size(
+                x.shape[2 + a], kernel[a], stride[a], padding[a], dilation[a], ceil_mode, "HW"[a]
+            )
+            for a in range(2)
+        )
+        return x.with_shape((*x.shape[:2], *out_hw))
+
+    def cost(self, x, *, kernel, stride, padding, dilation, ceil_mode):
+        out = self.infer(
+            x, kernel=kernel, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode
+        )
+        return memory_cost((x,), out, kernel[0] * kernel[1])  # one comparison per window element
+
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         attrs = ctx.attrs
         geometry = {k: attrs[k] for k in ("kernel", "stride", "padding", "dilation")}
-        data = x.data
-        choice = window_choice(array_namespace(data), data, ctx.out_data, **geometry)
-        # The choice is a constant of the graph, wrapped as the gradient is (no gradient).
-        choice = type(grad)(choice)
+        choice = MAX_POOL2D_CHOICE(x, ctx.output, **geometry)  # integers: a constant of the graph
         return (max_pool2d_scatter(grad, choice, tuple(x.shape[2:]), **geometry),)
 
     def to_onnx(self, emit, inputs, output, attrs):
@@ -196,6 +235,33 @@ class MaxPool2d(Op):
             pads=[int(ph), int(pw), int(ph), int(pw)],
             dilations=[int(dh), int(dw)],
             ceil_mode=int(bool(attrs["ceil_mode"])),
+        )
+
+
+class MaxPool2dChoice(Op):
+    """Which element of each window won max pooling: x (N, C, H, W) and the pooled ``out``
+    (N, C, Ho, Wo) -> ``choice`` (N, C, Ho, Wo), the offset ``i * kw + j`` of each window's first
+    maximum (int8, or int32 for windows of more than 127 elements); see ``window_choice``.
+
+    Not differentiable (an integer output). No ONNX mapping: it serves only the gradient of max
+    pooling, and training graphs are not exported.
+    """
+
+    name = "max_pool2d_choice"
+    differentiable = False
+
+    def forward(self, ctx, xp, x, out, *, kernel, stride, padding, dilation):
+        return window_choice(xp, x, out, kernel, stride, padding, dilation)
+
+    def infer(self, x, out, *, kernel, stride, padding, dilation):
+        return out.with_dtype(_choice_dtype(np, kernel))
+
+    def cost(self, x, out, *, kernel, stride, padding, dilation):
+        # a comparison, a mask and an update per window element
+        return memory_cost(
+            (x, out),
+            self.infer(x, out, kernel=kernel, stride=stride, padding=padding, dilation=dilation),
+            3 * kernel[0] * kernel[1],
         )
 
 
@@ -224,6 +290,22 @@ class MaxPool2dScatter(Op):
         ph, pw = padding
         return padded[:, :, ph : ph + input_size[0], pw : pw + input_size[1]]
 
+    def infer(self, grad, choice, *, input_size, kernel, stride, padding, dilation):
+        return grad.with_shape((*grad.shape[:2], *input_size))
+
+    def cost(self, grad, choice, *, input_size, kernel, stride, padding, dilation):
+        out = self.infer(
+            grad,
+            choice,
+            input_size=input_size,
+            kernel=kernel,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+        )
+        # every output gradient is added once to the zeroed image
+        return grad.numel, bytes_of(grad, choice), out.nbytes
+
     def backward(self, ctx, upstream):
         _, choice = ctx.inputs
         attrs = dict(ctx.attrs)
@@ -251,13 +333,22 @@ class MaxPool2dGather(Op):
                 xp.copyto(out, view, where=choice == index)
         return out
 
+    def infer(self, x, choice, *, kernel, stride, padding, dilation):
+        return x.with_shape((*x.shape[:2], *choice.shape[2:]))
+
+    def cost(self, x, choice, *, kernel, stride, padding, dilation):
+        out = self.infer(
+            x, choice, kernel=kernel, stride=stride, padding=padding, dilation=dilation
+        )
+        return memory_cost((x, choice), out, kernel[0] * kernel[1])  # a select per offset
+
     def backward(self, ctx, upstream):
         x, choice = ctx.inputs
         attrs = ctx.attrs
         return max_pool2d_scatter(upstream, choice, tuple(x.shape[2:]), **attrs), None
 
 
-MAX_POOL2D = MaxPool2d()
+MAX_POOL2D, MAX_POOL2D_CHOICE = MaxPool2d(), MaxPool2dChoice()
 MAX_POOL2D_SCATTER, MAX_POOL2D_GATHER = MaxPool2dScatter(), MaxPool2dGather()
 
 

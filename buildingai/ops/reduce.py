@@ -5,6 +5,9 @@ of distinct non-negative ints; ``axis`` (argmax, scans) is a non-negative int or
 
 Backward rules spread the output gradient back over the reduced axes with ``reshape`` +
 ``expand`` (views, no copies) and combine it with as little full-size arithmetic as they can.
+
+Dtypes follow PyTorch: sums, products and scans of integers and bools are int64; means,
+variances, norms and logsumexp of integers give the default float dtype.
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ import warnings
 import numpy as np
 
 from ..errors import ShapeError
+from .abstract import ValueSpec
 from .base import Op
-from .row_reduce import sum_axes
+from .families import CopyOp, ReductionOp, accumulator_dtype
+from .kernels.row_reduce import sum_axes
+from .promotion import INTEGRAL, as_float, float_dtype
 
 
 def kept_shape(shape: tuple, axes) -> tuple:
@@ -63,12 +69,17 @@ def _require_nonempty(op: str, x, axes, what: str) -> None:
         )
 
 
-class Sum(Op):
-    name, onnx = "sum", "ReduceSum"
+class Sum(ReductionOp):
+    name = "sum"
     save_inputs = False
+
+    def output_dtype(self, x, **attrs):
+        return accumulator_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
+        if x.dtype.kind in INTEGRAL:  # int64 for every integer, as PyTorch (NumPy: uint64 too)
+            return xp.sum(x, axis=axes, keepdims=keepdims, dtype=xp.int64)
         if axes and x.ndim:  # trailing axes summed as rows where that is faster
             out = sum_axes(xp, x, axes)
             return out if keepdims else out.reshape(_dropped_shape(x.shape, axes))
@@ -78,17 +89,32 @@ class Sum(Op):
         return (_spread(ctx, grad),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        x = inputs[0]
-        if emit.dtype(x) != emit.dtype(output):  # booleans and small ints sum in int64
-            x = emit.cast(x, emit.dtype(output))
+        x = _in_output_dtype(emit, inputs, output)  # booleans and small ints sum in int64
         emit.reduce("ReduceSum", x, attrs["axes"], attrs["keepdims"], output)
 
 
-class SumTo(Op):
+def _sum_to_axes(have: tuple, shape: tuple) -> tuple:
+    """The axes of an array shaped ``have`` that ``sum_to(shape)`` sums over."""
+    lead = len(have) - len(shape)
+    return tuple(range(lead)) + tuple(
+        lead + axis for axis, want in enumerate(shape) if want == 1 and have[lead + axis] != 1
+    )
+
+
+class SumTo(CopyOp):
     """Sum a broadcast array back to ``shape``: the adjoint of ``expand``."""
 
-    name, onnx = "sum_to", "ReduceSum"
+    name = "sum_to"
     save_inputs = False
+
+    def infer(self, x, *, shape) -> ValueSpec:
+        summed = _sum_to_axes(x.shape, shape)
+        dtype = accumulator_dtype(x.dtype) if summed else x.dtype
+        return ValueSpec(tuple(shape), dtype, x.device)
+
+    def cost(self, x, *, shape) -> tuple:
+        out = self.infer(x, shape=shape)
+        return (x.numel, x.nbytes, out.nbytes)
 
     def check(self, x, *, shape):
         if len(shape) > x.ndim or any(
@@ -98,14 +124,12 @@ class SumTo(Op):
 
     def forward(self, ctx, xp, x, *, shape):
         ctx.input_shape = x.shape
-        lead = x.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            lead + axis
-            for axis, want in enumerate(shape)
-            if want == 1 and x.shape[lead + axis] != 1
-        )
-        out = sum_axes(xp, x, axes) if axes else x
-        return out.reshape(shape)
+        axes = _sum_to_axes(x.shape, shape)
+        if not axes:
+            return x.reshape(shape)
+        if x.dtype.kind in INTEGRAL:
+            return xp.sum(x, axis=axes, dtype=xp.int64).reshape(shape)
+        return sum_axes(xp, x, axes).reshape(shape)
 
     def backward(self, ctx, grad):
         return (grad.expand(ctx.input_shape),)
@@ -117,18 +141,22 @@ class SumTo(Op):
         axes = list(range(lead)) + [
             lead + axis for axis, want in enumerate(shape) if want == 1 and have[lead + axis] != 1
         ]
-        summed = emit.reduce("ReduceSum", inputs[0], axes, True)
+        summed = emit.reduce("ReduceSum", _in_output_dtype(emit, inputs, output), axes, True)
         emit.node("Reshape", [summed, emit.ints(shape)], output)
 
 
-class Mean(Op):
+class Mean(ReductionOp):
     """The mean; an empty reduction gives nan (NumPy and PyTorch agree)."""
 
-    name, onnx = "mean", "ReduceMean"
+    name = "mean"
     save_inputs = False
+
+    def output_dtype(self, x, **attrs):
+        return float_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
+        x = as_float(x)
         if reduced_count(x.shape, axes) == 0:
             return _quietly(xp.mean, x, axis=axes, keepdims=keepdims)
         return xp.mean(x, axis=axes, keepdims=keepdims)
@@ -139,19 +167,25 @@ class Mean(Op):
         return (_spread(ctx, grad / max(count, 1)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.reduce("ReduceMean", inputs[0], attrs["axes"], attrs["keepdims"], output)
+        x = _in_output_dtype(emit, inputs, output)  # integers average in the default float
+        emit.reduce("ReduceMean", x, attrs["axes"], attrs["keepdims"], output)
 
 
-class Var(Op):
+class Var(ReductionOp):
     """Variance with ``correction`` (PyTorch) = ``ddof`` (NumPy): divide by N - correction.
 
     A divisor N - correction <= 0 gives inf or nan, as in both libraries.
     """
 
-    name, onnx = "var", None
+    name = "var"
+    flops_per_input = 4  # the mean, a subtraction, a square, a sum
+
+    def output_dtype(self, x, **attrs):
+        return float_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims, correction):
         ctx.input_shape = x.shape
+        x = as_float(x)
         if reduced_count(x.shape, axes) - correction <= 0:
             return _quietly(xp.var, x, axis=axes, ddof=correction, keepdims=keepdims)
         return xp.var(x, axis=axes, ddof=correction, keepdims=keepdims)
@@ -164,21 +198,27 @@ class Var(Op):
         return (_spread(ctx, grad * (2 * scale)) * centered,)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        _variance_onnx(emit, inputs[0], attrs, output)
+        x = _in_output_dtype(emit, inputs, output)
+        _variance_onnx(emit, x, emit.shapes[inputs[0]], attrs, output)
 
 
-class Std(Op):
+class Std(ReductionOp):
     """Standard deviation: the square root of ``var`` with the same ``correction``.
 
-    Its gradient (x - mean) / ((N - correction) * std) is undefined (nan) where std is 0, as in
-    PyTorch.
+    Its gradient (x - mean) / ((N - correction) * std) is taken as 0 where std is 0 (a constant
+    slice), as in PyTorch, rather than 0/0.
     """
 
-    name, onnx = "std", None
+    name = "std"
     save_output = True
+    flops_per_input = 4
+
+    def output_dtype(self, x, **attrs):
+        return float_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims, correction):
         ctx.input_shape = x.shape
+        x = as_float(x)
         if reduced_count(x.shape, axes) - correction <= 0:
             return _quietly(xp.std, x, axis=axes, ddof=correction, keepdims=keepdims)
         return xp.std(x, axis=axes, ddof=correction, keepdims=keepdims)
@@ -188,10 +228,19 @@ class Std(Op):
         axes = ctx.attrs["axes"]
         scale = _inverse_dof(ctx)
         centered = x - x.mean(axis=axes, keepdims=True)
-        return (_spread(ctx, grad * scale / ctx.output) * centered,)
+        out = ctx.output
+        nonzero = out != 0
+        per_output = (grad * scale / out.where(nonzero, 1.0)).where(nonzero, 0.0)
+        return (_spread(ctx, per_output) * centered,)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("Sqrt", [_variance_onnx(emit, inputs[0], attrs)], output)
+        x = _in_output_dtype(emit, inputs, output)
+        emit.node("Sqrt", [_variance_onnx(emit, x, emit.shapes[inputs[0]], attrs)], output)
+
+
+def _in_output_dtype(emit, inputs, output) -> str:
+    """The input's ONNX value cast to the output's dtype (int64 sums, float means...)."""
+    return emit.operands(inputs[:1], emit.dtype(output))[0]
 
 
 def _inverse_dof(ctx) -> float:
@@ -200,10 +249,10 @@ def _inverse_dof(ctx) -> float:
     return 1.0 / dof if dof > 0 else math.inf
 
 
-def _variance_onnx(emit, x, attrs, output=None):
-    """ONNX nodes for ``var``: the mean squared deviation times N / (N - correction)."""
+def _variance_onnx(emit, x, shape, attrs, output=None):
+    """ONNX nodes for ``var`` of ``x`` (of ``shape``): the mean squared deviation times
+    N / (N - correction)."""
     axes, keepdims = attrs["axes"], attrs["keepdims"]
-    shape = emit.shapes[x]
     reduced = [shape[a] for a in (range(len(shape)) if axes is None else axes)]
     if not all(isinstance(extent, int) for extent in reduced):
         raise ShapeError(
@@ -218,14 +267,14 @@ def _variance_onnx(emit, x, attrs, output=None):
     return emit.node("Mul", [mean_square, emit.scalar(scale, x)], output)
 
 
-class Extremum(Op):
+class Extremum(ReductionOp):
     """max or min over axes (values only). The gradient is split evenly among tied extrema,
     like PyTorch's ``amax``/``amin``: each of k tied elements receives 1/k of the gradient."""
 
     save_output = True
 
-    def __init__(self, name: str, function: str, onnx: str, what: str) -> None:
-        self.name, self.function, self.onnx, self.what = name, function, onnx, what
+    def __init__(self, name: str, function: str, onnx_type: str, what: str) -> None:
+        self.name, self.function, self.onnx_type, self.what = name, function, onnx_type, what
 
     def check(self, x, *, axes, keepdims):
         _require_nonempty(self.name, x, axes, self.what)
@@ -242,17 +291,30 @@ class Extremum(Op):
         return ((share / ties).expand(ctx.input_shape).where(winners, 0.0),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.reduce(self.onnx, inputs[0], attrs["axes"], attrs["keepdims"], output)
+        x, axes, keepdims = inputs[0], attrs["axes"], attrs["keepdims"]
+        if emit.dtype(x).kind == "b":  # ONNX reductions take no booleans: reduce 0/1 integers
+            reduced = emit.reduce(self.onnx_type, emit.cast(x, "int32"), axes, keepdims)
+            emit.cast(reduced, "bool", output)
+            return
+        emit.reduce(self.onnx_type, x, axes, keepdims, output)
 
 
-class ArgExtremum(Op):
+class ArgExtremum(ReductionOp):
     """The int64 index of the max (min) along one axis, or into the flattened tensor for
     ``axis=None``; the first one wins ties."""
 
     save_inputs, differentiable = False, False
 
-    def __init__(self, name: str, function: str, onnx: str, what: str) -> None:
-        self.name, self.function, self.onnx, self.what = name, function, onnx, what
+    def __init__(self, name: str, function: str, onnx_type: str, what: str) -> None:
+        self.name, self.function, self.onnx_type, self.what = name, function, onnx_type, what
+
+    def infer(self, x, *, axis, keepdims) -> ValueSpec:
+        axes = None if axis is None else (axis,)
+        return super().infer(x, axes=axes, keepdims=keepdims).with_dtype(np.int64)
+
+    def cost(self, x, *, axis, keepdims) -> tuple:
+        out = self.infer(x, axis=axis, keepdims=keepdims)
+        return (x.numel, x.nbytes, out.nbytes)
 
     def check(self, x, *, axis, keepdims):
         _require_nonempty(self.name, x, None if axis is None else (axis,), self.what)
@@ -263,16 +325,19 @@ class ArgExtremum(Op):
 
     def to_onnx(self, emit, inputs, output, attrs):
         x, axis, keepdims = inputs[0], attrs["axis"], attrs["keepdims"]
+        rank = len(emit.shapes[x])
+        if emit.dtype(x).kind == "b":  # ONNX's ArgMax takes no booleans
+            x = emit.cast(x, "int32")
         if axis is not None:
-            emit.node(self.onnx, [x], output, axis=int(axis), keepdims=int(keepdims))
+            emit.node(self.onnx_type, [x], output, axis=int(axis), keepdims=int(keepdims))
             return
         flat = emit.node("Reshape", [x, emit.ints([-1])])  # an index into the flattened tensor
-        index = emit.node(self.onnx, [flat], axis=0, keepdims=0, dtype="int64")
-        shape = [1] * len(emit.shapes[x]) if keepdims else []
+        index = emit.node(self.onnx_type, [flat], axis=0, keepdims=0, dtype="int64")
+        shape = [1] * rank if keepdims else []
         emit.node("Reshape", [index, emit.ints(shape)], output)
 
 
-class Prod(Op):
+class Prod(ReductionOp):
     """The product over axes (1 for an empty reduction).
 
     The gradient of each element is the product of all the *other* elements: ``prod / x`` when
@@ -281,11 +346,16 @@ class Prod(Op):
     are differentiable) so is the second derivative.
     """
 
-    name, onnx = "prod", "ReduceProd"
+    name = "prod"
     save_output = True
+
+    def output_dtype(self, x, **attrs):
+        return accumulator_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
+        if x.dtype.kind in INTEGRAL:
+            return xp.prod(x, axis=axes, keepdims=keepdims, dtype=xp.int64)
         return xp.prod(x, axis=axes, keepdims=keepdims)
 
     def backward(self, ctx, grad):
@@ -313,7 +383,8 @@ class Prod(Op):
         return (_spread(ctx, grad) * others,)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.reduce("ReduceProd", inputs[0], attrs["axes"], attrs["keepdims"], output)
+        x = _in_output_dtype(emit, inputs, output)
+        emit.reduce("ReduceProd", x, attrs["axes"], attrs["keepdims"], output)
 
 
 def _product_of_others(x, axis: int):
@@ -323,23 +394,28 @@ def _product_of_others(x, axis: int):
     return before * after
 
 
-class LogSumExp(Op):
+class LogSumExp(ReductionOp):
     """``log(sum(exp(x)))``, shifted by the maximum so that large inputs neither overflow nor
     underflow; an empty reduction gives -inf. The gradient is ``softmax(x)`` over the axes."""
 
-    name, onnx = "logsumexp", "ReduceLogSumExp"
+    name = "logsumexp"
     save_output = True
+    flops_per_input = 4  # the maximum, a subtraction, an exp, a sum
+
+    def output_dtype(self, x, **attrs):
+        return float_dtype(x.dtype)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
+        x = as_float(x)
         if reduced_count(x.shape, axes) == 0:
             shape = kept_shape(x.shape, axes) if keepdims else _dropped_shape(x.shape, axes)
-            return xp.full(shape, -xp.inf, dtype=xp.result_type(x.dtype, xp.float16))
+            return xp.full(shape, -xp.inf, dtype=x.dtype)
         shift = xp.amax(x, axis=axes, keepdims=True)
         # an infinite maximum would turn x - shift into nan (inf - inf)
-        shift = xp.where(xp.isfinite(shift), shift, 0)
-        # a floating array of our own (not a 0-d scalar, not ints), so exp can work in place
-        shifted = xp.asarray(x - shift, dtype=xp.result_type(x.dtype, xp.float16))
+        shift = xp.where(xp.isfinite(shift), shift, 0).astype(x.dtype, copy=False)
+        # an array of our own (not a 0-d scalar), so exp can work in place
+        shifted = xp.asarray(x - shift)
         total = xp.sum(xp.exp(shifted, out=shifted), axis=axes, keepdims=True)
         out = _quietly(xp.log, total) + shift  # all -inf inputs give log(0) = -inf
         return out if keepdims else out.reshape(_dropped_shape(x.shape, axes))
@@ -355,7 +431,7 @@ class LogSumExp(Op):
 
     def to_onnx(self, emit, inputs, output, attrs):
         # written out with the maximum subtracted, as forward does (no overflow for large inputs)
-        x, axes, keepdims = inputs[0], attrs["axes"], attrs["keepdims"]
+        x, axes, keepdims = _in_output_dtype(emit, inputs, output), attrs["axes"], attrs["keepdims"]
         shift = emit.reduce("ReduceMax", x, axes, True)
         total = emit.reduce(
             "ReduceSum", emit.node("Exp", [emit.node("Sub", [x, shift])]), axes, True
@@ -364,7 +440,7 @@ class LogSumExp(Op):
         if keepdims:
             emit.node("Identity", [out], output)
         else:
-            rank = len(emit.shapes[x])
+            rank = len(emit.shapes[inputs[0]])
             emit.squeeze(out, list(range(rank)) if axes is None else axes, output)
 
 
@@ -375,13 +451,16 @@ def _dropped_shape(shape: tuple, axes) -> tuple:
     return tuple(extent for axis, extent in enumerate(shape) if axis not in axes)
 
 
-class Predicate(Op):
+class TruthReduction(ReductionOp):
     """``all`` / ``any`` over axes: a boolean result without gradient."""
 
     save_inputs, differentiable = False, False
 
     def __init__(self, name: str, function: str) -> None:
-        self.name, self.function, self.onnx = name, function, None
+        self.name, self.function = name, function
+
+    def output_dtype(self, x, **attrs):
+        return np.dtype(bool)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         return getattr(xp, self.function)(x, axis=axes, keepdims=keepdims)
@@ -395,9 +474,12 @@ class Predicate(Op):
         emit.cast(reduced, "bool", output)
 
 
-class CountNonzero(Op):
-    name, onnx = "count_nonzero", None
+class CountNonzero(ReductionOp):
+    name = "count_nonzero"
     save_inputs, differentiable = False, False
+
+    def output_dtype(self, x, **attrs):
+        return np.dtype(np.int64)
 
     def forward(self, ctx, xp, x, *, axes, keepdims):
         return xp.sum(x != 0, axis=axes, keepdims=keepdims, dtype=xp.int64)
@@ -409,7 +491,7 @@ class CountNonzero(Op):
         emit.reduce("ReduceSum", counts, attrs["axes"], attrs["keepdims"], output)
 
 
-class VectorNorm(Op):
+class VectorNorm(ReductionOp):
     """The vector p-norm ``sum(|x|^p)^(1/p)`` over axes; ``ord`` may be any real number,
     ``inf`` (max |x|), ``-inf`` (min |x|) or 0 (the count of non-zeros).
 
@@ -417,8 +499,12 @@ class VectorNorm(Op):
     PyTorch; ties of the inf-norm share the gradient evenly.
     """
 
-    name, onnx = "vector_norm", None
+    name = "vector_norm"
     save_output = True
+    flops_per_input = 2  # |x|^p and a sum (one flop per power)
+
+    def output_dtype(self, x, **attrs):
+        return float_dtype(x.dtype)
 
     def check(self, x, *, ord, axes, keepdims):
         if math.isinf(ord):
@@ -426,6 +512,7 @@ class VectorNorm(Op):
 
     def forward(self, ctx, xp, x, *, ord, axes, keepdims):
         ctx.input_shape = x.shape
+        x = as_float(x)
         size = xp.abs(x)
         if ord == 2:
             return xp.sqrt(xp.sum(size * size, axis=axes, keepdims=keepdims))
@@ -437,9 +524,10 @@ class VectorNorm(Op):
             return xp.amin(size, axis=axes, keepdims=keepdims)
         if ord == 0:
             count = xp.sum(x != 0, axis=axes, keepdims=keepdims)
-            return count.astype(xp.result_type(x.dtype, xp.float16))
+            return count.astype(x.dtype)
         # 0 ** negative is inf, and inf ** (1 / negative) is 0: the norm of a vector with a zero
-        return _quietly(lambda: xp.sum(size**ord, axis=axes, keepdims=keepdims) ** (1.0 / ord))
+        power, root = x.dtype.type(ord), x.dtype.type(1.0 / ord)  # (bfloat16 stays bfloat16)
+        return _quietly(lambda: xp.sum(size**power, axis=axes, keepdims=keepdims) ** root)
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
@@ -449,8 +537,7 @@ class VectorNorm(Op):
         if ord == 0:
             return (_spread(ctx, grad) * 0.0,)
         if ord == 2:
-            safe = out.where(out != 0, 1.0)  # x is all zeros where the norm is
-            return ((share / safe).expand(ctx.input_shape) * x,)
+            return ((_over_norm(share, out)).expand(ctx.input_shape) * x,)
         sign = (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
         if ord == 1:
             return (share.expand(ctx.input_shape) * sign,)
@@ -460,11 +547,12 @@ class VectorNorm(Op):
             ties = winners.sum(axis=ctx.attrs["axes"], keepdims=True).astype(grad.dtype)
             return ((share / ties).expand(ctx.input_shape).where(winners, 0.0) * sign,)
         # d/dx sum(|x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
-        scale = share / _power(out, ord - 1)
+        scale = _over_norm(share, _power(out, ord - 1))
         return (scale.expand(ctx.input_shape) * sign * _power(size, ord - 1),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        x, order, axes, keepdims = inputs[0], attrs["ord"], attrs["axes"], attrs["keepdims"]
+        x, order = _in_output_dtype(emit, inputs, output), attrs["ord"]
+        axes, keepdims = attrs["axes"], attrs["keepdims"]
         if order == 2:
             emit.reduce("ReduceL2", x, axes, keepdims, output)
         elif order == 1:
@@ -479,6 +567,13 @@ class VectorNorm(Op):
             powered = emit.node("Pow", [emit.node("Abs", [x]), emit.scalar(order, x)])
             total = emit.reduce("ReduceSum", powered, axes, keepdims)
             emit.node("Pow", [total, emit.scalar(1.0 / order, x)], output)
+
+
+def _over_norm(share, divisor):
+    """``share / divisor``, taken as 0 where the divisor (a power of the norm) is 0: x is all
+    zeros there, and PyTorch gives the subgradient 0 (also for the second derivative)."""
+    nonzero = divisor != 0
+    return (share / divisor.where(nonzero, 1.0)).where(nonzero, 0.0)
 
 
 def _power(base, exponent: float):
@@ -497,13 +592,17 @@ class Scan(Op):
     - ``reverse``: accumulate from the end of the axis towards its start.
     """
 
-    def __init__(self, name: str, function: str, onnx: str | None, identity: int) -> None:
-        self.name, self.function, self.onnx, self.identity = name, function, onnx, identity
+    def __init__(self, name: str, function: str, identity: int) -> None:
+        self.name, self.function, self.identity = name, function, identity
+
+    def infer(self, x, *, axis, exclusive, reverse) -> ValueSpec:
+        return x.with_dtype(accumulator_dtype(x.dtype))
 
     def forward(self, ctx, xp, x, *, axis, exclusive, reverse):
         if reverse:
             x = xp.flip(x, axis)
-        out = getattr(xp, self.function)(x, axis=axis)
+        dtype = xp.int64 if x.dtype.kind in INTEGRAL else None  # PyTorch: int64 for integers
+        out = getattr(xp, self.function)(x, axis=axis, dtype=dtype)
         if exclusive and out.shape[axis] > 0:
             shifted = xp.empty_like(out)
             head = (slice(None),) * axis
@@ -525,7 +624,7 @@ class CumSum(Scan):
         axis = emit.constant(np.asarray(attrs["axis"], dtype=np.int64))
         emit.node(
             "CumSum",
-            [inputs[0], axis],
+            [_in_output_dtype(emit, inputs, output), axis],
             output,
             exclusive=int(attrs["exclusive"]),
             reverse=int(attrs["reverse"]),
@@ -575,6 +674,7 @@ MIN = Extremum("min", "amin", "ReduceMin", "minimum")
 ARGMAX = ArgExtremum("argmax", "argmax", "ArgMax", "maximum")
 ARGMIN = ArgExtremum("argmin", "argmin", "ArgMin", "minimum")
 PROD, LOGSUMEXP, VECTOR_NORM = Prod(), LogSumExp(), VectorNorm()
-ALL, ANY, COUNT_NONZERO = Predicate("all", "all"), Predicate("any", "any"), CountNonzero()
-CUMSUM = CumSum("cumsum", "cumsum", "CumSum", 0)
-CUMPROD = CumProd("cumprod", "cumprod", None, 1)
+ALL, ANY = TruthReduction("all", "all"), TruthReduction("any", "any")
+COUNT_NONZERO = CountNonzero()
+CUMSUM = CumSum("cumsum", "cumsum", 0)
+CUMPROD = CumProd("cumprod", "cumprod", 1)

@@ -1,14 +1,46 @@
-"""Shape primitives: ops that move or repeat elements without arithmetic."""
+"""Shape primitives: ops that move or repeat elements without arithmetic.
+
+Views (reshape, expand, permute, squeeze, unsqueeze) cost nothing in ``cost``; copies read and
+write their elements once. ``infer`` works with symbolic sizes: ``reshape`` to ``(-1, 4)``
+divides the symbolic element count, ``concatenate`` adds symbolic sizes of one symbol.
+"""
 
 from __future__ import annotations
 
-from ..errors import BuildingAIError, ShapeError
-from .base import Op
+from ..errors import BuildingAIError, ShapeError, dimensions, tensor_with_dimensions
+from .abstract import DimExpr, SymbolicSizeError, ValueSpec, prod
+from .families import CopyOp, ViewOp, symbolic_sizes
+from .promotion import result_type
 
 
-class Reshape(Op):
-    name, onnx = "reshape", "Reshape"
-    save_inputs, view = False, True
+class Reshape(ViewOp):
+    name = "reshape"
+
+    def infer(self, x, *, shape) -> ValueSpec:
+        with symbolic_sizes(self.name):
+            total = x.numel
+            unknown = [axis for axis, extent in enumerate(shape) if _is_minus_one(extent)]
+            known = prod([extent for extent in shape if not _is_minus_one(extent)])
+            if len(unknown) > 1 or (not unknown and total != known):
+                raise ShapeError(
+                    f"[reshape] cannot reshape {x.shape} ({total} elements) to {tuple(shape)}",
+                    help="the product of the new shape must equal the element count; at most "
+                    "one dimension may be -1",
+                )
+            if not unknown:
+                return x.with_shape(shape)
+            if not isinstance(total, DimExpr) and isinstance(known, DimExpr):
+                raise SymbolicSizeError(
+                    f"cannot divide {total} elements by the symbolic size {known!r} for -1"
+                )
+            if isinstance(total, int) and isinstance(known, int) and (known == 0 or total % known):
+                raise ShapeError(
+                    f"[reshape] cannot reshape {x.shape} ({total} elements) to {tuple(shape)}",
+                    help="the known dimensions must divide the element count",
+                )
+            out = list(shape)
+            out[unknown[0]] = total // known
+            return x.with_shape(out)
 
     def check(self, x, *, shape):
         known = 1
@@ -43,11 +75,24 @@ class Reshape(Op):
         emit.node("Reshape", [inputs[0], emit.ints(attrs["shape"])], output, allowzero=int(zero))
 
 
-class Expand(Op):
+def _is_minus_one(extent) -> bool:
+    return isinstance(extent, int) and extent == -1
+
+
+class Expand(ViewOp):
     """Broadcast to a larger shape (a read-only view: no memory is copied)."""
 
-    name, onnx = "expand", "Expand"
-    save_inputs, view = False, True
+    name = "expand"
+
+    def infer(self, x, *, shape) -> ValueSpec:
+        if len(shape) < x.ndim or any(
+            have != 1 and have != want for have, want in zip(x.shape[::-1], shape[::-1])
+        ):
+            raise ShapeError(
+                f"[expand] cannot expand {x.shape} to {tuple(shape)}",
+                help="only dimensions of size 1 can grow; new dimensions go in front",
+            )
+        return x.with_shape(shape)
 
     def check(self, x, *, shape):
         if len(shape) < x.ndim or any(
@@ -69,15 +114,22 @@ class Expand(Op):
         emit.node("Expand", [inputs[0], emit.ints(attrs["shape"])], output)
 
 
-class Permute(Op):
-    name, onnx = "permute", "Transpose"
-    save_inputs, view = False, True
+class Permute(ViewOp):
+    name = "permute"
+
+    def infer(self, x, *, axes) -> ValueSpec:
+        if sorted(axes) != list(range(x.ndim)):
+            raise ShapeError(
+                f"[permute] axes {tuple(axes)} are not a permutation of the axes of "
+                f"{tensor_with_dimensions(x.ndim)} shaped {x.shape}"
+            )
+        return x.with_shape(tuple(x.shape[axis] for axis in axes))
 
     def check(self, x, *, axes):
         if sorted(axes) != list(range(x.ndim)):
             raise ShapeError(
-                f"[permute] axes {tuple(axes)} are not a permutation of the {x.ndim} dimensions "
-                f"of a tensor shaped {tuple(x.shape)}"
+                f"[permute] axes {tuple(axes)} are not a permutation of the axes of "
+                f"{tensor_with_dimensions(x.ndim)} shaped {tuple(x.shape)}"
             )
 
     def forward(self, ctx, xp, x, *, axes):
@@ -97,11 +149,22 @@ class Permute(Op):
 RESHAPE, EXPAND, PERMUTE = Reshape(), Expand(), Permute()
 
 
-class Squeeze(Op):
+class Squeeze(ViewOp):
     """Drop dimensions of size 1 (a view). ``axes`` is a sorted tuple of non-negative ints."""
 
-    name, onnx = "squeeze", "Squeeze"
-    save_inputs, view = False, True
+    name = "squeeze"
+
+    def infer(self, x, *, axes) -> ValueSpec:
+        for axis in axes:
+            if isinstance(x.shape[axis], DimExpr):
+                raise SymbolicSizeError(
+                    f"[squeeze] cannot squeeze axis {axis} of {x.shape}: its size is the symbol "
+                    f"{x.shape[axis]!r}, not 1",
+                    help="squeeze only fixed dimensions of size 1",
+                )
+            if x.shape[axis] != 1:
+                raise ShapeError(f"[squeeze] cannot squeeze axis {axis} of {x.shape}: not size 1")
+        return x.with_shape(tuple(d for axis, d in enumerate(x.shape) if axis not in axes))
 
     def check(self, x, *, axes):
         for axis in axes:
@@ -124,11 +187,15 @@ class Squeeze(Op):
         emit.squeeze(inputs[0], attrs["axes"], output)
 
 
-class Unsqueeze(Op):
+class Unsqueeze(ViewOp):
     """Insert dimensions of size 1 (a view). ``axes`` are sorted positions in the output."""
 
-    name, onnx = "unsqueeze", "Unsqueeze"
-    save_inputs, view = False, True
+    name = "unsqueeze"
+
+    def infer(self, x, *, axes) -> ValueSpec:
+        sizes = iter(x.shape)
+        ndim = x.ndim + len(axes)
+        return x.with_shape(tuple(1 if axis in axes else next(sizes) for axis in range(ndim)))
 
     def forward(self, ctx, xp, x, *, axes):
         return xp.expand_dims(x, axes)
@@ -140,11 +207,30 @@ class Unsqueeze(Op):
         emit.unsqueeze(inputs[0], attrs["axes"], output)
 
 
-class Concatenate(Op):
-    """Join tensors along an existing axis; the gradient of each input is its slice of ``grad``."""
+class Concatenate(CopyOp):
+    """Join tensors along an existing axis; the gradient of each input is its slice of ``grad``.
+    Inputs of different dtypes meet in PyTorch's promoted dtype."""
 
-    name, onnx = "concatenate", "Concat"
+    name = "concatenate"
     save_inputs = False
+
+    def infer(self, *specs, axis) -> ValueSpec:
+        first = specs[0]
+        for other in specs[1:]:
+            if other.ndim != first.ndim or any(
+                have != want
+                for dim, (have, want) in enumerate(zip(other.shape, first.shape))
+                if dim != axis
+            ):
+                shapes = ", ".join(str(spec.shape) for spec in specs)
+                raise ShapeError(
+                    f"[concatenate] cannot concatenate shapes {shapes} along axis {axis}",
+                    help="every dimension except the concatenation axis must match",
+                )
+        with symbolic_sizes(self.name):
+            size = sum((spec.shape[axis] for spec in specs), start=0)
+        shape = first.shape[:axis] + (size,) + first.shape[axis + 1 :]
+        return ValueSpec(shape, result_type(*specs), first.device)
 
     def check(self, *arrays, axis):
         first = arrays[0]
@@ -159,7 +245,8 @@ class Concatenate(Op):
             shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
             if not same_rank:
                 reason = (
-                    f"input {position} has {other.ndim} dimensions but input 0 has {first.ndim}"
+                    f"input {position} has {dimensions(other.ndim)} but input 0 has "
+                    f"{dimensions(first.ndim)}"
                 )
             else:
                 dim = next(
@@ -179,6 +266,9 @@ class Concatenate(Op):
 
     def forward(self, ctx, xp, *arrays, axis):
         ctx.sizes = [a.shape[axis] for a in arrays]
+        dtype = arrays[0].dtype
+        if any(a.dtype != dtype for a in arrays[1:]):  # NumPy would widen int + float32
+            return xp.concatenate(arrays, axis=axis, dtype=result_type(*arrays))
         return xp.concatenate(arrays, axis=axis)
 
     def backward(self, ctx, grad):
@@ -193,14 +283,14 @@ class Concatenate(Op):
         return tuple(grads)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("Concat", inputs, output, axis=int(attrs["axis"]))
+        emit.simple("Concat", inputs, output, axis=int(attrs["axis"]))
 
 
 # Pad modes, with the names ONNX's Pad operator (opset 19) gives them.
 PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
-class Pad(Op):
+class Pad(CopyOp):
     """Pad every axis by ``widths[axis] = (before, after)`` (non-negative) in one of four modes.
 
     Constant padding fills with ``value``; its gradient is the central slice of ``grad``. The
@@ -209,8 +299,13 @@ class Pad(Op):
     this pad again).
     """
 
-    name, onnx = "pad", "Pad"
+    name = "pad"
     save_inputs = False
+
+    def infer(self, x, *, widths, mode, value) -> ValueSpec:
+        with symbolic_sizes(self.name):
+            shape = tuple(s + before + after for s, (before, after) in zip(x.shape, widths))
+        return x.with_shape(shape)
 
     def check(self, x, *, widths, mode, value):
         for axis, (before, after) in enumerate(widths):
@@ -273,13 +368,23 @@ class Pad(Op):
         emit.node("Pad", operands, output, mode=mode)
 
 
-class PadAdjoint(Op):
+class PadAdjoint(CopyOp):
     """The adjoint of a reflect/replicate/circular ``pad``: each input element of the pad receives
     the sum of the output values that were copied from it. Written with slices (a scatter-add
     would be several times slower); its gradient is the pad itself."""
 
     name = "pad_adjoint"
     save_inputs = False
+
+    def infer(self, grad, *, widths, mode) -> ValueSpec:
+        with symbolic_sizes(self.name):
+            shape = tuple(s - before - after for s, (before, after) in zip(grad.shape, widths))
+        return grad.with_shape(shape)
+
+    def cost(self, grad, *, widths, mode) -> tuple:
+        out = self.infer(grad, widths=widths, mode=mode)
+        with symbolic_sizes(self.name):
+            return (grad.numel - out.numel, grad.nbytes, out.nbytes)  # one add per border value
 
     def forward(self, ctx, xp, grad, *, widths, mode):
         for axis, (before, after) in enumerate(widths):
@@ -352,11 +457,14 @@ def _central(shape: tuple, widths: tuple) -> tuple:
     return tuple(slice(before, before + size) for size, (before, _) in zip(shape, widths))
 
 
-class Contiguous(Op):
+class Contiguous(CopyOp):
     """A C-ordered copy (the public function skips it when the input is already C-ordered)."""
 
-    name, onnx = "contiguous", "Identity"
+    name = "contiguous"
     save_inputs = False
+
+    def infer(self, x) -> ValueSpec:
+        return x
 
     def forward(self, ctx, xp, x):
         return x.copy(order="C")

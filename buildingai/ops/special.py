@@ -4,16 +4,18 @@ NumPy has no ``erf``, so ``erf_array`` evaluates it in float64 with the rational
 fdlibm's ``s_erf.c`` (W. J. Cody's method, as in FreeBSD and glibc libm): four ranges of |x|, each
 a ratio of short polynomials, accurate to about one unit in the last place. On CuPy it defers to
 ``cupyx.scipy.special.erf``. The activations are written so that no intermediate overflows for
-large |x| and no answer loses relative precision to cancellation.
+large |x| and no answer loses relative precision to cancellation. FLOP counts (``cost``) take
+exp, tanh and erf as one operation each.
 """
 
 from __future__ import annotations
 
 import math
 
-from .base import Op
-from .elementwise import as_float, in_place
-from .split import elementwise
+from .elementwise import in_place
+from .families import FloatFunction
+from .kernels.split import elementwise
+from .promotion import as_float
 
 # ----- erf: fdlibm coefficients -------------------------------------------------------------
 # Polynomial coefficients are listed from the highest power down, ready for Horner's rule.
@@ -217,8 +219,7 @@ def sigmoid_array(xp, x):
     There is no cancellation: 1 + exp(-x) is a sum of positives, so the result keeps full
     relative precision wherever it is a normal number. Where exp(-x) overflows (x below about
     -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
-    normal float. NumPy's float32 ``exp`` costs about 17 multiplies here (2.5 ns a value), so
-    the earlier form, exp(min(x, 0)) / (1 + exp(-|x|)), was twice as slow.
+    normal float. One ``exp``, since it costs far more than the add and divide around it.
     """
     with xp.errstate(over="ignore"):
         out = in_place(xp.exp, xp.negative(x))
@@ -227,8 +228,8 @@ def sigmoid_array(xp, x):
 
 
 def _reciprocal(xp, array):
-    """1 / array, in place where it can be: ``divide(1, a)`` runs twice as fast as NumPy's
-    ``reciprocal`` on float32 (0.15 against 0.29 ms a million values) and rounds the same."""
+    """1 / array, in place where it can be: ``divide(1, a)`` is faster than NumPy's
+    ``reciprocal`` on float32 and rounds the same."""
     if array.ndim:
         return xp.divide(1, array, out=array)
     return xp.divide(1, array)
@@ -244,11 +245,11 @@ GELU_TANH_CUBIC = 0.044715
 # ----- op records -------------------------------------------------------------------------------
 
 
-class Erf(Op):
-    name, onnx = "erf", "Erf"
+class Erf(FloatFunction):
+    name = "erf"
 
     def forward(self, ctx, xp, x):
-        return erf_array(xp, x)
+        return erf_array(xp, as_float(x))
 
     def backward(self, ctx, grad):
         # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
@@ -256,11 +257,12 @@ class Erf(Op):
         return (grad * ((x * x).neg().exp() * TWO_OVER_SQRT_PI),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("Erf", inputs, output)
+        emit.simple("Erf", inputs, output)
 
 
-class Sigmoid(Op):
-    name, onnx = "sigmoid", "Sigmoid"
+class Sigmoid(FloatFunction):
+    name = "sigmoid"
+    flops_per_element = 4  # negate, exp, add, divide
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -271,13 +273,14 @@ class Sigmoid(Op):
         return (grad * (out * (1 - out)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("Sigmoid", inputs, output)
+        emit.simple("Sigmoid", inputs, output)
 
 
-class Silu(Op):
+class Silu(FloatFunction):
     """x * sigmoid(x) (also called swish)."""
 
-    name, onnx = "silu", None  # ONNX has no SiLU; an exporter writes x * Sigmoid(x)
+    name = "silu"  # ONNX has no SiLU: to_onnx writes x * Sigmoid(x)
+    flops_per_element = 5
 
     def forward(self, ctx, xp, x):
         x = as_float(x)
@@ -286,23 +289,23 @@ class Silu(Op):
         return sigmoid * x
 
     def backward(self, ctx, grad):
-        from ..autograd.tensor import Tensor
-
         (x,) = ctx.inputs
-        return (SILU_GRAD(grad, x, Tensor(ctx.sigmoid)),)
+        return (SILU_GRAD(grad, x, ctx.tensor(ctx.sigmoid)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        emit.node("Mul", [inputs[0], emit.node("Sigmoid", inputs)], output)
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        emit.node("Mul", [x, emit.node("Sigmoid", [x])], output)
 
 
-class Softplus(Op):
+class Softplus(FloatFunction):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's rule)."""
 
-    name, onnx = "softplus", "Softplus"  # ONNX Softplus has beta = 1 and no threshold
+    name = "softplus"  # ONNX Softplus has beta = 1 and no threshold: to_onnx adds them
+    flops_per_element = 7  # scale, logaddexp (max, abs, exp, log1p, add), compare
 
     def forward(self, ctx, xp, x, *, beta, threshold):
         x = as_float(x)
-        scaled = x * beta if beta != 1 else x
+        scaled = x * x.dtype.type(beta) if beta != 1 else x  # (bfloat16 stays bfloat16)
         # logaddexp(0, y) = max(y, 0) + log1p(exp(-|y|)): no overflow, no cancellation
         out = xp.logaddexp(0, scaled)
         if beta != 1:
@@ -314,7 +317,8 @@ class Softplus(Op):
         return (SOFTPLUS_GRAD(grad, x, **ctx.attrs),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        x, beta, threshold = inputs[0], attrs["beta"], attrs["threshold"]
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        beta, threshold = attrs["beta"], attrs["threshold"]
         scaled = x if beta == 1 else emit.node("Mul", [x, emit.scalar(beta, x)])
         soft = emit.node("Softplus", [scaled])
         if beta != 1:
@@ -354,11 +358,12 @@ def _gelu_tanh_grad_kernel(xp, grad, x, gate, out):
     out *= grad
 
 
-class Gelu(Op):
+class Gelu(FloatFunction):
     """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` uses
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Large inputs are split across threads."""
 
-    name, onnx = "gelu", "Gelu"  # ONNX Gelu (opset 20) has the same ``approximate`` attribute
+    name = "gelu"  # ONNX Gelu (opset 20) has the same ``approximate`` attribute
+    flops_per_element = 8  # tanh form: 7 multiply-adds and an exp; erf form: 4 and an erf
 
     def forward(self, ctx, xp, x, *, approximate):
         x = as_float(x)
@@ -367,20 +372,19 @@ class Gelu(Op):
             elementwise(xp, _gelu_tanh_kernel, (x,), (out, gate))
             ctx.cache = gate  # kept for backward: recomputing it is the gradient's costliest part
             return out
-        cdf = erf_array(xp, x * SQRT_HALF)
+        cdf = erf_array(xp, x * x.dtype.type(SQRT_HALF))  # (bfloat16 stays bfloat16)
         cdf += 1
         cdf *= 0.5
         ctx.cache = cdf  # Phi(x), kept for backward
         return cdf * x
 
     def backward(self, ctx, grad):
-        from ..autograd.tensor import Tensor
-
         (x,) = ctx.inputs
-        return (GELU_GRAD(grad, x, Tensor(ctx.cache), **ctx.attrs),)
+        return (GELU_GRAD(grad, x, ctx.tensor(ctx.cache), **ctx.attrs),)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        x, approximate = inputs[0], attrs["approximate"]
+        (x,) = emit.operands(inputs, emit.dtype(output))
+        approximate = attrs["approximate"]
         if emit.opset >= 20:
             emit.node("Gelu", [x], output, approximate=approximate)
             return
@@ -403,7 +407,7 @@ class Gelu(Op):
 # ops that recompute the kept values from x, so derivatives of every order stay exact.
 
 
-class GeluGrad(Op):
+class GeluGrad(FloatFunction):
     """``grad * gelu'(x)``.
 
     Inputs: grad and x (one shape), and ``cache``, a constant Tensor of x's shape: the gate
@@ -411,7 +415,8 @@ class GeluGrad(Op):
     (u = sqrt(2/pi) (x + 0.044715 x^3)), Phi(x) otherwise.
     """
 
-    name, onnx = "gelu_grad", None
+    name = "gelu_grad"
+    flops_per_element = 9
 
     def forward(self, ctx, xp, grad, x, cache, *, approximate):
         x = as_float(x)
@@ -454,11 +459,12 @@ class GeluGrad(Op):
         return grad_grad, grad_x, None
 
 
-class SiluGrad(Op):
+class SiluGrad(FloatFunction):
     """``grad * silu'(x)`` with silu' = s (1 + x (1 - s)); ``cache`` is the constant s = sigmoid(x)
     of the forward."""
 
-    name, onnx = "silu_grad", None
+    name = "silu_grad"
+    flops_per_element = 5
 
     def forward(self, ctx, xp, grad, x, cache):
         derivative = 1 - cache
@@ -480,14 +486,15 @@ class SiluGrad(Op):
         return grad_grad, grad_x, None
 
 
-class SoftplusGrad(Op):
+class SoftplusGrad(FloatFunction):
     """``grad * sigmoid(beta x)``, and ``grad`` itself where beta x > threshold."""
 
-    name, onnx = "softplus_grad", None
+    name = "softplus_grad"
+    flops_per_element = 7
 
     def forward(self, ctx, xp, grad, x, *, beta, threshold):
         x = as_float(x)
-        scaled = x * beta if beta != 1 else x
+        scaled = x * x.dtype.type(beta) if beta != 1 else x
         derivative = sigmoid_array(xp, scaled)
         derivative *= grad
         return xp.where(scaled > threshold, grad, derivative)

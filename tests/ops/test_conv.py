@@ -7,7 +7,7 @@ import pytest
 import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.ops import conv as ops
-from buildingai.ops import conv_grid
+from buildingai.ops.kernels import conv_grid
 from tests.helpers import check_op
 
 torch = pytest.importorskip("torch")

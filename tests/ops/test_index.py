@@ -465,7 +465,7 @@ def test_one_hot_matches_torch(num_classes):
         (
             lambda x: x.gather(0, bai.tensor([1])),
             bai.ShapeError,
-            r"\[gather\] index has 1 dimensions but the input has 2",
+            r"\[gather\] index has 1 dimension but the input has 2 dimensions",
         ),
         (
             lambda x: x.gather(0, bai.tensor([[0] * 5])),

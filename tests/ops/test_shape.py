@@ -201,7 +201,7 @@ def test_concatenate_errors():
     ):
         bai.cat([bai.zeros(2, 3), bai.zeros(2, 4)])
     with pytest.raises(
-        bai.ShapeError, match=r"input 2 has 1 dimensions but input 0 has 2\n  help: every"
+        bai.ShapeError, match=r"input 2 has 1 dimension but input 0 has 2 dimensions\n  help: every"
     ):
         bai.cat([bai.zeros(2, 3), bai.zeros(2, 3), bai.zeros(3)], dim=1)
     with pytest.raises(bai.ShapeError, match=r"\[concatenate\] cannot concatenate 0-d tensors"):
@@ -498,16 +498,11 @@ def test_squeeze_unsqueeze_and_slices_are_views():
     assert all(np.shares_memory(piece.data, x.data) for piece in x.split(1, 1))
 
 
-def test_new_ops_have_onnx_names():
-    table = {op.name: op.onnx for op in all_ops()}
-    for name, onnx in [
-        ("squeeze", "Squeeze"),
-        ("unsqueeze", "Unsqueeze"),
-        ("concatenate", "Concat"),
-        ("pad", "Pad"),
-        ("contiguous", "Identity"),
-    ]:
-        assert table[name] == onnx  # fmt: skip
+def test_shape_ops_have_onnx_mappings():
+    table = {op.name: op for op in all_ops()}
+    for name in ["squeeze", "unsqueeze", "concatenate", "pad", "contiguous"]:
+        assert callable(getattr(table[name], "to_onnx", None)), name
+        assert not hasattr(table[name], "onnx"), name  # to_onnx is the one mapping
 
 
 def test_bad_axes_name_the_op():

@@ -6,7 +6,7 @@ import pytest
 
 import buildingai as bai
 from buildingai.backend import threads
-from buildingai.ops import split
+from buildingai.ops.kernels import split
 from tests.helpers import check_op, torch
 
 F = torch.nn.functional

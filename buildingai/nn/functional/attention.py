@@ -389,7 +389,8 @@ def _check_mha_inputs(query: Tensor, key: Tensor, value: Tensor, embed_dim: int)
 
 def _split_heads(x: Tensor, num_heads: int, batch_axis: int) -> Tensor:
     """(N, L, E) or (L, N, E) -> (N, H, L, E / H): a reshape and a permute, both views."""
-    x = x.reshape(x.shape[:2] + (num_heads, -1))
+    # an explicit head size: -1 cannot be inferred when the batch is empty
+    x = x.reshape(x.shape[:2] + (num_heads, x.shape[-1] // num_heads))
     return x.permute((0, 2, 1, 3) if batch_axis == 0 else (1, 2, 0, 3))
 
 

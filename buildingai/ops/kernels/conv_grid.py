@@ -18,19 +18,16 @@ image's pixels.
 
 The output gradient is put on the same grid, zero where no output is, so the GEMM runs over
 every slot, ``L = N * (H + sep_h) * (W + sep_w)`` columns for ``N * Ho * Wo`` outputs: 7% more
-multiply-adds for a 28x28 image with padding 1, 17% for 26x26 without. Measured input
-gradients at 2 threads, (64, 32, H, W) images, 64 output channels, 3x3 kernels: 28x28 padding 1
-38.7 -> 33.6 ms, 26x26 without padding 28-29 -> 23-25 ms, 12x12 without padding (44% more
-slots) 6.3-7.5 -> 5.1-6.1 ms. The forward and the weight gradient keep the gathered im2col:
-there the grid's extra multiply-adds cost as much as its cheaper copy saves (or more).
+multiply-adds for a 28x28 image with padding 1, 17% for 26x26 without, which the contiguous adds
+repay (figures: docs/design_notes/performance.md). The forward and the weight gradient keep the
+gathered im2col: there the grid's extra multiply-adds cost as much as its cheaper copy saves.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Slots per output beyond which the strided col2im is used: the grid was faster up to 1.44
-# (above); a tiny image (4x4 with a 3x3 kernel: 4 slots per output) is not worth laying out.
+# Slots per output beyond which the grid's extra multiply-adds outweigh its contiguous adds.
 MAX_WASTE = 1.5
 
 

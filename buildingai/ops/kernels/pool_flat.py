@@ -10,17 +10,15 @@ overhang) there are cheaper orders for the same results:
 - The maximum: flatten the batch to one contiguous vector. Element (i, j) of the window
   starting at flat position p is ``p + i*dh*W + j*dw``, so the maximum over a window is
   separable: first over j for *every* position (kw - 1 passes over shifted contiguous
-  slices), then over i (kh - 1 passes), then one strided gather at the window origins. 2x2
-  pooling of (64, 64, H, H) float32, one thread, interleaved medians: 3.3 -> 2.5 ms (H = 24),
-  4.5 -> 3.8 ms (H = 28). NaN propagates as in the general path.
+  slices), then over i (kh - 1 passes), then one strided gather at the window origins. NaN
+  propagates as in the general path.
 - The gradient of windows that do not overlap: each output gradient goes to one flat index,
   the window's origin plus the chosen offset, in one fancy-indexed assignment into zeros. The
-  origins depend only on the geometry and are cached. On (64, 64, 24, 24): 4.2-4.8 ms with
-  the general path's strided masked writes, 2.3-3.8 ms this way.
+  origins depend only on the geometry and are cached.
 
 Finding the winners (the first maximum, which the gradient goes to) the same separable way
-measured no faster than the general path's strided comparisons (4.4 against 4.3 ms at H = 24),
-so the general path keeps that.
+measured no faster than the general path's strided comparisons, so the general path keeps that.
+Figures: docs/design_notes/performance.md.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import functools
 
 import numpy as np
 
-from ..backend.device import strided_view
+from ...backend.device import strided_view
 
 
 def fits_flat(x_shape, out_hw, kernel, stride, padding, dilation) -> bool:
@@ -93,7 +91,7 @@ def flat_scatter(xp, grad, choice, x_shape, kernel, stride, dilation):
 def _window_origins(xp, x_shape, out_hw, stride):
     """The flat index in x (N, C, H, W) of each window's first element, (N, C, Ho, Wo) int64,
     read-only. Cached per geometry: a training step pools the same shapes every time, and
-    building it was 1.4 of the scatter's 5.0 ms on (64, 64, 24, 24)."""
+    building it is a large part of the scatter."""
     n, c, h, w = x_shape
     ho, wo = out_hw
     origins = (
