@@ -12,7 +12,7 @@ All three share the im2col machinery: the zero-padded input is viewed (no copy) 
 to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy.
 The input gradient runs the GEMM the other way and scatters the columns back (col2im) with one
 strided add per kernel offset, or, for stride 1, one contiguous add per offset on the flat
-grid of ``ops/conv_grid.py``. Depthwise convolutions (one input channel per group), whose
+grid of ``ops/kernels/conv_grid.py``. Depthwise convolutions (one input channel per group), whose
 per-group GEMMs are tiny, instead loop over the kernel offsets with whole-array multiply-adds.
 
 Attributes (normalised by ``nn.functional``): ``stride``, ``padding`` (symmetric, per side),
@@ -297,7 +297,7 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
         cols = einsum_array(xp, "ngohw,goij->gijnhw", grouped, taps)
         return _col2im(xp, cols, input_hw, stride, padding, dilation)
     matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
-    # Stride 1: col2im as contiguous adds on the flat grid (ops/conv_grid.py).
+    # Stride 1: col2im as contiguous adds on the flat grid (ops/kernels/conv_grid.py).
     full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
     grid = grid_for(n, input_hw, (kh, kw), full_hw, stride, padding, dilation)
     if grid is not None:

@@ -15,6 +15,7 @@ from buildingai.graph.passes import (
 )
 from buildingai.graph.passes.fusion import FUSIBLE, FusedElementwise
 from buildingai.ops import elementwise
+from buildingai.ops.abstract import ValueSpec
 
 from .models import MLP
 
@@ -226,3 +227,20 @@ def test_the_donated_buffer_is_written_in_place_at_run_time(monkeypatch):
     x = _x(5, 4)
     np.testing.assert_allclose(static(x).numpy(), function(bai.tensor(x)).numpy(), rtol=1e-6)
     assert handed_over == [True]
+
+
+def test_a_fused_kernel_infers_its_output_and_counts_its_steps_flops_once_in_bytes():
+    def function(x, y):
+        return ((x * 0.5 + y).tanh() * x).relu()
+
+    static = freeze(function, [TensorSpec((None, 8)), TensorSpec((None, 8))])
+    fused = fuse_elementwise(static.graph)
+    kernel = fused.nodes[0].op
+    batch = fused.values[fused.inputs[0]].shape[0]
+    spec = ValueSpec((batch, 8), np.dtype("float32"))
+    assert kernel.infer(spec, spec) == spec
+    flops, read, written = kernel.cost(spec, spec)
+    # five steps of one FLOP per element; two inputs read, one output written
+    assert (flops, read, written) == (5 * 8 * batch, 2 * 32 * batch, 32 * batch)
+    steps_flops = sum(fused.cost(node)[0] for node in static.graph.nodes)
+    assert fused.cost(fused.nodes[0])[0] == steps_flops

@@ -94,7 +94,7 @@ def test_max_pool_ties_and_nan_follow_pytorch():
     np.testing.assert_array_equal(ours_x.grad.numpy(), theirs_x.grad.numpy())
 
 
-# Windows inside the image take the flat path (ops/pool_flat.py); the others the general one.
+# Windows inside the image take the flat path (ops/kernels/pool_flat.py); the others the general one.
 TIE_CASES = [
     ((2, 3, 8, 8), {"kernel_size": 2}),
     ((2, 3, 9, 8), {"kernel_size": 3, "stride": 2}),  # overlapping: general scatter

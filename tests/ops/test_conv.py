@@ -31,7 +31,7 @@ CONV2D_CASES = [
     ((2, 3, 5, 6), (6, 1, 3, 2), {"groups": 3, "stride": 2, "dilation": (1, 2)}),  # multiplier 2
     ((1, 1, 4, 4), (2, 1, 4, 4), {}),  # kernel as large as the input: 1x1 output
     ((2, 3, 1, 6), (2, 3, 1, 3), {}),  # height 1
-    # Stride-1 layouts (ops/conv_grid.py): output larger than the input, no padding with
+    # Stride-1 layouts (ops/kernels/conv_grid.py): output larger than the input, no padding with
     # dilation, padding wider than the kernel's reach along one axis only.
     ((2, 3, 4, 5), (2, 3, 1, 1), {"padding": 2}),
     ((2, 3, 7, 6), (4, 3, 2, 3), {"dilation": (2, 1)}),
@@ -42,7 +42,7 @@ CONV2D_CASES = [
 @pytest.fixture(params=["gathered", "grid"])
 def layout(request, monkeypatch):
     """Run a test with each col2im: the flat grid of stride-1 input gradients
-    (ops/conv_grid.py) is taken for every stride-1 case when any waste is allowed, and for none
+    (ops/kernels/conv_grid.py) is taken for every stride-1 case when any waste is allowed, and for none
     when none is."""
     if request.param == "grid":
         monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))

@@ -14,6 +14,7 @@ Fewer allocations and better cache reuse make the fused chain faster than the op
 from __future__ import annotations
 
 from ...ops import all_ops
+from ...ops.abstract import bytes_of, total
 from ...ops.base import Op
 from ..graph import Graph, Literal, Node
 
@@ -30,7 +31,7 @@ class FusedElementwise(Op):
     last step's result; ``out`` (optional) is a buffer it may write that result into.
     """
 
-    name, onnx = "fused_elementwise", None
+    name = "fused_elementwise"
     save_inputs, differentiable = False, False
 
     def __init__(self, steps: list, full_shape: list, out_step: int | None = None) -> None:
@@ -48,6 +49,29 @@ class FusedElementwise(Op):
 
     def forward(self, ctx, xp, *arrays, out=None):
         return self.kernel(xp, arrays, out)
+
+    def _step_operands(self, operands, inputs: tuple, results: list) -> list:
+        """A step's operands: kernel inputs, earlier steps' results, or literals."""
+        picked = {"in": lambda k: inputs[k], "tmp": lambda j: results[j], "lit": lambda v: v}
+        return [picked[kind](value) for kind, value in operands]
+
+    def infer(self, *specs, out=None):
+        """The last step's spec, each step inferred by its own record."""
+        results: list = []
+        for op, operands in self.steps:
+            results.append(op.infer(*self._step_operands(operands, specs, results)))
+        return results[-1]
+
+    def cost(self, *specs, out=None) -> tuple:
+        """The steps' FLOPs; the kernel reads its inputs and writes its output once, since the
+        intermediates stay in the kernel's own buffers."""
+        results: list = []
+        flops = []
+        for op, operands in self.steps:
+            step_specs = self._step_operands(operands, specs, results)
+            results.append(op.infer(*step_specs))
+            flops.append(op.cost(*step_specs)[0])
+        return total(flops), bytes_of(*specs), results[-1].nbytes
 
     def to_onnx(self, emit, inputs, output, attrs):
         names = []
