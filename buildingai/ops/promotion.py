@@ -132,6 +132,9 @@ def torch_dtype(ufunc, a, b, out, want=None):
     ``int64 + float32`` to float64), a 0-d tensor meeting a dimensioned one (it does not widen
     it in PyTorch), bfloat16 meeting a Python float (ml_dtypes widens it to float32)."""
     if want is None:
+        scalar = type(b)
+        if (scalar is float or scalar is int) and out.dtype is getattr(a, "dtype", None):
+            return out  # a Python number is weak in both libraries: it kept the array's dtype
         want = pair_dtype(a, b)
     if out.dtype == want:
         return out
@@ -140,8 +143,3 @@ def torch_dtype(ufunc, a, b, out, want=None):
         return out.astype(want)  # only a Python scalar widened it (bfloat16 in ml_dtypes)
     out = ufunc(*operands)
     return out if out.dtype == want else out.astype(want)
-
-
-def same_dtype(a, b) -> bool:
-    """Both operands arrays of one dtype: NumPy's result dtype is then PyTorch's."""
-    return type(a) is type(b) and hasattr(a, "dtype") and a.dtype is b.dtype
