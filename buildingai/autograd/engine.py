@@ -10,6 +10,7 @@ input's is summed back to the input's shape.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 import numpy as np
@@ -22,7 +23,37 @@ from ..ops.reduce import SUM_TO
 from .dispatch import apply, apply_binary
 from .mode import set_grad_enabled
 from .node import Node
+from .state import current_state
 from .tensor import Tensor
+
+
+class _RunningNode(threading.local):
+    """The node whose backward rule runs on this thread (None outside backward). It is kept only
+    while an interceptor observes the walk, so that it costs nothing otherwise."""
+
+    node: Node | None = None
+
+
+_RUNNING = _RunningNode()
+
+
+def running_node() -> Node | None:
+    """The graph node being differentiated on this thread, for interceptors: an op they see
+    while it is set belongs to that node's backward (anomaly detection names the forward op)."""
+    return _RUNNING.node
+
+
+class _ObservedWalk(set_grad_enabled):
+    """``set_grad_enabled`` for a backward walk that interceptors observe: it also restores the
+    caller's ``running_node()`` on exit, even when a rule raises (a backward may run in a hook)."""
+
+    def __enter__(self) -> _ObservedWalk:
+        self.previous = _RUNNING.node
+        return super().__enter__()
+
+    def __exit__(self, *exc_info) -> None:
+        _RUNNING.node = self.previous
+        super().__exit__(*exc_info)
 
 
 def backward(
@@ -164,9 +195,12 @@ def _run(
     found: dict[int, Tensor] = {}
 
     ready = [node for node in node_grads if dependencies[node] == 0]
-    with set_grad_enabled(create_graph):
+    observed = current_state().interceptors  # only observers ask which node is differentiated
+    with (_ObservedWalk if observed else set_grad_enabled)(create_graph):
         while ready:
             node = ready.pop()
+            if observed:
+                _RUNNING.node = node
             gradient = node_grads.pop(node, None)
             if gradient is not None and node._hooks:
                 gradient = _run_hooks(node._hooks, gradient, node)
@@ -203,6 +237,8 @@ def _run(
             if not retain_graph:
                 node.release()
 
+        if observed:  # summing leaf gradients belongs to no node
+            _RUNNING.node = None
         assigned: set[int] = set()
         for leaf, gradient in leaf_grads.values():
             if leaf._hooks:
