@@ -14,6 +14,7 @@ import math
 
 from .elementwise import in_place
 from .families import FloatFunction
+from .kernels import gelu32
 from .kernels.split import elementwise
 from .promotion import as_float
 
@@ -221,10 +222,29 @@ def sigmoid_array(xp, x):
     -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
     normal float. One ``exp``, since it costs far more than the add and divide around it.
     """
+    if xp.__name__ == "numpy" and x.ndim and x.dtype.kind == "f":
+        out = xp.empty_like(x)
+        elementwise(xp, _sigmoid_kernel, (x,), (out,))  # split across threads when large
+        return out
     with xp.errstate(over="ignore"):
         out = in_place(xp.exp, xp.negative(x))
     out += 1
     return _reciprocal(xp, out)
+
+
+def _silu_kernel(xp, x, sigmoid, out):
+    """sigmoid = 1 / (1 + exp(-x)) and out = x * sigmoid, for NumPy arrays of one shape."""
+    _sigmoid_kernel(xp, x, sigmoid)
+    xp.multiply(x, sigmoid, out=out)
+
+
+def _sigmoid_kernel(xp, x, out):
+    """out = 1 / (1 + exp(-x)) for NumPy arrays of one shape."""
+    xp.negative(x, out=out)
+    with xp.errstate(over="ignore"):
+        xp.exp(out, out=out)
+    out += 1
+    xp.divide(1, out, out=out)
 
 
 def _reciprocal(xp, array):
@@ -233,6 +253,11 @@ def _reciprocal(xp, array):
     if array.ndim:
         return xp.divide(1, array, out=array)
     return xp.divide(1, array)
+
+
+def _float32_numpy(xp, *arrays) -> bool:
+    """Whether every one of ``arrays`` is a float32 NumPy array (the fast kernels' domain)."""
+    return xp.__name__ == "numpy" and all(array.dtype == xp.float32 for array in arrays)
 
 
 SQRT_HALF = math.sqrt(0.5)
@@ -269,8 +294,7 @@ class Sigmoid(FloatFunction):
         return sigmoid_array(xp, as_float(x))
 
     def backward(self, ctx, grad):
-        out = ctx.output
-        return (grad * (out * (1 - out)),)
+        return (SIGMOID_GRAD(grad, ctx.output),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("Sigmoid", inputs, output)
@@ -284,7 +308,11 @@ class Silu(FloatFunction):
 
     def forward(self, ctx, xp, x):
         x = as_float(x)
-        # kept for backward, which would otherwise recompute it
+        if xp.__name__ == "numpy" and x.ndim and x.dtype.kind == "f":
+            sigmoid, out = xp.empty_like(x), xp.empty_like(x)
+            elementwise(xp, _silu_kernel, (x,), (sigmoid, out))
+            ctx.sigmoid = sigmoid  # kept for backward, which would otherwise recompute it
+            return out
         ctx.sigmoid = sigmoid = sigmoid_array(xp, x)
         return sigmoid * x
 
@@ -306,6 +334,14 @@ class Softplus(FloatFunction):
     def forward(self, ctx, xp, x, *, beta, threshold):
         x = as_float(x)
         scaled = x * x.dtype.type(beta) if beta != 1 else x  # (bfloat16 stays bfloat16)
+        if _float32_numpy(xp, x) and x.ndim and threshold < _EXP32_FINITE:
+            # log1p(exp(y)): exp cannot overflow below the threshold, and NumPy's logaddexp is
+            # twenty times slower on float32; the rare values above the threshold are copied
+            out = xp.empty_like(x)
+            elementwise(xp, _softplus_kernel, (scaled,), (out,))
+            if beta != 1:
+                out /= beta
+            return _replace_above(xp, out, scaled, threshold, x)
         # logaddexp(0, y) = max(y, 0) + log1p(exp(-|y|)): no overflow, no cancellation
         out = xp.logaddexp(0, scaled)
         if beta != 1:
@@ -325,6 +361,27 @@ class Softplus(FloatFunction):
             soft = emit.node("Div", [soft, emit.scalar(beta, x)])
         above = emit.node("Greater", [scaled, emit.scalar(threshold, x)], dtype="bool")
         emit.node("Where", [above, x, soft], output)
+
+
+# float32 exp overflows above 88.7: softplus's fast path needs every kept value below it
+_EXP32_FINITE = 80.0
+
+
+def _softplus_kernel(xp, y, out):
+    """out = log(1 + exp(y)), for NumPy arrays; exp(y) may overflow to inf above any threshold
+    (those values are replaced)."""
+    with xp.errstate(over="ignore"):
+        xp.exp(y, out=out)
+    xp.log1p(out, out=out)
+
+
+def _replace_above(xp, out, scaled, threshold, replacement):
+    """out where scaled <= threshold, else replacement (all one shape): a masked copy of the
+    few values above, where NumPy's ``where`` over the whole array is far slower."""
+    above = scaled > threshold
+    if above.any():
+        out[above] = replacement[above]
+    return out
 
 
 def _gelu_tanh_kernel(xp, x, out, gate):
@@ -371,6 +428,11 @@ class Gelu(FloatFunction):
             out, gate = xp.empty_like(x), xp.empty_like(x)
             elementwise(xp, _gelu_tanh_kernel, (x,), (out, gate))
             ctx.cache = gate  # kept for backward: recomputing it is the gradient's costliest part
+            return out
+        if _float32_numpy(xp, x):
+            out, cdf = xp.empty_like(x), xp.empty_like(x)
+            elementwise(xp, gelu32.gelu_forward, (x,), (out, cdf))
+            ctx.cache = cdf  # Phi(x), kept for backward
             return out
         cdf = erf_array(xp, x * x.dtype.type(SQRT_HALF))  # (bfloat16 stays bfloat16)
         cdf += 1
@@ -427,6 +489,10 @@ class GeluGrad(FloatFunction):
             else:
                 _gelu_tanh_grad_kernel(xp, grad, x, cache, derivative)
             return derivative
+        if _float32_numpy(xp, grad, x, cache) and grad.shape == x.shape == cache.shape:
+            derivative = xp.empty_like(x)
+            elementwise(xp, gelu32.gelu_backward, (grad, x, cache), (derivative,))
+            return derivative
         # Phi(x) + x phi(x)
         derivative = x * x
         derivative *= -0.5
@@ -459,6 +525,46 @@ class GeluGrad(FloatFunction):
         return grad_grad, grad_x, None
 
 
+class SigmoidGrad(FloatFunction):
+    """``grad * s (1 - s)``, s the sigmoid's output (a differentiable input: the sigmoid's
+    second derivative flows through it)."""
+
+    name = "sigmoid_grad"
+    flops_per_element = 3
+
+    def forward(self, ctx, xp, grad, out):
+        if grad.shape == out.shape and grad.dtype == out.dtype and out.dtype.kind == "f":
+            derivative = xp.empty_like(out)
+            elementwise(xp, _sigmoid_grad_kernel, (grad, out), (derivative,))
+            return derivative
+        return grad * (out * (1 - out))
+
+    def backward(self, ctx, grad_of_output):
+        grad, out = ctx.inputs
+        grad_grad = grad_out = None
+        if grad.requires_grad:
+            grad_grad = SIGMOID_GRAD(grad_of_output, out)
+        if out.requires_grad:
+            grad_out = grad_of_output * grad * (1 - 2 * out)
+        return grad_grad, grad_out
+
+
+def _sigmoid_grad_kernel(xp, grad, s, out):
+    """out = grad * s (1 - s); arrays of one shape and dtype."""
+    xp.subtract(1, s, out=out)
+    out *= s
+    out *= grad
+
+
+def _silu_grad_kernel(xp, grad, x, s, out):
+    """out = grad * s (1 + x (1 - s)), s = sigmoid(x); arrays of one shape and dtype."""
+    xp.subtract(1, s, out=out)
+    out *= x
+    out += 1
+    out *= s
+    out *= grad
+
+
 class SiluGrad(FloatFunction):
     """``grad * silu'(x)`` with silu' = s (1 + x (1 - s)); ``cache`` is the constant s = sigmoid(x)
     of the forward."""
@@ -467,8 +573,13 @@ class SiluGrad(FloatFunction):
     flops_per_element = 5
 
     def forward(self, ctx, xp, grad, x, cache):
+        x = as_float(x)
+        if grad.shape == x.shape == cache.shape and grad.dtype == x.dtype == cache.dtype:
+            derivative = xp.empty_like(x)
+            elementwise(xp, _silu_grad_kernel, (grad, x, cache), (derivative,))
+            return derivative
         derivative = 1 - cache
-        derivative *= as_float(x)
+        derivative *= x
         derivative += 1
         derivative *= cache
         derivative *= grad
@@ -497,6 +608,12 @@ class SoftplusGrad(FloatFunction):
         scaled = x * x.dtype.type(beta) if beta != 1 else x
         derivative = sigmoid_array(xp, scaled)
         derivative *= grad
+        if (
+            xp.__name__ == "numpy"
+            and getattr(derivative, "ndim", 0)
+            and derivative.shape == grad.shape == scaled.shape
+        ):
+            return _replace_above(xp, derivative, scaled, threshold, grad)
         return xp.where(scaled > threshold, grad, derivative)
 
     def backward(self, ctx, grad_of_output):
@@ -515,3 +632,4 @@ class SoftplusGrad(FloatFunction):
 
 ERF, SIGMOID, SILU, SOFTPLUS, GELU = Erf(), Sigmoid(), Silu(), Softplus(), Gelu()
 GELU_GRAD, SILU_GRAD, SOFTPLUS_GRAD = GeluGrad(), SiluGrad(), SoftplusGrad()
+SIGMOID_GRAD = SigmoidGrad()
