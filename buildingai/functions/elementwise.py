@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..autograd.dispatch import apply, apply_binary
 from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
+from ..ops import activation, special
 from ..ops import elementwise as ops
-from ..ops import special
 
 TensorLike = Tensor | float | int | bool
 
@@ -160,12 +160,12 @@ def sigmoid(x: TensorLike) -> Tensor:
 
 def relu(x: TensorLike) -> Tensor:
     """max(x, 0); the gradient at 0 is 0."""
-    return apply(ops.RELU, x)
+    return apply(activation.RELU, x)
 
 
 def leaky_relu(x: TensorLike, negative_slope: float = 0.01) -> Tensor:
     """x for x > 0, negative_slope * x otherwise."""
-    return apply(ops.LEAKY_RELU, x, negative_slope=negative_slope)
+    return apply(activation.LEAKY_RELU, x, negative_slope=negative_slope)
 
 
 def gelu(x: TensorLike, approximate: str = "none") -> Tensor:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.ops import activation as activation_ops
 from buildingai.ops import elementwise as ew_ops
 from buildingai.ops import special as special_ops
 from tests.helpers import Arg, check_op, constant, integers, mask, positive, torch
@@ -590,7 +591,7 @@ def test_softplus_threshold_returns_x_exactly():
 @pytest.mark.parametrize(
     "op",
     [ew_ops.EXP, ew_ops.EXPM1, ew_ops.SQRT, ew_ops.RSQRT, ew_ops.RECIPROCAL, ew_ops.TANH,
-     ew_ops.RELU, special_ops.SIGMOID],
+     activation_ops.RELU, special_ops.SIGMOID],
     ids=lambda op: op.name,
 )  # fmt: skip
 def test_ops_that_save_only_their_output(op):

@@ -20,7 +20,8 @@ from ..graph import Graph, Literal, Node
 
 # op name -> (backend function, extra trailing argument or None), read off the op records'
 # ``fusion`` attribute: the record stays the one place that says what an op computes.
-FUSIBLE = {op.name: op.fusion for op in all_ops() if op.fusion is not None}
+_FUSIBLE_RECORDS = {op.name: op for op in all_ops() if op.fusion is not None}
+FUSIBLE = {name: op.fusion for name, op in _FUSIBLE_RECORDS.items()}
 
 
 class FusedElementwise(Op):
@@ -123,7 +124,8 @@ def _generate(steps: list, full_shape: list, out_step: int | None) -> str:
 
 
 def _fusible(graph: Graph, node: Node) -> bool:
-    if node.op.name not in FUSIBLE or node.op is not _op_named(node.op.name):
+    # the record itself, not a subclass or a look-alike with the same name
+    if node.op is not _FUSIBLE_RECORDS.get(node.op.name):
         return False
     dtype = graph.values[node.output].dtype
     if dtype.kind != "f":
@@ -135,13 +137,6 @@ def _fusible(graph: Graph, node: Node) -> bool:
         elif graph.values[ref].dtype != dtype:
             return False
     return True
-
-
-def _op_named(name: str):
-    """The op record a table entry refers to (subclasses or look-alikes are not fused)."""
-    from ...ops import elementwise
-
-    return getattr(elementwise, name.upper(), None)
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
