@@ -29,6 +29,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "debug": (5, "gradcheck, anomaly detection, statistics: tools over the lower floors"),
     "vis": (5, "plots and graph drawings: tools over the lower floors"),
     "serialization": (5, "save/load of tensors and state dicts"),
+    "checkpoint": (5, "gradient checkpointing: recompute segments in backward to save memory"),
     "train": (6, "Config, Trainer, callbacks: training loops over everything below"),
     "cli": (7, "the command line: the top floor, may use every other"),
     "__main__": (7, "`python -m buildingai`: runs the command line"),
