@@ -61,6 +61,15 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from .train.replay import replay
+
+    result = replay(args.run_dir, args.steps, checkpoint=args.checkpoint,
+                    from_start=args.from_start)  # fmt: skip
+    print(result.summary())
+    return 0 if result.matched else 1
+
+
 def info() -> dict:
     """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs."""
     import numpy as np
@@ -186,6 +195,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     information.add_argument("--json", action="store_true")
     information.set_defaults(run=_info)
+
+    rerun = commands.add_parser(
+        "replay", parents=[debug], help="re-run recorded steps and name the first that differs",
+        description="Re-run N steps of a Trainer run from a checkpoint and compare each step's "
+        "parameter checksum with the one recorded in RUN_DIR/checksums.jsonl; exits 1 at the "
+        "first step that differs.",
+    )  # fmt: skip
+    rerun.add_argument("run_dir")
+    rerun.add_argument("--steps", type=int, default=10, help="how many steps to replay")
+    start = rerun.add_mutually_exclusive_group()
+    start.add_argument("--checkpoint", default=None,
+                       help="the checkpoint to start from (default: the newest from which "
+                       "--steps recorded steps follow)")  # fmt: skip
+    start.add_argument("--from-start", action="store_true",
+                       help="start from step 0, rebuilt from RUN_DIR/config.yaml")  # fmt: skip
+    rerun.set_defaults(run=_replay)
     return parser
 
 

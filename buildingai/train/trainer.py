@@ -32,11 +32,13 @@ from ..errors import BuildingAIError, CheckpointError
 from ..nn.loss import CrossEntropyLoss
 from ..serialization import load, save
 from . import callbacks as cb
+from .checksums import ChecksumLog
 from .config import Config, ConfigError
 from .metrics import Mean, Metric, metric_from_name
 from .progress import progress
 from .registry import LOSSES, MODELS, OPTIMIZERS, SCHEDULERS, build_dataset, check_dataset
 from .run_record import append_session
+from .trackers import trackers_from_config
 
 # What ``Trainer.from_config`` accepts: a config is checked against these defaults, so a
 # misspelt key fails at once with the closest valid name.
@@ -66,6 +68,7 @@ DEFAULTS = Config(
     log_every=50,
     checkpoint=dict(every_steps=None, keep_last=2, keep_best=None, mode="max"),
     early_stopping=None,  # e.g. {metric: eval/loss, mode: min, patience: 3}
+    trackers=[],  # e.g. [tensorboard, {type: wandb, project: mnist}, mlflow]
     progress=True,
     # keep freed host memory for the next step instead of returning it to the OS
     # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
@@ -157,6 +160,9 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("scheduler", "null or a section naming a scheduler", _optional(_is_section)),
     ("early_stopping", "null or a section such as {metric: eval/loss, patience: 3}",
      _optional(_is_section)),
+    ("trackers", "a list of tracker names or sections, e.g. [tensorboard, {type: wandb}]",
+     lambda value: isinstance(value, list)
+     and all(_is_name(entry) or isinstance(entry, (Config, dict)) for entry in value)),
 ]  # fmt: skip
 _OPTIONAL_KEYS = {"optim.lr"}  # checked only when present
 
@@ -320,6 +326,7 @@ class Trainer:
             self.callbacks.append(cb.ConsoleLogger())
         if self.run_dir is not None:
             self.callbacks.append(cb.MetricsLogger(self.run_dir))
+            self.callbacks.append(ChecksumLog(self.run_dir))
             self.callbacks.append(cb.Checkpoint(self.run_dir, checkpoint_every, keep_last))
             if keep_best is not None:
                 self.callbacks.append(cb.KeepBest(self.run_dir, keep_best, keep_best_mode))
@@ -504,7 +511,8 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.config is not None:
             self.config.to_yaml(self.run_dir / "config.yaml")
-        append_session(self.run_dir, self.step)
+        config = self.config.to_dict() if self.config is not None else None
+        append_session(self.run_dir, self.step, seed=self.seed, config=config)
 
     # ----- small helpers ------------------------------------------------------------------------
     def finished(self) -> bool:
@@ -660,7 +668,8 @@ class Trainer:
             keep_best=checkpoint.keep_best, keep_best_mode=checkpoint.mode,
             grad_clip=config.grad_clip, log_every=config.log_every, seed=config.seed,
             device=config.device, show_progress=config.progress, config=config,
-            callbacks=stopping + list(overrides.pop("callbacks", [])), **overrides,
+            callbacks=stopping + trackers_from_config(config.trackers)
+            + list(overrides.pop("callbacks", [])), **overrides,
         )  # fmt: skip
         if resume:
             trainer.resume()
