@@ -44,7 +44,7 @@ from .errors import (
 )
 from .export import export_onnx
 from .functions import *
-from .graph import TensorSpec, freeze
+from .graph import CompiledStep, TensorSpec, compile, freeze
 from .serialization import load, save
 from .version import __version__
 

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
 from .errors import BuildingAIError
 
@@ -71,62 +68,11 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def info() -> dict:
-    """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs."""
-    import numpy as np
+    """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs (the
+    machine's part of a run record, ``train.run_record.machine_report``)."""
+    from .train.run_record import machine_report
 
-    from .backend import cuda_is_available
-    from .version import __version__
-
-    report: dict = {
-        "buildingai": __version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": np.__version__,
-    }
-    # Read from package metadata: nothing is imported, so this stays fast.
-    optional = {
-        "cupy": ("cupy-cuda12x", "cupy-cuda11x", "cupy"), "safetensors": ("safetensors",),
-        "ml_dtypes": ("ml_dtypes",), "pyyaml": ("PyYAML",), "tqdm": ("tqdm",),
-        "threadpoolctl": ("threadpoolctl",), "onnx": ("onnx",), "onnxruntime": ("onnxruntime",),
-    }  # fmt: skip
-    for name, distributions in optional.items():
-        report[name] = None
-        for distribution in distributions:
-            try:
-                report[name] = metadata.version(distribution)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    try:
-        report["cuda_available"] = bool(cuda_is_available())
-    except Exception as error:
-        report["cuda_available"] = f"error: {error}"
-    report["cpu_count"] = os.cpu_count()
-    if hasattr(os, "sched_getaffinity"):
-        report["cpus_usable"] = len(os.sched_getaffinity(0))
-    try:
-        from threadpoolctl import threadpool_info
-
-        report["blas"] = [
-            {key: pool.get(key) for key in ("internal_api", "version", "num_threads",
-                                             "threading_layer", "architecture", "filepath")}
-            for pool in threadpool_info()
-        ]  # fmt: skip
-    except ImportError:
-        report["blas"] = "unknown (pip install threadpoolctl to see the BLAS library and threads)"
-    report["thread_env"] = {
-        name: os.environ[name]
-        for name in (
-            "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"
-        )
-        if name in os.environ
-    }  # fmt: skip
-    from .backend import get_num_threads
-    from .train.run_record import accelerations
-
-    report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
-    report["accelerations"] = accelerations()
-    return report
+    return machine_report()
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "buildingai"
 # Bottom to top. Each top-level part of the package is on exactly one floor.
 FLOORS: dict[str, tuple[int, str]] = {
     "errors": (0, "the error hierarchy: every floor raises these"),
+    "utils": (1, "git_info, optional-library imports, metric numbers: plain helpers over errors"),
     "backend": (0, "array namespaces (NumPy/CuPy), devices, dtypes, precision, random, threads"),
     "ops": (1, "the primitive op records: forward on arrays, backward on Tensors via ctx"),
     "autograd": (2, "Tensor, graph nodes, dispatch (the only door for ops) and the engine"),
@@ -28,6 +29,9 @@ FLOORS: dict[str, tuple[int, str]] = {
     "export": (5, "ONNX export: reads frozen graphs and op records"),
     "debug": (5, "gradcheck, anomaly detection, statistics: tools over the lower floors"),
     "vis": (5, "plots and graph drawings: tools over the lower floors"),
+    "wandb": (5, "Weights & Biases adapter: logs numbers through the wandb package"),
+    "mlflow": (5, "MLflow adapter: logs params and metrics through the mlflow package"),
+    "tensorboard": (5, "TensorBoard event files through tensorboardX"),
     "serialization": (5, "save/load of tensors and state dicts"),
     "checkpoint": (5, "gradient checkpointing: recompute segments in backward to save memory"),
     "train": (6, "Config, Trainer, callbacks: training loops over everything below"),

@@ -56,6 +56,44 @@ class _ObservedWalk(set_grad_enabled):
         super().__exit__(*exc_info)
 
 
+class _BackwardRecording(threading.local):
+    """Set on a thread whose training step is being traced (``buildingai.compile``): its
+    ``backward()`` calls take the rules' differentiable form, so every gradient is an op the
+    tracer records."""
+
+    active = False
+
+
+_RECORDING = _BackwardRecording()
+
+
+class recording_backward:
+    """``with recording_backward(deferrer): ...``: backward() on this thread records its ops;
+    ``deferrer(action)`` receives work that must wait for the recorded optimizer update
+    (gradient clipping, see ``defer_to_update``)."""
+
+    def __init__(self, deferrer=None) -> None:
+        self.deferrer = deferrer
+
+    def __enter__(self) -> recording_backward:
+        self.previous = _RECORDING.active, getattr(_RECORDING, "deferrer", None)
+        _RECORDING.active, _RECORDING.deferrer = True, self.deferrer
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _RECORDING.active, _RECORDING.deferrer = self.previous
+
+
+def defer_to_update(action):
+    """While a training step is traced on this thread, hand ``action`` (e.g. clipping the
+    gradients) to the recorded optimizer update and return a stand-in for its result; otherwise
+    return None, and the caller does the work now."""
+    deferrer = getattr(_RECORDING, "deferrer", None)
+    if not _RECORDING.active or deferrer is None:
+        return None
+    return deferrer(action)
+
+
 def backward(
     tensors, grad_tensors=None, retain_graph: bool | None = None, create_graph: bool = False
 ) -> None:
@@ -71,6 +109,7 @@ def backward(
     """
     roots = _as_list(tensors, "tensors")
     grads = _root_gradients(roots, grad_tensors, "backward")
+    create_graph = create_graph or _RECORDING.active
     retain = create_graph if retain_graph is None else retain_graph
     _run(roots, grads, retain, create_graph, targets=None)
 
@@ -157,7 +196,8 @@ def _root_gradients(roots: list, given, caller: str) -> list:
                     help="pass gradient= (a tensor shaped like the output), or reduce the output "
                     "to a scalar first (e.g. loss.sum())",
                 )
-            gradient = Tensor(array_namespace(root.data).ones_like(root.data))
+            data = root.data  # ones, not ones_like: a constant, never a subclass of the root's
+            gradient = Tensor(array_namespace(data).ones(data.shape, dtype=data.dtype))
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(gradient)
         if tuple(gradient.shape) != tuple(root.shape):

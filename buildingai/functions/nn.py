@@ -7,9 +7,10 @@ import numbers
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend.device import Device
-from ..backend.random import Generator, resolve_generator
+from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..ops import nn as ops
+from ..ops.random import BERNOULLI_MASK
 from ._common import check_scalar_axis, normalize_axis, pick
 from .creation import as_tensor, astype
 
@@ -56,10 +57,8 @@ def dropout_mask(shape, p: float = 0.5, generator: Generator | None = None, devi
     """
     p = _check_probability(p)
     device = Device("cpu") if device is None else Device(device)
-    rng = resolve_generator(generator).backend_generator(device)
-    shape = tuple(shape)
-    # uniform [0, 1) >= p holds with probability 1 - p; float32 draws halve the random bits
-    return Tensor(rng.random(shape, dtype="float32") >= p)
+    # an op, so a traced training step draws a fresh mask each time it runs
+    return apply(BERNOULLI_MASK, shape=tuple(shape), p=p, generator=generator, device=str(device))
 
 
 def dropout(

@@ -2,6 +2,7 @@
 with passes, run it with a fast executor, and run independent branches concurrently."""
 
 from ..ops.abstract import DimExpr
+from .compile import CompiledStep, compile
 from .executor import StaticGraph
 from .graph import Graph, GraphError, Literal, Node, Value
 from .parallel import parallel
@@ -9,6 +10,7 @@ from .spec import TensorSpec
 from .trace import freeze
 
 __all__ = [
+    "CompiledStep",
     "DimExpr",
     "Graph",
     "GraphError",
@@ -17,6 +19,7 @@ __all__ = [
     "StaticGraph",
     "TensorSpec",
     "Value",
+    "compile",
     "freeze",
     "parallel",
 ]

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from .elementwise import in_place
-from .families import ElementwiseOp, FloatFunction
+from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
 from .kernels.scalar_loops import extremum_with_scalar
 from .kernels.split import elementwise
 from .promotion import as_float, result_type
@@ -28,14 +28,9 @@ class Relu(ElementwiseOp):
         return extremum_with_scalar(xp, xp.maximum, x, 0)  # NaN stays NaN
 
     def backward(self, ctx, grad):
-        kept = ctx.tensor(ctx.out_data > 0)  # a constant: compared on the array, no dispatch
-        data = grad.data
-        # NumPy's where over an irregular mask is much slower than a product with it; the
-        # product equals where's result unless an inf or NaN gradient lands where the mask is
-        # off (0 * inf is NaN), so it is taken when every gradient is finite.
-        if type(data) is np.ndarray and data.dtype.kind == "f" and bool(np.isfinite(data).all()):
-            return (grad * kept,)
-        return (grad.where(kept, 0.0),)
+        # the output as a constant: the mask has no derivative (a traced step still reads it
+        # from the graph, as the array the output value holds)
+        return (RELU_GRAD(grad, ctx.tensor(ctx.out_data)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         dtype = emit.dtype(output)
@@ -44,6 +39,38 @@ class Relu(ElementwiseOp):
             return
         (x,) = emit.operands(inputs, dtype)  # ONNX's Relu takes no unsigned integers or bools
         emit.node("Max", [x, emit.scalar(0, x)], output)
+
+
+class ReluGrad(SameDtypeFunction):
+    """relu's gradient: ``grad`` where the output ``out`` is not 0, else 0 (PyTorch's rule, zero
+    where out <= 0: out is >= 0 or NaN, so a NaN passes the gradient through).
+
+    ``out`` is an input (the mask depends on it, its gradient is zero), so a recorded backward
+    (a compiled training step, a higher derivative) reads the mask from the graph. Linear in
+    ``grad``: its own gradient is the same op on the incoming gradient."""
+
+    name = "relu_grad"
+    flops_per_element = 2
+
+    def forward(self, ctx, xp, grad, out):
+        kept = out != 0
+        # NumPy's where over an irregular mask is much slower than a product with it; the
+        # product equals where's result unless an inf or NaN gradient lands where the mask is
+        # off (0 * inf is NaN), so it is taken when every gradient is finite.
+        if type(grad) is np.ndarray and grad.dtype.kind == "f" and bool(np.isfinite(grad).all()):
+            return np.multiply(grad, kept, dtype=grad.dtype)
+        return xp.where(kept, grad, grad.dtype.type(0))
+
+    def backward(self, ctx, grad_of_output):
+        return RELU_GRAD(grad_of_output, ctx.inputs[1]), None
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        grad, out = inputs
+        kept = emit.node("Not", [emit.node("Equal", [out, emit.scalar(0, out)])])
+        emit.node("Where", [kept, grad, emit.scalar(0, grad)], output)
+
+
+RELU_GRAD = ReluGrad()
 
 
 def _exact_one(dtype, slope) -> bool:

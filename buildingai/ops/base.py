@@ -45,6 +45,8 @@ class Op:
       floating operands, ``(function name, extra trailing argument or None)``; the graph's
       element-wise fusion pass generates kernels from it (and a test checks it against
       ``forward``).
+    - ``effectful``: True when a call does more than compute its output from its inputs (a
+      random draw, an optimizer update): graph passes never merge, fold or drop such a node.
     """
 
     name: str = "op"
@@ -54,6 +56,7 @@ class Op:
     view: bool = False
     check = None
     fusion: tuple | None = None
+    effectful: bool = False
 
     def __call__(self, *inputs, **attrs):
         """Run this op through dispatch: ``CONV2D(x, w, stride=...)``. Backward rules use this

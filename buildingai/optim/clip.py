@@ -12,12 +12,20 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.engine import defer_to_update
 from ..backend import array_namespace
 from ..errors import BuildingAIError
 
 
 class NonFiniteNormError(BuildingAIError, RuntimeError):
     """The total gradient norm is inf or NaN, so scaling by it would destroy the gradients."""
+
+
+def _defer(function, *args):
+    """While a training step is traced for ``buildingai.compile``, defer ``function(*args)`` to
+    the step's optimizer update (the gradients exist only when the graph runs) and return a
+    stand-in result; otherwise None."""
+    return defer_to_update(lambda: function(*args))
 
 
 def _gradients(parameters) -> list:
@@ -76,6 +84,12 @@ def clip_grad_norm_(
     """
     norm_type = float(norm_type)
     max_norm = float(max_norm)
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    deferred = _defer(clip_grad_norm_, parameters, max_norm, norm_type, error_if_nonfinite)
+    if deferred is not None:  # a compiled step: clipping runs in its optimizer update
+        return deferred
     grads = _gradients(parameters)
     if not grads:
         return Tensor(np.asarray(0.0, dtype=np.float32))
@@ -101,6 +115,11 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float) -
     clip_value = float(clip_value)
     if clip_value < 0:
         raise ValueError(f"[clip_grad_value_] clip_value must be >= 0, got {clip_value}")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    if _defer(clip_grad_value_, parameters, clip_value) is not None:
+        return  # a compiled step: clipping runs in its optimizer update
     for grad in _gradients(parameters):
         array_namespace(grad).clip(grad, -clip_value, clip_value, out=grad)
 

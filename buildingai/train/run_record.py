@@ -11,11 +11,12 @@ import json
 import os
 import platform
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from ..backend import memory, vector_blas
+from ..backend import cuda_is_available, memory, vector_blas
 from ..backend.threads import get_num_threads
 from ..optim import packing
 from ..version import __version__
@@ -33,15 +34,65 @@ def accelerations() -> dict[str, dict]:
     }
 
 
+def machine_report() -> dict:
+    """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs."""
+    report: dict = {
+        "buildingai": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+    }
+    # Read from package metadata: nothing is imported, so this stays fast.
+    optional = {
+        "cupy": ("cupy-cuda12x", "cupy-cuda11x", "cupy"), "safetensors": ("safetensors",),
+        "ml_dtypes": ("ml_dtypes",), "pyyaml": ("PyYAML",), "tqdm": ("tqdm",),
+        "threadpoolctl": ("threadpoolctl",), "onnx": ("onnx",), "onnxruntime": ("onnxruntime",),
+    }  # fmt: skip
+    for name, distributions in optional.items():
+        report[name] = None
+        for distribution in distributions:
+            try:
+                report[name] = metadata.version(distribution)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    try:
+        report["cuda_available"] = bool(cuda_is_available())
+    except Exception as error:
+        report["cuda_available"] = f"error: {error}"
+    report["cpu_count"] = os.cpu_count()
+    if hasattr(os, "sched_getaffinity"):
+        report["cpus_usable"] = len(os.sched_getaffinity(0))
+    try:
+        from threadpoolctl import threadpool_info
+
+        report["blas"] = [
+            {key: pool.get(key) for key in ("internal_api", "version", "num_threads",
+                                             "threading_layer", "architecture", "filepath")}
+            for pool in threadpool_info()
+        ]  # fmt: skip
+    except ImportError:
+        report["blas"] = "unknown (pip install threadpoolctl to see the BLAS library and threads)"
+    report["thread_env"] = {
+        name: os.environ[name]
+        for name in (
+            "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"
+        )
+        if name in os.environ
+    }  # fmt: skip
+    report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
+    report["accelerations"] = accelerations()
+    return report
+
+
 def session_record(step: int, seed: int | None = None, config: dict | None = None) -> dict:
     """The record of one ``fit`` session starting at ``step``: ``seed``, versions of Python,
     NumPy and the optional packages, the BLAS libraries (kernel, threads), the accelerations and
     math precision in force, the git state of the working directory, and the resolved
     ``config`` (a plain dict)."""
-    from ..cli import info  # the same report ``buildingai info`` prints
     from ..utils.git import git_info
 
-    machine = info()
+    machine = machine_report()
     return {
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "step": step,
@@ -54,7 +105,7 @@ def session_record(step: int, seed: int | None = None, config: dict | None = Non
         "blas": machine.get("blas"),
         "intra_op_threads": get_num_threads(),
         "accelerations": accelerations(),
-        "math_precision": _math_precision(),
+        "math_precision": machine.get("math_precision"),
         "git": git_info(),
         "config": config,
     }
@@ -64,14 +115,6 @@ def session_record(step: int, seed: int | None = None, config: dict | None = Non
 OPTIONAL_PACKAGES = (
     "ml_dtypes", "safetensors", "onnx", "onnxruntime", "cupy", "threadpoolctl", "pyyaml", "tqdm",
 )  # fmt: skip
-
-
-def _math_precision() -> str | None:
-    """The matmul/conv compute precision in force, where the backend offers the setting."""
-    import buildingai
-
-    getter = getattr(buildingai, "get_math_precision", None)
-    return getter() if getter is not None else None
 
 
 def append_session(

@@ -70,6 +70,7 @@ DEFAULTS = Config(
     early_stopping=None,  # e.g. {metric: eval/loss, mode: min, patience: 3}
     trackers=[],  # e.g. [tensorboard, {type: wandb, project: mnist}, mlflow]
     progress=True,
+    compile=False,  # run each training step as a static graph (buildingai.compile)
     # keep freed host memory for the next step instead of returning it to the OS
     # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
     retain_freed_memory=True,
@@ -143,6 +144,7 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("metrics", "a list of metric names such as ['accuracy']",
      lambda value: isinstance(value, list) and all(_is_name(name) for name in value)),
     ("progress", "true or false", _is_bool),
+    ("compile", "true or false", _is_bool),
     ("retain_freed_memory", "true or false", _is_bool),
     ("data.num_workers", "an integer >= 0", _int_at_least(0)),
     ("data.prefetch", "null or an integer >= 0", _optional(_int_at_least(0))),
@@ -257,6 +259,9 @@ class Trainer:
             checkpoints. A fresh run (one not resumed) refuses a directory that already holds
             files (``RunDirExistsError``): nothing of an earlier run is ever overwritten.
         seed: seeds the data order and, through ``manual_seed``, every random stream.
+        compile: run each training step as a static graph (``buildingai.compile``) traced
+            from ``compute_loss`` on the first batch of each shape; batches are
+            ``(inputs, targets)`` tensors. Results equal eager steps to float round-off.
     """
 
     def __init__(
@@ -292,6 +297,7 @@ class Trainer:
         show_progress: bool = True,
         verbose: bool = True,
         config: Config | None = None,
+        compile: bool = False,  # noqa: A002 - the config key users write
     ) -> None:
         self.model, self.optimizer = model, optimizer
         self._scheduler, self._build_scheduler = scheduler, None
@@ -302,6 +308,8 @@ class Trainer:
         self.grad_clip, self.log_every, self.seed, self.device = grad_clip, log_every, seed, device
         self.plateau_metric = plateau_metric
         self.show_progress, self.config = show_progress, config
+        self.compile = compile
+        self._compiled = None  # the compiled step, made on the first compiled train_step
         self.run_dir = Path(run_dir) if run_dir is not None else None
 
         self.eval_batch_size = eval_batch_size or batch_size
@@ -447,6 +455,8 @@ class Trainer:
 
     def train_step(self, batch) -> tuple[Tensor, Any, Any]:
         """One optimizer step on ``batch``; returns ``(loss, outputs, targets)``."""
+        if self.compile:
+            return self._compiled_step(batch)
         loss, outputs, targets = self.compute_loss(batch)
         self.optimizer.zero_grad()
         loss.backward()
@@ -457,6 +467,41 @@ class Trainer:
         if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
             scheduler.step_batch()
         return loss, outputs, targets
+
+    def _compiled_step(self, batch) -> tuple[Tensor, Any, Any]:
+        """``train_step`` as a static graph: zero_grad, ``compute_loss``, backward, clipping and
+        the optimizer step traced once per batch shape (``buildingai.compile``)."""
+        from ..graph import TensorSpec
+        from ..graph import compile as compile_step
+
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 2
+                and all(isinstance(part, Tensor) for part in batch)):  # fmt: skip
+            raise BuildingAIError(
+                f"compile: true needs batches of (inputs, targets) tensors; got "
+                f"{type(batch).__name__}",
+                help="set compile: false for other batch structures, or collate to two tensors",
+            )
+        if self._compiled is None:
+
+            def step(inputs, targets):
+                self.optimizer.zero_grad()
+                loss, outputs, _ = self.compute_loss((inputs, targets))
+                loss.backward()
+                if self.grad_clip is not None:
+                    optim.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+                self.optimizer.step()
+                return loss, outputs
+
+            signature = [
+                TensorSpec((None, *part.shape[1:]), part.dtype, name)
+                for part, name in zip(batch, ("inputs", "targets"))
+            ]
+            self._compiled = compile_step(step, signature)
+        loss, outputs = self._compiled(*batch)
+        scheduler = self.scheduler
+        if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
+            scheduler.step_batch()
+        return loss, outputs, batch[1]
 
     def compute_loss(self, batch) -> tuple[Tensor, Any, Any]:
         """``(loss, outputs, targets)`` of a batch ``(inputs, targets)``; override it for other
@@ -668,6 +713,7 @@ class Trainer:
             keep_best=checkpoint.keep_best, keep_best_mode=checkpoint.mode,
             grad_clip=config.grad_clip, log_every=config.log_every, seed=config.seed,
             device=config.device, show_progress=config.progress, config=config,
+            compile=config.compile,
             callbacks=stopping + trackers_from_config(config.trackers)
             + list(overrides.pop("callbacks", [])), **overrides,
         )  # fmt: skip

@@ -33,6 +33,7 @@ def fold_constants(graph: Graph) -> Graph:
         refs = node.input_ids()
         foldable = (
             refs
+            and not getattr(node.op, "effectful", False)
             and all(ref in out.constants for ref in refs)
             and not is_symbolic(node.attrs)
             and math.prod(graph.values[node.output].shape) <= _MAX_ELEMENTS

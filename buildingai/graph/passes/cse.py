@@ -1,8 +1,8 @@
 """Common-subexpression elimination: two nodes running the same op record on the same inputs
 with the same attributes compute the same value; the second reads the first's result.
 
-Every op recorded in a graph is deterministic given its inputs (random masks are inputs, not
-hidden state), so merging never changes a result.
+Ops are deterministic given their inputs, except records marked ``effectful`` (a random draw,
+an optimizer update): those are never merged.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
             ref if isinstance(ref, Literal) else renamed.get(ref, ref) for ref in node.inputs
         )
         key = (id(node.op), inputs, _key(node.attrs))
+        if getattr(node.op, "effectful", False):
+            out.nodes.append(Node(node.op, inputs, node.attrs, node.output, node.module))
+            continue
         if key in seen:
             renamed[node.output] = seen[key]
             continue

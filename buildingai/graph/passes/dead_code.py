@@ -1,4 +1,5 @@
-"""Dead-code elimination: drop nodes whose results no output needs, and unused constants."""
+"""Dead-code elimination: drop nodes whose results no output needs, and unused constants.
+Effectful nodes (random draws, optimizer updates) always stay: their effect is the point."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
     needed = set(graph.outputs)
     kept = []
     for node in reversed(graph.nodes):
-        if node.output in needed:
+        if node.output in needed or getattr(node.op, "effectful", False):
             kept.append(node)
             needed.update(node.input_ids())
     out = graph.copy()

@@ -14,7 +14,16 @@ inputs and attributes exactly as dispatch receives them. Gradient ops are captur
 backward pass of their forward op, so that their inputs are realistic.
 """
 
-from . import creation, elementwise, linalg, nn, reduce, shape  # noqa: F401 - each adds cases
+from . import (  # noqa: F401 - each module adds its cases
+    creation,
+    elementwise,
+    linalg,
+    nn,
+    random,
+    rectifier_grads,
+    reduce,
+    shape,
+)
 from .base import CASES, NOT_DIFFERENTIABLE, OPS, Draw, OpCase, Sample
 
 __all__ = ["CASES", "NOT_DIFFERENTIABLE", "OPS", "Draw", "OpCase", "Sample"]
