@@ -488,6 +488,9 @@ def freeze(
     input_signature: list,
     optimize: bool = False,
     train: bool = False,
+    *,
+    loss=None,
+    optimizer=None,
 ):
     """Trace one call of a Module (in eval mode) or a function into a ``StaticGraph``.
 
@@ -501,18 +504,18 @@ def freeze(
     parameters); freezing leaves the random generators where they were.
 
     Returns a ``StaticGraph``: call it like the model (``static(x)``); ``static.graph`` is the
-    ``Graph``. ``train=True`` (recording a whole training step) is not available yet; see
-    docs/design_notes/graph.md.
+    ``Graph``.
+
+    ``train=True`` freezes a training step instead (see ``buildingai.compile``): for a Module,
+    the signature's last entry is the target, ``optimizer`` updates the model's parameters and
+    ``loss(outputs, targets)`` (default: cross-entropy) is minimised; ``static(x, y)`` runs one
+    step and returns the loss. A function with ``train=True`` is a step function, compiled as
+    it is.
     """
     from .executor import StaticGraph
 
     if train:
-        raise GraphError(
-            "[freeze] train=True is not supported: frozen graphs hold inference (forward) "
-            "computations only",
-            help="run training steps eagerly; see docs/design_notes/graph.md for what a "
-            "training graph would need",
-        )
+        return _freeze_training_step(model_or_function, input_signature, optimize, loss, optimizer)
     specs = list(input_signature)
     for position, spec in enumerate(specs):
         if not isinstance(spec, TensorSpec):
@@ -545,6 +548,39 @@ def freeze(
     if optimize:
         static = static.optimized()
     return static
+
+
+def _freeze_training_step(model_or_function, input_signature, optimize, loss, optimizer):
+    """``freeze(..., train=True)``: the training step of a Module (or a step function) as a
+    ``CompiledStep``."""
+    from .compile import compile as compile_step
+
+    if not hasattr(model_or_function, "named_parameters"):
+        return compile_step(model_or_function, input_signature, optimize=True)
+    if optimizer is None:
+        raise GraphError(
+            "[freeze] train=True on a Module needs the optimizer that updates it",
+            help="freeze(model, [x_spec, y_spec], train=True, optimizer=optimizer)",
+        )
+    if len(input_signature) < 2:
+        raise GraphError(
+            f"[freeze] train=True takes the model's inputs and then the target in "
+            f"input_signature; got {len(input_signature)} entry",
+            help="e.g. [TensorSpec((None, 784)), TensorSpec((None,), 'int64')]",
+        )
+    model = model_or_function
+    if loss is None:
+        from ..nn.functional import cross_entropy as loss
+
+    def step(*batch):
+        optimizer.zero_grad()
+        value = loss(model(*batch[:-1]), batch[-1])
+        value.backward()
+        optimizer.step()
+        return value
+
+    step.__name__ = f"{type(model).__name__}_train_step"
+    return compile_step(step, input_signature, optimize=True)
 
 
 def _parameter_names(model) -> dict:

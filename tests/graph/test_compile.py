@@ -299,3 +299,34 @@ def test_a_compiled_trainer_matches_an_eager_one():
 def test_compile_refuses_a_signature_that_is_not_tensor_specs():
     with pytest.raises(GraphError, match=r"input_signature\[0\].*TensorSpec"):
         bai.compile(lambda x: x, [(None, 3)])
+
+
+def test_freeze_with_train_true_runs_a_models_training_step():
+    def run(frozen: bool):
+        bai.manual_seed(0)
+        model = mlp()
+        optimizer = bai.optim.SGD(model.parameters(), lr=0.1)
+        rng = np.random.default_rng(0)
+        batches = [
+            (_float_batch((12,), 5, rng), bai.tensor(rng.integers(0, 5, 5))) for _ in range(3)
+        ]
+        if frozen:
+            step = bai.freeze(model, [TensorSpec((None, 12)), TensorSpec((None,), int64)],
+                              train=True, optimizer=optimizer)  # fmt: skip
+        else:
+
+            def step(x, y):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                return loss
+
+        bai.manual_seed(1)
+        losses = [step(x, y).item() for x, y in batches]
+        return losses, [p.numpy().copy() for p in model.parameters()]
+
+    eager, frozen = run(False), run(True)
+    assert eager[0] == frozen[0]
+    for a, b in zip(eager[1], frozen[1]):
+        np.testing.assert_array_equal(a, b)
