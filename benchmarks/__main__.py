@@ -1,8 +1,9 @@
 """The side-by-side benchmark suite: BuildingAI, PyTorch eager and hand-written NumPy on the same
 workloads, in the same run.
 
-Run: ``python -m benchmarks [--quick] [--threads 1,2] [--only mlp,cnn,transformer,inference,micro]
-[--profile]``. Publish with the OpenBLAS kernel chosen for the machine:
+Run: ``python -m benchmarks [--quick] [--threads 1,2]
+[--only mlp,cnn,transformer,transformer-gelu,inference,micro] [--profile]``. Each training
+workload also times BuildingAI's step compiled (``buildingai.compile``). Publish with the OpenBLAS kernel chosen for the machine:
 ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks``.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from .suite import inference, micro, report, train
 from .suite.harness import CrossCheckError
 
-WORKLOADS = ("mlp", "cnn", "transformer", "inference", "micro")
+WORKLOADS = ("mlp", "cnn", "transformer", "transformer-gelu", "inference", "micro")
 ROOT = Path(__file__).resolve().parent.parent
 
 

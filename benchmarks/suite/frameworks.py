@@ -28,14 +28,33 @@ class BuildingAIStep:
         self.inputs, self.target = bai.tensor(inputs), bai.tensor(target)
 
     def step(self):
+        return self.step_on(self.inputs, self.target)
+
+    def step_on(self, inputs, target):
         self.optimizer.zero_grad()
-        loss = cross_entropy(self.model(self.inputs), self.target)
+        loss = cross_entropy(self.model(inputs), target)
         loss.backward()
         self.optimizer.step()
         return loss
 
     def state_dict(self) -> dict:
         return {k: np.array(v.numpy()) for k, v in self.model.state_dict().items()}
+
+
+class CompiledBuildingAIStep(BuildingAIStep):
+    """The same step traced once into a static graph (``buildingai.compile``) and run by the
+    graph executor."""
+
+    def __init__(self, model, optimizer, inputs: np.ndarray, target: np.ndarray) -> None:
+        super().__init__(model, optimizer, inputs, target)
+        specs = [
+            bai.TensorSpec((None, *self.inputs.shape[1:]), self.inputs.dtype),
+            bai.TensorSpec((None,), self.target.dtype),
+        ]
+        self.compiled = bai.compile(super().step_on, specs)
+
+    def step(self):
+        return self.compiled(self.inputs, self.target)
 
 
 class TorchStep:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from . import cnn, mlp, transformer
+from . import cnn, mlp, transformer, transformer_gelu
+from .frameworks import CompiledBuildingAIStep
 from .harness import cross_check, step_peak_bytes, thread_limit, time_interleaved
 
-WORKLOADS = {module.NAME: module for module in (mlp, cnn, transformer)}
+WORKLOADS = {module.NAME: module for module in (mlp, cnn, transformer, transformer_gelu)}
+COMPILED = "buildingai compiled"
+
+
+def with_compiled(steppers: dict) -> dict:
+    """The workload's implementations plus BuildingAI's step compiled (a fresh copy of the
+    BuildingAI model, optimizer and batch)."""
+    eager = steppers["buildingai"]
+    compiled = CompiledBuildingAIStep(eager.model, eager.optimizer, eager.inputs.numpy(),
+                                      eager.target.numpy())  # fmt: skip
+    return steppers | {COMPILED: compiled}
 
 
 def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
@@ -13,8 +24,11 @@ def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
     when they are not the same model), then time one training step of each, interleaved, at
     each thread count."""
     module = WORKLOADS[name]
-    check = cross_check(name, module.steppers(quick), adam=module.ADAM)
+    fresh = module.steppers(quick)
+    checked = fresh | {COMPILED: with_compiled(module.steppers(quick))[COMPILED]}
+    check = cross_check(name, checked, adam=module.ADAM)
     steppers = module.steppers(quick)  # fresh, from the initial weights
+    steppers[COMPILED] = with_compiled(module.steppers(quick))[COMPILED]
     candidates = {impl: stepper.step for impl, stepper in steppers.items()}
     for function in candidates.values():  # optimizer state exists from here on
         function()

@@ -26,12 +26,12 @@ def sizes(quick: bool) -> dict:
     return SIZES["quick" if quick else "full"]
 
 
-def torch_model(config, seed: int = 0):
+def torch_model(config, seed: int = 0, approximate: str = "tanh"):
     import torch
     from torch import nn
 
     def gelu_tanh(x):
-        return nn.functional.gelu(x, approximate="tanh")
+        return nn.functional.gelu(x, approximate=approximate)
 
     class Classifier(nn.Module):
         def __init__(self):
@@ -64,12 +64,12 @@ def torch_model(config, seed: int = 0):
     return Classifier()
 
 
-def buildingai_model(config):
+def buildingai_model(config, approximate: str = "tanh"):
     nn = bai.nn
     from buildingai.nn.embedding import Embedding
 
     def gelu_tanh(x):
-        return bai.gelu(x, approximate="tanh")
+        return bai.gelu(x, approximate=approximate)
 
     class Classifier(nn.Module):
         def __init__(self):
@@ -112,24 +112,28 @@ def initial_weights(config) -> dict:
     return torch_state_as_numpy(torch_model(config))
 
 
-def steppers(quick: bool) -> dict:
+def steppers(quick: bool, approximate: str = "tanh") -> dict:
+    """The implementations of one step; with ``approximate="none"`` (the exact GELU) there is
+    no NumPy bound (NumPy has no erf)."""
     import torch
 
     config = sizes(quick)
     weights = initial_weights(config)
     ids, target = batch(config, config["batch"])
-    ours = load_buildingai(buildingai_model(config), weights)
-    theirs = torch_model(config)
+    ours = load_buildingai(buildingai_model(config, approximate), weights)
+    theirs = torch_model(config, approximate=approximate)
     theirs.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
     options = dict(lr=LR, weight_decay=WEIGHT_DECAY)
-    return {
+    implementations = {
         "buildingai": BuildingAIStep(
             ours, bai.optim.AdamW(ours.parameters(), **options), ids, target
         ),
         "pytorch": TorchStep(
             theirs, torch.optim.AdamW(theirs.parameters(), **options), ids, target
         ),
-        "numpy": NumpyTransformer(
-            weights, ids, target, heads=config["heads"], num_layers=config["layers"], **options
-        ),
     }
+    if approximate == "tanh":
+        implementations["numpy"] = NumpyTransformer(
+            weights, ids, target, heads=config["heads"], num_layers=config["layers"], **options
+        )
+    return implementations

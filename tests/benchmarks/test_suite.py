@@ -24,9 +24,12 @@ def test_quick_run_writes_json_and_markdown(tmp_path):
     run = json.loads(record_file.read_text())
     assert run["arguments"]["failures"] == []
     workloads = {record["workload"] for record in run["records"]}
-    assert workloads == {"mlp", "cnn", "transformer", "inference", "micro"}
+    assert workloads == {"mlp", "cnn", "transformer", "transformer-gelu", "inference", "micro"}
     for record in run["records"]:
         assert {"buildingai", "pytorch"} <= set(record["times"])
+        if record["workload"] in ("mlp", "cnn", "transformer", "transformer-gelu"):
+            assert "buildingai compiled" in record["times"]  # cross-checked against PyTorch too
+            assert "buildingai compiled" in record["cross_check"]["losses"]
     text = page.read_text()
     for heading in ("## Training steps", "## Inference", "## Per-op costs", "## Cross-check"):
         assert heading in text
