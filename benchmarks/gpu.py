@@ -1,0 +1,120 @@
+"""Training steps on a CUDA GPU: BuildingAI (CuPy, eager and compiled) against PyTorch CUDA
+eager, same workloads as the CPU suite (``benchmarks/suite``), ratios in one run.
+
+Run: ``python -m benchmarks.gpu [--out DIR]`` on a machine with CuPy (and a CUDA build of
+PyTorch for the reference column). Without a GPU it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import buildingai as bai
+
+from .suite import cnn, mlp, transformer
+from .suite.frameworks import cross_entropy
+
+WORKLOADS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
+
+
+def _synchronize() -> None:
+    from buildingai.backend.device import cupy_module
+
+    cupy_module().cuda.Device().synchronize()
+
+
+def _ours(module, compiled: bool):
+    config = module.sizes(False)
+    widths_or_config = config.get("widths", config)
+    model = module.buildingai_model(widths_or_config)
+    model.load_state_dict(module.initial_weights(widths_or_config))
+    model.to("cuda")
+    optimizer = bai.optim.AdamW(model.parameters(), lr=1e-3)
+    inputs, target = module.batch(widths_or_config, config["batch"])
+    x, y = bai.tensor(inputs).to("cuda"), bai.tensor(target).to("cuda")
+
+    def step(a, b):
+        optimizer.zero_grad()
+        loss = cross_entropy(model(a), b)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if compiled:
+        specs = [bai.TensorSpec((None, *x.shape[1:]), x.dtype), bai.TensorSpec((None,), y.dtype)]
+        step = bai.compile(step, specs)
+    return lambda: step(x, y)
+
+
+def _theirs(module):
+    import torch
+
+    config = module.sizes(False)
+    widths_or_config = config.get("widths", config)
+    model = module.torch_model(widths_or_config).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    inputs, target = module.batch(widths_or_config, config["batch"])
+    x, y = torch.from_numpy(inputs).cuda(), torch.from_numpy(target).cuda()
+
+    def step():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step, torch.cuda.synchronize
+
+
+def _median_ms(function, synchronize, repeats: int = 20) -> float:
+    for _ in range(3):
+        function()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times) * 1e3)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="benchmarks/results", help="where gpu-*.json goes")
+    args = parser.parse_args(argv)
+    if not bai.cuda_is_available():
+        print("no CUDA GPU with CuPy here: nothing to measure")
+        return 0
+    rows = []
+    for name, module in WORKLOADS.items():
+        row = {"workload": name}
+        row["buildingai_ms"] = _median_ms(_ours(module, False), _synchronize)
+        row["compiled_ms"] = _median_ms(_ours(module, True), _synchronize)
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                step, synchronize = _theirs(module)
+                row["pytorch_ms"] = _median_ms(step, synchronize)
+                row["ratio"] = row["buildingai_ms"] / row["pytorch_ms"]
+                row["compiled_ratio"] = row["compiled_ms"] / row["pytorch_ms"]
+        except ImportError:
+            row["pytorch_ms"] = None
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (out / f"gpu-{stamp}.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
