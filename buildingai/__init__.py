@@ -4,8 +4,9 @@ Explicit control, no hidden magic: every op runs through one dispatch function, 
 rule is readable Python, and the training loop is code you write.
 """
 
-from . import backend, data, debug, export, graph, nn, ops, optim, vis
+from . import backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
 from .autograd import (
+    Gradients,
     Interceptor,
     Tensor,
     apply,
@@ -29,8 +30,10 @@ from .backend.dtypes import (
     int64,
     uint8,
 )
+from .backend.precision import get_math_precision, math_precision, set_math_precision
 from .backend.random import get_rng_state, set_rng_state
 from .backend.threads import get_num_threads, set_num_threads
+from .debug import activation_stats, gradient_monitor
 from .errors import (
     ArgumentError,
     AutogradError,
@@ -45,10 +48,14 @@ from .errors import (
 from .export import export_onnx
 from .functions import *
 from .graph import CompiledStep, TensorSpec, compile, freeze
+from .memory import memory_scope
 from .serialization import load, save
 from .version import __version__
 
 bool = bool_  # noqa: A001 - the dtype, as in torch.bool
+# PyTorch's dtype names beside NumPy's, so model code that says torch.long runs unchanged
+long, int, short, half = int64, int32, int16, float16  # noqa: A001
+float, double = float32, float64  # noqa: A001
 
 
 def __getattr__(name: str):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 
+from .amp.autocast import active_autocast, autocast
 from .autograd import dispatch
 from .autograd.dispatch import Interceptor, intercept, output_tensor, set_deferral
 from .autograd.engine import grad as _grad
@@ -81,7 +82,7 @@ def checkpoint(function: Callable, *args, preserve_rng_state: bool = True, **kwa
             "separate checkpoints, or return them concatenated)",
         )
     node = Node(CHECKPOINT, tuple(reads.tensors), {})
-    node.segment = _Segment(function, args, kwargs, rng_state)
+    node.segment = _Segment(function, args, kwargs, rng_state, active_autocast())
     for observer in dispatch.active_interceptors():
         if isinstance(observer, _NewNodes):  # a checkpoint recomputing this one must see it
             observer.nodes.append(node)
@@ -159,11 +160,14 @@ class _NewNodes(Interceptor):
 class _Segment:
     """What a checkpoint node keeps to recompute its function: the call and the random state."""
 
-    def __init__(self, function: Callable, args: tuple, kwargs: dict, rng_state) -> None:
+    def __init__(
+        self, function: Callable, args: tuple, kwargs: dict, rng_state, autocast=None
+    ) -> None:
         self.function = function
         self.args = args
         self.kwargs = kwargs
         self.rng_state = rng_state
+        self.autocast = autocast  # the forward's autocast, in force again when recomputing
 
     def replace_tensors(self, mapping: dict) -> None:
         """Point the call's Tensor arguments at other tensors (``{id(old): new}``)."""
@@ -219,14 +223,18 @@ CHECKPOINT = Checkpoint()
 
 
 def _recompute(segment: _Segment):
-    if segment.rng_state is None:
-        return segment.function(*segment.args, **segment.kwargs)
-    current = default_generator.get_state()
-    default_generator.set_state(segment.rng_state)
-    try:
-        return segment.function(*segment.args, **segment.kwargs)
-    finally:
-        default_generator.set_state(current)
+    precision = contextlib.nullcontext()
+    if segment.autocast is not None:
+        precision = autocast(dtype=segment.autocast.dtype)
+    with precision:
+        if segment.rng_state is None:
+            return segment.function(*segment.args, **segment.kwargs)
+        current = default_generator.get_state()
+        default_generator.set_state(segment.rng_state)
+        try:
+            return segment.function(*segment.args, **segment.kwargs)
+        finally:
+            default_generator.set_state(current)
 
 
 def _alias(tensor: Tensor) -> Tensor:

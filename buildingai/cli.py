@@ -3,6 +3,8 @@
 buildingai train CONFIG [key=value ...] [--resume]   train from a YAML config
 buildingai eval CHECKPOINT [--data eval|train|TYPE] [--batch-size N]
 buildingai info                                      versions, devices, BLAS, threads, switches
+buildingai serve MODEL [--port N] [--max-batch N]     serve a checkpoint or .onnx over HTTP
+buildingai launch -n N SCRIPT [args]                 run SCRIPT on N processes under mpiexec
 
 A mistake in the command or the config is reported on one line with exit code 2; ``--debug``
 shows the traceback instead.
@@ -67,12 +69,36 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if result.matched else 1
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import create_app, load_model, parse_shape, require_serving, serve
+
+    require_serving()  # a missing extra is reported before the model is loaded
+    model = load_model(args.model, input_shape=parse_shape(args.input_shape))
+    app = create_app(model, max_batch=args.max_batch, max_latency_ms=args.max_latency_ms,
+                     max_body_bytes=args.max_body_bytes)  # fmt: skip
+
+    def ready(url: str) -> None:
+        settings = f"max batch {args.max_batch}, max latency {args.max_latency_ms:g} ms"
+        print(f"serving {model.kind} {args.model} at {url} ({settings}); Ctrl-C stops",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+    return 0
+
+
 def info() -> dict:
     """Versions, devices, BLAS libraries and threads, CPU count: what a bug report needs (the
     machine's part of a run record, ``train.run_record.machine_report``)."""
     from .train.run_record import machine_report
 
     return machine_report()
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from .distributed.launch import launch
+
+    return launch(args.n, args.script, args.args, hostfile=args.hostfile,
+                  auto_cleanup=args.auto_cleanup, timeout=args.timeout)  # fmt: skip
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -141,6 +167,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     information.add_argument("--json", action="store_true")
     information.set_defaults(run=_info)
+
+    server = commands.add_parser(
+        "serve", parents=[debug], help="serve a checkpoint or an ONNX file over HTTP",
+        description="POST /predict {\"inputs\": [[...], ...]} (or a .npy body) answers "
+        "{\"outputs\": [[...], ...]}; GET /health, /metadata, and / (a page to draw a digit on). "
+        "Needs pip install 'buildingai[serve]'.",
+    )  # fmt: skip
+    server.add_argument("model", help="a checkpoint of `buildingai train`, its run directory, "
+                        "or an .onnx file")  # fmt: skip
+    server.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
+    server.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    server.add_argument("--max-batch", type=int, default=64,
+                        help="most samples stacked into one model call (1: no batching)")  # fmt: skip
+    server.add_argument("--max-latency-ms", type=float, default=5.0,
+                        help="longest a request waits for others to batch with")  # fmt: skip
+    server.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
+                        help="larger request bodies get 413")  # fmt: skip
+    server.add_argument("--input-shape", default=None,
+                        help="one sample's shape, e.g. 1,28,28 (default: from the model)")  # fmt: skip
+    server.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    server.set_defaults(run=_serve)
+
+    launcher = commands.add_parser("launch", parents=[debug], help="run a script on N processes "
+                                   "under mpiexec (see docs/distributed.md)")  # fmt: skip
+    launcher.add_argument("-n", type=int, default=1, help="number of processes (ranks)")
+    launcher.add_argument("--hostfile", default=None, help="hosts to run on (mpiexec -hostfile)")
+    launcher.add_argument("--timeout", type=float, default=None,
+                          help="kill the whole job after this many seconds (exit code 124)")  # fmt: skip
+    launcher.add_argument("--no-auto-cleanup", dest="auto_cleanup", action="store_false",
+                          help="keep the other ranks running when one dies, so they report it "
+                          "(MPICH's Hydra)")  # fmt: skip
+    launcher.add_argument("script", help="the Python script each rank runs")
+    launcher.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    launcher.set_defaults(run=_launch)
 
     rerun = commands.add_parser(
         "replay", parents=[debug], help="re-run recorded steps and name the first that differs",

@@ -2,6 +2,7 @@
 
 from .dispatch import Interceptor, apply, intercept
 from .engine import backward, grad
+from .gradients import Gradients
 from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .node import Node
 from .tensor import Tensor

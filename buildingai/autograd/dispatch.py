@@ -17,6 +17,8 @@ import contextlib
 import numpy as np
 
 from ..backend import device as _device
+from ..backend.accounting import record as _count_memory
+from ..backend.accounting import record_saved as _count_saved
 from ..errors import BuildingAIError
 from ..ops.base import install_dispatcher
 from .node import Node
@@ -193,7 +195,10 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
     if out is None:
         out = _new_tensor(Tensor)  # the fields of Tensor.__init__, without its input checks
     out.data = data
-    out.grad = out._node = out._hooks = None
+    _count_memory(data, op.name, MODULE_CALLS.stacks[1])  # buildingai.memory.stats()
+    if node is not None and len(node.__dict__) > 3:  # the forward kept arrays on its node
+        _count_saved(node.__dict__.values(), op.name, MODULE_CALLS.stacks[1])
+    out.grad = out._node = out._hooks = out._post_hooks = None
     out.requires_grad = False
     if op.view:
         out._version = source._version

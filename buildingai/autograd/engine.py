@@ -21,10 +21,11 @@ from ..ops.cast import CAST
 from ..ops.elementwise import ADD
 from ..ops.reduce import SUM_TO
 from .dispatch import apply, apply_binary
+from .gradients import Gradients
 from .mode import set_grad_enabled
 from .node import Node
 from .state import current_state
-from .tensor import Tensor
+from .tensor import Tensor, hooked_leaves
 
 
 class _RunningNode(threading.local):
@@ -133,7 +134,8 @@ def grad(
         allow_unused: return None for an input the outputs do not depend on, instead of raising.
 
     Returns:
-        A tuple with one gradient (Tensor or None) per input.
+        ``Gradients``: a tuple with one gradient (Tensor or None) per input, which also adds to
+        another ``Gradients`` (or 0) and scales by a number.
     """
     roots = _as_list(outputs, "outputs")
     targets = _as_list(inputs, "inputs")
@@ -156,7 +158,7 @@ def grad(
                 help="pass allow_unused=True to get None for it",
             )
         results.append(value)
-    return tuple(results)
+    return Gradients(results)
 
 
 def _as_list(value, argument: str) -> list:
@@ -233,7 +235,12 @@ def _run(
     if targets is not None:
         target_nodes = {t._node: t for t in targets if t._node is not None}
     found: dict[int, Tensor] = {}
+    # grad() runs only the rules on a path to one of its inputs, and frees only those nodes
+    leading = None if targets is None else _nodes_leading_to(dependencies, target_nodes, targets)
 
+    # leaves with post-accumulate hooks are finished as soon as their last gradient arrives
+    waiting = _hooked_leaf_uses(dependencies) if targets is None and hooked_leaves() else None
+    assigned: set[int] = set()
     ready = [node for node in node_grads if dependencies[node] == 0]
     observed = current_state().interceptors  # only observers ask which node is differentiated
     with (_ObservedWalk if observed else set_grad_enabled)(create_graph):
@@ -246,6 +253,8 @@ def _run(
                 gradient = _run_hooks(node._hooks, gradient, node)
             if node in target_nodes:
                 found[id(target_nodes[node])] = gradient
+            if leading is not None and node not in leading:
+                continue  # no input of grad() below: leave this part of the graph untouched
             inputs = node.inputs
             input_grads = None
             if gradient is not None:
@@ -264,6 +273,8 @@ def _run(
                 if child is None:
                     if input_grad is not None:
                         _add_leaf(leaf_grads, value, input_grad)
+                    if waiting and id(value) in waiting:
+                        _count_down_leaf(waiting, leaf_grads, value, assigned, create_graph)
                     continue
                 if input_grad is not None:
                     previous = node_grads.get(child)
@@ -279,7 +290,6 @@ def _run(
 
         if observed:  # summing leaf gradients belongs to no node
             _RUNNING.node = None
-        assigned: set[int] = set()
         for leaf, gradient in leaf_grads.values():
             if leaf._hooks:
                 gradient = _run_hooks(leaf._hooks, gradient, None)
@@ -287,11 +297,38 @@ def _run(
                 found.setdefault(id(leaf), gradient)
             else:
                 _accumulate(leaf, gradient, assigned, create_graph)
+                _run_post_accumulate_hooks(leaf)
     if targets is not None:
         for target in targets:  # a target that is also a root receives its own root gradient
             if id(target) not in found and target._node in node_grads:
                 found[id(target)] = node_grads[target._node]
     return found
+
+
+def _nodes_leading_to(nodes, target_nodes: dict, targets: list) -> set:
+    """The nodes with one of ``targets`` below them (iterative post-order walk): the only ones
+    whose backward rule ``grad`` needs to run."""
+    target_leaves = {id(t) for t in targets if t._node is None}
+    leading: set = set()
+    done: set = set()
+    for start in nodes:
+        stack = [(start, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in done:
+                continue
+            values = [v for v in node.inputs if isinstance(v, Tensor) and v.requires_grad]
+            children = [v._node for v in values if v._node is not None]
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((child, False) for child in children if child not in done)
+                continue
+            done.add(node)
+            if any(v._node is None and id(v) in target_leaves for v in values) or any(
+                child in target_nodes or child in leading for child in children
+            ):
+                leading.add(node)
+    return leading
 
 
 def _count_dependencies(start: list) -> dict:
@@ -316,6 +353,38 @@ def _count_dependencies(start: list) -> dict:
                     dependencies[child] = 1
                     stack.append(child)
     return dependencies
+
+
+def _hooked_leaf_uses(nodes) -> dict:
+    """``{id(leaf): uses}`` for the leaves with post-accumulate hooks that ``nodes`` consume."""
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for value in node.inputs:
+            leaf = isinstance(value, Tensor) and value._node is None and value.requires_grad
+            if leaf and getattr(value, "_post_hooks", None):
+                uses[id(value)] = uses.get(id(value), 0) + 1
+    return uses
+
+
+def _count_down_leaf(
+    waiting: dict, leaf_grads: dict, leaf: Tensor, assigned: set, create_graph: bool
+) -> None:
+    """One use of ``leaf`` was differentiated; after its last, accumulate its gradient and run its
+    post-accumulate hooks now, while the rest of backward still runs (gradient all-reduce)."""
+    waiting[id(leaf)] -= 1
+    if waiting[id(leaf)] or id(leaf) not in leaf_grads:
+        return
+    _, gradient = leaf_grads.pop(id(leaf))
+    if leaf._hooks:
+        gradient = _run_hooks(leaf._hooks, gradient, None)
+    _accumulate(leaf, gradient, assigned, create_graph)
+    _run_post_accumulate_hooks(leaf)
+
+
+def _run_post_accumulate_hooks(leaf: Tensor) -> None:
+    hooks = getattr(leaf, "_post_hooks", None)
+    for hook in list(hooks or ()):
+        hook(leaf)
 
 
 def _fit_to(gradient: Tensor, value: Tensor, op) -> Tensor:

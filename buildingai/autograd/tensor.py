@@ -12,11 +12,13 @@ import weakref
 import numpy as np
 
 from ..backend import device as _device
+from ..backend.accounting import record as _count_memory
 from ..backend.dtypes import as_dtype, is_floating
 from ..errors import AutogradError, DTypeError
 from ..ops.cast import CAST, TO_DEVICE
 from ..ops.elementwise import ADD
 from ..ops.index import GETITEM
+from .state import MODULE_CALLS
 
 
 class _Size(int):
@@ -52,6 +54,7 @@ class Tensor:
         "_version",
         "_base",
         "_hooks",
+        "_post_hooks",
         "__weakref__",
     )
 
@@ -79,11 +82,13 @@ class Tensor:
         if not isinstance(data, _device.ARRAY_TYPES):
             data = np.asarray(data)
         self.data = data
+        _count_memory(data, "tensor", MODULE_CALLS.stacks[1])  # buildingai.memory.stats()
         self.grad = None
         self._node = None  # the graph node that produced this tensor; None for leaves
         self._version = [0, None]  # [in-place modification count, name of the last such op]
         self._base = None  # the tensor this one is a view of, if any
         self._hooks = None
+        self._post_hooks = None  # hooks run after backward accumulated into .grad (leaves)
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
@@ -221,6 +226,22 @@ class Tensor:
         owner._hooks.append(hook)
         return HookHandle(owner._hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on this leaf once backward has accumulated its gradient into
+        ``.grad``: during backward, as soon as no later op can add to it. Returns a handle whose
+        ``remove()`` unregisters the hook."""
+        if not self.requires_grad or self._node is not None:
+            raise AutogradError(
+                "a post-accumulate gradient hook needs a leaf tensor that requires grad, got "
+                + ("a non-leaf tensor" if self._node is not None else "one without requires_grad"),
+                help="register it on a Parameter or a tensor created with requires_grad=True",
+            )
+        if getattr(self, "_post_hooks", None) is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        _HOOKED_LEAVES[0] += 1
+        return HookHandle(self._post_hooks, hook, _HOOKED_LEAVES)
+
     def retain_grad(self) -> None:
         """Keep ``.grad`` for a non-leaf tensor after backward."""
         if self._node is None:
@@ -303,12 +324,23 @@ class Tensor:
 class HookHandle:
     """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
 
-    def __init__(self, hooks: list, hook) -> None:
-        self._hooks, self._hook = hooks, hook
+    def __init__(self, hooks: list, hook, counter: list | None = None) -> None:
+        self._hooks, self._hook, self._counter = hooks, hook, counter
 
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+            if self._counter is not None:
+                self._counter[0] -= 1
+
+
+# How many post-accumulate hooks are registered: backward looks for hooked leaves only when any are.
+_HOOKED_LEAVES = [0]
+
+
+def hooked_leaves() -> int:
+    """The number of registered post-accumulate gradient hooks, in every thread."""
+    return _HOOKED_LEAVES[0]
 
 
 _DTYPES_SHOWN_WITHOUT_NAME = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.state import current_state
 from ..backend.random import Generator, resolve_generator
 from ._transport import SlotReader, remove_segments
 from ._worker import (
@@ -204,6 +205,12 @@ class DataLoader:
         }
 
     def __iter__(self) -> Iterator[Any]:
+        iterator = self._start_iterator()
+        # profilers (interceptors with a data_wait method) see each wait for a batch
+        watchers = [o for o in current_state().interceptors if hasattr(o, "data_wait")]
+        return _WatchedBatches(iterator, watchers) if watchers else iterator
+
+    def _start_iterator(self) -> Iterator[Any]:
         # Counted (and the loader seed drawn) whatever the mode, so epochs number alike.
         seeds = self._epoch_seeds()
         if self.num_workers == 0:
@@ -299,6 +306,29 @@ def _in_process_batches(loader: DataLoader) -> Iterator[Any]:
     fetcher = MapFetcher(loader.dataset, loader.auto_collation, loader.collate_fn)
     for indices in loader._index_sampler:
         yield fetcher.fetch(indices)
+
+
+class _WatchedBatches:
+    """An epoch's iterator that reports each wait for a batch to ``watchers.data_wait(start_ns,
+    end_ns)`` (only made while such an interceptor is active)."""
+
+    def __init__(self, batches: Iterator[Any], watchers: list) -> None:
+        self._batches = batches
+        self._watchers = watchers
+
+    def __iter__(self):
+        return self
+
+    def __getattr__(self, name: str):  # anything else is the wrapped iterator's
+        return getattr(self._batches, name)
+
+    def __next__(self) -> Any:
+        start = time.perf_counter_ns()
+        batch = next(self._batches)
+        end = time.perf_counter_ns()
+        for watcher in self._watchers:
+            watcher.data_wait(start, end)
+        return batch
 
 
 class _SingleProcessIterator:

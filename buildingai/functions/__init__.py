@@ -1,22 +1,46 @@
 """The public functions over tensors, one module per op family. Everything here is exported at
 the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``)."""
 
-from . import creation, elementwise, index, inplace, linalg, nn, reduce, shape
+from . import (
+    activation,
+    creation,
+    elementwise,
+    gamma,
+    index,
+    inplace,
+    linalg,
+    memory_format,
+    nn,
+    reduce,
+    sampling,
+    shape,
+    sorting,
+    triangle,
+)
+from .activation import *
 from .creation import *
 from .elementwise import *
+from .gamma import *
 from .index import *
 from .inplace import *
 from .linalg import *
+from .memory_format import *
 from .methods import attach_tensor_methods
 from .nn import *
 from .reduce import *
+from .sampling import *
 from .shape import *
+from .sorting import *
+from .triangle import *
 
 # Only the functions: the family modules' own names (e.g. `nn`) must not leak to the top level.
 __all__ = [
     name
     for family in (creation, elementwise, index, inplace, linalg, nn, reduce, shape)
     for name in family.__all__
-]
+] + [name for family in (memory_format, sampling, sorting, triangle) for name in family.__all__]
+
+__all__ += activation.__all__
+__all__ += gamma.__all__
 
 attach_tensor_methods()

@@ -11,19 +11,25 @@ from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
 from ..ops import activation, special
 from ..ops import elementwise as ops
+from .memory_format import MemoryFormat, check_memory_format, preserve_format
+from .rounding import rounded_division
 
 TensorLike = Tensor | float | int | bool
 
 # ----- arithmetic -------------------------------------------------------------------------------
 
 
-def add(a: TensorLike, b: TensorLike) -> Tensor:
-    """a + b, broadcast."""
+def add(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
+    """a + alpha * b, broadcast (``alpha`` as in ``torch.add``)."""
+    if alpha != 1:
+        b = apply_binary(ops.MUL, b, alpha)
     return apply_binary(ops.ADD, a, b)
 
 
-def sub(a: TensorLike, b: TensorLike) -> Tensor:
-    """a - b, broadcast."""
+def sub(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
+    """a - alpha * b, broadcast (``alpha`` as in ``torch.sub``)."""
+    if alpha != 1:
+        b = apply_binary(ops.MUL, b, alpha)
     return apply_binary(ops.SUB, a, b)
 
 
@@ -32,9 +38,14 @@ def mul(a: TensorLike, b: TensorLike) -> Tensor:
     return apply_binary(ops.MUL, a, b)
 
 
-def div(a: TensorLike, b: TensorLike) -> Tensor:
-    """a / b (true division: integers give the default float dtype), broadcast."""
-    return apply_binary(ops.DIV, a, b)
+def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
+    """a / b, broadcast. ``rounding_mode`` as in ``torch.div``: None is true division
+    (integers give the default float dtype); ``"floor"`` rounds down (``floor_divide``) and
+    ``"trunc"`` towards zero, both keeping an integer dtype. A rounded quotient has a zero
+    gradient for floats ("trunc") or none ("floor", as ``floor_divide``)."""
+    if rounding_mode is None:
+        return apply_binary(ops.DIV, a, b)
+    return rounded_division(a, b, rounding_mode)
 
 
 def neg(x: TensorLike) -> Tensor:
@@ -213,8 +224,14 @@ def round(x: TensorLike, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     return apply(ops.ROUND, x, decimals=int(decimals))
 
 
-def clone(x: Tensor) -> Tensor:
-    """A copy with its own memory, still in the graph (the gradient passes through)."""
+def clone(x: Tensor, *, memory_format: MemoryFormat = preserve_format) -> Tensor:
+    """A copy with its own memory, still in the graph (the gradient passes through).
+
+    ``memory_format`` takes PyTorch's values; every one gives the same row-major copy here
+    (``buildingai.functions.memory_format`` says why ``channels_last`` changes nothing).
+    """
+    if memory_format is not preserve_format:
+        check_memory_format("clone", memory_format, x.ndim, allow_preserve=True)
     return apply(ops.CLONE, x)
 
 

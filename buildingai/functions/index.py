@@ -26,7 +26,7 @@ from ..errors import (
     dimensions,
 )
 from ..ops import index as ops
-from ._common import normalize_axis, pick
+from ._common import check_scalar_axis, normalize_axis, pick
 from .elementwise import where
 
 # Index parts that need no conversion (bool is excluded: ``x[True]`` is a mask, not ``x[1]``).
@@ -346,9 +346,16 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
             help="flatten it with .reshape(-1), or use x[index] for multi-dimensional indices",
         )
     array = array.reshape(-1)
-    if x.ndim == 0:
+    if x.ndim == 0:  # PyTorch: a 0-d input gives a 0-d result
+        check_scalar_axis(dim, "index_select")
         _check_range("index_select", array, 1, 0, x.shape, negative=False)
-        return apply(ops.INDEX, x.reshape(1), index=(array,))
+        if array.size != 1:
+            raise ShapeError(
+                f"[index_select] a 0-d input takes an index of one element, got "
+                f"{array.size} elements",
+                help="index 0 is the only position of a 0-d tensor",
+            )
+        return apply(ops.INDEX, x.reshape(1), index=(array,)).reshape(())
     dim = normalize_axis(dim, x.ndim, "index_select")
     _check_range("index_select", array, x.shape[dim], dim, x.shape, negative=False)
     return apply(ops.INDEX, x, index=(slice(None),) * dim + (array,) + (Ellipsis,))

@@ -15,7 +15,8 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import ShapeError
 from ..ops import reduce as ops
-from ._common import as_shape, normalize_axes, normalize_axis, pick
+from ._common import as_shape, check_scalar_axis, normalize_axes, normalize_axis, pick
+from .creation import astype
 from .elementwise import maximum, minimum
 from .index import take_along_axis
 
@@ -32,15 +33,22 @@ def _axes(x, axis, dim, op: str):
     return normalize_axes(pick("axis", axis, "dim", dim), x.ndim, op)
 
 
+def _converted(x, dtype):
+    """x in ``dtype`` (PyTorch's ``dtype=`` of sum, mean, prod and the scans); x for None."""
+    return x if dtype is None else astype(x, dtype)
+
+
 def _keep(keepdims, keepdim) -> bool:
     return bool(pick("keepdims", keepdims, "keepdim", keepdim, False))
 
 
-def sum(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+def sum(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):  # noqa: A001
     """Sum over ``axis`` (an int, a tuple of ints, or None for all axes); 0 when empty.
 
     x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    ``dtype`` (PyTorch's): x is converted to it first, so the sum accumulates in it.
     """
+    x = _converted(x, dtype)
     axes = _axes(x, axis, dim, "sum")
     return apply(ops.SUM, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
@@ -53,11 +61,12 @@ def sum_to(x, *shape):
     return apply(ops.SUM_TO, x, shape=shape)
 
 
-def mean(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+def mean(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
     """Arithmetic mean over ``axis``; nan for an empty reduction (as NumPy and PyTorch).
 
-    Integer inputs give float64, as in NumPy.
+    Integer inputs give float64, as in NumPy. ``dtype``: x is converted to it first.
     """
+    x = _converted(x, dtype)
     axes = _axes(x, axis, dim, "mean")
     return apply(ops.MEAN, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
@@ -159,7 +168,7 @@ def _extremum_with_indices(arg_op, name: str, x, dim, keepdims, keepdim) -> Valu
     return ValuesIndices(values, indices)
 
 
-def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None, other=None):  # noqa: A001
     """The largest value over ``axis`` (values only, as ``numpy.max``/``torch.amax``).
 
     The gradient is split evenly among tied maxima: each of k equal largest elements receives
@@ -171,6 +180,8 @@ def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 -
     ``max(a, b)`` with a tensor ``b`` is ``maximum(a, b)``. A positional int is NumPy's axis:
     ``x.max(1)`` returns values only.
     """
+    if other is not None:  # torch.max(input, other=...)
+        return maximum(x, other)
     if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
         return maximum(x, axis)
     if dim is not None and not isinstance(dim, Tensor):
@@ -179,9 +190,11 @@ def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 -
     return _extremum(ops.MAX, "max", x, axis, keepdims, dim, keepdim)
 
 
-def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
+def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None, other=None):  # noqa: A001
     """The smallest value over ``axis``; see ``max`` for ties, empty tensors and PyTorch's
     ``min(x, dim=1)`` -> ``(values, indices)`` and ``min(a, b)`` forms."""
+    if other is not None:  # torch.min(input, other=...)
+        return minimum(x, other)
     if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
         return minimum(x, axis)
     if dim is not None and not isinstance(dim, Tensor):
@@ -207,10 +220,11 @@ def _arg_extremum(op, x, axis, keepdims, dim, keepdim):
             f"[{op.name}] takes one axis or None, got {chosen!r}",
             help="pass a single int, or axis=None for the index into the flattened tensor",
         )
-    if chosen is not None:
+    if chosen is not None and x.ndim == 0:  # PyTorch: axis 0 or -1 of a 0-d tensor
+        check_scalar_axis(chosen, op.name)
+        chosen = None
+    elif chosen is not None:
         chosen = normalize_axis(chosen, x.ndim, op.name)
-        if x.ndim == 0:
-            chosen = None
     return apply(op, x, axis=chosen, keepdims=_keep(keepdims, keepdim))
 
 
@@ -225,9 +239,10 @@ def argmin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     return _arg_extremum(ops.ARGMIN, x, axis, keepdims, dim, keepdim)
 
 
-def prod(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
+def prod(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
     """Product over ``axis``; 1 when empty. Gradients (first and second) are exact even when
-    ``x`` holds zeros."""
+    ``x`` holds zeros. ``dtype``: x is converted to it first."""
+    x = _converted(x, dtype)
     axes = _axes(x, axis, dim, "prod")
     return apply(ops.PROD, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
@@ -249,24 +264,28 @@ def _scan(op, x, axis, dim, exclusive: bool, reverse: bool):
             f"[{op.name}] scans along one axis, got {chosen!r}",
             help="pass a single int, or axis=None to scan the flattened tensor",
         )
-    chosen = normalize_axis(chosen, x.ndim, op.name)
-    if x.ndim == 0:  # PyTorch: a 0-d tensor scans as itself
+    if x.ndim == 0:  # PyTorch: a 0-d tensor scans as itself, along axis 0 or -1
+        check_scalar_axis(chosen, op.name)
         return apply(op, x.reshape(1), axis=0, exclusive=exclusive, reverse=reverse).reshape(())
+    chosen = normalize_axis(chosen, x.ndim, op.name)
     return apply(op, x, axis=chosen, exclusive=bool(exclusive), reverse=bool(reverse))
 
 
-def cumsum(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False):
-    """Cumulative sum along ``axis`` (None: the flattened tensor, as NumPy).
+def cumsum(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False, dtype=None):
+    """Cumulative sum along ``axis`` (None: the flattened tensor, as NumPy); ``dtype``: x is
+    converted to it first.
 
     ``exclusive=True`` leaves out each element itself (the first output is 0), ``reverse=True``
     accumulates from the end (both as ONNX's CumSum). The gradient is the reversed cumsum.
     """
+    x = _converted(x, dtype)
     return _scan(ops.CUMSUM, x, axis, dim, exclusive, reverse)
 
 
-def cumprod(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False):
-    """Cumulative product along ``axis``, with ``exclusive``/``reverse`` as in ``cumsum``.
-    The gradient is exact for inputs with zeros."""
+def cumprod(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False, dtype=None):
+    """Cumulative product along ``axis``, with ``exclusive``/``reverse``/``dtype`` as in
+    ``cumsum``. The gradient is exact for inputs with zeros."""
+    x = _converted(x, dtype)
     return _scan(ops.CUMPROD, x, axis, dim, exclusive, reverse)
 
 

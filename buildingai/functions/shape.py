@@ -16,8 +16,16 @@ from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import ShapeError, dimensions
 from ..ops import shape as ops
-from ._common import as_shape, dimensioned_axis, normalize_axes, normalize_axis, pick
+from ._common import (
+    as_shape,
+    check_scalar_axis,
+    dimensioned_axis,
+    normalize_axes,
+    normalize_axis,
+    pick,
+)
 from .creation import as_tensor
+from .memory_format import MemoryFormat, check_memory_format, contiguous_format
 
 # ----- reshaping and reordering --------------------------------------------------------------
 
@@ -143,7 +151,11 @@ def transpose(x: Tensor, *axes) -> Tensor:
 
 
 def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
-    """Exchange two dimensions."""
+    """Exchange two dimensions (a 0-d tensor takes axes 0 and -1, and stays as it is)."""
+    if x.ndim == 0:
+        check_scalar_axis(axis1, "swapaxes")
+        check_scalar_axis(axis2, "swapaxes")
+        return x
     order = list(range(x.ndim))
     first = normalize_axis(axis1, x.ndim, "swapaxes")
     second = normalize_axis(axis2, x.ndim, "swapaxes")
@@ -237,8 +249,14 @@ def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     return reshape(x, x.shape[:axis] + sizes + x.shape[axis + 1 :])
 
 
-def contiguous(x: Tensor) -> Tensor:
-    """``x`` itself when its memory is C-ordered, otherwise a C-ordered copy."""
+def contiguous(x: Tensor, memory_format: MemoryFormat = contiguous_format) -> Tensor:
+    """``x`` itself when its memory is C-ordered, otherwise a C-ordered copy.
+
+    ``memory_format`` takes PyTorch's values; ``channels_last`` gives the same row-major
+    tensor (``buildingai.functions.memory_format`` says why).
+    """
+    if memory_format is not contiguous_format:
+        check_memory_format("contiguous", memory_format, x.ndim, allow_preserve=False)
     if x.data.flags.c_contiguous:
         return x
     return apply(ops.CONTIGUOUS, x)
@@ -502,11 +520,27 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     return tile(x, sizes)
 
 
-def repeat_interleave(x: Tensor, repeats, dim: int | None = None, *, axis=None) -> Tensor:
+def repeat_interleave(
+    x: Tensor, repeats, dim: int | None = None, *, axis=None, output_size: int | None = None
+) -> Tensor:
     """Repeat each element ``repeats`` times along ``dim`` (NumPy's ``repeat``); ``repeats`` is
     an int or one count per element. With no ``dim`` the tensor is flattened first.
-    ``[a, b]`` with ``repeats=2`` -> ``[a, a, b, b]``; ``repeats=[1, 3]`` -> ``[a, b, b, b]``."""
-    axis = pick("axis", axis, "dim", dim)
+    ``[a, b]`` with ``repeats=2`` -> ``[a, a, b, b]``; ``repeats=[1, 3]`` -> ``[a, b, b, b]``.
+    ``output_size`` (PyTorch's) is the expected size of ``dim`` in the result; it is checked."""
+    chosen = pick("axis", axis, "dim", dim)
+    out = _repeat_interleave(x, repeats, chosen)
+    if output_size is not None:
+        where = 0 if chosen is None else dimensioned_axis(chosen, x.ndim, "repeat_interleave")
+        if out.shape[where] != output_size:
+            raise ShapeError(
+                f"[repeat_interleave] output_size={output_size}, but the repeats give "
+                f"{out.shape[where]} elements along dimension {where}",
+                help="pass the sum of the repeat counts, or leave output_size out",
+            )
+    return out
+
+
+def _repeat_interleave(x: Tensor, repeats, axis) -> Tensor:
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     axis = dimensioned_axis(axis, x.ndim, "repeat_interleave")

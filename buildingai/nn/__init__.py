@@ -4,13 +4,33 @@ from . import (
     functional,
     init,
     shapes,  # the module: `@shapes.shapes(...)`, `shapes.enable_shape_checks(...)`
+    utils,  # torch.nn.utils's place: clip_grad_norm_, parameters_to_vector, prune
 )
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation_extra import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from .attention import MultiheadAttention
+from .bayesian import BayesianConv2d, BayesianLinear
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .distillation import DistillationLoss, distillation_loss
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .embedding import Embedding
+from .functional_call import functional_call
 from .linear import Bilinear, Linear
 from .loss import (
     BCELoss,
@@ -64,6 +84,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .vision import (
     AdaptiveAvgPooler,
     BasicBlock,
@@ -100,6 +121,23 @@ __all__ = [
     "Softmax",
     "LogSoftmax",
     "Softplus",
+    "ELU",
+    "SELU",
+    "CELU",
+    "Hardtanh",
+    "ReLU6",
+    "Hardsigmoid",
+    "Hardswish",
+    "Mish",
+    "GLU",
+    "LogSigmoid",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+    "PReLU",
+    "Upsample",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
     "functional",
     "AdaptiveAvgPooler",
     "BasicBlock",
@@ -155,6 +193,8 @@ __all__ = [
     "BCEWithLogitsLoss",
     "KLDivLoss",
     "CosineEmbeddingLoss",
+    "DistillationLoss",
+    "distillation_loss",
     "Conv1d",
     "Conv2d",
     "ConvTranspose1d",

@@ -12,7 +12,7 @@ from .module import Module
 
 
 class ReLU(Module):
-    """max(x, 0), element-wise."""
+    """max(x, 0), element-wise. x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -26,7 +26,7 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
-    """x for x >= 0, negative_slope * x otherwise."""
+    """x for x >= 0, negative_slope * x otherwise. x: any shape (*) -> the same shape."""
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
@@ -42,7 +42,7 @@ class LeakyReLU(Module):
 
 class GELU(Module):
     """x * Phi(x) (Phi: the standard normal CDF); ``approximate='tanh'`` uses the tanh
-    approximation."""
+    approximation. x: any shape (*) -> the same shape."""
 
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
@@ -58,7 +58,7 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """x * sigmoid(x) (also called swish)."""
+    """x * sigmoid(x) (also called swish). x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -72,21 +72,22 @@ class SiLU(Module):
 
 
 class Tanh(Module):
-    """tanh(x), element-wise."""
+    """tanh(x), element-wise. x: any shape (*) -> the same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.tanh(x)
 
 
 class Sigmoid(Module):
-    """1 / (1 + exp(-x)), element-wise."""
+    """1 / (1 + exp(-x)), element-wise. x: any shape (*) -> the same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.sigmoid(x)
 
 
 class Softplus(Module):
-    """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold, for stability."""
+    """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold, for stability.
+    x: any shape (*) -> the same shape."""
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
@@ -102,7 +103,7 @@ class Softplus(Module):
 
 class Softmax(Module):
     """exp(x) / sum(exp(x)) along ``dim`` (the last dimension when None; PyTorch's deprecated
-    implicit choice is not reproduced)."""
+    implicit choice is not reproduced). x: any shape (*) -> the same shape."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -116,7 +117,8 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
-    """log(softmax(x)) along ``dim`` (the last dimension when None), computed stably."""
+    """log(softmax(x)) along ``dim`` (the last dimension when None), computed stably.
+    x: any shape (*) -> the same shape."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()

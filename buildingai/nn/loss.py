@@ -47,14 +47,15 @@ class MSELoss(_Loss):
 
 
 class L1Loss(_Loss):
-    """Mean absolute error: ``|input - target|``, reduced."""
+    """Mean absolute error: ``|input - target|``, reduced. input, target: the same shape."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class HuberLoss(_Loss):
-    """Quadratic for ``|input - target| < delta``, linear beyond (see ``F.huber_loss``)."""
+    """Quadratic for ``|input - target| < delta``, linear beyond (see ``F.huber_loss``).
+    input, target: the same shape."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
@@ -66,7 +67,7 @@ class HuberLoss(_Loss):
 
 class SmoothL1Loss(_Loss):
     """``0.5 d^2 / beta`` for ``|d| < beta``, ``|d| - 0.5 beta`` beyond (see
-    ``F.smooth_l1_loss``)."""
+    ``F.smooth_l1_loss``). input, target: the same shape."""
 
     def __init__(
         self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0
@@ -79,7 +80,8 @@ class SmoothL1Loss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of class indices, on log-probabilities (see ``F.nll_loss``)."""
+    """Negative log-likelihood of class indices, on log-probabilities (see ``F.nll_loss``).
+    input (N, C) or (N, C, d1, ...), target (N,) or (N, d1, ...) int64."""
 
     def __init__(
         self,
@@ -104,7 +106,9 @@ class NLLLoss(_WeightedLoss):
 
 class CrossEntropyLoss(_WeightedLoss):
     """Cross-entropy between logits and class indices or class probabilities, with class
-    ``weight``, ``ignore_index`` and ``label_smoothing`` (see ``F.cross_entropy``)."""
+    ``weight``, ``ignore_index`` and ``label_smoothing`` (see ``F.cross_entropy``).
+    input (N, C) or (N, C, d1, ...) logits; target (N,) or (N, d1, ...) int64 indices, or
+    probabilities of the input's shape."""
 
     def __init__(
         self,
@@ -131,7 +135,8 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class BCELoss(_WeightedLoss):
-    """Binary cross-entropy on probabilities (see ``F.binary_cross_entropy``)."""
+    """Binary cross-entropy on probabilities (see ``F.binary_cross_entropy``). input, target:
+    the same shape."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
@@ -139,7 +144,8 @@ class BCELoss(_WeightedLoss):
 
 class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross-entropy on logits, exact for any logit (see
-    ``F.binary_cross_entropy_with_logits``); ``pos_weight`` weighs the positive class."""
+    ``F.binary_cross_entropy_with_logits``); ``pos_weight`` weighs the positive class.
+    input, target: the same shape."""
 
     def __init__(
         self,
@@ -164,7 +170,8 @@ class BCEWithLogitsLoss(_WeightedLoss):
 
 class KLDivLoss(_Loss):
     """Kullback-Leibler divergence of log-probabilities from a target distribution (see
-    ``F.kl_div``); use ``reduction='batchmean'`` for the per-sample divergence."""
+    ``F.kl_div``); use ``reduction='batchmean'`` for the per-sample divergence. input, target:
+    the same shape."""
 
     def __init__(
         self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False

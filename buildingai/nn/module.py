@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,6 +23,7 @@ from ..autograd.tensor import Tensor
 from ..backend import device as _device
 from ..backend.dtypes import as_dtype, is_floating
 from ..errors import BuildingAIError, CheckpointError, DTypeError
+from ..functions.elementwise import clone as _clone_tensor
 from .parameter import Parameter
 
 _hook_ids = itertools.count()
@@ -188,6 +189,8 @@ class Module:
     # ----- registration --------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         stores = self.__dict__
+        if "_parameters" not in stores and isinstance(value, (Tensor, Module)):
+            Module.__init__(self)  # a subclass that skipped super().__init__(): set up now
         parameters = stores.get("_parameters")
         if isinstance(value, Parameter):
             if parameters is None:
@@ -233,6 +236,9 @@ class Module:
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and sub-modules live here.
         stores = self.__dict__
+        if name in _INIT_STORES and "_parameters" not in stores:
+            Module.__init__(self)  # a subclass that skipped super().__init__() and is now used
+            return stores[name]
         for kind in ("_parameters", "_buffers", "_modules"):
             store = stores.get(kind)
             if store is not None and name in store:
@@ -258,7 +264,7 @@ class Module:
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add ``param`` (a Parameter or None) under ``name``; same as ``self.name = param``."""
         if "_parameters" not in self.__dict__:
-            raise AttributeError(_BEFORE_INIT.format(what="parameters"))
+            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._parameters, "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
@@ -271,7 +277,7 @@ class Module:
         """Add a tensor that is part of the module's state but is not trained (running
         statistics, masks...). Persistent buffers are saved in ``state_dict``; moved by ``to``."""
         if "_buffers" not in self.__dict__:
-            raise AttributeError(_BEFORE_INIT.format(what="buffers"))
+            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._buffers, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
@@ -289,7 +295,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         if "_modules" not in self.__dict__:
-            raise AttributeError(_BEFORE_INIT.format(what="sub-modules"))
+            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._modules, "module")
         self._modules[name] = module
 
@@ -626,21 +632,68 @@ class Module:
     def cuda(self, index: int = 0) -> Module:
         return self.to(device=f"cuda:{index}")
 
-    def clone(self) -> Module:
-        """A deep copy whose parameters and buffers are new leaves holding copies of the values
-        (no gradients). Changing the clone never changes this module, and gradients of a loss
-        computed with the clone reach the clone's parameters only: fast weights for
-        meta-learning, or a frozen target network."""
+    def clone(self, detach: bool = False) -> Module:
+        """A deep copy for fast weights (meta-learning). Buffers and plain tensors are copied
+        by value; hooks and sub-module sharing are copied too.
+
+        By default the copy's parameters are graph values computed from this module's
+        (``buildingai.clone`` of each): a loss computed with the copy, or with a copy adapted by
+        ``update``, backpropagates to this module's parameters (second-order MAML when the inner
+        gradients were taken with ``create_graph=True``). They are plain Tensors, not leaves.
+
+        With ``detach=True`` the parameters are new leaf Parameters holding copies of the values:
+        gradients stop at the copy (first-order MAML, or a frozen target network)."""
         memo: dict = {}
-        # Plain tensors (buffers, cached values) are copied by value, never with their graph;
-        # Parameters copy themselves (Parameter.__deepcopy__).
+        # Plain tensors (buffers, cached values) are copied by value, never with their graph.
         for module in self.modules():
             for value in itertools.chain(module._buffers.values(), module.__dict__.values()):
                 if type(value) is Tensor and id(value) not in memo:
                     memo[id(value)] = Tensor(
                         value.data.copy(), requires_grad=value.requires_grad and value.is_leaf
                     )
+        for param in self.parameters():
+            if detach or not param.requires_grad:  # parameters that do not train: by value
+                memo[id(param)] = Parameter(param.data.copy(), requires_grad=param.requires_grad)
+            else:
+                memo[id(param)] = _clone_tensor(param)
         return copy.deepcopy(self, memo)
+
+    def update(self, grads: Sequence, lr: float) -> Module:
+        """Take one gradient step ``p - lr * g`` for every parameter, out of place: no tensor is
+        written, each parameter entry is replaced by the new value, which stays in the graph.
+        Call it on a ``clone()``, whose parameters are graph values: the original keeps its
+        Parameters, and a loss on the updated clone backpropagates through the step.
+
+        ``grads`` holds one gradient (or None, to keep that parameter) per parameter, in
+        ``parameters()`` order: what ``buildingai.grad(loss, clone.parameters())`` returns.
+        Returns self, so ``adapted = fast_weights.update(grads, lr=0.01)`` reads naturally."""
+        params = list(self.parameters())
+        grads = list(grads)
+        if len(grads) != len(params):
+            raise BuildingAIError(
+                f"[Module.update] got {len(grads)} gradients for {len(params)} parameters of "
+                f"{type(self).__name__}",
+                help="pass one gradient (or None) per parameter, in parameters() order, e.g. "
+                "buildingai.grad(loss, fast_weights.parameters())",
+            )
+        stepped = {}
+        for (name, param), grad in zip(self.named_parameters(), grads):
+            if grad is None:
+                continue
+            if not isinstance(grad, Tensor) or tuple(grad.shape) != tuple(param.shape):
+                shape = tuple(grad.shape) if isinstance(grad, Tensor) else type(grad).__name__
+                raise BuildingAIError(
+                    f"[Module.update] the gradient for '{name}' is {shape}, the parameter is "
+                    f"shape {tuple(param.shape)}",
+                    help="pass the gradients in parameters() order, as grad() returns them",
+                )
+            stepped[id(param)] = param - lr * grad
+        for module in self.modules():
+            entries = module._parameters
+            for name, param in entries.items():
+                if param is not None and id(param) in stepped:
+                    entries[name] = stepped[id(param)]
+        return self
 
     # ----- printing ------------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -664,6 +717,18 @@ class Module:
 
 
 # ----- helpers -------------------------------------------------------------------------------------
+_INIT_STORES = frozenset(
+    (
+        "training",
+        "_parameters",
+        "_buffers",
+        "_non_persistent_buffers",
+        "_modules",
+        "_forward_pre_hooks",
+        "_forward_hooks",
+        "_child_names",
+    )
+)
 _BEFORE_INIT = (
     "cannot assign {what} before Module.__init__() has run; call super().__init__() first in "
     "your module's __init__"

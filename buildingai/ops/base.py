@@ -45,6 +45,10 @@ class Op:
       floating operands, ``(function name, extra trailing argument or None)``; the graph's
       element-wise fusion pass generates kernels from it (and a test checks it against
       ``forward``).
+    - ``autocast``: the dtype the op computes in under ``buildingai.amp.autocast``: ``"low"``
+      (float32 inputs cast to the autocast dtype: matmul, linear, conv), ``"float32"`` (float16
+      and bfloat16 inputs cast to float32: softmax, norms, losses, reductions, exp/log) or
+      ``"promote"`` (the default: floating inputs of different dtypes cast to the widest).
     - ``effectful``: True when a call does more than compute its output from its inputs (a
       random draw, an optimizer update): graph passes never merge, fold or drop such a node.
     """
@@ -56,6 +60,7 @@ class Op:
     view: bool = False
     check = None
     fusion: tuple | None = None
+    autocast: str = "promote"
     effectful: bool = False
 
     def __call__(self, *inputs, **attrs):

@@ -339,6 +339,7 @@ class Conv2d(Op):
     """
 
     name = "conv2d"
+    autocast = "low"
 
     def check(self, x, weight, bias=None, *, stride, padding, dilation, groups):
         _check_image("conv2d", "input", x)

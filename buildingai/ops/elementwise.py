@@ -185,6 +185,7 @@ class Pow(ElementwiseOp):
     """
 
     name = "pow"
+    autocast = "float32"
 
     def forward(self, ctx, xp, base, exponent):
         if type(exponent) in (int, float) and hasattr(base, "dtype") and base.dtype.kind == "f":
@@ -402,6 +403,7 @@ FLOOR_DIVIDE, REMAINDER = FloorDivide(), Remainder()
 
 class Exp(FloatFunction):
     name = "exp"
+    autocast = "float32"
     fusion = ("exp", None)
     save_inputs, save_output = False, True
 
@@ -419,6 +421,7 @@ class Expm1(FloatFunction):
     """exp(x) - 1, accurate for small x."""
 
     name = "expm1"
+    autocast = "float32"
     save_inputs, save_output = False, True
 
     def forward(self, ctx, xp, x):
@@ -434,6 +437,7 @@ class Expm1(FloatFunction):
 
 class Log(FloatFunction):
     name = "log"
+    autocast = "float32"
     fusion = ("log", None)
 
     def forward(self, ctx, xp, x):
@@ -451,6 +455,7 @@ class Log1p(FloatFunction):
     """log(1 + x), accurate for small x."""
 
     name = "log1p"
+    autocast = "float32"
 
     def forward(self, ctx, xp, x):
         return xp.log1p(as_float(x))

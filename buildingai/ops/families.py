@@ -100,9 +100,10 @@ class SameDtypeFunction(ElementwiseOp):
 
 class ReductionOp(Op):
     """A reduction over ``axes`` (None: every axis) with ``keepdims``; the input is read once,
-    ``flops_per_input`` per input element."""
+    ``flops_per_input`` per input element. Under autocast a reduction sums in float32."""
 
     flops_per_input = 1
+    autocast = "float32"
 
     def output_dtype(self, x: ValueSpec, **attrs) -> np.dtype:
         return x.dtype

@@ -40,6 +40,7 @@ class LayerNorm(Op):
     """
 
     name = "layer_norm"
+    autocast = "float32"
     save_inputs, save_output = True, False
 
     def check(self, x, weight, bias=None, *, axes, eps):

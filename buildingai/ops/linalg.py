@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.precision import gemm_operand, gemm_result_dtype
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
@@ -27,7 +28,9 @@ def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
 
 
 def matrix_product(xp, a, b):
-    """``a @ b`` for a of rank >= 2, computed as few GEMMs as possible.
+    """``a @ b`` for a of rank >= 2, computed as few GEMMs as possible, in the math precision in
+    force (``backend/precision.py``: float16/bfloat16 operands and reduced precisions run a
+    float32 GEMM on prepared operands).
 
     NumPy's ``matmul`` runs one GEMM per batch entry, even when ``b`` is a single matrix; with a
     (32, 64, 128) input that is 32 small GEMMs, each paying the BLAS threading set-up. Folding the
@@ -36,17 +39,36 @@ def matrix_product(xp, a, b):
     """
     if a.ndim < 2 or b.ndim < 2:  # NumPy would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
+    result_dtype = gemm_result_dtype(a, b)
+    if result_dtype is not None:
+        out = _folded_product(xp, gemm_operand(a), gemm_operand(b))
+        return out.astype(result_dtype, copy=False)
+    return _folded_product(xp, a, b)
+
+
+def _folded_product(xp, a, b):
     if b.ndim == 2:
         if a.ndim == 2:
             return a.dot(b)
-        rows = a.reshape(-1, a.shape[-1])  # a view when a's rows are contiguous, else one copy
+        # a view when a's rows are contiguous, else one copy; the row count is explicit, as -1
+        # cannot be inferred when the inner dimension is 0
+        rows = a.reshape(int(np.prod(a.shape[:-1])), a.shape[-1])
         return rows.dot(b).reshape(*a.shape[:-1], b.shape[1])
-    return matmul_array(xp, a, b)
+    return _matmul_array(xp, a, b)
 
 
 def matmul_array(xp, a, b):
-    """``xp.matmul(a, b)`` in the operands' dtype, as PyTorch gives it: NumPy multiplies
-    ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)."""
+    """``xp.matmul(a, b)`` in the operands' dtype, as PyTorch gives it, in the math precision in
+    force (as ``matrix_product``)."""
+    result_dtype = gemm_result_dtype(a, b)
+    if result_dtype is not None:
+        out = _matmul_array(xp, gemm_operand(a), gemm_operand(b))
+        return out.astype(result_dtype, copy=False)
+    return _matmul_array(xp, a, b)
+
+
+def _matmul_array(xp, a, b):
+    # NumPy multiplies ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)
     out = xp.matmul(a, b)
     if out.dtype != a.dtype and a.dtype.kind == "V":
         dtype = xp.result_type(a, b)
@@ -91,6 +113,7 @@ class MatMul(Op):
     """
 
     name = "matmul"
+    autocast = "low"
 
     # No ``check``: the backend rejects every bad shape, and ``describe_failure`` explains it.
     def describe_failure(self, exc, arrays, attrs):
@@ -124,7 +147,7 @@ class MatMul(Op):
             a = a.swapaxes(-1, -2)  # a strided view: BLAS reads it transposed, no copy
         if transpose_b:
             b = b.swapaxes(-1, -2)
-        if b.ndim == 2 and a.ndim == 2:  # the hottest case, without a call
+        if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
             return a.dot(b)
         return matrix_product(xp, a, b)
 
@@ -191,7 +214,10 @@ class MatMul(Op):
 
 def _rows(tensor):
     """A (..., k) tensor as a matrix (rows, k)."""
-    return tensor.reshape(-1, tensor.shape[-1])
+    rows = 1
+    for extent in tensor.shape[:-1]:  # explicit: -1 cannot be inferred when k is 0
+        rows *= extent
+    return tensor.reshape(rows, tensor.shape[-1])
 
 
 def _last_two_swapped(rank: int) -> list[int]:
@@ -207,6 +233,7 @@ class Linear(Op):
     """
 
     name = "linear"
+    autocast = "low"
 
     def check(self, x, weight, bias=None):
         if weight.ndim != 2:
@@ -226,13 +253,19 @@ class Linear(Op):
             )
 
     def forward(self, ctx, xp, x, weight, bias=None):
-        out = matrix_product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
+        result_dtype = gemm_result_dtype(x, weight)
+        if result_dtype is not None:  # a float32 GEMM, the bias added before the one rounding
+            if bias is not None:
+                result_dtype = np.result_type(result_dtype, bias.dtype)
+                bias = bias.astype(np.float32) if bias.dtype.itemsize == 2 else bias
+            x, weight = gemm_operand(x), gemm_operand(weight)
+        out = _folded_product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
         if bias is not None:
             if out.dtype == xp.result_type(out, bias):
                 out += bias  # in place: the product is a fresh array nobody else holds
             else:
                 out = out + bias
-        return out
+        return out if result_dtype is None else out.astype(result_dtype, copy=False)
 
     def infer(self, x, weight, bias=None):
         if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
@@ -285,6 +318,7 @@ class Einsum(Op):
     """
 
     name = "einsum"
+    autocast = "low"
 
     def check(self, *arrays, equation):
         inputs, _ = equation.split("->")

@@ -28,6 +28,7 @@ class BinaryCrossEntropy(Op):
     """
 
     name = "binary_cross_entropy"
+    autocast = "float32"
 
     def check(self, x, t):
         if x.size and (x.min() < 0 or x.max() > 1):
@@ -93,6 +94,7 @@ class CrossEntropy(Op):
     """
 
     name = "cross_entropy"
+    autocast = "float32"
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
         shifted = x - x.max(axis=axis, keepdims=True)

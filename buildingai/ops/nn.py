@@ -31,6 +31,7 @@ class Softmax(Op):
     overflows. Saves only its output: the gradient is ``out * (g - sum(g * out))``."""
 
     name = "softmax"
+    autocast = "float32"
     save_inputs, save_output = False, True
 
     def check(self, x, *, axis):
@@ -161,6 +162,7 @@ class LogSoftmax(Op):
     Saves only its output: the gradient is ``g - exp(out) * sum(g)``."""
 
     name = "log_softmax"
+    autocast = "float32"
     save_inputs, save_output = False, True
 
     def check(self, x, *, axis):

@@ -48,6 +48,7 @@ class Standardize(Op):
     """
 
     name = "standardize"
+    autocast = "float32"
     save_inputs, save_output = True, True
 
     def check(self, x, *, axes, eps):

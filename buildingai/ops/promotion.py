@@ -119,6 +119,8 @@ def with_scalar(dtype, scalar) -> np.dtype:
 
 def pair_dtype(a, b) -> np.dtype:
     """``result_type(a, b)``, quicker when one operand is a Python scalar."""
+    if not hasattr(a, "dtype") and not hasattr(b, "dtype"):  # two Python numbers
+        return result_type(a, b)
     if not hasattr(a, "dtype"):
         return with_scalar(b.dtype, a)
     if not hasattr(b, "dtype"):

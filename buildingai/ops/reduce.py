@@ -271,6 +271,8 @@ class Extremum(ReductionOp):
     """max or min over axes (values only). The gradient is split evenly among tied extrema,
     like PyTorch's ``amax``/``amin``: each of k tied elements receives 1/k of the gradient."""
 
+    autocast = "promote"
+
     save_output = True
 
     def __init__(self, name: str, function: str, onnx_type: str, what: str) -> None:
@@ -302,6 +304,8 @@ class Extremum(ReductionOp):
 class ArgExtremum(ReductionOp):
     """The int64 index of the max (min) along one axis, or into the flattened tensor for
     ``axis=None``; the first one wins ties."""
+
+    autocast = "promote"
 
     save_inputs, differentiable = False, False
 
@@ -454,6 +458,8 @@ def _dropped_shape(shape: tuple, axes) -> tuple:
 class TruthReduction(ReductionOp):
     """``all`` / ``any`` over axes: a boolean result without gradient."""
 
+    autocast = "promote"
+
     save_inputs, differentiable = False, False
 
     def __init__(self, name: str, function: str) -> None:
@@ -476,6 +482,7 @@ class TruthReduction(ReductionOp):
 
 class CountNonzero(ReductionOp):
     name = "count_nonzero"
+    autocast = "promote"
     save_inputs, differentiable = False, False
 
     def output_dtype(self, x, **attrs):
@@ -591,6 +598,8 @@ class Scan(Op):
       identity: 0 for sums, 1 for products);
     - ``reverse``: accumulate from the end of the axis towards its start.
     """
+
+    autocast = "float32"
 
     def __init__(self, name: str, function: str, identity: int) -> None:
         self.name, self.function, self.identity = name, function, identity

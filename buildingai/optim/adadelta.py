@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
 
 
@@ -58,6 +59,8 @@ class Adadelta(OptimizerBase):
     State per parameter: ``step``, ``square_avg`` and ``acc_delta``.
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -69,6 +72,8 @@ class Adadelta(OptimizerBase):
         weight_decay: float = 0.0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         check_hyperparameter("Adadelta", "lr", lr)
         check_hyperparameter("Adadelta", "rho", rho)
@@ -79,6 +84,7 @@ class Adadelta(OptimizerBase):
         check_hyperparameter("Adadelta", "eps", eps)
         check_hyperparameter("Adadelta", "weight_decay", weight_decay)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        defaults.update(loop_options("Adadelta", foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

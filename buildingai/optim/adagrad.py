@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_hyperparameter, effective_gradient
 
 
@@ -45,6 +46,8 @@ class Adagrad(OptimizerBase):
     State per parameter: ``step`` and ``sum`` (starting at ``initial_accumulator_value``).
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -57,6 +60,8 @@ class Adagrad(OptimizerBase):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         for name, value in (
             ("lr", lr),
@@ -74,6 +79,7 @@ class Adagrad(OptimizerBase):
             eps=eps,
             maximize=maximize,
         )
+        defaults.update(loop_options("Adagrad", foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from ..backend.vector_blas import axpby
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
 
 
@@ -75,6 +76,8 @@ class Adam(OptimizerBase):
     ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -87,6 +90,8 @@ class Adam(OptimizerBase):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
         name = type(self).__name__
@@ -103,6 +108,7 @@ class Adam(OptimizerBase):
             maximize=maximize,
             decoupled_weight_decay=decoupled_weight_decay,
         )
+        defaults.update(loop_options(name, foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
@@ -148,6 +154,8 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (PyTorch's ``torch.optim.AdamW``): each step shrinks the
     weights by ``lr * weight_decay`` instead of adding an L2 term to the gradient."""
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     def __init__(
         self,
         params: Iterable,
@@ -158,6 +166,8 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             params,
@@ -167,5 +177,7 @@ class AdamW(Adam):
             weight_decay,
             amsgrad,
             maximize=maximize,
+            foreach=foreach,
+            fused=fused,
             decoupled_weight_decay=True,
         )

@@ -70,6 +70,7 @@ def clip_grad_norm_(
     max_norm: float,
     norm_type: float = 2.0,
     error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
 ) -> Tensor:
     """Scale the gradients of ``parameters`` in place so that their total norm (all gradients
     seen as one vector) is at most ``max_norm``. Returns the total norm before clipping, as a
@@ -81,6 +82,8 @@ def clip_grad_norm_(
         norm_type: the p of the p-norm; ``float("inf")`` for the largest absolute entry.
         error_if_nonfinite: raise ``NonFiniteNormError`` if the total norm is inf or NaN
             (otherwise the gradients are scaled by it, which makes them NaN, as PyTorch does).
+        foreach: accepted for PyTorch's signature; each gradient array is scaled in place
+            either way.
     """
     norm_type = float(norm_type)
     max_norm = float(max_norm)
@@ -110,8 +113,11 @@ def clip_grad_norm_(
     return Tensor(xp.asarray(total, dtype=grads[0].dtype))
 
 
-def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float) -> None:
-    """Clamp every gradient entry of ``parameters`` into ``[-clip_value, clip_value]``, in place."""
+def clip_grad_value_(
+    parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach: bool | None = None
+) -> None:
+    """Clamp every gradient entry of ``parameters`` into ``[-clip_value, clip_value]``, in place
+    (``foreach`` is accepted for PyTorch's signature)."""
     clip_value = float(clip_value)
     if clip_value < 0:
         raise ValueError(f"[clip_grad_value_] clip_value must be >= 0, got {clip_value}")

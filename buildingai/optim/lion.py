@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
 
 
@@ -52,6 +53,8 @@ class Lion(OptimizerBase):
     State per parameter: ``step`` and ``exp_avg`` (the momentum ``m``).
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -62,11 +65,14 @@ class Lion(OptimizerBase):
         weight_decay: float = 0.0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         check_hyperparameter("Lion", "lr", lr)
         check_hyperparameter("Lion", "weight_decay", weight_decay)
         betas = check_betas("Lion", betas)
         defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize)
+        defaults.update(loop_options("Lion", foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

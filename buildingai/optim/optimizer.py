@@ -307,7 +307,9 @@ class OptimizerBase:
                     hook(self)
             with no_grad():
                 for index, group in enumerate(self.param_groups):
-                    if self.updates_elementwise:
+                    # PyTorch's foreach=False (without fused=True) asks for one-by-one updates
+                    packed = group.get("foreach") is not False or group.get("fused")
+                    if self.updates_elementwise and packed:
                         singles = self._update_packed(index, group)
                     else:
                         singles = enumerate(group["params"])

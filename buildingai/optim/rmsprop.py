@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_hyperparameter, effective_gradient
 
 
@@ -69,6 +70,8 @@ class RMSprop(OptimizerBase):
     ``grad_avg`` (centered).
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -82,6 +85,8 @@ class RMSprop(OptimizerBase):
         centered: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         for name, value in (
             ("lr", lr),
@@ -100,6 +105,7 @@ class RMSprop(OptimizerBase):
             centered=centered,
             maximize=maximize,
         )
+        defaults.update(loop_options("RMSprop", foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from ..backend.vector_blas import axpby
+from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
 
 
@@ -56,6 +57,8 @@ class SGD(OptimizerBase):
     State per parameter: ``momentum_buffer`` (None until the first step, or when momentum=0).
     """
 
+    __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
+
     updates_elementwise = True
 
     def __init__(
@@ -68,6 +71,8 @@ class SGD(OptimizerBase):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         check_hyperparameter("SGD", "lr", lr)
         check_hyperparameter("SGD", "momentum", momentum)
@@ -87,6 +92,7 @@ class SGD(OptimizerBase):
             nesterov=nesterov,
             maximize=maximize,
         )
+        defaults.update(loop_options("SGD", foreach, fused))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

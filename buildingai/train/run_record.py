@@ -80,8 +80,11 @@ def machine_report() -> dict:
         )
         if name in os.environ
     }  # fmt: skip
+    from ..backend import precision
+
     report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
     report["accelerations"] = accelerations()
+    report["math_precision"] = precision.describe()  # buildingai.set_math_precision
     return report
 
 

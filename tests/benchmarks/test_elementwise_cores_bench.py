@@ -14,7 +14,7 @@ def test_every_option_matches_the_numpy_reference(chain):
     for label, options in (("numexpr", bench.numexpr_forms()), ("numba", bench.numba_forms())):
         if options is not None:
             forms[label] = options[chain]
-    for label, form in forms.items():
+    for form in forms.values():
         bench.check(chain, form, arrays)  # raises with the largest difference
 
 

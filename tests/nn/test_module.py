@@ -107,13 +107,30 @@ def test_registration_errors():
         module.add_module("m", 3)
 
 
-def test_assigning_before_init_says_to_call_super_init():
+def test_a_module_that_skips_super_init_is_set_up_on_first_use():
     class Forgetful(Module):
         def __init__(self):
             self.fc = Linear(1, 1)
+            self.scale = Parameter(bai.ones(1))
 
-    with pytest.raises(AttributeError, match=r"call super\(\).__init__\(\) first"):
-        Forgetful()
+        def forward(self, x):
+            return self.fc(x) * self.scale
+
+    model = Forgetful()
+    assert [name for name, _ in model.named_parameters()] == ["scale", "fc.weight", "fc.bias"]
+    assert model.training and model(bai.ones(2, 1)).shape == (2, 1)
+
+    class Bare(Module):
+        def __init__(self):
+            pass
+
+        def forward(self, x):
+            return x
+
+    bare = Bare()
+    assert list(bare.parameters()) == [] and bare.state_dict() == {}
+    bare.register_buffer("steps", bai.zeros(1))
+    assert list(bare.state_dict()) == ["steps"]
 
 
 def test_forward_must_be_defined():
@@ -244,10 +261,10 @@ def test_to_makes_an_earlier_graph_refuse_backward():
 
 
 # ----- clone (fast weights) --------------------------------------------------------------------------
-def test_clone_copies_values_into_new_leaves():
+def test_detached_clone_copies_values_into_new_leaves():
     net = Net()
     net(bai.randn(2, 3)).sum().backward()
-    twin = net.clone()
+    twin = net.clone(detach=True)
     pairs = list(zip(net.parameters(), twin.parameters()))
     assert len(pairs) == len(list(net.parameters()))
     for original, copied in pairs:
@@ -259,10 +276,10 @@ def test_clone_copies_values_into_new_leaves():
     np.testing.assert_array_equal(twin.layers[0].scale.numpy(), net.layers[0].scale.numpy())
 
 
-def test_clone_is_independent_and_gradients_reach_its_leaves_only():
+def test_detached_clone_is_independent_and_gradients_reach_its_leaves_only():
     net = Net()
     before = {name: p.numpy() for name, p in net.named_parameters()}
-    twin = net.clone()
+    twin = net.clone(detach=True)
     with bai.no_grad():
         for param in twin.parameters():
             param.add_(1.0)

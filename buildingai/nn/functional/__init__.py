@@ -1,6 +1,7 @@
 """The functional layer: every layer's math as a plain function of tensors, composed from the
 primitives (``import buildingai.nn.functional as F``)."""
 
+from ...functions.activation import *
 from ...functions.elementwise import (
     gelu,
     leaky_relu,
@@ -17,6 +18,7 @@ from .attention import *
 from .bilinear import *
 from .channel_dropout import *
 from .conv import *
+from .interpolate import *
 from .loss import *
 from .norm import *
 from .pool import *

@@ -137,6 +137,7 @@ def causal_mask(length: int, source: int | None = None, device=None) -> Tensor:
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last axis of ``scores`` after applying ``mask`` (None; bool, True = may
     attend; or float, added), with all-zero weights in rows where every position is blocked.
+    scores (*, L, S), mask broadcastable to it -> weights (*, L, S).
 
     A fully blocked row would be ``exp(-inf) / 0 = NaN``; such rows are opened up before the
     softmax (so no NaN enters forward or backward) and zeroed after it. This is written with ops

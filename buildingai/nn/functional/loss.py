@@ -128,7 +128,8 @@ def l1_loss(
     reduction: str = "mean",
     weight: Tensor | None = None,
 ) -> Tensor:
-    """Absolute error ``|input - target|``, reduced; ``weight`` as in ``mse_loss``."""
+    """Absolute error ``|input - target|``, reduced; ``weight`` as in ``mse_loss``. input,
+    target: the same shape."""
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
     target = _target_like("l1_loss", input, target)
     return _weighted("l1_loss", (input - target).abs(), weight, reduction)
@@ -142,7 +143,8 @@ def huber_loss(
     weight: Tensor | None = None,
 ) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere (d = input -
-    target): quadratic near zero, linear (robust to outliers) far from it."""
+    target): quadratic near zero, linear (robust to outliers) far from it. input, target: the
+    same shape."""
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
         raise ArgumentError(f"[huber_loss] delta must be positive, got {delta}")
@@ -162,7 +164,7 @@ def smooth_l1_loss(
     beta: float = 1.0,
 ) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere; ``beta=0`` is the
-    L1 loss. Equals ``huber_loss(delta=beta) / beta``."""
+    L1 loss. Equals ``huber_loss(delta=beta) / beta``. input, target: the same shape."""
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
         raise ArgumentError(f"[smooth_l1_loss] beta must be non-negative, got {beta}")
@@ -388,7 +390,7 @@ def binary_cross_entropy(
 ) -> Tensor:
     """``-weight * (t log x + (1 - t) log(1 - x))`` on probabilities x in [0, 1], with each
     log clamped to >= -100 as in PyTorch. Prefer ``binary_cross_entropy_with_logits`` on raw
-    scores: it is exact where this one saturates."""
+    scores: it is exact where this one saturates. input, target: the same shape."""
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     target = _target_like("binary_cross_entropy", input, target)
     _check_floating("binary_cross_entropy", "target", target)
@@ -433,6 +435,7 @@ def kl_div(
 ) -> Tensor:
     """Kullback-Leibler divergence ``t (log t - input)`` with ``input`` log-probabilities and
     ``target`` probabilities (log-probabilities with ``log_target=True``); ``0 log 0 = 0``.
+    input (N, *) and target of the same shape.
 
     ``reduction='batchmean'`` divides the sum by the batch size (the true KL divergence per
     sample); ``'mean'`` divides by the number of elements, as in PyTorch.

@@ -15,6 +15,7 @@ backward pass of their forward op, so that their inputs are realistic.
 """
 
 from . import (  # noqa: F401 - each module adds its cases
+    activation_extra,
     creation,
     elementwise,
     linalg,
@@ -22,7 +23,9 @@ from . import (  # noqa: F401 - each module adds its cases
     random,
     rectifier_grads,
     reduce,
+    resize,
     shape,
+    sort,
 )
 from .base import CASES, NOT_DIFFERENTIABLE, OPS, Draw, OpCase, Sample
 

@@ -52,6 +52,24 @@ unary("tanh", lambda x: x.tanh(), torch=torch.tanh, gradgrad=True)
 unary("erf", lambda x: x.erf(), torch=torch.special.erf, gradgrad=True)
 unary("sigmoid", lambda x: x.sigmoid(), torch=torch.sigmoid, gradgrad=True)
 unary("silu", lambda x: x.silu(), torch=TF.silu, gradgrad=True)
+unary(
+    "lgamma",
+    lambda x: x.lgamma(),
+    low=-4.5,
+    high=6.0,
+    torch=torch.lgamma,
+    gradgrad=True,
+    onnx="ONNX has no log-gamma operator",
+)
+unary(
+    "polygamma",
+    lambda x, d: x.polygamma(d.variant((0, 1, 2))),
+    low=0.2,
+    high=8.0,
+    torch=lambda x, *, n: torch.special.polygamma(n, x),
+    gradgrad=True,
+    onnx="ONNX has no polygamma operator",
+)
 unary("clone", lambda x: x.clone(), torch=torch.clone)
 unary("sign", lambda x: x.sign(), torch=torch.sign)
 unary("floor", lambda x: x.floor(), torch=torch.floor)

@@ -1,0 +1,163 @@
+"""``autocast``: run each op in the dtype its record asks for, inside a block.
+
+```python
+with autocast(dtype="bfloat16"):
+    logits = model(x)                      # linear / matmul / conv in bfloat16
+    loss = F.cross_entropy(logits, y)      # losses, softmax, norms, reductions in float32
+loss.backward()                            # parameters get float32 gradients
+```
+
+Each op record says how it runs under autocast (``Op.autocast``, listed by ``autocast.policy()``):
+
+- ``"low"``: floating inputs (float64 excepted) are cast to the autocast dtype: matmul, linear,
+  einsum, conv, whose products gain most and lose least;
+- ``"float32"``: float16 / bfloat16 inputs are cast to float32: softmax, log_softmax, norms,
+  losses, reductions, exp/log/pow, whose sums and exponentials lose most in low precision;
+- ``"promote"`` (every other op): floating inputs of different dtypes are cast to the widest.
+
+The casts are ``cast`` ops run through dispatch, so they are recorded: the gradient of a float32
+parameter used in a bfloat16 product comes back to it in float32, and tracers and profilers see
+them. Autocast is dispatch state of the calling thread (it is installed as the thread's deferral
+hook, which dispatch asks before every op); other threads run as they would without it.
+``autocast(enabled=False)`` inside an autocast block runs the ops of its own block as written, and
+``checkpoint`` recomputes a segment in backward under the autocast its forward ran in.
+"""
+
+from __future__ import annotations
+
+import contextvars
+
+import numpy as np
+
+from ..autograd import dispatch
+from ..autograd.state import current_state
+from ..autograd.tensor import Tensor
+from ..backend.dtypes import as_dtype, is_floating
+from ..errors import ArgumentError
+from ..ops import all_ops
+from ..ops.cast import CAST
+
+_FLOAT32 = np.dtype(np.float32)
+_FLOAT64 = np.dtype(np.float64)
+RULES = ("low", "float32", "promote")
+
+
+class PolicyTable(dict):
+    """``{op name: rule}`` for every op record; ``str()`` groups the names by rule."""
+
+    def __str__(self) -> str:
+        meaning = {
+            "low": "cast to the autocast dtype",
+            "float32": "cast float16/bfloat16 inputs to float32",
+            "promote": "mixed floating inputs cast to the widest",
+        }
+        lines = []
+        for rule in RULES:
+            names = [name for name, value in self.items() if value == rule]
+            lines.append(f"{rule} ({meaning[rule]}): {len(names)} ops")
+            lines.extend(f"  {name}" for name in names)
+        return "\n".join(lines)
+
+
+# The autocast in force on this thread (innermost), for checkpoint's recomputation in backward.
+_ACTIVE: contextvars.ContextVar[autocast | None] = contextvars.ContextVar(
+    "buildingai_autocast", default=None
+)
+
+
+def active_autocast() -> autocast | None:
+    """The autocast in force on this thread, or None."""
+    return _ACTIVE.get()
+
+
+class autocast:  # noqa: N801 - a context manager named as users write it (torch.autocast)
+    """``with autocast(dtype="bfloat16"):`` (or ``"float16"``) runs the ops inside the block in
+    the dtype their records ask for, on this thread. ``enabled=False`` makes it a no-op."""
+
+    def __init__(self, dtype="bfloat16", enabled: bool = True) -> None:
+        self.dtype = as_dtype(dtype)
+        if self.dtype.itemsize != 2 or not is_floating(self.dtype):
+            raise ArgumentError(
+                f"[autocast] dtype must be 'bfloat16' or 'float16', got {self.dtype}",
+                help="autocast lowers matmul/conv to a 16-bit float; for float32 leave it off",
+            )
+        self.enabled = enabled
+        self._below = None  # the deferral hook under this one (parallel(), checkpoint), or None
+        self._restore = None
+        self._entered = False
+
+    @staticmethod
+    def policy() -> PolicyTable:
+        """The rule of every op record: ``print(autocast.policy())`` shows the table."""
+        return PolicyTable((op.name, op.autocast) for op in all_ops())
+
+    def __enter__(self) -> autocast:
+        outer = _ACTIVE.get()
+        current = current_state().deferral
+        # an inner autocast replaces the outer one for its block instead of stacking on it
+        below = outer._below if outer is not None and current == outer._run else current
+        if self.enabled:
+            self._below = below
+            self._restore = dispatch.set_deferral(self._run)
+            self._entered = True
+        elif below is not current:  # autocast(enabled=False) inside an autocast
+            self._restore = dispatch.set_deferral(below)
+            self._entered = True
+        self._token = _ACTIVE.set(self if self.enabled else None)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _ACTIVE.reset(self._token)
+        if self._entered:
+            dispatch.set_deferral(self._restore)
+            self._entered = False
+
+    def _run(self, op, inputs: tuple, attrs: dict):
+        """The deferral hook: run ``op`` on inputs cast by its rule, or None to run it as is."""
+        target = _target_dtype(op.autocast, inputs, self.dtype)
+        if target is not None:
+            cast = []
+            for value in inputs:
+                if _casts(value, op.autocast, target):
+                    value = dispatch.apply(CAST, value, dtype=target)
+                cast.append(value)
+            # runs through this hook again, which now finds nothing to cast
+            return dispatch.apply(op, *cast, **attrs)
+        below = self._below
+        return None if below is None else below(op, inputs, attrs)
+
+
+def _floating_dtypes(inputs: tuple) -> list:
+    return [
+        value.data.dtype
+        for value in inputs
+        if isinstance(value, Tensor) and is_floating(value.data.dtype)
+    ]
+
+
+def _target_dtype(rule: str, inputs: tuple, low: np.dtype):
+    """The dtype ``rule`` casts some input to, or None when every input already fits."""
+    dtypes = _floating_dtypes(inputs)
+    if rule == "low":
+        return low if any(d != low and d != _FLOAT64 for d in dtypes) else None
+    if rule == "float32":
+        return _FLOAT32 if any(d.itemsize == 2 for d in dtypes) else None
+    if len(set(dtypes)) < 2:
+        return None
+    widest = max(dtypes, key=lambda d: d.itemsize)
+    if widest.itemsize == 2:  # float16 meets bfloat16
+        return _FLOAT32
+    return widest
+
+
+def _casts(value, rule: str, target: np.dtype) -> bool:
+    if not isinstance(value, Tensor) or not is_floating(value.data.dtype):
+        return False
+    dtype = value.data.dtype
+    if dtype == target:
+        return False
+    if rule == "low":
+        return dtype != _FLOAT64
+    if rule == "float32":
+        return dtype.itemsize == 2
+    return True

@@ -1,0 +1,92 @@
+"""``buildingai launch -n N script.py [args]``: start N ranks of a script under ``mpiexec``.
+
+It uses the ``mpiexec`` of the mpich wheel installed next to this Python (the ``mpi`` extra), else
+``$BUILDINGAI_MPIEXEC``, else the first on PATH. Each rank runs ``buildingai.distributed.run``,
+which aborts the job when the script fails, so the launcher exits non-zero and no rank is left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import DistributedError
+
+
+def find_mpiexec() -> str:
+    """The path of the ``mpiexec`` to use, or a one-line error naming the extra to install."""
+    chosen = os.environ.get("BUILDINGAI_MPIEXEC")
+    if chosen:
+        if shutil.which(chosen) is None:
+            raise DistributedError(f"BUILDINGAI_MPIEXEC={chosen} is not an executable")
+        return shutil.which(chosen)
+    bundled = Path(sys.executable).parent / "mpiexec"
+    if bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
+    found = shutil.which("mpiexec") or shutil.which("mpirun")
+    if found is None:
+        raise DistributedError(
+            "no mpiexec found (next to this Python, in $BUILDINGAI_MPIEXEC, or on PATH)",
+            help="pip install 'buildingai[mpi]' (mpi4py and the mpich wheel, which brings mpiexec)",
+        )
+    return found
+
+
+def launch_command(processes: int, script: str, args: list[str], hostfile: str | None = None,
+                   auto_cleanup: bool = True) -> list[str]:  # fmt: skip
+    """The ``mpiexec`` command line that runs ``script`` on ``processes`` ranks."""
+    if processes < 1:
+        raise DistributedError(f"[launch] -n must be at least 1, got {processes}")
+    if not Path(script).is_file():
+        raise DistributedError(f"[launch] no script {script}", help="give the path of a .py file")
+    command = [find_mpiexec(), "-n", str(processes)]
+    if hostfile:
+        command += ["-hostfile", hostfile]
+    if not auto_cleanup:
+        command.append("-disable-auto-cleanup")  # MPICH's Hydra: survivors report, then abort
+    return command + [sys.executable, "-m", "buildingai.distributed.run", script, *args]
+
+
+def launch(processes: int, script: str, args: list[str], hostfile: str | None = None,
+           auto_cleanup: bool = True, timeout: float | None = None,
+           threads_per_rank: int | None = None) -> int:  # fmt: skip
+    """Run the job and return its exit code (non-zero when any rank failed).
+
+    Each rank gets ``threads_per_rank`` BLAS/OpenMP threads (default: the CPUs divided among the
+    ranks) unless OMP_NUM_THREADS is already set. With ``timeout`` seconds, the whole job is
+    killed when it runs longer, and the exit code is 124.
+    """
+    command = launch_command(processes, script, args, hostfile, auto_cleanup)
+    environment = dict(os.environ)
+    if "OMP_NUM_THREADS" not in environment:
+        threads = threads_per_rank or max(1, (os.cpu_count() or 1) // processes)
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            environment.setdefault(name, str(threads))
+    job = subprocess.Popen(command, env=environment, start_new_session=True)
+    try:
+        return job.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"buildingai launch: the job ran past {timeout:g} s; killing it", file=sys.stderr)
+        _kill(job)
+        return 124
+    except KeyboardInterrupt:
+        _kill(job)
+        return 130
+
+
+def _kill(job: subprocess.Popen) -> None:
+    """End mpiexec and every rank it started (they share its new session)."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(job.pid, sent)
+        except ProcessLookupError:
+            return
+        try:
+            job.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            continue

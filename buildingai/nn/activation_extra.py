@@ -1,0 +1,190 @@
+"""More activation modules with PyTorch's names, arguments and defaults: thin wrappers over the
+functions of the same name (``ELU(alpha)(x)`` is ``buildingai.elu(x, alpha)``); ``PReLU`` owns
+its learnable slopes.
+
+``inplace=True`` is accepted so PyTorch model code runs unchanged; the result is computed out of
+place, which gives the same values and gradients.
+"""
+
+from __future__ import annotations
+
+from .. import functions
+from ..autograd.tensor import Tensor
+from . import init
+from ._utils import empty_parameter
+from .module import Module
+
+
+def _inplace(inplace: bool) -> str:
+    return ", inplace=True" if inplace else ""
+
+
+class ELU(Module):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + _inplace(self.inplace)
+
+
+class SELU(Module):
+    """1.0507 * elu(x, 1.6733), the self-normalising activation."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.selu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class CELU(Module):
+    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.celu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + _inplace(self.inplace)
+
+
+class Hardtanh(Module):
+    """x limited to [min_val, max_val]."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace(self.inplace)
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Hardsigmoid(Module):
+    """min(max(x + 3, 0), 6) / 6."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.hardsigmoid(x)
+
+
+class Hardswish(Module):
+    """x * min(max(x + 3, 0), 6) / 6."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.hardswish(x)
+
+
+class Mish(Module):
+    """x * tanh(softplus(x))."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.mish(x)
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the halves a, b of x along ``dim``: (..., 2k, ...) -> (..., k, ...)."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.logsigmoid(x)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.softsign(x)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.tanhshrink(x)
+
+
+class Threshold(Module):
+    """value where x <= threshold, else x (NaN stays NaN)."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.threshold(x, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + _inplace(self.inplace)
+
+
+class PReLU(Module):
+    """x where x > 0, else weight * x, with a learnable slope: one for all channels
+    (``num_parameters=1``) or one per channel (dimension 1 of x: (N, C, ...))."""
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None
+    ) -> None:
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = empty_parameter((num_parameters,), dtype, device)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Set every slope back to ``init``."""
+        init.constant_(self.weight, self.init)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return functions.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -1,0 +1,162 @@
+"""Array kernels of the activations in ``ops/activation_extra.py``: each forward and each first
+derivative in a few in-place passes over preallocated arrays, so ``split.elementwise`` can cut
+them across threads. ``kernel(xp, x, out)`` writes f(x) or f'(x) into ``out`` (x's shape and
+float dtype); the comparisons send NaN to the branch PyTorch's kernels send it to.
+"""
+
+from __future__ import annotations
+
+# Masked writes (copyto/where over an irregular mask) run 50x slower than a full pass, so the
+# branches are blended arithmetically: clip is NumPy's fastest min/max, and the rare NaN (a mask
+# that is almost all False) is patched with copyto, which is fast for such masks.
+
+# ----- the exponential-linear family: scale * x above 0, alpha * scale * expm1(input_scale * x)
+
+
+def exponential_linear(xp, x, out, *, alpha, scale, input_scale) -> None:
+    """expm1(input_scale * min(x, 0)) * alpha * scale + scale * max(x, 0) (NaN stays NaN)."""
+    xp.clip(x, -xp.inf, 0, out=out)
+    if input_scale != 1:
+        out *= input_scale
+    xp.expm1(out, out=out)
+    out *= alpha * scale
+    positive = xp.clip(x, 0, xp.inf, out=xp.empty_like(out))
+    if scale != 1:
+        positive *= scale
+    out += positive
+
+
+def exponential_linear_derivative(xp, x, out, *, alpha, scale, input_scale) -> None:
+    """alpha * scale * input_scale * exp(input_scale * x) up to 0, then scale (NaN: scale)."""
+    xp.clip(x, -xp.inf, 0, out=out)
+    if input_scale != 1:
+        out *= input_scale
+    xp.exp(out, out=out)
+    out *= alpha * scale * input_scale
+    below = xp.less_equal(x, 0, out=xp.empty_like(out))  # 1.0 or 0.0
+    out *= below
+    below -= 1
+    below *= -scale  # scale where x > 0
+    out += below
+    _patch_nan(xp, x, out, scale)
+
+
+def _patch_nan(xp, x, out, value) -> None:
+    """out = value where x is NaN (PyTorch's kernels send NaN to their else branch)."""
+    nan = xp.isnan(x)
+    if nan.any():
+        xp.copyto(out, value, where=nan)
+
+
+# ----- the hard functions: ramps clipped to [0, 6] ------------------------------------------------
+
+
+def _ramp(xp, x, out) -> None:
+    """out = min(max(x + 3, 0), 6) (NaN stays NaN)."""
+    xp.add(x, 3, out=out)
+    xp.clip(out, 0, 6, out=out)
+
+
+def hardsigmoid(xp, x, out) -> None:
+    _ramp(xp, x, out)
+    out /= 6
+
+
+def hardsigmoid_derivative(xp, x, out, *, one_sixth) -> None:
+    """one_sixth strictly inside (-3, 3), else 0 (NaN: 0)."""
+    xp.abs(x, out=out)
+    xp.less(out, 3, out=out)
+    out *= one_sixth
+
+
+def hardswish(xp, x, out) -> None:
+    _ramp(xp, x, out)
+    out *= x
+    out /= 6
+
+
+def hardswish_derivative(xp, x, out) -> None:
+    """0 up to -3, x / 3 + 0.5 inside (-3, 3), then 1 (NaN: 1)."""
+    xp.clip(x, -3, 3, out=out)
+    out /= 3
+    out += 0.5
+    inside = xp.abs(x, out=xp.empty_like(out))
+    xp.less(inside, 3, out=inside)
+    out *= inside
+    above = xp.greater_equal(x, 3, out=inside)
+    out += above
+    _patch_nan(xp, x, out, 1)
+
+
+def threshold(xp, x, out, *, threshold, value) -> None:
+    """value where x <= threshold, else x (NaN stays NaN)."""
+    replaced = xp.less_equal(x, threshold, out=xp.empty_like(out))  # 1.0 or 0.0
+    xp.subtract(1, replaced, out=out)
+    with xp.errstate(invalid="ignore"):  # -inf * 0, patched below
+        out *= x
+    if value != 0:
+        replaced *= value
+        out += replaced
+    infinite = xp.isinf(x)  # -inf * 0 is NaN: those replaced write value directly
+    if infinite.any():
+        xp.copyto(out, value, where=infinite & (x <= threshold))
+
+
+# ----- the smooth functions -----------------------------------------------------------------------
+
+
+def mish(xp, x, out) -> None:
+    """x * tanh(log1p(exp(x))); where exp overflows, log1p gives inf and tanh 1: x itself."""
+    with xp.errstate(over="ignore"):
+        xp.exp(x, out=out)
+    xp.log1p(out, out=out)
+    xp.tanh(out, out=out)
+    out *= x
+
+
+def mish_derivative(xp, x, out) -> None:
+    """t + x * sigmoid(x) * (1 - t^2) with t = tanh(softplus(x))."""
+    gate = xp.empty_like(out)
+    with xp.errstate(over="ignore"):
+        xp.exp(x, out=gate)
+        xp.log1p(gate, out=gate)
+        xp.tanh(gate, out=gate)  # t
+        xp.negative(x, out=out)
+        xp.exp(out, out=out)
+    out += 1
+    xp.reciprocal(out, out=out)  # sigmoid(x): 0 where exp(-x) overflowed
+    out *= x
+    out *= 1 - gate * gate
+    out += gate
+
+
+def logsigmoid(xp, x, out) -> None:
+    """min(x, 0) - log1p(exp(-|x|)): exp never overflows."""
+    xp.abs(x, out=out)
+    xp.negative(out, out=out)
+    xp.exp(out, out=out)
+    xp.log1p(out, out=out)
+    xp.subtract(xp.clip(x, -xp.inf, 0, out=xp.empty_like(out)), out, out=out)
+
+
+def logsigmoid_derivative(xp, x, out) -> None:
+    """sigmoid(-x) = 1 / (1 + exp(x)): 0 where exp overflows."""
+    with xp.errstate(over="ignore"):
+        xp.exp(x, out=out)
+    out += 1
+    xp.reciprocal(out, out=out)
+
+
+def softsign(xp, x, out) -> None:
+    xp.abs(x, out=out)
+    out += 1
+    xp.divide(x, out, out=out)
+
+
+def softsign_derivative(xp, x, out) -> None:
+    """1 / (1 + |x|)^2, NaN at infinities as PyTorch's composite derivative gives."""
+    xp.abs(x, out=out)
+    out += 1
+    out *= out
+    xp.reciprocal(out, out=out)
+    xp.copyto(out, xp.nan, where=xp.isinf(x))

@@ -1,0 +1,246 @@
+"""``TimeTracer``: wall time of every op, attributed to the module that created it.
+
+    with TimeTracer() as tracer:
+        train_epoch(model, data)
+    print(tracer.summary())
+    tracer.generate_flamegraph("profile.html")
+
+It is an interceptor on the dispatch door, active only inside its block: with no tracer there is
+nothing to pay. Each op becomes an ``OpEvent`` whose frame stack is its phase and module path:
+``forward > Net > encoder > layers.0 > fc1 > linear``; a backward op is filed under the module
+whose forward op it differentiates (``backward > Net > ... > grad of linear > matmul``), found from
+the graph node the engine is running (``engine.running_node()``), which the tracer tagged with
+its module path when the forward op ran. Ops outside any module with recording off (optimizer
+steps, evaluation) are filed under ``no_grad``; a DataLoader's wait for its next batch is its own
+``data wait`` frame. A frozen graph runs its plan without dispatch, so its ops are not seen
+(its time shows as Python outside ops): trace the eager function to see them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import threading
+from time import perf_counter_ns
+from typing import NamedTuple
+
+from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.engine import running_node
+from ..autograd.state import MODULE_CALLS, current_state
+from ..autograd.tensor import Tensor
+from . import clock
+from .exports import write_chrome_trace, write_speedscope
+from .flamegraph import write_flamegraph
+from .summary import summarize
+
+DATA_WAIT = "data wait"
+
+
+class OpEvent(NamedTuple):
+    """One op (or one wait for a batch) as the tracer saw it.
+
+    Attributes:
+        name: the op's name (``"next batch"`` for a DataLoader wait).
+        stack: the frames above it, outermost first: phase, module names, ``grad of <op>``.
+        start_ns / end_ns: ``perf_counter_ns`` at dispatch's ``before_op`` and ``after_op``.
+        forward_ns: the part spent inside the op record's ``forward`` (the array work).
+        step: the number of ``tracer.step()`` calls before it.
+        thread: the id of the thread that ran it.
+        op: the op record (None for a wait), and ``specs`` / ``attrs`` of the call, from which
+            ``cost`` gives its FLOPs and bytes.
+    """
+
+    name: str
+    stack: tuple
+    start_ns: int
+    end_ns: int
+    forward_ns: int
+    step: int
+    thread: int
+    op: object = None
+    specs: tuple = ()
+    attrs: dict | None = None
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def frames(self) -> tuple:
+        """The whole stack, this event's own name last."""
+        return self.stack + (self.name,)
+
+
+_new_event = tuple.__new__
+
+
+class _Pending(threading.local):
+    """Start times of the ops running on this thread (ops may nest inside a forward)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+
+
+class TimeTracer(Interceptor):
+    """Record every op run inside ``with TimeTracer() as tracer:`` on this thread (and the
+    ``parallel()`` branches it starts), with its module, phase and timings.
+
+    ``tracer.step()`` marks the end of a training step: later events carry the next step
+    number, and the step's peak memory is recorded when ``buildingai.memory`` is available
+    (the tracer resets that peak counter when it starts and at each step).
+    """
+
+    def __init__(self) -> None:
+        self.events: list[OpEvent] = []
+        self.step_count = 0
+        self.step_ends_ns: list[int] = []
+        self.step_peaks: list[int | None] = []
+        self.start_ns = self.end_ns = 0
+        self._pending = _Pending()
+        self._timed_ops: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._scope = None
+        self._memory = None
+
+    # ----- the block ----------------------------------------------------------------------
+    def __enter__(self) -> TimeTracer:
+        if self._scope is not None:
+            raise RuntimeError("[TimeTracer] this tracer is already active; use a new one")
+        self._memory = _memory_module()
+        if self._memory is not None:
+            self._memory.reset_peak()
+        self._scope = intercept(self)
+        self._scope.__enter__()
+        self.start_ns = perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.end_ns = perf_counter_ns()
+        scope, self._scope = self._scope, None
+        scope.__exit__(*exc_info)
+        for op in self._timed_ops.values():
+            clock.release(op)
+        self._timed_ops.clear()
+        unfinished = self.events and (
+            not self.step_ends_ns or self.events[-1].start_ns > self.step_ends_ns[-1]
+        )
+        if unfinished:  # ops after the last step() form one more step
+            self._close_step(self.end_ns)
+
+    def step(self) -> None:
+        """Mark the end of one training step (and record its peak memory)."""
+        self._close_step(perf_counter_ns())
+        self.step_count += 1
+
+    def _close_step(self, now: int) -> None:
+        self.step_ends_ns.append(now)
+        peak = None
+        if self._memory is not None:
+            peak = int(self._memory.stats()["peak"])
+            self._memory.reset_peak()
+        self.step_peaks.append(peak)
+
+    # ----- the interceptor ----------------------------------------------------------------
+    def before_op(self, op, inputs: tuple, attrs: dict) -> None:
+        if id(op) not in self._timed_ops:
+            self._time_forward(op)
+        clock.LAST_FORWARD.ns = 0
+        self._pending.starts.append(perf_counter_ns())
+
+    def _time_forward(self, op) -> None:
+        with self._lock:  # parallel() branches may meet a new op at the same moment
+            if id(op) not in self._timed_ops:
+                self._timed_ops[id(op)] = op
+                clock.time_forward(op)
+
+    def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
+        end = perf_counter_ns()
+        starts = self._pending.starts
+        if not starts:  # the tracer began while this op was already running
+            return
+        start = starts.pop()
+        running = running_node()
+        if running is None:
+            path = tuple(MODULE_CALLS.stacks[1])
+            if path or current_state().grad_enabled:
+                stack = ("forward",) + path
+            else:
+                stack = ("no_grad",)
+        else:
+            path = getattr(running, "profile_path", None)
+            origin = ("(forward not traced)",) if path is None else path
+            stack = ("backward",) + origin + ("grad of " + running.op.name,)
+        node = output._node
+        if node is not None:  # backward ops learn their module from the forward op's node
+            node.profile_path = path
+        specs = tuple(
+            [(v.data.shape, v.data.dtype) if isinstance(v, Tensor) else v for v in inputs]
+        )
+        # tuple.__new__ builds the named tuple without its Python-level __new__: this runs per op
+        self.events.append(
+            _new_event(
+                OpEvent,
+                (
+                    op.name,
+                    stack,
+                    start,
+                    end,
+                    clock.LAST_FORWARD.ns,
+                    self.step_count,
+                    threading.get_ident(),
+                    op,
+                    specs,
+                    attrs,
+                ),
+            )
+        )
+
+    def data_wait(self, start_ns: int, end_ns: int) -> None:
+        """Called by a DataLoader iterator after waiting ``start_ns``..``end_ns`` for a batch."""
+        self.events.append(
+            OpEvent("next batch", (DATA_WAIT,), start_ns, end_ns, 0, self.step_count,
+                    threading.get_ident())
+        )  # fmt: skip
+
+    # ----- results ------------------------------------------------------------------------
+    @property
+    def wall_ns(self) -> int:
+        """The traced block's wall time (up to now while it runs)."""
+        end = self.end_ns if self._scope is None else perf_counter_ns()
+        return end - self.start_ns
+
+    def summary(self, top: int = 20):
+        """Per op and per module: calls, wall time, FLOPs and bytes (from the op records'
+        ``cost``), achieved GFLOP/s, and dispatch time beside array time; ``str()`` of it is
+        a table, ``.ops`` / ``.modules`` / ``.totals`` hold the numbers."""
+        return summarize(self, top=top)
+
+    def generate_flamegraph(
+        self, path: str | os.PathLike, *, title: str = "BuildingAI profile", graph=None,
+        graph_inputs=None,
+    ):  # fmt: skip
+        """Write one self-contained interactive HTML file (an icicle chart: click a frame to
+        zoom, hover for numbers, search by name) of module -> op time. ``graph`` (a model or
+        function, with ``graph_inputs`` as for ``plot_computation_graph``'s ``example_inputs``)
+        adds its computation graph: the DOT file beside the page, linked and shown in it."""
+        return write_flamegraph(self, path, title=title, graph=graph, graph_inputs=graph_inputs)
+
+    def export_chrome_trace(self, path: str | os.PathLike):
+        """Write the trace as Chrome trace-event JSON (Perfetto, chrome://tracing): one
+        complete ("X") event per op, per module span and per step."""
+        return write_chrome_trace(self, path)
+
+    def export_speedscope(self, path: str | os.PathLike):
+        """Write the trace in speedscope's JSON format (an evented profile per thread)."""
+        return write_speedscope(self, path)
+
+
+@functools.cache
+def _memory_module():
+    """``buildingai.memory`` when this build has it (peak memory per step), else None; looked
+    up once, since a failed import searches the disk each time."""
+    try:
+        return importlib.import_module("buildingai.memory")
+    except ImportError:
+        return None

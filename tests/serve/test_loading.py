@@ -1,0 +1,80 @@
+"""Loading what the server serves: checkpoints with their config, run directories, ONNX files."""
+
+import numpy as np
+import pytest
+
+from buildingai.serialization import save
+from buildingai.serve import ServeError, load_model, parse_shape
+
+from .models import DIGITS, run_directly
+
+
+def test_a_checkpoint_rebuilds_its_model_from_the_config(mlp_checkpoint):
+    path, model = mlp_checkpoint
+    served = load_model(path)
+    assert served.kind == "checkpoint"
+    assert served.signature.shape == (784,) and served.signature.dtype == np.float32
+    assert served.labels == DIGITS  # the classes of the config's dataset
+    assert served.output_shape == (10,)
+    batch = np.random.default_rng(0).random((5, 784), dtype=np.float32)
+    np.testing.assert_array_equal(served.run(batch), run_directly(model, batch))
+
+
+def test_a_convolutional_model_takes_images(cnn_checkpoint):
+    path, model = cnn_checkpoint
+    served = load_model(path)
+    assert served.signature.shape == (1, 28, 28)
+    batch = np.random.default_rng(1).random((3, 1, 28, 28), dtype=np.float32)
+    np.testing.assert_allclose(served.run(batch), run_directly(model, batch), rtol=1e-6)
+
+
+def test_a_run_directory_serves_its_newest_checkpoint(tmp_path, mlp_checkpoint):
+    path, _ = mlp_checkpoint
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / "step-00000002.safetensors").write_bytes(path.read_bytes())
+    assert load_model(tmp_path / "run").source.endswith("step-00000002.safetensors")
+
+
+def test_an_onnx_file_serves_through_onnxruntime(mlp_onnx):
+    path, model = mlp_onnx
+    served = load_model(path)
+    assert served.kind == "onnx" and served.labels == DIGITS
+    assert served.signature.shape == (784,) and served.signature.dtype == np.float32
+    batch = np.random.default_rng(2).random((4, 784), dtype=np.float32)
+    np.testing.assert_allclose(served.run(batch), run_directly(model, batch), rtol=1e-5, atol=1e-6)
+    assert served.describe()["input"] == {"name": served.signature.name, "shape": [None, 784],
+                                          "dtype": "float32"}  # fmt: skip
+
+
+def test_input_shape_overrides_and_is_checked_at_start_up(mlp_checkpoint):
+    path, _ = mlp_checkpoint
+    assert load_model(path, input_shape=(1, 28, 28)).signature.shape == (1, 28, 28)  # MLP flattens
+    with pytest.raises(ServeError) as caught:
+        load_model(path, input_shape=(3, 5))
+    assert "does not run on an input of shape (1, 3, 5) float32" in caught.value.message
+    assert "--input-shape" in caught.value.help
+
+
+def test_parse_shape():
+    assert parse_shape("1, 28,28") == (1, 28, 28)
+    assert parse_shape("?,16") == (None, 16)
+    assert parse_shape(None) is None
+    with pytest.raises(ServeError, match="not a list of sizes"):
+        parse_shape("28x28")
+
+
+def test_what_cannot_be_served_is_said_on_one_line(tmp_path):
+    with pytest.raises(ServeError, match="does not exist"):
+        load_model(tmp_path / "missing.safetensors")
+    with pytest.raises(ServeError, match="directory without checkpoints"):
+        load_model(tmp_path)
+    bare = tmp_path / "weights.safetensors"
+    save({"weight": np.zeros((2, 2), np.float32)}, bare)
+    with pytest.raises(ServeError, match="holds no training config"):
+        load_model(bare)
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    pytest.importorskip("onnxruntime")
+    with pytest.raises(ServeError, match="onnxruntime cannot load"):
+        load_model(broken)
