@@ -203,7 +203,7 @@ class ModuleDict(Module):
 
 class Identity(Module):
     """Returns its input unchanged (a placeholder, e.g. to remove a classifier head). Accepts
-    and ignores any constructor arguments, as in PyTorch."""
+    and ignores any constructor arguments, as in PyTorch. x: any shape (*) -> the same."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
