@@ -106,7 +106,9 @@ def main(argv=None) -> int:
         f"docstring {documented / total:.1%}, states shapes {shapes / total:.1%}"
     )
     if args.missing:
-        prefix = "buildingai." + args.missing.removeprefix("buildingai.")
+        # "nn", "buildingai.nn" and "buildingai" (everything) all name a part of the package
+        name = args.missing
+        prefix = name if name.split(".")[0] == "buildingai" else "buildingai." + name
         for name, tally in tallies.items():
             if name == prefix or name.startswith(prefix + "."):
                 print("\n".join(tally.missing))

@@ -72,7 +72,9 @@ def active_autocast() -> autocast | None:
 
 class autocast:  # noqa: N801 - a context manager named as users write it (torch.autocast)
     """``with autocast(dtype="bfloat16"):`` (or ``"float16"``) runs the ops inside the block in
-    the dtype their records ask for, on this thread. ``enabled=False`` makes it a no-op."""
+    the dtype their records ask for, on this thread. ``enabled=False`` makes it a no-op. The
+    casts change dtypes only: every input keeps its shape, and each op's output has the shape
+    it has without autocast."""
 
     def __init__(self, dtype="bfloat16", enabled: bool = True) -> None:
         self.dtype = as_dtype(dtype)

@@ -38,7 +38,9 @@ class GradScalerError(BuildingAIError, RuntimeError):
 class GradScaler:
     """Dynamic loss scaling: ``scale(loss)``, ``unscale_(optimizer)``, ``step(optimizer)``,
     ``update()``. ``enabled=False`` turns every call into a pass-through, so one loop serves
-    both precisions."""
+    both precisions. The scale is one scalar: ``scale(loss)`` maps a tensor of any shape
+    (usually a scalar loss, ``()``) to the same shape, and ``unscale_`` divides each gradient
+    in place, shaped like its parameter."""
 
     def __init__(
         self,

@@ -101,12 +101,14 @@ def backward(
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of every leaf they depend on.
 
     Args:
-        tensors: a Tensor or an iterable of Tensors to differentiate.
-        grad_tensors: the gradient of some scalar with respect to each tensor (``None`` means
-            ones, allowed only for one-element tensors).
+        tensors: a Tensor or an iterable of Tensors to differentiate, each of any shape.
+        grad_tensors: the gradient of some scalar with respect to each tensor, each exactly
+            that tensor's shape (``None`` means ones, allowed only for one-element tensors).
         retain_graph: keep the graph so that backward can run through it again
             (defaults to ``create_graph``).
         create_graph: record the backward pass itself, so the gradients can be differentiated.
+
+    Each leaf's ``.grad`` has the leaf's shape.
     """
     roots = _as_list(tensors, "tensors")
     grads = _root_gradients(roots, grad_tensors, "backward")
@@ -129,13 +131,14 @@ def grad(
         outputs: a Tensor or an iterable of Tensors.
         inputs: a Tensor or an iterable of Tensors (leaves or intermediate results), such as
             ``model.parameters()``.
-        grad_outputs: weights for the outputs, as in ``backward``.
+        grad_outputs: weights for the outputs, as in ``backward``: each exactly its output's
+            shape (None: ones, for one-element outputs only).
         create_graph: make the returned gradients differentiable (higher-order derivatives).
         allow_unused: return None for an input the outputs do not depend on, instead of raising.
 
     Returns:
-        ``Gradients``: a tuple with one gradient (Tensor or None) per input, which also adds to
-        another ``Gradients`` (or 0) and scales by a number.
+        ``Gradients``: a tuple with one gradient (Tensor or None) per input, each shaped like
+        its input, which also adds to another ``Gradients`` (or 0) and scales by a number.
     """
     roots = _as_list(outputs, "outputs")
     targets = _as_list(inputs, "inputs")

@@ -81,7 +81,8 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in a random order."""
+    """The given indices in a random order: ``indices: (K,)`` ints (a sequence or 1-D array),
+    yielded one by one as Python ints."""
 
     def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
         self.indices = np.asarray(indices, dtype=np.int64)

@@ -85,7 +85,9 @@ def saturation_rule(module: Module, threshold: float | None):
 
 
 class ActivationStats:
-    """Output statistics of named modules, collected while the block runs.
+    """Output statistics of named modules, collected while the block runs. A module's output
+    (the first element when it returns a tuple) may have any shape, and may change shape from
+    call to call; every floating-point element of every call counts, reduced to scalars.
 
     Args:
         model: the model holding the modules.
@@ -164,5 +166,6 @@ def _hook(accumulator: _Accumulator, rule):
 
 def activation_stats(model: Module, *names: str, saturation: float | None = None):
     """``with activation_stats(model, "layer1", "layer2") as stats: ...``: output statistics of
-    the named modules over the block (see ``ActivationStats``)."""
+    the named modules over the block (see ``ActivationStats``). Outputs of any shape, reduced
+    over all their elements to one row of scalars per module."""
     return ActivationStats(model, *names, saturation=saturation)

@@ -73,7 +73,9 @@ def _parameter_name(leaf: Tensor) -> str | None:
 
 class GradientMonitor:
     """Gradient statistics of the watched parameters, one row per parameter, from the most
-    recent backward pass that reached it.
+    recent backward pass that reached it. Each gradient is shaped like its parameter (any
+    shape) and is flattened to ``(numel,)``: its row holds scalars (L2 norm over all elements,
+    largest |value|, NaN/Inf counts, ``numel``).
 
     Args:
         model: the Module whose parameters to watch; None finds them from the ops run.
@@ -273,6 +275,7 @@ def gradient_monitor(target=None, *, explode: float = 1e3, vanish: float = 1e-7,
     ``target`` is the model to watch (a Module), the function being decorated (the bare
     form), or None (find the parameters from the ops run). Returns a ``GradientMonitor``
     (a context manager and a decorator), or the decorated function for the bare form.
+    Gradients of any shape (their parameter's) are reduced over all elements to scalars.
     """
     if target is not None and not isinstance(target, Module) and callable(target):
         return GradientMonitor(None, explode=explode, vanish=vanish, warn=warn)(target)

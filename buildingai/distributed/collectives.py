@@ -20,7 +20,8 @@ from .group import ProcessGroup, default_group
 
 class Work:
     """A started collective. ``wait()`` blocks until it is done (raising at the group's timeout)
-    and writes the results into the tensors; ``is_completed()`` asks without blocking."""
+    and writes the results into the collective's tensors, in place (each keeps its shape);
+    ``is_completed()`` asks without blocking."""
 
     def __init__(self, group: ProcessGroup, pendings, finish, collective: str, seq: int,
                  detail: str) -> None:  # fmt: skip
@@ -155,7 +156,9 @@ def all_reduce(tensor, op: str = "sum", group: ProcessGroup | None = None, async
 
 
 def broadcast(tensor, src: int = 0, group: ProcessGroup | None = None, async_op: bool = False):
-    """Copy ``tensor`` of world rank ``src`` into ``tensor`` on every rank, in place."""
+    """Copy ``tensor`` of world rank ``src`` into ``tensor`` on every rank, in place.
+
+    ``tensor``: any shape, the same shape and dtype on every rank; overwritten in place."""
     array = _array_of(tensor, "broadcast")
     group, seq = _begin(group, "broadcast", array)
     root = group.group_rank(src, "broadcast", "src")
@@ -171,7 +174,10 @@ def broadcast(tensor, src: int = 0, group: ProcessGroup | None = None, async_op:
 
 def all_gather(tensor_list: list, tensor, group: ProcessGroup | None = None,
                async_op: bool = False):  # fmt: skip
-    """Fill ``tensor_list[i]`` with ``tensor`` of group rank ``i``, on every rank."""
+    """Fill ``tensor_list[i]`` with ``tensor`` of group rank ``i``, on every rank.
+
+    ``tensor``: any shape ``S``; ``tensor_list``: ``world_size`` tensors, each of shape ``S`` and
+    ``tensor``'s dtype, overwritten in place."""
     array = _array_of(tensor, "all_gather")
     group, seq = _begin(group, "all_gather", array)
     targets = _matching_list(tensor_list, array, group.size, "all_gather", "tensor_list")
@@ -211,7 +217,10 @@ def all_gather_into_tensor(output, input, group: ProcessGroup | None = None,
 def reduce_scatter(output, input_list: list, op: str = "sum", group: ProcessGroup | None = None,
                    async_op: bool = False):  # fmt: skip
     """Reduce ``input_list[i]`` over the ranks with ``op`` and leave the result in ``output`` of
-    group rank ``i``."""
+    group rank ``i``.
+
+    ``output``: any shape ``S``, overwritten in place; ``input_list``: ``world_size`` tensors, each
+    of shape ``S`` and ``output``'s dtype."""
     out = _array_of(output, "reduce_scatter", "output")
     group, seq = _begin(group, "reduce_scatter", out)
     inputs = _matching_list(input_list, out, group.size, "reduce_scatter", "input_list")
@@ -222,7 +231,10 @@ def reduce_scatter(output, input_list: list, op: str = "sum", group: ProcessGrou
 def reduce_scatter_tensor(output, input, op: str = "sum", group: ProcessGroup | None = None,
                           async_op: bool = False):  # fmt: skip
     """``output`` on group rank ``i`` is the ``op`` over the ranks of block ``i`` of ``input``
-    (``input`` holds ``world_size`` blocks shaped like ``output``, one after another)."""
+    (``input`` holds ``world_size`` blocks shaped like ``output``, one after another).
+
+    For ``output`` (N, *), ``input`` holds ``world_size * output.numel()`` elements, e.g.
+    (world_size * N, *) or (world_size, N, *); ``output`` is overwritten in place."""
     out = _array_of(output, "reduce_scatter", "output")
     array = _array_of(input, "reduce_scatter", "input")
     group, seq = _begin(group, "reduce_scatter", array)
@@ -249,7 +261,10 @@ def _reduce_scatter(group, seq, output, out, send, op, async_op):
 def gather(tensor, gather_list: list | None = None, dst: int = 0,
            group: ProcessGroup | None = None, async_op: bool = False):  # fmt: skip
     """On world rank ``dst``, fill ``gather_list[i]`` with ``tensor`` of group rank ``i``; the
-    other ranks pass no list."""
+    other ranks pass no list.
+
+    ``tensor``: any shape ``S``, the same on every rank; ``gather_list`` (on ``dst`` only):
+    ``world_size`` tensors, each of shape ``S`` and ``tensor``'s dtype, overwritten in place."""
     array = _array_of(tensor, "gather")
     group, seq = _begin(group, "gather", array)
     root = group.group_rank(dst, "gather", "dst")
@@ -272,7 +287,10 @@ def gather(tensor, gather_list: list | None = None, dst: int = 0,
 
 def scatter(tensor, scatter_list: list | None = None, src: int = 0,
             group: ProcessGroup | None = None, async_op: bool = False):  # fmt: skip
-    """Copy ``scatter_list[i]`` of world rank ``src`` into ``tensor`` of group rank ``i``."""
+    """Copy ``scatter_list[i]`` of world rank ``src`` into ``tensor`` of group rank ``i``.
+
+    ``tensor``: any shape ``S``, the same on every rank, overwritten in place; ``scatter_list``
+    (on ``src`` only): ``world_size`` tensors, each of shape ``S`` and ``tensor``'s dtype."""
     array = _array_of(tensor, "scatter")
     group, seq = _begin(group, "scatter", array)
     root = group.group_rank(src, "scatter", "src")
@@ -292,7 +310,9 @@ def scatter(tensor, scatter_list: list | None = None, src: int = 0,
 
 def send(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0,
          async_op: bool = False):  # fmt: skip
-    """Send ``tensor`` to world rank ``dst`` (which calls ``recv`` with ``src`` this rank)."""
+    """Send ``tensor`` to world rank ``dst`` (which calls ``recv`` with ``src`` this rank).
+
+    ``tensor``: any shape; the receiver's tensor must have the same shape and dtype."""
     array = _array_of(tensor, "send")
     group, seq = _begin(group, "send", array, check=False)
     peer = group.group_rank(dst, "send", "dst")
@@ -304,7 +324,9 @@ def send(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0,
 
 def recv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0,
          async_op: bool = False):  # fmt: skip
-    """Receive into ``tensor``, in place, what world rank ``src`` sends with ``send``."""
+    """Receive into ``tensor``, in place, what world rank ``src`` sends with ``send``.
+
+    ``tensor``: any shape, the shape and dtype of the sent tensor; overwritten in place."""
     array = _array_of(tensor, "recv")
     group, seq = _begin(group, "recv", array, check=False)
     peer = group.group_rank(src, "recv", "src")
@@ -320,10 +342,13 @@ def recv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0,
 
 
 def isend(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
+    """``send`` without blocking: returns a ``Work``. ``tensor``: any shape, as for ``send``."""
     return send(tensor, dst, group, tag, async_op=True)
 
 
 def irecv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
+    """``recv`` without blocking: returns a ``Work``; ``tensor`` (any shape, the sent tensor's)
+    is written in place by ``wait()``."""
     return recv(tensor, src, group, tag, async_op=True)
 
 

@@ -21,7 +21,9 @@ from .group import ProcessGroup, default_group
 
 
 def broadcast_parameters(model, src: int = 0, group: ProcessGroup | None = None) -> None:
-    """Copy every parameter and buffer of ``model`` on world rank ``src`` to all ranks, in place."""
+    """Copy every parameter and buffer of ``model`` on world rank ``src`` to all ranks, in place.
+
+    Each tensor keeps its shape, which must be the same on every rank (the same model)."""
     tensors = [p for p in model.parameters()]
     if hasattr(model, "buffers"):
         tensors += [b for b in model.buffers() if isinstance(b, Tensor)]
@@ -49,7 +51,10 @@ class GradientReducer:
     ``bucket_bytes``. Post-accumulate gradient hooks copy each gradient into its bucket as
     backward finishes it; a full bucket's all-reduce starts at once, overlapping the rest of
     backward. ``wait()`` completes every bucket (a parameter without a gradient counts as zeros)
-    and writes the results into each ``.grad``. ``remove()`` unregisters the hooks."""
+    and writes the results into each ``.grad``. ``remove()`` unregisters the hooks.
+
+    Each gradient (shaped like its parameter) travels flattened to ``(p.numel(),)`` in a 1-D
+    bucket of one dtype, and comes back reshaped to the parameter's shape."""
 
     def __init__(self, model, bucket_bytes: int = 25 << 20, op: str = "mean",
                  group: ProcessGroup | None = None) -> None:  # fmt: skip
@@ -131,5 +136,5 @@ def all_reduce_gradients(model, bucket_bytes: int = 25 << 20, op: str = "mean",
                          group: ProcessGroup | None = None) -> GradientReducer:  # fmt: skip
     """Start reducing ``model``'s gradients over the ranks from the next backward on, in buckets
     of about ``bucket_bytes``; call ``.wait()`` on the result after each backward, before the
-    optimizer step. See ``GradientReducer``."""
+    optimizer step. See ``GradientReducer``: every ``.grad`` keeps its parameter's shape."""
     return GradientReducer(model, bucket_bytes, op, group)

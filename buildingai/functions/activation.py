@@ -22,12 +22,13 @@ def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
-    """1.0507 * elu(x, 1.6733): the self-normalising constants of PyTorch and ONNX."""
+    """1.0507 * elu(x, 1.6733): the self-normalising constants of PyTorch and ONNX.
+    x: any shape (*) -> the same shape."""
     return apply(ops.SELU, x)
 
 
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
+    """x where x > 0, else alpha * (exp(x / alpha) - 1). x: any shape (*) -> the same shape."""
     if alpha == 0:
         raise BuildingAIError(
             "[celu] alpha must not be 0 (celu divides x by alpha)", help="pass alpha != 0"
@@ -38,7 +39,8 @@ def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def hardtanh(
     x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
 ) -> Tensor:
-    """x limited to [min_val, max_val]; zero gradient on and beyond the bounds."""
+    """x limited to [min_val, max_val]; zero gradient on and beyond the bounds.
+    x: any shape (*) -> the same shape."""
     if min_val > max_val:
         raise BuildingAIError(
             f"[hardtanh] min_val {min_val} is greater than max_val {max_val}",
@@ -48,42 +50,42 @@ def hardtanh(
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6): hardtanh(x, 0, 6), as in PyTorch."""
+    """min(max(x, 0), 6): hardtanh(x, 0, 6), as in PyTorch. x: any shape (*) -> the same shape."""
     return hardtanh(x, 0.0, 6.0)
 
 
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x + 3, 0), 6) / 6."""
+    """min(max(x + 3, 0), 6) / 6. x: any shape (*) -> the same shape."""
     return apply(ops.HARDSIGMOID, x)
 
 
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
-    """x * min(max(x + 3, 0), 6) / 6."""
+    """x * min(max(x + 3, 0), 6) / 6. x: any shape (*) -> the same shape."""
     return apply(ops.HARDSWISH, x)
 
 
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
-    """x * tanh(softplus(x))."""
+    """x * tanh(softplus(x)). x: any shape (*) -> the same shape."""
     return apply(ops.MISH, x)
 
 
 def softsign(x: Tensor) -> Tensor:
-    """x / (1 + |x|)."""
+    """x / (1 + |x|). x: any shape (*) -> the same shape."""
     return apply(ops.SOFTSIGN, x)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
-    """log(sigmoid(x)), computed stably (finite for any x)."""
+    """log(sigmoid(x)), computed stably (finite for any x). x: any shape (*) -> the same shape."""
     return apply(ops.LOGSIGMOID, x)
 
 
 def tanhshrink(x: Tensor) -> Tensor:
-    """x - tanh(x)."""
+    """x - tanh(x). x: any shape (*) -> the same shape."""
     return x - tanh(x)
 
 
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """value where x <= threshold, else x (NaN stays NaN)."""
+    """value where x <= threshold, else x (NaN stays NaN). x: any shape (*) -> the same shape."""
     return apply(ops.THRESHOLD, x, threshold=threshold, value=value)
 
 

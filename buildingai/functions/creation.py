@@ -25,7 +25,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """A new leaf tensor holding a copy of ``data`` (a number, nested lists, an array or a Tensor).
 
     Python floats become float32 (the default float dtype), ints int64, bools bool; arrays keep
-    their dtype unless ``dtype`` is given.
+    their dtype unless ``dtype`` is given. The shape is the data's: a number gives a 0-d
+    tensor ``()``, a list of N numbers ``(N,)``, nested lists ``(N, M, ...)``.
     """
     if isinstance(data, Tensor):
         array = data.data.copy()
@@ -52,7 +53,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like ``tensor``, but shares memory with a backend array when no conversion is needed."""
+    """Like ``tensor``, but shares memory with a backend array when no conversion is needed.
+
+    The result has the shape of ``data``.
+    """
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     if _device.is_array(data) and device is None and (dtype is None or data.dtype == dtype):
@@ -61,7 +65,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing memory with a NumPy array."""
+    """A tensor sharing memory with a NumPy array, of the same shape and dtype."""
     return Tensor(array)
 
 
@@ -159,7 +163,7 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Ones shaped like ``x`` (same dtype and device unless given)."""
+    """Ones with the shape of ``x`` (same dtype and device unless given)."""
     return ones(
         x.shape,
         dtype=x.dtype if dtype is None else dtype,
@@ -169,7 +173,7 @@ def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uninitialised memory shaped like ``x``."""
+    """Uninitialised memory with the shape of ``x`` (same dtype and device unless given)."""
     return empty(
         x.shape,
         dtype=x.dtype if dtype is None else dtype,
@@ -179,7 +183,7 @@ def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``fill_value`` everywhere, shaped like ``x``."""
+    """``fill_value`` everywhere, with the shape of ``x`` (same dtype and device unless given)."""
     return full(
         x.shape,
         fill_value,
@@ -246,7 +250,8 @@ def _random(draw, shape, dtype, device, generator, requires_grad):
 
 
 def rand(*shape, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
-    """Uniform samples in [0, 1)."""
+    """Uniform samples in [0, 1) of the given shape (``rand(2, 3)`` or ``rand((2, 3))``);
+    float32 unless ``dtype`` is given."""
     return _random(
         lambda g, s, d: g.random(s, dtype=np.float64).astype(d, copy=False),
         shape,
@@ -258,7 +263,8 @@ def rand(*shape, dtype=None, device=None, generator=None, requires_grad=False) -
 
 
 def randn(*shape, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
-    """Standard normal samples."""
+    """Standard normal samples of the given shape (``randn(2, 3)`` or ``randn((2, 3))``);
+    float32 unless ``dtype`` is given."""
     return _random(
         lambda g, s, d: g.standard_normal(s, dtype=np.float64).astype(d, copy=False),
         shape,
@@ -270,7 +276,11 @@ def randn(*shape, dtype=None, device=None, generator=None, requires_grad=False) 
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None) -> Tensor:
-    """Integers uniform in [low, high) (or [0, low) when high is omitted); int64 by default."""
+    """Integers uniform in [low, high) (or [0, low) when high is omitted); int64 by default.
+
+    ``size`` is the output shape: an int ``n`` gives ``(n,)``, a tuple that shape, the default
+    ``()`` a 0-d tensor.
+    """
     if high is None or not isinstance(high, (int, np.integer)):
         # randint(high), randint(high, size) (PyTorch) and randint(low, high, size)
         if high is not None:
@@ -284,7 +294,7 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None) ->
 
 
 def astype(x: Tensor, dtype, copy: bool = False) -> Tensor:
-    """``x`` converted to ``dtype`` (differentiable between floating dtypes)."""
+    """``x`` converted to ``dtype`` (differentiable between floating dtypes); same shape."""
     dtype = as_dtype(dtype)
     if x.dtype == dtype and not copy:
         return x
@@ -292,7 +302,7 @@ def astype(x: Tensor, dtype, copy: bool = False) -> Tensor:
 
 
 def to_device(x: Tensor, device) -> Tensor:
-    """``x`` copied to ``device`` (differentiable: the gradient travels back)."""
+    """``x`` copied to ``device`` (differentiable: the gradient travels back); same shape."""
     device = _device.Device(device)
     if x.device == device:
         return x

@@ -11,6 +11,7 @@ from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
 from ..ops import activation, special
 from ..ops import elementwise as ops
+from .creation import as_tensor
 from .memory_format import MemoryFormat, check_memory_format, preserve_format
 from .rounding import rounded_division
 
@@ -20,41 +21,42 @@ TensorLike = Tensor | float | int | bool
 
 
 def add(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
-    """a + alpha * b, broadcast (``alpha`` as in ``torch.add``)."""
+    """a + alpha * b (``alpha`` as in ``torch.add``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
         b = apply_binary(ops.MUL, b, alpha)
     return apply_binary(ops.ADD, a, b)
 
 
 def sub(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
-    """a - alpha * b, broadcast (``alpha`` as in ``torch.sub``)."""
+    """a - alpha * b (``alpha`` as in ``torch.sub``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
         b = apply_binary(ops.MUL, b, alpha)
     return apply_binary(ops.SUB, a, b)
 
 
 def mul(a: TensorLike, b: TensorLike) -> Tensor:
-    """a * b, broadcast."""
+    """a * b. a, b: broadcastable -> the broadcast shape."""
     return apply_binary(ops.MUL, a, b)
 
 
 def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
-    """a / b, broadcast. ``rounding_mode`` as in ``torch.div``: None is true division
-    (integers give the default float dtype); ``"floor"`` rounds down (``floor_divide``) and
-    ``"trunc"`` towards zero, both keeping an integer dtype. A rounded quotient has a zero
-    gradient for floats ("trunc") or none ("floor", as ``floor_divide``)."""
+    """a / b. a, b: broadcastable -> the broadcast shape. ``rounding_mode`` as in ``torch.div``:
+    None is true division (integers give the default float dtype); ``"floor"`` rounds down
+    (``floor_divide``) and ``"trunc"`` towards zero, both keeping an integer dtype. A rounded
+    quotient has a zero gradient for floats ("trunc") or none ("floor", as ``floor_divide``)."""
     if rounding_mode is None:
         return apply_binary(ops.DIV, a, b)
     return rounded_division(a, b, rounding_mode)
 
 
 def neg(x: TensorLike) -> Tensor:
-    """-x."""
-    return apply(ops.NEG, x)
+    """-x. x: any shape (*) -> the same shape."""
+    return apply(ops.NEG, _operand(x))
 
 
 def pow(base: TensorLike, exponent: TensorLike) -> Tensor:  # noqa: A001 - PyTorch's name
-    """base ** exponent, broadcast; either may be a Python scalar.
+    """base ** exponent; either may be a Python scalar. base, exponent: broadcastable -> the
+    broadcast shape.
 
     The gradient with respect to the exponent (base^exponent * log(base)) is computed only when
     the exponent is a tensor that requires grad.
@@ -63,35 +65,41 @@ def pow(base: TensorLike, exponent: TensorLike) -> Tensor:  # noqa: A001 - PyTor
 
 
 def floor_divide(a: TensorLike, b: TensorLike) -> Tensor:
-    """floor(a / b), broadcast (Python's ``//``: -7 // 2 == -4). No gradient, as in PyTorch."""
+    """floor(a / b) (Python's ``//``: -7 // 2 == -4). No gradient, as in PyTorch.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.FLOOR_DIVIDE, a, b)
 
 
 def remainder(a: TensorLike, b: TensorLike) -> Tensor:
-    """a - floor(a / b) * b, broadcast (Python's ``%``: the result takes the divisor's sign)."""
+    """a - floor(a / b) * b (Python's ``%``: the result takes the divisor's sign).
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.REMAINDER, a, b)
 
 
 def maximum(a: TensorLike, b: TensorLike) -> Tensor:
-    """Element-wise maximum, broadcast; NaN propagates. Ties split the gradient in halves."""
+    """Element-wise maximum; NaN propagates. Ties split the gradient in halves.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.MAXIMUM, a, b)
 
 
 def minimum(a: TensorLike, b: TensorLike) -> Tensor:
-    """Element-wise minimum, broadcast; NaN propagates. Ties split the gradient in halves."""
+    """Element-wise minimum; NaN propagates. Ties split the gradient in halves.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.MINIMUM, a, b)
 
 
 def clamp(x: TensorLike, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:  # noqa: A002
     """Limit x to [min, max]; each bound is None, a scalar or a tensor broadcast against x.
 
-    Where min > max the result is max (PyTorch). At a boundary the gradient goes to x.
+    x and any tensor bounds broadcast together -> the broadcast shape (x's shape when the
+    bounds are scalars). Where min > max the result is max (PyTorch). At a boundary the
+    gradient goes to x.
     """
     if min is None and max is None:
         raise BuildingAIError(
             "[clamp] needs at least one of min and max", help="pass min=..., max=... or both"
         )
-    return apply(ops.CLAMP, x, min, max)
+    return apply(ops.CLAMP, _operand(x), min, max)
 
 
 clip = clamp
@@ -100,147 +108,163 @@ clip = clamp
 
 
 def exp(x: TensorLike) -> Tensor:
-    """e ** x."""
-    return apply(ops.EXP, x)
+    """e ** x. x: any shape (*) -> the same shape."""
+    return apply(ops.EXP, _operand(x))
 
 
 def expm1(x: TensorLike) -> Tensor:
-    """exp(x) - 1, accurate for |x| near 0."""
-    return apply(ops.EXPM1, x)
+    """exp(x) - 1, accurate for |x| near 0. x: any shape (*) -> the same shape."""
+    return apply(ops.EXPM1, _operand(x))
 
 
 def log(x: TensorLike) -> Tensor:
-    """Natural logarithm."""
-    return apply(ops.LOG, x)
+    """Natural logarithm. x: any shape (*) -> the same shape."""
+    return apply(ops.LOG, _operand(x))
 
 
 def log1p(x: TensorLike) -> Tensor:
-    """log(1 + x), accurate for |x| near 0."""
-    return apply(ops.LOG1P, x)
+    """log(1 + x), accurate for |x| near 0. x: any shape (*) -> the same shape."""
+    return apply(ops.LOG1P, _operand(x))
 
 
 def sqrt(x: TensorLike) -> Tensor:
-    """Square root (NaN for negative inputs)."""
-    return apply(ops.SQRT, x)
+    """Square root (NaN for negative inputs). x: any shape (*) -> the same shape."""
+    return apply(ops.SQRT, _operand(x))
 
 
 def rsqrt(x: TensorLike) -> Tensor:
-    """1 / sqrt(x)."""
-    return apply(ops.RSQRT, x)
+    """1 / sqrt(x). x: any shape (*) -> the same shape."""
+    return apply(ops.RSQRT, _operand(x))
 
 
 def reciprocal(x: TensorLike) -> Tensor:
-    """1 / x (integers give the default float dtype)."""
-    return apply(ops.RECIPROCAL, x)
+    """1 / x (integers give the default float dtype). x: any shape (*) -> the same shape."""
+    return apply(ops.RECIPROCAL, _operand(x))
 
 
 def square(x: TensorLike) -> Tensor:
-    """x * x."""
-    return apply(ops.SQUARE, x)
+    """x * x. x: any shape (*) -> the same shape."""
+    return apply(ops.SQUARE, _operand(x))
 
 
 def abs(x: TensorLike) -> Tensor:  # noqa: A001 - PyTorch's name
-    """|x|; the gradient is sign(x) (0 at 0)."""
-    return apply(ops.ABS, x)
+    """|x|; the gradient is sign(x) (0 at 0). x: any shape (*) -> the same shape."""
+    return apply(ops.ABS, _operand(x))
 
 
 def sin(x: TensorLike) -> Tensor:
-    return apply(ops.SIN, x)
+    """Sine (x in radians). x: any shape (*) -> the same shape."""
+    return apply(ops.SIN, _operand(x))
 
 
 def cos(x: TensorLike) -> Tensor:
-    return apply(ops.COS, x)
+    """Cosine (x in radians). x: any shape (*) -> the same shape."""
+    return apply(ops.COS, _operand(x))
 
 
 def tanh(x: TensorLike) -> Tensor:
-    return apply(ops.TANH, x)
+    """Hyperbolic tangent. x: any shape (*) -> the same shape."""
+    return apply(ops.TANH, _operand(x))
 
 
 def erf(x: TensorLike) -> Tensor:
-    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
-    return apply(special.ERF, x)
+    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt.
+    x: any shape (*) -> the same shape."""
+    return apply(special.ERF, _operand(x))
 
 
 # ----- activations -----------------------------------------------------------------------------
 
 
 def sigmoid(x: TensorLike) -> Tensor:
-    """1 / (1 + exp(-x)), finite and accurate for any x."""
-    return apply(special.SIGMOID, x)
+    """1 / (1 + exp(-x)), finite and accurate for any x. x: any shape (*) -> the same shape."""
+    return apply(special.SIGMOID, _operand(x))
 
 
 def relu(x: TensorLike) -> Tensor:
-    """max(x, 0); the gradient at 0 is 0."""
-    return apply(activation.RELU, x)
+    """max(x, 0); the gradient at 0 is 0. x: any shape (*) -> the same shape."""
+    return apply(activation.RELU, _operand(x))
 
 
 def leaky_relu(x: TensorLike, negative_slope: float = 0.01) -> Tensor:
-    """x for x > 0, negative_slope * x otherwise."""
-    return apply(activation.LEAKY_RELU, x, negative_slope=negative_slope)
+    """x for x > 0, negative_slope * x otherwise. x: any shape (*) -> the same shape."""
+    return apply(activation.LEAKY_RELU, _operand(x), negative_slope=negative_slope)
 
 
 def gelu(x: TensorLike, approximate: str = "none") -> Tensor:
     """x * Phi(x) with Phi the standard normal CDF (``approximate="none"``, through erf), or
-    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) with ``approximate="tanh"``."""
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) with ``approximate="tanh"``.
+    x: any shape (*) -> the same shape."""
     if approximate not in ("none", "tanh"):
         raise BuildingAIError(
             f"[gelu] approximate must be 'none' or 'tanh', got {approximate!r}",
             help="use gelu(x) for the exact form or gelu(x, approximate='tanh')",
         )
-    return apply(special.GELU, x, approximate=approximate)
+    return apply(special.GELU, _operand(x), approximate=approximate)
 
 
 def silu(x: TensorLike) -> Tensor:
-    """x * sigmoid(x) (also called swish)."""
-    return apply(special.SILU, x)
+    """x * sigmoid(x) (also called swish). x: any shape (*) -> the same shape."""
+    return apply(special.SILU, _operand(x))
 
 
 def softplus(x: TensorLike, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as in PyTorch).
-    Finite for any x."""
-    return apply(special.SOFTPLUS, x, beta=beta, threshold=threshold)
+    Finite for any x. x: any shape (*) -> the same shape."""
+    return apply(special.SOFTPLUS, _operand(x), beta=beta, threshold=threshold)
 
 
 # ----- piecewise-constant functions (zero gradient) --------------------------------------------
 
 
 def sign(x: TensorLike) -> Tensor:
-    """-1, 0 or 1 (0 for NaN, as in PyTorch); zero gradient."""
-    return apply(ops.SIGN, x)
+    """-1, 0 or 1 (0 for NaN, as in PyTorch); zero gradient. x: any shape (*) -> the same shape."""
+    return apply(ops.SIGN, _operand(x))
 
 
 def floor(x: TensorLike) -> Tensor:
-    """Round down; zero gradient. Integer tensors are returned as a copy."""
-    return apply(ops.FLOOR, x)
+    """Round down; zero gradient. Integer tensors are returned as a copy.
+    x: any shape (*) -> the same shape."""
+    return apply(ops.FLOOR, _operand(x))
 
 
 def ceil(x: TensorLike) -> Tensor:
-    """Round up; zero gradient. Integer tensors are returned as a copy."""
-    return apply(ops.CEIL, x)
+    """Round up; zero gradient. Integer tensors are returned as a copy.
+    x: any shape (*) -> the same shape."""
+    return apply(ops.CEIL, _operand(x))
 
 
 def round(x: TensorLike, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
-    """Round half to even, to ``decimals`` decimal places; zero gradient."""
-    return apply(ops.ROUND, x, decimals=int(decimals))
+    """Round half to even, to ``decimals`` decimal places; zero gradient.
+    x: any shape (*) -> the same shape."""
+    return apply(ops.ROUND, _operand(x), decimals=int(decimals))
 
 
 def clone(x: Tensor, *, memory_format: MemoryFormat = preserve_format) -> Tensor:
     """A copy with its own memory, still in the graph (the gradient passes through).
+    x: any shape (*) -> the same shape.
 
     ``memory_format`` takes PyTorch's values; every one gives the same row-major copy here
     (``buildingai.functions.memory_format`` says why ``channels_last`` changes nothing).
     """
     if memory_format is not preserve_format:
         check_memory_format("clone", memory_format, x.ndim, allow_preserve=True)
-    return apply(ops.CLONE, x)
+    return apply(ops.CLONE, _operand(x))
 
 
 # ----- selection and comparison --------------------------------------------------------------
 
 
 def where(condition: TensorLike, a: TensorLike, b: TensorLike) -> Tensor:
-    """Elements of ``a`` where ``condition`` holds, else of ``b`` (all three broadcast)."""
+    """Elements of ``a`` where ``condition`` holds, else of ``b``. condition, a, b:
+    broadcastable -> the broadcast shape of all three."""
     return apply(ops.WHERE, condition, a, b)
+
+
+def _operand(x):
+    """A one-input function's input as a Tensor: a Python number becomes a 0-d tensor of the
+    default dtype for its kind (float32, int64, bool), as ``buildingai.tensor`` makes it."""
+    return x if isinstance(x, Tensor) else as_tensor(x)
 
 
 def _tensor_where(self, condition, other):
@@ -249,82 +273,98 @@ def _tensor_where(self, condition, other):
 
 
 def eq(a: TensorLike, b: TensorLike) -> Tensor:
+    """a == b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.EQ, a, b)
 
 
 def ne(a: TensorLike, b: TensorLike) -> Tensor:
+    """a != b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.NE, a, b)
 
 
 def lt(a: TensorLike, b: TensorLike) -> Tensor:
+    """a < b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.LT, a, b)
 
 
 def le(a: TensorLike, b: TensorLike) -> Tensor:
+    """a <= b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.LE, a, b)
 
 
 def gt(a: TensorLike, b: TensorLike) -> Tensor:
+    """a > b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.GT, a, b)
 
 
 def ge(a: TensorLike, b: TensorLike) -> Tensor:
+    """a >= b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
     return apply(ops.GE, a, b)
 
 
 def isnan(x: TensorLike) -> Tensor:
-    """True where x is NaN (boolean, no gradient)."""
-    return apply(ops.ISNAN, x)
+    """True where x is NaN (boolean, no gradient). x: any shape (*) -> the same shape."""
+    return apply(ops.ISNAN, _operand(x))
 
 
 def isinf(x: TensorLike) -> Tensor:
-    """True where x is +inf or -inf (boolean, no gradient)."""
-    return apply(ops.ISINF, x)
+    """True where x is +inf or -inf (boolean, no gradient). x: any shape (*) -> the same shape."""
+    return apply(ops.ISINF, _operand(x))
 
 
 def isfinite(x: TensorLike) -> Tensor:
-    """True where x is neither NaN nor infinite (boolean, no gradient)."""
-    return apply(ops.ISFINITE, x)
+    """True where x is neither NaN nor infinite (boolean, no gradient).
+    x: any shape (*) -> the same shape."""
+    return apply(ops.ISFINITE, _operand(x))
 
 
 # ----- logic ------------------------------------------------------------------------------------
 
 
 def logical_and(a: TensorLike, b: TensorLike) -> Tensor:
-    """Truth of a and b (nonzero is true), any dtype; boolean result."""
+    """Truth of a and b (nonzero is true), any dtype; boolean result.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.LOGICAL_AND, a, b)
 
 
 def logical_or(a: TensorLike, b: TensorLike) -> Tensor:
+    """Truth of a or b (nonzero is true), any dtype; boolean result.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.LOGICAL_OR, a, b)
 
 
 def logical_xor(a: TensorLike, b: TensorLike) -> Tensor:
+    """Truth of exactly one of a and b (nonzero is true), any dtype; boolean result.
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.LOGICAL_XOR, a, b)
 
 
 def logical_not(x: TensorLike) -> Tensor:
-    return apply(ops.LOGICAL_NOT, x)
+    """Truth of not x (zero is true), any dtype; boolean result.
+    x: any shape (*) -> the same shape."""
+    return apply(ops.LOGICAL_NOT, _operand(x))
 
 
 def bitwise_and(a: TensorLike, b: TensorLike) -> Tensor:
-    """``a & b`` for integer or boolean tensors (logical and on booleans)."""
+    """``a & b`` for integer or boolean tensors (logical and on booleans).
+    a, b: broadcastable -> the broadcast shape."""
     return apply(ops.BITWISE_AND, a, b)
 
 
 def bitwise_or(a: TensorLike, b: TensorLike) -> Tensor:
-    """``a | b`` for integer or boolean tensors."""
+    """``a | b`` for integer or boolean tensors. a, b: broadcastable -> the broadcast shape."""
     return apply(ops.BITWISE_OR, a, b)
 
 
 def bitwise_xor(a: TensorLike, b: TensorLike) -> Tensor:
-    """``a ^ b`` for integer or boolean tensors."""
+    """``a ^ b`` for integer or boolean tensors. a, b: broadcastable -> the broadcast shape."""
     return apply(ops.BITWISE_XOR, a, b)
 
 
 def bitwise_not(x: TensorLike) -> Tensor:
-    """``~x`` for integer or boolean tensors (logical not on booleans)."""
-    return apply(ops.BITWISE_NOT, x)
+    """``~x`` for integer or boolean tensors (logical not on booleans).
+    x: any shape (*) -> the same shape."""
+    return apply(ops.BITWISE_NOT, _operand(x))
 
 
 subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg

@@ -112,6 +112,9 @@ def getitem(x: Tensor, index) -> Tensor:
     too), None (a new axis), '...', integer arrays/lists/tensors (several are broadcast
     together and paired element by element) and boolean masks. A basic index (no arrays) gives
     a view sharing memory and version counter with ``x``; an advanced one gives a copy.
+    The result has NumPy's shape for that index: ``(N, C)`` with ``x[:, 0]`` -> ``(N,)``,
+    with ``x[:, None]`` -> ``(N, 1, C)``, with a boolean mask of x's shape -> ``(K,)``, K the
+    number of True entries.
     """
     index, advanced = _normalize_index(index)
     return apply(ops.INDEX if advanced else ops.GETITEM, x, index=index)
@@ -125,7 +128,8 @@ def zeros_index_add(values: Tensor, shape, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
-    """``x[index] = value``: write ``value`` (a number, array or tensor, broadcast) in place.
+    """``x[index] = value``: write ``value`` (a number, array or tensor, broadcast to the shape
+    of ``x[index]``) in place; returns None and ``x`` keeps its shape.
 
     Writing is not recorded in the graph, so it is refused on a tensor that requires grad while
     gradients are recorded. The write bumps ``x``'s version counter (shared with its views), so
@@ -279,7 +283,12 @@ def gather(x: Tensor, dim: int, index) -> Tensor:
 def take_along_axis(x: Tensor, indices, axis: int | None = -1, *, dim: int | None = None):
     """NumPy's take_along_axis: gather along ``axis``, with ``indices`` broadcast against ``x``
     on the other axes (negative indices count from the end). ``axis=None`` reads from the
-    flattened ``x`` with 1-D ``indices``."""
+    flattened ``x`` with 1-D ``indices``.
+
+    x (..., N, ...), indices (..., K, ...) with as many dimensions -> (..., K, ...): the size
+    along ``axis`` is the indices', the others are broadcast; ``axis=None``: indices (K,) ->
+    (K,).
+    """
     axis = pick("axis", axis if dim is None else None, "dim", dim)
     array = _index_array(indices, "take_along_axis")
     if axis is None:
@@ -366,6 +375,8 @@ def masked_fill(x: Tensor, mask, value) -> Tensor:
 
     ``value`` is a number (cast to ``x``'s dtype, as in PyTorch) or a tensor; a tensor value
     that requires grad receives the sum of the gradient over the filled positions.
+    x: (...) -> the same shape (the broadcast shape of ``x`` and ``mask`` when ``mask`` has
+    more or larger dimensions).
     """
     mask_array = mask.data if isinstance(mask, Tensor) else mask
     if not hasattr(mask_array, "shape"):

@@ -64,6 +64,7 @@ def sum_to(x, *shape):
 def mean(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
     """Arithmetic mean over ``axis``; nan for an empty reduction (as NumPy and PyTorch).
 
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
     Integer inputs give float64, as in NumPy. ``dtype``: x is converted to it first.
     """
     x = _converted(x, dtype)
@@ -123,7 +124,10 @@ def std(
     dim=None,
     keepdim=None,
 ):
-    """Standard deviation over ``axis``: the square root of ``var`` (same arguments)."""
+    """Standard deviation over ``axis``: the square root of ``var`` (same arguments).
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     attrs = _spread_args("std", x, axis, unbiased, keepdims, correction, ddof, dim, keepdim)
     return apply(ops.STD, x, **attrs)
 
@@ -204,12 +208,18 @@ def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None, other=None):  # 
 
 
 def amax(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
-    """Same as ``max``: values only, gradient split evenly among ties."""
+    """Same as ``max``: values only, gradient split evenly among ties.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     return _extremum(ops.MAX, "amax", x, axis, keepdims, dim, keepdim)
 
 
 def amin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
-    """Same as ``min``: values only, gradient split evenly among ties."""
+    """Same as ``min``: values only, gradient split evenly among ties.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     return _extremum(ops.MIN, "amin", x, axis, keepdims, dim, keepdim)
 
 
@@ -230,18 +240,29 @@ def _arg_extremum(op, x, axis, keepdims, dim, keepdim):
 
 def argmax(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     """int64 index of the largest value along ``axis`` (the first one on ties); with
-    ``axis=None`` the index into the flattened tensor. No gradient."""
+    ``axis=None`` the index into the flattened tensor. No gradient.
+
+    x: (...) -> the shape of x without ``axis`` (kept as size 1 with ``keepdims``); with
+    ``axis=None`` a 0-d tensor (all dimensions size 1 with ``keepdims``).
+    """
     return _arg_extremum(ops.ARGMAX, x, axis, keepdims, dim, keepdim)
 
 
 def argmin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
-    """int64 index of the smallest value along ``axis``; see ``argmax``."""
+    """int64 index of the smallest value along ``axis``; see ``argmax``.
+
+    x: (...) -> the shape of x without ``axis`` (kept as size 1 with ``keepdims``); with
+    ``axis=None`` a 0-d tensor (all dimensions size 1 with ``keepdims``).
+    """
     return _arg_extremum(ops.ARGMIN, x, axis, keepdims, dim, keepdim)
 
 
 def prod(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
     """Product over ``axis``; 1 when empty. Gradients (first and second) are exact even when
-    ``x`` holds zeros. ``dtype``: x is converted to it first."""
+    ``x`` holds zeros. ``dtype``: x is converted to it first.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     x = _converted(x, dtype)
     axes = _axes(x, axis, dim, "prod")
     return apply(ops.PROD, x, axes=axes, keepdims=_keep(keepdims, keepdim))
@@ -249,7 +270,10 @@ def prod(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
 
 def logsumexp(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     """``log(sum(exp(x)))`` over ``axis``, computed stably (shifted by the maximum); -inf when
-    empty. Its gradient is the softmax of ``x`` over the same axes."""
+    empty. Its gradient is the softmax of ``x`` over the same axes.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     axes = _axes(x, axis, dim, "logsumexp")
     return apply(ops.LOGSUMEXP, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
@@ -277,6 +301,8 @@ def cumsum(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = F
 
     ``exclusive=True`` leaves out each element itself (the first output is 0), ``reverse=True``
     accumulates from the end (both as ONNX's CumSum). The gradient is the reversed cumsum.
+
+    x: (...) -> the same shape; with ``axis=None`` the flattened (x.numel(),).
     """
     x = _converted(x, dtype)
     return _scan(ops.CUMSUM, x, axis, dim, exclusive, reverse)
@@ -284,25 +310,37 @@ def cumsum(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = F
 
 def cumprod(x, axis=None, *, dim=None, exclusive: bool = False, reverse: bool = False, dtype=None):
     """Cumulative product along ``axis``, with ``exclusive``/``reverse``/``dtype`` as in
-    ``cumsum``. The gradient is exact for inputs with zeros."""
+    ``cumsum``. The gradient is exact for inputs with zeros.
+
+    x: (...) -> the same shape; with ``axis=None`` the flattened (x.numel(),).
+    """
     x = _converted(x, dtype)
     return _scan(ops.CUMPROD, x, axis, dim, exclusive, reverse)
 
 
 def all(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
-    """Whether every element over ``axis`` is non-zero (bool; True when empty)."""
+    """Whether every element over ``axis`` is non-zero (bool; True when empty).
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     axes = _axes(x, axis, dim, "all")
     return apply(ops.ALL, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
 def any(x, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A001 - NumPy's name
-    """Whether some element over ``axis`` is non-zero (bool; False when empty)."""
+    """Whether some element over ``axis`` is non-zero (bool; False when empty).
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     axes = _axes(x, axis, dim, "any")
     return apply(ops.ANY, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
 def count_nonzero(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
-    """The int64 number of non-zero elements over ``axis``."""
+    """The int64 number of non-zero elements over ``axis``.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
+    """
     axes = _axes(x, axis, dim, "count_nonzero")
     return apply(ops.COUNT_NONZERO, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
@@ -313,6 +351,8 @@ def norm(x, ord=2, axis=None, keepdims=None, *, p=None, dim=None, keepdim=None):
     ``ord`` (alias ``p``) may be any real number, ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the
     number of non-zeros) or ``"fro"`` (the 2-norm). Like ``torch.linalg.vector_norm``: a 2-D
     tensor with ``axis=None`` is treated as a vector, never as a matrix.
+
+    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
     """
     if p is not None:
         if ord not in (2, p):

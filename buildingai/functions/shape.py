@@ -142,7 +142,11 @@ def permute(x: Tensor, *axes) -> Tensor:
 
 
 def transpose(x: Tensor, *axes) -> Tensor:
-    """With no axes, reverse the dimensions (NumPy); with two axes, swap them (PyTorch)."""
+    """With no axes, reverse the dimensions (NumPy); with two axes, swap them (PyTorch).
+
+    ``(A, B, C)`` -> ``(C, B, A)``; ``transpose(x, 0, 1)`` -> ``(B, A, C)``; any other axes
+    are a full order, as ``permute``.
+    """
     if not axes:
         return permute(x, tuple(reversed(range(x.ndim))))
     if len(axes) == 2 and all(isinstance(a, int) for a in axes):
@@ -151,7 +155,10 @@ def transpose(x: Tensor, *axes) -> Tensor:
 
 
 def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
-    """Exchange two dimensions (a 0-d tensor takes axes 0 and -1, and stays as it is)."""
+    """Exchange two dimensions (a 0-d tensor takes axes 0 and -1, and stays as it is).
+
+    ``(A, B, C)`` with ``swapaxes(0, 2)`` -> ``(C, B, A)``.
+    """
     if x.ndim == 0:
         check_scalar_axis(axis1, "swapaxes")
         check_scalar_axis(axis2, "swapaxes")
@@ -250,7 +257,7 @@ def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
 
 
 def contiguous(x: Tensor, memory_format: MemoryFormat = contiguous_format) -> Tensor:
-    """``x`` itself when its memory is C-ordered, otherwise a C-ordered copy.
+    """``x`` itself when its memory is C-ordered, otherwise a C-ordered copy; same shape.
 
     ``memory_format`` takes PyTorch's values; ``channels_last`` gives the same row-major
     tensor (``buildingai.functions.memory_format`` says why).
@@ -354,7 +361,8 @@ def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=Non
 
 def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple:
     """Split along ``dim`` into at most ``chunks`` pieces of ``ceil(size / chunks)`` elements
-    (PyTorch semantics: fewer pieces when the size does not allow more)."""
+    (PyTorch semantics: fewer pieces when the size does not allow more). Returns a tuple of
+    views. ``(5, 2)`` with ``chunk(3)`` -> ``(2, 2), (2, 2), (1, 2)``."""
     axis = dimensioned_axis(pick("axis", axis, "dim", dim, 0), x.ndim, "chunk")
     if chunks <= 0:
         raise ShapeError(f"[chunk] the number of chunks must be positive, got {chunks}")
@@ -526,7 +534,8 @@ def repeat_interleave(
     """Repeat each element ``repeats`` times along ``dim`` (NumPy's ``repeat``); ``repeats`` is
     an int or one count per element. With no ``dim`` the tensor is flattened first.
     ``[a, b]`` with ``repeats=2`` -> ``[a, a, b, b]``; ``repeats=[1, 3]`` -> ``[a, b, b, b]``.
-    ``output_size`` (PyTorch's) is the expected size of ``dim`` in the result; it is checked."""
+    ``output_size`` (PyTorch's) is the expected size of ``dim`` in the result; it is checked.
+    ``(2, 3)`` with ``repeats=2``: ``dim=1`` -> ``(2, 6)``, no dim -> ``(12,)``."""
     chosen = pick("axis", axis, "dim", dim)
     out = _repeat_interleave(x, repeats, chosen)
     if output_size is not None:

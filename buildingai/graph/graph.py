@@ -75,8 +75,10 @@ class Node:
 class Graph:
     """A static graph.
 
-    - ``values``: id -> ``Value``; ``constants``: id -> backend array (parameters and constants).
-    - ``inputs``: the ids of the graph inputs, one per ``specs`` entry.
+    - ``values``: id -> ``Value`` (its shape, of ints and ``DimExpr``, and dtype);
+      ``constants``: id -> backend array (parameters and constants), of that value's shape.
+    - ``inputs``: the ids of the graph inputs, one per ``specs`` entry (a ``TensorSpec``: the
+      shape an input must have, symbolic sizes included, and its dtype).
     - ``nodes``: in execution order. ``outputs``: the ids returned; ``output_kind`` says whether
       the traced call returned one tensor ("single"), a tuple or a list.
     - ``symbols``: symbol name -> (input position, axis) where the size can be read.

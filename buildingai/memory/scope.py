@@ -116,7 +116,9 @@ class KeptTensor:
 
 
 class MemoryScope(Interceptor):
-    """The scope ``memory_scope()`` returns; see the module docstring for the rule."""
+    """The scope ``memory_scope()`` returns; see the module docstring for the rule. It watches
+    tensors of any shape and never reshapes one; each row of ``kept`` (a ``KeptTensor``)
+    records the surviving tensor's ``shape`` tuple, dtype and bytes."""
 
     def __init__(self, report: bool = False) -> None:
         self.report = report
@@ -237,7 +239,8 @@ class MemoryScope(Interceptor):
 
 def memory_scope(report: bool = False) -> MemoryScope:
     """``with memory_scope(): ...`` releases the tensors made in the block that nothing needs
-    (see ``buildingai.memory.scope``); ``report=True`` prints what stayed alive and why."""
+    (see ``buildingai.memory.scope``); ``report=True`` prints what stayed alive and why, with
+    each tensor's shape. Tensors of any shape; a kept one keeps its shape and values."""
     return MemoryScope(report)
 
 

@@ -20,7 +20,7 @@ def _inplace(inplace: bool) -> str:
 
 
 class ELU(Module):
-    """x where x > 0, else alpha * (exp(x) - 1)."""
+    """x where x > 0, else alpha * (exp(x) - 1). x: any shape (*) -> the same shape."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -34,7 +34,8 @@ class ELU(Module):
 
 
 class SELU(Module):
-    """1.0507 * elu(x, 1.6733), the self-normalising activation."""
+    """1.0507 * elu(x, 1.6733), the self-normalising activation.
+    x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -48,7 +49,7 @@ class SELU(Module):
 
 
 class CELU(Module):
-    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
+    """x where x > 0, else alpha * (exp(x / alpha) - 1). x: any shape (*) -> the same shape."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -62,7 +63,7 @@ class CELU(Module):
 
 
 class Hardtanh(Module):
-    """x limited to [min_val, max_val]."""
+    """x limited to [min_val, max_val]. x: any shape (*) -> the same shape."""
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -76,7 +77,7 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6). x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
@@ -86,7 +87,7 @@ class ReLU6(Hardtanh):
 
 
 class Hardsigmoid(Module):
-    """min(max(x + 3, 0), 6) / 6."""
+    """min(max(x + 3, 0), 6) / 6. x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -97,7 +98,7 @@ class Hardsigmoid(Module):
 
 
 class Hardswish(Module):
-    """x * min(max(x + 3, 0), 6) / 6."""
+    """x * min(max(x + 3, 0), 6) / 6. x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -108,7 +109,7 @@ class Hardswish(Module):
 
 
 class Mish(Module):
-    """x * tanh(softplus(x))."""
+    """x * tanh(softplus(x)). x: any shape (*) -> the same shape."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -133,28 +134,28 @@ class GLU(Module):
 
 
 class LogSigmoid(Module):
-    """log(sigmoid(x)), computed stably."""
+    """log(sigmoid(x)), computed stably. x: any shape (*) -> the same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.logsigmoid(x)
 
 
 class Softsign(Module):
-    """x / (1 + |x|)."""
+    """x / (1 + |x|). x: any shape (*) -> the same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.softsign(x)
 
 
 class Tanhshrink(Module):
-    """x - tanh(x)."""
+    """x - tanh(x). x: any shape (*) -> the same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
         return functions.tanhshrink(x)
 
 
 class Threshold(Module):
-    """value where x <= threshold, else x (NaN stays NaN)."""
+    """value where x <= threshold, else x (NaN stays NaN). x: any shape (*) -> the same shape."""
 
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()

@@ -72,8 +72,9 @@ class Adam(OptimizerBase):
     """Adam (PyTorch's ``torch.optim.Adam``: same arguments, same math).
 
     ``weight_decay`` adds an L2 term to the gradient; ``decoupled_weight_decay=True`` shrinks
-    the weights directly instead (that is AdamW). State per parameter: ``step``, ``exp_avg``,
-    ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
+    the weights directly instead (that is AdamW). State per parameter: ``step`` (an int) and
+    ``exp_avg``, ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``: arrays of the
+    parameter's shape and dtype.
     """
 
     __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
@@ -152,7 +153,9 @@ class Adam(OptimizerBase):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (PyTorch's ``torch.optim.AdamW``): each step shrinks the
-    weights by ``lr * weight_decay`` instead of adding an L2 term to the gradient."""
+    weights by ``lr * weight_decay`` instead of adding an L2 term to the gradient. State as
+    ``Adam``'s: ``step`` and moment arrays of each parameter's shape and dtype.
+    """
 
     __doc__ = (__doc__ or "") + LOOP_OPTIONS_DOC
 

@@ -73,8 +73,9 @@ def clip_grad_norm_(
     foreach: bool | None = None,
 ) -> Tensor:
     """Scale the gradients of ``parameters`` in place so that their total norm (all gradients
-    seen as one vector) is at most ``max_norm``. Returns the total norm before clipping, as a
-    0-d Tensor (as ``torch.nn.utils.clip_grad_norm_``).
+    seen as one vector) is at most ``max_norm``; each gradient keeps its parameter's shape.
+    Returns the total norm before clipping, as a 0-d Tensor of shape ``()`` (as
+    ``torch.nn.utils.clip_grad_norm_``).
 
     Args:
         parameters: tensors whose ``.grad`` is clipped (those without a gradient are skipped).
@@ -117,7 +118,8 @@ def clip_grad_value_(
     parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach: bool | None = None
 ) -> None:
     """Clamp every gradient entry of ``parameters`` into ``[-clip_value, clip_value]``, in place
-    (``foreach`` is accepted for PyTorch's signature)."""
+    (each gradient keeps its parameter's shape; ``foreach`` is accepted for PyTorch's
+    signature)."""
     clip_value = float(clip_value)
     if clip_value < 0:
         raise ValueError(f"[clip_grad_value_] clip_value must be >= 0, got {clip_value}")
@@ -134,7 +136,8 @@ class clip_grad_hook:  # noqa: N801 - used like a function: clip_grad_hook(max_n
     """A step pre-hook clipping the total gradient norm of all the optimizer's parameters:
     ``optimizer.register_step_pre_hook(clip_grad_hook(max_norm=1.0))``.
 
-    ``last_total_norm`` holds the norm measured before the latest clipping (for logging).
+    The gradients are scaled in place, each keeping its parameter's shape; ``last_total_norm``
+    holds the norm measured before the latest clipping, as a float (for logging).
     """
 
     def __init__(
@@ -156,7 +159,7 @@ class clip_grad_hook:  # noqa: N801 - used like a function: clip_grad_hook(max_n
 
 class clip_value_hook:  # noqa: N801 - used like a function: clip_value_hook(0.5)
     """A step pre-hook clamping every gradient entry of the optimizer's parameters into
-    ``[-clip_value, clip_value]``."""
+    ``[-clip_value, clip_value]``, in place (each gradient keeps its parameter's shape)."""
 
     def __init__(self, clip_value: float) -> None:
         self.clip_value = clip_value

@@ -15,7 +15,13 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 class Normal(Distribution):
-    """The normal distribution N(loc, scale^2); loc and scale broadcast to ``batch_shape``."""
+    """The normal distribution N(loc, scale^2).
+
+    ``batch_shape`` is the broadcast shape of loc and scale (``()`` for two numbers), and
+    ``event_shape`` is ``()``: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape``;
+    ``log_prob(value)`` the broadcast shape of ``value`` and ``batch_shape``; ``entropy()``,
+    ``mean`` and ``variance`` shape ``batch_shape``.
+    """
 
     has_rsample = True
     arg_names = ("loc", "scale")
@@ -52,7 +58,13 @@ class Normal(Distribution):
 
 
 class Uniform(Distribution):
-    """The uniform distribution on [low, high)."""
+    """The uniform distribution on [low, high).
+
+    ``batch_shape`` is the broadcast shape of low and high (``()`` for two numbers), and
+    ``event_shape`` is ``()``: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape``;
+    ``log_prob(value)`` the broadcast shape of ``value`` and ``batch_shape``; ``entropy()``,
+    ``mean`` and ``variance`` shape ``batch_shape``.
+    """
 
     has_rsample = True
     arg_names = ("low", "high")
@@ -86,7 +98,13 @@ class Uniform(Distribution):
 
 
 class Laplace(Distribution):
-    """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale)."""
+    """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale).
+
+    ``batch_shape`` is the broadcast shape of loc and scale (``()`` for two numbers), and
+    ``event_shape`` is ``()``: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape``;
+    ``log_prob(value)`` the broadcast shape of ``value`` and ``batch_shape``; ``entropy()``,
+    ``mean`` and ``variance`` shape ``batch_shape``.
+    """
 
     has_rsample = True
     arg_names = ("loc", "scale")

@@ -27,13 +27,17 @@ from .methods import (
 
 
 def identity(module, name: str):
-    """Give ``module.<name>`` the pruned layout (``_orig`` + ``_mask``) with nothing pruned."""
+    """Give ``module.<name>`` the pruned layout (``_orig`` + ``_mask``) with nothing pruned.
+
+    ``<name>_orig`` and ``<name>_mask`` (all ones) have the tensor's shape, whatever it is."""
     Identity.apply(module, name)
     return module
 
 
 def random_unstructured(module, name: str, amount, generator=None):
-    """Prune ``amount`` (count or fraction) of the entries of ``module.<name>`` at random."""
+    """Prune ``amount`` (count or fraction) of the entries of ``module.<name>`` at random.
+
+    The tensor may have any shape; ``<name>_mask`` (0/1) has the same shape."""
     RandomUnstructured.apply(module, name, amount, generator=generator)
     return module
 
@@ -46,7 +50,10 @@ def l1_unstructured(module, name: str, amount, importance_scores=None):
 
 
 def random_structured(module, name: str, amount, dim: int, generator=None):
-    """Prune ``amount`` whole slices of ``module.<name>`` along ``dim``, chosen at random."""
+    """Prune ``amount`` whole slices of ``module.<name>`` along ``dim``, chosen at random.
+
+    The tensor has any shape with at least ``dim + 1`` dims; ``amount`` counts indices of
+    ``dim`` (of ``shape[dim]``), and ``<name>_mask`` has the tensor's shape."""
     RandomStructured.apply(module, name, amount, dim, generator=generator)
     return module
 
@@ -135,7 +142,8 @@ def attention_heads(attention, amount, n=2):
 
 def remove(module, name: str):
     """Make the pruning of ``module.<name>`` permanent: ``<name>`` is a Parameter again, holding
-    the pruned values; ``<name>_orig``, ``<name>_mask`` and the hook are gone."""
+    the pruned values (``orig * mask``, the original shape); ``<name>_orig``, ``<name>_mask`` and
+    the hook are gone."""
     hooks = _hooks_on(module, name)
     if not hooks:
         raise PruningError(
@@ -165,7 +173,7 @@ def pruned_names(module) -> list[str]:
 
 def pruned_tensor(module, name: str) -> Tensor:
     """The tensor ``module`` computes with under ``name``: ``orig * mask`` when pruned (fresh,
-    even before the next forward), else the parameter."""
+    even before the next forward), else the parameter; either way the parameter's shape."""
     if name + "_orig" in module._parameters and name + "_mask" in module._buffers:
         return Tensor(
             _array(module._parameters[name + "_orig"]) * _array(module._buffers[name + "_mask"])

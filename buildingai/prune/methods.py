@@ -119,7 +119,8 @@ class BasePruningMethod:
 
 class PruningContainer(BasePruningMethod):
     """Several pruning methods applied to one tensor in turn: each new method prunes only among
-    the entries (or slices) the earlier ones kept."""
+    the entries (or slices) the earlier ones kept. ``t`` and every mask have the tensor's
+    shape (any); a structured method sees only the slices along its ``dim`` still alive."""
 
     def __init__(self, *methods: BasePruningMethod) -> None:
         self._pruning_methods: tuple = ()
@@ -168,14 +169,16 @@ class PruningContainer(BasePruningMethod):
 
 
 class Identity(BasePruningMethod):
-    """Prunes nothing: the mask is all ones (to add the orig/mask layout to a tensor)."""
+    """Prunes nothing: the mask is all ones (to add the orig/mask layout to a tensor). ``t``:
+    any shape -> a mask of the same shape."""
 
     def compute_mask(self, t, default_mask):
         return default_mask.copy()
 
 
 class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries chosen uniformly at random (from the default generator)."""
+    """Prunes ``amount`` entries chosen uniformly at random (from the default generator).
+    ``t``: any shape -> a 0/1 mask of the same shape; ``amount`` counts of ``t.size`` entries."""
 
     def __init__(self, amount, generator=None) -> None:
         validate_pruning_amount(amount, what="random_unstructured")
@@ -194,7 +197,8 @@ class RandomUnstructured(BasePruningMethod):
 
 
 class L1Unstructured(BasePruningMethod):
-    """Prunes the ``amount`` entries of smallest absolute value."""
+    """Prunes the ``amount`` entries of smallest absolute value. ``t``: any shape -> a 0/1 mask
+    of the same shape; ``amount`` counts of ``t.size`` entries."""
 
     def __init__(self, amount) -> None:
         validate_pruning_amount(amount, what="l1_unstructured")
@@ -211,7 +215,9 @@ class L1Unstructured(BasePruningMethod):
 
 class LnStructured(BasePruningMethod):
     """Prunes the ``amount`` slices along ``dim`` (output channels for ``dim=0``) of smallest
-    L``n`` norm, the norm taken over all other dimensions."""
+    L``n`` norm, the norm taken over all other dimensions. ``t``: any shape with ``dim`` in
+    range -> a mask of the same shape, constant over each slice; ``amount`` counts of
+    ``t.shape[dim]`` (a Conv2d weight (out, in, kh, kw) with ``dim=0``: of ``out``)."""
 
     PRUNING_TYPE = "structured"
 
@@ -241,7 +247,8 @@ class LnStructured(BasePruningMethod):
 
 
 class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` slices along ``dim`` chosen at random."""
+    """Prunes ``amount`` slices along ``dim`` chosen at random. ``t``: any shape -> a mask of the
+    same shape, constant over each slice; ``amount`` counts of ``t.shape[dim]``."""
 
     PRUNING_TYPE = "structured"
 
@@ -266,7 +273,8 @@ class RandomStructured(BasePruningMethod):
 
 
 class CustomFromMask(BasePruningMethod):
-    """Prunes where a given 0/1 mask is 0."""
+    """Prunes where a given 0/1 mask is 0. ``mask`` must have the pruned tensor's shape (any);
+    the new mask is ``default_mask * mask``, the same shape."""
 
     PRUNING_TYPE = "global"
 

@@ -13,6 +13,7 @@ from .functional import pruned_names, pruned_tensor
 class SparsityReport:
     """Zeros per tensor: ``layers`` maps ``'conv1.weight'`` to ``{'zeros', 'total',
     'sparsity', 'pruned'}``; ``zeros`` / ``total`` / ``sparsity`` are over all listed tensors.
+    ``total`` is a tensor's element count whatever its shape (``(out, in)`` -> ``out * in``).
     ``str(report)`` is the table."""
 
     layers: dict = field(default_factory=dict)
@@ -58,7 +59,8 @@ class SparsityReport:
 
 def sparsity_report(model, weights_only: bool = True) -> SparsityReport:
     """Zeros in each parameter the model computes with (pruned ones as ``orig * mask``), layer
-    by layer; ``weights_only`` lists only tensors whose name ends in ``weight``."""
+    by layer; ``weights_only`` lists only tensors whose name ends in ``weight``. Tensors of any
+    shape are counted over all their elements."""
     report = SparsityReport()
     for prefix, module in model.named_modules():
         pruned = set(pruned_names(module))

@@ -83,7 +83,8 @@ def _outside_attention(model: Module) -> list[Module]:
 def quantize_dynamic(model: Module, types: tuple = DEFAULT_DYNAMIC, inplace: bool = False):
     """int8 weights (per output channel, symmetric) for the layers of ``types``; activations are
     quantised per call from their own range. Returns the quantised model (a copy unless
-    ``inplace``), in eval mode."""
+    ``inplace``), in eval mode. Swapped layers keep their shapes: Linear (*, in_features) ->
+    (*, out_features), Conv2d (N, C, H, W) -> (N, O, Ho, Wo)."""
     model = _copy(model, inplace).eval()
 
     def make(module):
@@ -119,7 +120,8 @@ def prepare(
     """Attach observers (``observer()`` makes one) to the input and output of every layer of
     ``types``; run calibration batches through the model (under ``no_grad``), then
     ``convert`` it. Works in place and returns the model, in eval mode (PyTorch copies by
-    default; pass ``inplace=False`` to keep the float model)."""
+    default; pass ``inplace=False`` to keep the float model). The observers take each layer's
+    input and output whatever their shape, reduced to one [low, high] range per tensor."""
     model = _copy(model, inplace).eval()
     for module in _outside_attention(model):
         if isinstance(module, types):
@@ -135,7 +137,8 @@ def prepare_qat(
     """Swap Linear and Conv2d for versions that train through fake quantisation (inputs,
     weights and outputs), sharing the float Parameters (an optimizer built earlier still
     trains them); train, then ``convert``. In place unless ``inplace=False`` (a copy: build the
-    optimizer on it); returns the model in training mode."""
+    optimizer on it); returns the model in training mode. The swapped layers keep their shapes:
+    Linear (*, in_features) -> (*, out_features), Conv2d (N, C, H, W) -> (N, O, Ho, Wo)."""
     model = _copy(model, inplace).train()
 
     def make(module):
@@ -151,7 +154,8 @@ def prepare_qat(
 def convert(model: Module, inplace: bool = True) -> Module:
     """Turn a model from ``prepare`` (calibrated) or ``prepare_qat`` (trained) into int8 layers
     with the observed activation grids, in place unless ``inplace=False``; returns it in eval
-    mode."""
+    mode. The int8 layers keep the float layers' shapes: ``QuantizedLinear`` (*, in_features)
+    -> (*, out_features), ``QuantizedConv2d`` (N, C, H, W) -> (N, O, Ho, Wo)."""
     model = _copy(model, inplace).eval()
     found = []
 

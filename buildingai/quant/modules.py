@@ -108,7 +108,8 @@ class QuantizedConv2d(_QuantizedLayer):
 class WeightOnlyInt8:
     """Forward pre-hook of weight-only quantisation: ``module.<name>`` is recomputed from the
     int8 buffers ``<name>_int8`` and ``<name>_scale`` before each call (the arithmetic stays
-    float32). Used for layers without an int8 op here, such as LSTM."""
+    float32). Used for layers without an int8 op here, such as LSTM. ``<name>_int8`` has the
+    weight's shape (out, *), ``<name>_scale`` is (out,); the rebuilt weight is (out, *)."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
@@ -122,7 +123,9 @@ class WeightOnlyInt8:
 
 def quantize_weights_only(module: Module, prefix: str = "weight") -> Module:
     """Store every parameter of ``module`` whose name starts with ``prefix`` as int8 with
-    per-row scales, in place; the module then computes with the dequantised float32 weights."""
+    per-row scales, in place; the module then computes with the dequantised float32 weights.
+    A weight (out, *) becomes buffers ``<name>_int8`` (out, *) and ``<name>_scale`` (out,); the
+    module's input and output shapes do not change."""
     names = [n for n, p in module._parameters.items() if p is not None and n.startswith(prefix)]
     for name in names:
         codes, scales = _codes_and_scales(module._parameters.pop(name))
@@ -144,7 +147,9 @@ def quantize_weights_only(module: Module, prefix: str = "weight") -> Module:
 class FakeQuantize(Module):
     """Rounds a float tensor onto a uint8 grid and back (``ops.FakeQuantize``), with a
     straight-through gradient. In training mode an observer updates the grid from each batch
-    (unless ``observer_enabled`` is False); in eval mode the grid is fixed."""
+    (unless ``observer_enabled`` is False); in eval mode the grid is fixed.
+
+    x: any shape -> same shape (one scalar scale and zero point for the whole tensor)."""
 
     def __init__(self, observer: Observer | None = None) -> None:
         super().__init__()
@@ -174,7 +179,9 @@ class FakeQuantize(Module):
 
 def fake_quantize_weight(weight: Tensor) -> Tensor:
     """``weight`` rounded onto its per-output-channel symmetric int8 grid, straight-through
-    gradient; the scales follow the current weights (constants for the gradient)."""
+    gradient; the scales follow the current weights (constants for the gradient).
+
+    weight (out, *) -> same shape, with one scale per output channel, ``(out,)``."""
     scales = weight_scales(np, np.asarray(weight.numpy(), dtype=np.float32), axis=0)
     zero_points = np.zeros(scales.shape, dtype=np.int8)
     return FAKE_QUANTIZE(
@@ -189,7 +196,9 @@ def fake_quantize_weight(weight: Tensor) -> Tensor:
 
 class QATLinear(Module):
     """Linear trained through fake quantisation of its input and weight; it holds the float
-    layer's own Parameters. ``quant.convert`` turns it into ``QuantizedLinear``."""
+    layer's own Parameters. ``quant.convert`` turns it into ``QuantizedLinear``.
+
+    x (*, in_features) -> (*, out_features), as ``Linear``."""
 
     def __init__(self, linear: Linear, observer: type = MovingAverageMinMaxObserver) -> None:
         super().__init__()
@@ -211,7 +220,9 @@ class QATLinear(Module):
 
 
 class QATConv2d(Module):
-    """Conv2d trained through fake quantisation of its input and weight (see ``QATLinear``)."""
+    """Conv2d trained through fake quantisation of its input and weight (see ``QATLinear``).
+
+    x (N, C, H, W) -> (N, O, Ho, Wo), as ``Conv2d``."""
 
     def __init__(self, conv: Conv2d, observer: type = MovingAverageMinMaxObserver) -> None:
         super().__init__()

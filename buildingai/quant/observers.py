@@ -17,7 +17,8 @@ from .qparams import ACTIVATION_RANGE, affine_qparams
 
 
 class Observer:
-    """Base class: ``observe(array)`` per batch, then ``qparams()``."""
+    """Base class: ``observe(array)`` per batch, then ``qparams()``. ``array``: any shape, reduced
+    over all its elements to the scalar range [low, high]; ``qparams()`` gives scalars."""
 
     def __init__(self, qmin: int = ACTIVATION_RANGE[0], qmax: int = ACTIVATION_RANGE[1]) -> None:
         self.qmin, self.qmax = qmin, qmax
@@ -44,7 +45,7 @@ class Observer:
 
 
 class MinMaxObserver(Observer):
-    """The running minimum and maximum."""
+    """The running minimum and maximum over all elements of each batch (any shape)."""
 
     def observe(self, values) -> None:
         values = np.asarray(values)
@@ -54,7 +55,8 @@ class MinMaxObserver(Observer):
 
 
 class MovingAverageMinMaxObserver(Observer):
-    """``low += c * (batch_min - low)`` (likewise ``high``), starting at the first batch's."""
+    """``low += c * (batch_min - low)`` (likewise ``high``), starting at the first batch's; the
+    batch min and max are taken over all its elements (any shape)."""
 
     def __init__(self, averaging_constant: float = 0.01, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -73,7 +75,8 @@ class MovingAverageMinMaxObserver(Observer):
 
 class PercentileObserver(Observer):
     """The range between the ``100 - percentile`` and ``percentile`` points of a histogram of
-    every value seen (``bins`` bins over the running min..max)."""
+    every value seen (``bins`` bins over the running min..max). Each batch (any shape) is
+    flattened to ``(numel,)`` before it is counted; ``counts`` is ``(bins,)``."""
 
     def __init__(self, percentile: float = 99.99, bins: int = 2048, **kwargs) -> None:
         super().__init__(**kwargs)

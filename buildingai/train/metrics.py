@@ -57,13 +57,21 @@ def correct_counts(outputs, targets, top_k: int = 1) -> tuple[int, int]:
 
 
 def accuracy(outputs, targets) -> float:
-    """Fraction of rows whose highest score is the target (see ``correct_counts``)."""
+    """Fraction of rows whose highest score is the target (see ``correct_counts``).
+
+    outputs (N, C) or (N, C, d1, ...) scores, targets (N,) or (N, d1, ...) class indices
+    (binary: (N,) or (N, 1) logits with 0/1 targets) -> a Python float.
+    """
     correct, total = correct_counts(outputs, targets)
     return correct / total if total else float("nan")
 
 
 def top_k_accuracy(outputs, targets, k: int = 5) -> float:
-    """Fraction of rows whose target is among the ``k`` highest scores."""
+    """Fraction of rows whose target is among the ``k`` highest scores.
+
+    outputs (N, C) or (N, C, d1, ...) scores, targets (N,) or (N, d1, ...) class indices ->
+    a Python float (see ``correct_counts``).
+    """
     correct, total = correct_counts(outputs, targets, top_k=k)
     return correct / total if total else float("nan")
 
@@ -83,7 +91,11 @@ class Metric:
 
 class Mean(Metric):
     """A running weighted mean: ``update(value, weight=1)``; used for the loss, weighted by
-    the batch size so the result is the mean over items, not over batches."""
+    the batch size so the result is the mean over items, not over batches.
+
+    ``value`` is one number: a Python number or a 0-d tensor/array (shape ``()``, e.g. a
+    loss); ``compute()`` returns a Python float.
+    """
 
     def __init__(self) -> None:
         self.reset()
@@ -100,7 +112,12 @@ class Mean(Metric):
 
 
 class Accuracy(Metric):
-    """Fraction of items whose target is among the ``top_k`` highest scores, over all updates."""
+    """Fraction of items whose target is among the ``top_k`` highest scores, over all updates.
+
+    ``update(outputs, targets)``: outputs (N, C) or (N, C, d1, ...) scores with targets (N,)
+    or (N, d1, ...) class indices (binary: (N,) or (N, 1) logits with 0/1 targets), as
+    ``correct_counts``; each position counts as one item. ``compute()`` returns a float.
+    """
 
     def __init__(self, top_k: int = 1) -> None:
         self.top_k = top_k

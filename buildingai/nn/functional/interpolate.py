@@ -142,12 +142,15 @@ def interpolate(
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
-    """PyTorch's older name for ``interpolate``."""
+    """PyTorch's older name for ``interpolate``: input (N, C, *spatial), one to three spatial
+    axes -> (N, C, *out), out = ``size`` or floor(spatial * ``scale_factor``)."""
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
-    """PyTorch's older ``interpolate(input, size, scale_factor, mode="nearest")``."""
+    """PyTorch's older ``interpolate(input, size, scale_factor, mode="nearest")``: input
+    (N, C, *spatial), one to three spatial axes -> (N, C, *out), out = ``size`` or
+    floor(spatial * ``scale_factor``)."""
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
