@@ -221,10 +221,44 @@ def bench_elementwise(quick: bool = False) -> list[dict]:
         ("tanh-GELU", lambda x: F.gelu(x, approximate="tanh"),
          lambda x: tf.gelu(x, approximate="tanh"), [gelu]),
         ("softmax", lambda x: F.softmax(x, -1), lambda x: torch.softmax(x, -1), [scores]),
+        ("log_softmax", lambda x: F.log_softmax(x, -1), lambda x: torch.log_softmax(x, -1),
+         [scores]),
         ("layer_norm", lambda x, w, b: F.layer_norm(x, features, w, b),
          lambda x, w, b: tf.layer_norm(x, features, w, b), [stream, features, features]),
     ]  # fmt: skip
-    return [_elementwise_case(torch, *case, quick) for case in cases]
+    return [_elementwise_case(torch, *case, quick) for case in cases] + [
+        _cross_entropy_case(torch, (8, 5) if quick else (4096, 1000), quick)
+    ]
+
+
+def _cross_entropy_case(torch, shape, quick):
+    """Mean cross-entropy of logits ``shape`` = (N, classes) against class indices, forward +
+    backward, ours against PyTorch's."""
+    from buildingai.nn import functional as F
+
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal(shape).astype(np.float32)
+    target = rng.integers(0, shape[1], shape[0])
+    ours, theirs = bai.Tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    ours_target, theirs_target = bai.tensor(target), torch.tensor(target)
+
+    def run_ours():
+        bai.grad(F.cross_entropy(ours, ours_target), [ours])
+
+    def run_theirs():
+        torch.autograd.grad(torch.nn.functional.cross_entropy(theirs, theirs_target), [theirs])
+
+    timings = measure(
+        {"buildingai": run_ours, "pytorch": run_theirs},
+        repeats=3 if quick else 7,
+        number=1 if quick else 10,
+        settle=settle_for(quick),
+    )
+    return {
+        "case": f"cross_entropy on {shape}",
+        **timings,
+        "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
+    }
 
 
 # ----- runner -----------------------------------------------------------------------------------
