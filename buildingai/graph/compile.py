@@ -31,6 +31,7 @@ from ..backend import device as _device
 from .executor import StaticGraph
 from .graph import Graph, GraphError
 from .spec import TensorSpec
+from .trace import check_signature
 from .training import memory_plan, trace_training_step
 
 
@@ -142,14 +143,7 @@ def compile(function, input_signature: list, optimize: bool = True) -> CompiledS
     ``optimizer.step()`` (any ``OptimizerBase``) and returns None, a Tensor or a tuple of
     Tensors. ``optimize=False`` skips the graph passes (to compare, or to debug a pass).
     """
-    specs = list(input_signature)
-    for position, spec in enumerate(specs):
-        if not isinstance(spec, TensorSpec):
-            raise GraphError(
-                f"[compile] input_signature[{position}] is {type(spec).__name__}, not a TensorSpec",
-                help="describe each input, e.g. TensorSpec((None, 784), 'float32')",
-            )
-    return CompiledStep(function, specs, optimize)
+    return CompiledStep(function, check_signature(input_signature, "compile"), optimize)
 
 
 def _mb(count: int) -> str:

@@ -443,13 +443,19 @@ def _sample_inputs(specs: list, sizes: dict) -> list:
     return tensors
 
 
-def _trace(function, specs: list, parameter_names: dict) -> Tracer:
+def sample_sizes(specs: list) -> tuple[dict, dict]:
+    """The symbol table of ``specs`` and the sample size each symbol takes while tracing."""
     symbols = _symbol_table(specs)
     sizes = {
         symbol: _SAMPLE_SIZES[index % len(_SAMPLE_SIZES)] for index, symbol in enumerate(symbols)
     }
-    tracer = Tracer(specs, symbols, sizes, parameter_names)
-    inputs = _sample_inputs(specs, sizes)
+    return symbols, sizes
+
+
+def traced_inputs(tracer: Tracer, specs: list) -> list:
+    """Sample inputs for ``specs``, registered with ``tracer`` as the graph's inputs (their
+    values depend on nothing the tracer knows, so reading them is refused)."""
+    inputs = _sample_inputs(specs, tracer.sizes)
     for position, (tensor, spec) in enumerate(zip(inputs, specs)):
         shape = tuple(
             DimExpr((symbol,)) if symbol is not None else extent
@@ -458,24 +464,52 @@ def _trace(function, specs: list, parameter_names: dict) -> Tracer:
         tracer.add(tensor, "input", spec.name or f"input{position}", shape)
         tracer.dependent.add(id(tensor))
     tracer.graph.inputs = [tracer.ids[id(tensor)] for tensor in inputs]
+    return inputs
+
+
+def set_outputs(tracer: Tracer, result, refusal: GraphError, allow_none: bool = False) -> int:
+    """Make the tensors the traced call returned the graph's first outputs (before any already
+    there) and set ``output_kind``; raise ``refusal`` for anything else. Returns their count."""
+    graph = tracer.graph
+    if result is None and allow_none:
+        results, graph.output_kind = [], "none"
+    elif isinstance(result, Tensor):
+        results, graph.output_kind = [result], "single"
+    elif isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+        results, graph.output_kind = list(result), type(result).__name__
+    else:
+        raise refusal
+    graph.outputs = [tracer.ref(tensor, _OutputMarker) for tensor in results] + graph.outputs
+    return len(results)
+
+
+def check_signature(input_signature, who: str) -> list:
+    """``input_signature`` as a list, each entry checked to be a ``TensorSpec``."""
+    specs = list(input_signature)
+    for position, spec in enumerate(specs):
+        if not isinstance(spec, TensorSpec):
+            raise GraphError(
+                f"[{who}] input_signature[{position}] is {type(spec).__name__}, not a TensorSpec",
+                help="describe each input, e.g. TensorSpec((None, 784), 'float32')",
+            )
+    return specs
+
+
+def _trace(function, specs: list, parameter_names: dict) -> Tracer:
+    tracer = Tracer(specs, *sample_sizes(specs), parameter_names)
+    inputs = traced_inputs(tracer, specs)
     # random sample inputs may be outside an op's domain (log of a negative): quietly nan
     with no_grad(), intercept(tracer), _TensorHooks(tracer), np.errstate(all="ignore"):
         try:
             result = function(*inputs)
         except SymbolicSizeError as error:  # a branch on a symbolic size
             raise GraphError(error.message, help=error.help) from None
-        graph = tracer.graph
-        if isinstance(result, Tensor):
-            results, graph.output_kind = [result], "single"
-        elif isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
-            results, graph.output_kind = list(result), type(result).__name__
-        else:
-            raise GraphError(
-                f"[freeze] the traced call returned {type(result).__name__}; a frozen graph "
-                "returns a Tensor or a tuple/list of Tensors",
-                help="return tensors only; compute other values outside the frozen call",
-            )
-        graph.outputs = [tracer.ref(tensor, _OutputMarker) for tensor in results]
+        refusal = GraphError(
+            f"[freeze] the traced call returned {type(result).__name__}; a frozen graph "
+            "returns a Tensor or a tuple/list of Tensors",
+            help="return tensors only; compute other values outside the frozen call",
+        )
+        set_outputs(tracer, result, refusal)
     return tracer
 
 
@@ -516,13 +550,7 @@ def freeze(
 
     if train:
         return _freeze_training_step(model_or_function, input_signature, optimize, loss, optimizer)
-    specs = list(input_signature)
-    for position, spec in enumerate(specs):
-        if not isinstance(spec, TensorSpec):
-            raise GraphError(
-                f"[freeze] input_signature[{position}] is {type(spec).__name__}, not a TensorSpec",
-                help="describe each input, e.g. TensorSpec((None, 784), 'float32')",
-            )
+    specs = check_signature(input_signature, "freeze")
     model = None
     if hasattr(model_or_function, "named_parameters") and hasattr(model_or_function, "training"):
         model = model_or_function

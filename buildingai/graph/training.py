@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from ..autograd.engine import _RECORDING, recording_backward
+from ..autograd.engine import recording_backward
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import is_floating
 from ..backend.random import get_rng_state, set_rng_state
@@ -33,16 +33,7 @@ from ..ops.abstract import ValueSpec, bytes_of
 from ..ops.base import Op
 from .graph import GraphError, Node
 from .symbolic import where
-from .trace import (
-    _SAMPLE_SIZES,
-    Tracer,
-    _sample_inputs,
-    _symbol_table,
-    _TensorHooks,
-    _Traced,
-)
-
-DEFERRED = "deferred"  # the attribute of _RECORDING holding clipping deferred to the update
+from .trace import Tracer, _TensorHooks, _Traced, sample_sizes, set_outputs, traced_inputs
 
 
 class OptimizerUpdate(Op):
@@ -223,6 +214,7 @@ class TrainingTracer(Tracer):
         self.params: list = []  # (value id, Tensor) of each trainable leaf, in first-read order
         self.saved: list = []  # (Tensor, its array before the trace, the array's copy)
         self.updates = 0
+        self.deferred: list = []  # work held for the next optimizer update (clipping)
         self.kept: dict = {}  # id(array) -> (producer value id, holder, key, array)
         self.kept_values: dict = {}  # id(array) -> value id of its SavedValue node
         self.written: dict = {}  # id(tensor) -> (tensor, value id before its first in-place op)
@@ -343,6 +335,16 @@ class TrainingTracer(Tracer):
         self.captured_arrays.setdefault(id(tensor.data), value_id)
         return value_id
 
+    def defer(self, action) -> Tensor:
+        """What ``engine.defer_to_update`` calls while this tracer traces: keep ``action`` for
+        the next recorded optimizer update. Its result's stand-in cannot be read (that raises,
+        naming the line): the value exists only when the graph runs."""
+        self.deferred.append(action)
+        stand_in = Tensor(np.full((), np.nan, dtype=np.float32))
+        self.dependent.add(id(stand_in))
+        self.keep[id(stand_in)] = stand_in
+        return stand_in
+
     def record_update(self, optimizer) -> None:
         """Record ``optimizer.step()`` over the parameters that have a traced gradient."""
         params, refs = [], []
@@ -360,8 +362,7 @@ class TrainingTracer(Tracer):
                     )
                 params.append(param)
                 refs.append(self.ref(param.grad, OPTIMIZER_UPDATE))
-        before = tuple(getattr(_RECORDING, DEFERRED, ()))
-        _RECORDING.deferred = []
+        before, self.deferred = tuple(self.deferred), []
         attrs = {"optimizer": optimizer, "params": tuple(params), "before": before}
         token = Tensor(np.zeros((), dtype=np.int64))
         value_id = self.add(token, "op", f"{type(optimizer).__name__.lower()}_step", ())
@@ -428,23 +429,6 @@ class _RecordOptimizerSteps:
                 OptimizerBase._apply = _RecordOptimizerSteps.original
 
 
-def _deferrer(tracer: TrainingTracer):
-    """What ``engine.defer_to_update`` calls while ``tracer`` traces: keep the action for the
-    next recorded optimizer update; its result's stand-in cannot be read (that raises, naming
-    the line), since the value exists only when the graph runs."""
-
-    def defer(action) -> Tensor:
-        if not hasattr(_RECORDING, DEFERRED):
-            _RECORDING.deferred = []
-        _RECORDING.deferred.append(action)
-        stand_in = Tensor(np.full((), np.nan, dtype=np.float32))
-        tracer.dependent.add(id(stand_in))
-        tracer.keep[id(stand_in)] = stand_in
-        return stand_in
-
-    return defer
-
-
 def parameter_names(function) -> dict:
     """``{id(parameter): name}`` for the Modules a step function reads (closure cells, globals
     it names, and ``self`` of a bound method), so summaries name parameters as state dicts do."""
@@ -476,31 +460,18 @@ def parameter_names(function) -> dict:
 def trace_training_step(function, specs: list) -> TrainingTracer:
     """Trace one call of ``function`` on sample inputs of ``specs`` into a ``TrainingTracer``'s
     graph: outputs are the call's tensors followed by one token per optimizer update."""
-    symbols = _symbol_table(specs)
-    sizes = {s: _SAMPLE_SIZES[i % len(_SAMPLE_SIZES)] for i, s in enumerate(symbols)}
-    tracer = TrainingTracer(specs, symbols, sizes, parameter_names(function))
-    inputs = _sample_inputs(specs, sizes)
-    for position, (tensor, spec) in enumerate(zip(inputs, specs)):
-        from ..ops.abstract import DimExpr
-
-        shape = tuple(
-            DimExpr((symbol,)) if symbol is not None else extent
-            for extent, symbol in zip(spec.shape, spec.symbols)
-        )
-        tracer.add(tensor, "input", spec.name or f"input{position}", shape)
-        tracer.dependent.add(id(tensor))
-    tracer.graph.inputs = [tracer.ids[id(tensor)] for tensor in inputs]
+    tracer = TrainingTracer(specs, *sample_sizes(specs), parameter_names(function))
+    inputs = traced_inputs(tracer, specs)
     random_state = get_rng_state()
     result = None
     try:
         from ..autograd.dispatch import intercept
         from ..ops.abstract import SymbolicSizeError
 
-        _RECORDING.deferred = []
         with (
             intercept(tracer),
             _TensorHooks(tracer),
-            recording_backward(_deferrer(tracer)),
+            recording_backward(tracer.defer),
             _RecordOptimizerSteps(tracer),
             np.errstate(all="ignore"),
         ):
@@ -508,16 +479,20 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
                 result = function(*inputs)
             except SymbolicSizeError as error:  # a branch on a symbolic size
                 raise GraphError(error.message, help=error.help) from None
-            if getattr(_RECORDING, DEFERRED, None):
+            if tracer.deferred:
                 raise GraphError(
                     "[compile] gradient clipping ran in the step but no optimizer.step() "
                     "followed it",
                     help="clip between loss.backward() and optimizer.step()",
                 )
-            _set_outputs(tracer, result)
+            refusal = GraphError(
+                f"[compile] the traced step returned {type(result).__name__}; a compiled step "
+                "returns None, a Tensor, or a tuple/list of Tensors",
+                help="return the loss (and any outputs) as tensors; compute other values outside",
+            )
+            tracer.user_outputs = set_outputs(tracer, result, refusal, allow_none=True)
             tracer.write_back()
     finally:
-        _RECORDING.deferred = []
         changed = tracer.restore()
         set_rng_state(random_state)
         _release_graph_of(result)
@@ -538,27 +513,6 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
     live = tracer.params + tracer.state
     graph.inputs = graph.inputs + [value_id for value_id, _ in live]
     return tracer
-
-
-def _set_outputs(tracer: TrainingTracer, result) -> None:
-    from .trace import _OutputMarker
-
-    graph = tracer.graph
-    if result is None:
-        results, graph.output_kind = [], "none"
-    elif isinstance(result, Tensor):
-        results, graph.output_kind = [result], "single"
-    elif isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
-        results, graph.output_kind = list(result), type(result).__name__
-    else:
-        raise GraphError(
-            f"[compile] the traced step returned {type(result).__name__}; a compiled step "
-            "returns None, a Tensor, or a tuple/list of Tensors",
-            help="return the loss (and any outputs) as tensors; compute other values outside",
-        )
-    tokens = list(graph.outputs)  # the optimizer updates recorded so far
-    graph.outputs = [tracer.ref(tensor, _OutputMarker) for tensor in results] + tokens
-    tracer.user_outputs = len(results)
 
 
 def _release_graph_of(result) -> None:

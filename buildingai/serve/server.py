@@ -16,8 +16,8 @@ from .loading import ServeError
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening TCP socket on ``host:port`` (0 picks a free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on such sockets; with it
-    # on, a response written in two parts waits ~40 ms for the client's delayed ACK
+    # proto=IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on such sockets, so a
+    # response written in two parts never waits for the client's delayed ACK
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -6,9 +6,8 @@ float dtype); the comparisons send NaN to the branch PyTorch's kernels send it t
 
 from __future__ import annotations
 
-# Masked writes (copyto/where over an irregular mask) run 50x slower than a full pass, so the
-# branches are blended arithmetically: clip is NumPy's fastest min/max, and the rare NaN (a mask
-# that is almost all False) is patched with copyto, which is fast for such masks.
+# Branches are blended arithmetically (masked writes over irregular masks are slow; see
+# docs/design_notes/performance.md); the rare NaN is patched with copyto over a near-empty mask.
 
 # ----- the exponential-linear family: scale * x above 0, alpha * scale * expm1(input_scale * x)
 
