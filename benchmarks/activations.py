@@ -24,7 +24,7 @@ from buildingai.backend.threads import get_num_threads, parallel_for, set_num_th
 from buildingai.nn import functional as BF
 from buildingai.ops.kernels import gelu32
 
-from .common import environment, format_table, measure, set_threads
+from .common import environment, measure, ratio_table, set_threads
 
 # No BLAS runs here, so the suite's 0.15 s pause (for OpenBLAS's spinning threads) is not
 # needed; 10 ms lets PyTorch's OpenMP threads stop spinning, while after a pause of 30 ms or more
@@ -219,20 +219,7 @@ def main() -> None:
         set_num_threads(previous)
     env = environment()
     print(json.dumps(env, indent=1))
-    rows = [
-        [
-            r["case"],
-            r["threads"],
-            f"{r['buildingai']['median'] * 1e3:.3f}",
-            f"{r['pytorch']['median'] * 1e3:.3f}",
-            f"{r['numpy']['median'] * 1e3:.3f}",
-            f"{r['ratio']:.2f}",
-            f"{r['numpy_ratio']:.2f}",
-        ]
-        for r in records
-    ]
-    headers = ["case", "threads", "BuildingAI ms", "PyTorch ms", "NumPy ms", "ratio", "NumPy ratio"]
-    print(format_table(headers, rows))
+    print(ratio_table(records))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"environment": env, "records": records}, handle, indent=1)

@@ -32,10 +32,13 @@ def measure(
     number: int = 100,
     warmup: int = 1,
     settle: float = SETTLE_SECONDS,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, dict[str, float]]:
     """Time each callable ``number`` times per repetition, interleaving the candidates, with an
     untimed pause of ``settle`` seconds before each repetition (see ``SETTLE_SECONDS``).
 
+    ``clock``: ``time.thread_time`` counts only this thread's CPU time (with one thread
+    everywhere, other processes' load on a shared machine then does not count).
     Returns ``{name: {"median": s, "min": s, "max": s}}`` in seconds per call.
     """
     for _ in range(warmup):
@@ -48,10 +51,10 @@ def measure(
             if settle:
                 time.sleep(settle)
                 function()  # one untimed call wakes the candidate's own threads again
-            start = time.perf_counter()
+            start = clock()
             for _ in range(number):
                 function()
-            samples[name].append((time.perf_counter() - start) / number)
+            samples[name].append((clock() - start) / number)
     return {
         name: {"median": statistics.median(values), "min": min(values), "max": max(values)}
         for name, values in samples.items()
@@ -130,3 +133,32 @@ def format_table(headers: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+RATIO_HEADERS = [
+    "case",
+    "threads",
+    "BuildingAI ms",
+    "PyTorch ms",
+    "NumPy ms",
+    "ratio",
+    "NumPy ratio",
+]
+
+
+def ratio_table(records: list[dict]) -> str:
+    """The table of records ``{"case", "threads", "buildingai", "pytorch"[, "numpy"], "ratio"[,
+    "numpy_ratio"]}`` (timings as ``measure`` gives them): medians in ms and the ratios to
+    PyTorch; an empty cell where a record has no NumPy bound."""
+
+    def ms(record, name):
+        return f"{record[name]['median'] * 1e3:.3f}" if name in record else ""
+
+    rows = [
+        [
+            r["case"], r["threads"], ms(r, "buildingai"), ms(r, "pytorch"), ms(r, "numpy"),
+            f"{r['ratio']:.2f}", f"{r['numpy_ratio']:.2f}" if "numpy_ratio" in r else "",
+        ]
+        for r in records
+    ]  # fmt: skip
+    return format_table(RATIO_HEADERS, rows)

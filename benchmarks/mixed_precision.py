@@ -159,25 +159,6 @@ def _step_peak(step) -> int:
     return memory.stats()["peak"] - before
 
 
-def _measure_thread_time(candidates: dict, repeats: int, number: int) -> dict:
-    """``measure`` on the calling thread's CPU clock, interleaved: with one thread everywhere
-    (BLAS, PyTorch), a step's work is all on this thread, and other processes' load on a shared
-    machine does not count."""
-    for function in candidates.values():
-        function()
-    samples: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, function in candidates.items():
-            start = time.thread_time()
-            for _ in range(number):
-                function()
-            samples[name].append((time.thread_time() - start) / number)
-    return {
-        name: {"median": statistics.median(values), "min": min(values), "max": max(values)}
-        for name, values in samples.items()
-    }
-
-
 def accounting_cost(step, calls: int = 20_000) -> dict:
     """What memory accounting adds to ``step``: its calls per step (new buffers and buffers
     already counted), the CPU time of each kind of call (a new buffer's includes its release),
@@ -246,7 +227,9 @@ def bench_case(case: dict, quick: bool, clock: str = "wall") -> list[dict]:
     counted = [name for name in counted if not name.startswith(("pytorch", "numpy"))]
     peaks = {name: _step_peak(candidates[name]) for name in counted}
     if clock == "thread":
-        timings = _measure_thread_time(candidates, 2 if quick else 7, 1 if quick else 3)
+        timings = measure(
+            candidates, 2 if quick else 7, 1 if quick else 3, settle=0.0, clock=time.thread_time
+        )
     else:
         timings = measure(
             candidates,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from buildingai.debug import activation_stats, detect_anomaly, gradient_monitor
 from buildingai.profile import TimeTracer
 from buildingai.vis import LiveDashboard
 
-from .common import environment, format_table
+from .common import environment, format_table, measure
 from .suite.harness import thread_limit
 from .suite.train import WORKLOADS
 
@@ -94,22 +93,9 @@ def ops_per_step(step) -> int:
 
 
 def measure_cpu(candidates: dict, repeats: int, number: int) -> dict:
-    """Like ``common.measure``, in this thread's CPU time (``time.thread_time``): with one BLAS
-    thread every step runs on this thread, and time lost to other processes on a shared
-    machine is not counted. Returns ``{name: {"median", "min", "max"}}`` in seconds per call."""
-    for function in candidates.values():
-        function()
-    samples: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, function in candidates.items():
-            start = time.thread_time()
-            for _ in range(number):
-                function()
-            samples[name].append((time.thread_time() - start) / number)
-    return {
-        name: {"median": statistics.median(v), "min": min(v), "max": max(v)}
-        for name, v in samples.items()
-    }
+    """``common.measure`` in this thread's CPU time: with one BLAS thread every step runs on
+    this thread, and time lost to other processes on a shared machine is not counted."""
+    return measure(candidates, repeats, number, settle=0.0, clock=time.thread_time)
 
 
 def tracer_cost_per_op(quick: bool) -> float:

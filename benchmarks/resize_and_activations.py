@@ -22,7 +22,7 @@ from buildingai.backend import retain_freed_memory
 from buildingai.backend.threads import get_num_threads, set_num_threads
 from buildingai.nn import functional as BF
 
-from .common import environment, format_table, measure, set_threads
+from .common import environment, measure, ratio_table, set_threads
 
 FEATURE_MAPS, IMAGE, ELEMENTS = (8, 32, 32, 32), (1, 3, 512, 512), (32, 64, 512)
 
@@ -152,20 +152,7 @@ def main() -> None:
         set_num_threads(previous)
     env = environment()
     print(json.dumps(env, indent=1))
-    rows = [
-        [
-            r["case"],
-            r["threads"],
-            f"{r['buildingai']['median'] * 1e3:.3f}",
-            f"{r['pytorch']['median'] * 1e3:.3f}",
-            f"{r['numpy']['median'] * 1e3:.3f}" if "numpy" in r else "",
-            f"{r['ratio']:.2f}",
-            f"{r['numpy_ratio']:.2f}" if "numpy_ratio" in r else "",
-        ]
-        for r in records
-    ]
-    headers = ["case", "threads", "BuildingAI ms", "PyTorch ms", "NumPy ms", "ratio", "NumPy ratio"]
-    print(format_table(headers, rows))
+    print(ratio_table(records))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"environment": env, "records": records}, handle, indent=1)

@@ -15,7 +15,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import environment, format_table, measure, set_threads
+from .common import environment, measure, ratio_table, set_threads
 
 
 def _np_topk(x, k):
@@ -102,20 +102,7 @@ def main() -> None:
     records = [bench(n, c, args.threads, args.quick) for n, c in cases(args.quick).items()]
     env = environment()
     print(json.dumps(env, indent=1))
-    headers = ["case", "threads", "BuildingAI ms", "PyTorch ms", "NumPy ms", "ratio", "NumPy ratio"]
-    rows = [
-        [
-            r["case"],
-            r["threads"],
-            f"{r['buildingai']['median'] * 1e3:.3f}",
-            f"{r['pytorch']['median'] * 1e3:.3f}",
-            f"{r['numpy']['median'] * 1e3:.3f}",
-            f"{r['ratio']:.2f}",
-            f"{r['numpy_ratio']:.2f}",
-        ]
-        for r in records
-    ]
-    print(format_table(headers, rows))
+    print(ratio_table(records))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"environment": env, "records": records}, handle, indent=1)

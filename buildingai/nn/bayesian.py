@@ -30,6 +30,19 @@ class _BayesianLayer(Module):
         self.prior_std = float(prior_std)
         self.rho_init = float(rho_init)
 
+    def _make_posterior(self, weight_shape: tuple, bias_size: int | None, dtype, device) -> None:
+        """``weight_mu``/``weight_rho`` of ``weight_shape`` and ``bias_mu``/``bias_rho`` of
+        ``(bias_size,)`` (None: no bias), initialised by ``reset_parameters``."""
+        self.weight_mu = empty_parameter(weight_shape, dtype, device)
+        self.weight_rho = empty_parameter(weight_shape, dtype, device)
+        if bias_size is not None:
+            self.bias_mu = empty_parameter((bias_size,), dtype, device)
+            self.bias_rho = empty_parameter((bias_size,), dtype, device)
+        else:
+            self.register_parameter("bias_mu", None)
+            self.register_parameter("bias_rho", None)
+        self.reset_parameters()
+
     def _names(self) -> list[str]:
         names = ["weight"]
         if self.bias_mu is not None:
@@ -83,15 +96,8 @@ class BayesianLinear(_BayesianLayer):
         super().__init__()
         self._setup_prior(prior_std, rho_init)
         self.in_features, self.out_features = in_features, out_features
-        self.weight_mu = empty_parameter((out_features, in_features), dtype, device)
-        self.weight_rho = empty_parameter((out_features, in_features), dtype, device)
-        if bias:
-            self.bias_mu = empty_parameter((out_features,), dtype, device)
-            self.bias_rho = empty_parameter((out_features,), dtype, device)
-        else:
-            self.register_parameter("bias_mu", None)
-            self.register_parameter("bias_rho", None)
-        self.reset_parameters()
+        self._make_posterior((out_features, in_features), out_features if bias else None,
+                             dtype, device)  # fmt: skip
 
     def forward(self, x: Tensor) -> Tensor:
         bias = self.sampled("bias") if self.bias_mu is not None else None
@@ -136,15 +142,7 @@ class BayesianConv2d(_BayesianLayer):
         self.kernel_size = tuple(kernel_size)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight_mu = empty_parameter(shape, dtype, device)
-        self.weight_rho = empty_parameter(shape, dtype, device)
-        if bias:
-            self.bias_mu = empty_parameter((out_channels,), dtype, device)
-            self.bias_rho = empty_parameter((out_channels,), dtype, device)
-        else:
-            self.register_parameter("bias_mu", None)
-            self.register_parameter("bias_rho", None)
-        self.reset_parameters()
+        self._make_posterior(shape, out_channels if bias else None, dtype, device)
 
     def forward(self, x: Tensor) -> Tensor:
         bias = self.sampled("bias") if self.bias_mu is not None else None
