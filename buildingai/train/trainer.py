@@ -456,21 +456,28 @@ class Trainer:
     def train_step(self, batch) -> tuple[Tensor, Any, Any]:
         """One optimizer step on ``batch``; returns ``(loss, outputs, targets)``."""
         if self.compile:
-            return self._compiled_step(batch)
+            loss, outputs = self._compiled_update(batch)
+            targets = batch[1]
+        else:
+            loss, outputs, targets = self._update(batch)
+        scheduler = self.scheduler
+        if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
+            scheduler.step_batch()
+        return loss, outputs, targets
+
+    def _update(self, batch) -> tuple[Tensor, Any, Any]:
+        """``compute_loss``, backward, clipping and the optimizer step."""
         loss, outputs, targets = self.compute_loss(batch)
         self.optimizer.zero_grad()
         loss.backward()
         if self.grad_clip is not None:
             optim.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         self.optimizer.step()
-        scheduler = self.scheduler
-        if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
-            scheduler.step_batch()
         return loss, outputs, targets
 
-    def _compiled_step(self, batch) -> tuple[Tensor, Any, Any]:
-        """``train_step`` as a static graph: zero_grad, ``compute_loss``, backward, clipping and
-        the optimizer step traced once per batch shape (``buildingai.compile``)."""
+    def _compiled_update(self, batch) -> tuple[Tensor, Any]:
+        """``_update`` as a static graph traced once per batch shape (``buildingai.compile``);
+        returns ``(loss, outputs)``."""
         from ..graph import TensorSpec
         from ..graph import compile as compile_step
 
@@ -482,26 +489,14 @@ class Trainer:
                 help="set compile: false for other batch structures, or collate to two tensors",
             )
         if self._compiled is None:
-
-            def step(inputs, targets):
-                self.optimizer.zero_grad()
-                loss, outputs, _ = self.compute_loss((inputs, targets))
-                loss.backward()
-                if self.grad_clip is not None:
-                    optim.clip_grad_norm_(self.model.parameters(), self.grad_clip)
-                self.optimizer.step()
-                return loss, outputs
-
             signature = [
                 TensorSpec((None, *part.shape[1:]), part.dtype, name)
                 for part, name in zip(batch, ("inputs", "targets"))
             ]
-            self._compiled = compile_step(step, signature)
-        loss, outputs = self._compiled(*batch)
-        scheduler = self.scheduler
-        if scheduler is not None and not isinstance(scheduler, optim.ReduceLROnPlateau):
-            scheduler.step_batch()
-        return loss, outputs, batch[1]
+            self._compiled = compile_step(
+                lambda inputs, targets: self._update((inputs, targets))[:2], signature
+            )
+        return self._compiled(*batch)
 
     def compute_loss(self, batch) -> tuple[Tensor, Any, Any]:
         """``(loss, outputs, targets)`` of a batch ``(inputs, targets)``; override it for other
