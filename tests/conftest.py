@@ -4,6 +4,7 @@ import pytest
 
 import buildingai as bai
 from buildingai.backend import threads
+from buildingai.ops.kernels import compiled
 
 
 @pytest.fixture
@@ -13,3 +14,11 @@ def three_threads(monkeypatch):
     bai.set_num_threads(3)
     yield
     bai.set_num_threads(None)
+
+
+@pytest.fixture
+def numpy_kernels():
+    """Run the NumPy kernels only: compiled twins (``ops/kernels/compiled``) switched off."""
+    previous = compiled.set_enabled(False)
+    yield
+    compiled.set_enabled(previous)

@@ -64,16 +64,27 @@ def test_info():
 
 def test_info_lists_each_acceleration_and_its_switch():
     report = json.loads(run("info", "--json").stdout)["accelerations"]
-    assert set(report) == {"vector_blas", "packed_updates", "retain_freed_memory"}
+    assert set(report) == {
+        "vector_blas",
+        "packed_updates",
+        "retain_freed_memory",
+        "compiled_kernels",
+    }
     assert report["packed_updates"]["active"] is True
     assert report["retain_freed_memory"]["active"] is False  # info applies nothing
     assert "BUILDINGAI_VECTOR_BLAS" in report["vector_blas"]["switch"]
     assert "BUILDINGAI_PACKED_UPDATES" in report["packed_updates"]["switch"]
 
-    switched_off = {"BUILDINGAI_VECTOR_BLAS": "0", "BUILDINGAI_PACKED_UPDATES": "off"}
+    assert "BUILDINGAI_COMPILED_KERNELS" in report["compiled_kernels"]["switch"]
+
+    switched_off = {
+        "BUILDINGAI_VECTOR_BLAS": "0",
+        "BUILDINGAI_PACKED_UPDATES": "off",
+        "BUILDINGAI_COMPILED_KERNELS": "no",
+    }
     result = run("info", env_changes=switched_off)
     lines = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()}
-    assert lines["vector_blas"] == lines["packed_updates"] == "off"
+    assert lines["vector_blas"] == lines["packed_updates"] == lines["compiled_kernels"] == "off"
 
     result = run("info", env_changes={"BUILDINGAI_PACKED_UPDATES": "maybe"}, check=False)
     assert result.returncode != 0

@@ -99,6 +99,11 @@ def parallel_for(kernel, length: int, work: int | None = None) -> None:
             job.result()
 
 
+def inside_pool() -> bool:
+    """Whether the calling thread is one of the pool's (where nested work runs serially)."""
+    return getattr(_inside, "flag", False)
+
+
 def _run_inside(kernel, start: int, stop: int) -> None:
     _inside.flag = True
     try:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .elementwise import in_place
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
+from .kernels.compiled import compiled_twin
 from .kernels.scalar_loops import extremum_with_scalar
 from .kernels.split import elementwise
 from .promotion import as_float, result_type
@@ -25,6 +26,10 @@ class Relu(ElementwiseOp):
         return result_type(x, 0)
 
     def forward(self, ctx, xp, x):
+        if type(x) is np.ndarray and x.dtype.kind == "f":
+            out = np.empty_like(x)
+            elementwise(np, _relu_kernel, (x,), (out,))
+            return out
         return extremum_with_scalar(xp, xp.maximum, x, 0)  # NaN stays NaN
 
     def backward(self, ctx, grad):
@@ -53,13 +58,11 @@ class ReluGrad(SameDtypeFunction):
     flops_per_element = 2
 
     def forward(self, ctx, xp, grad, out):
-        kept = out != 0
-        # NumPy's where over an irregular mask is much slower than a product with it; the
-        # product equals where's result unless an inf or NaN gradient lands where the mask is
-        # off (0 * inf is NaN), so it is taken when every gradient is finite.
-        if type(grad) is np.ndarray and grad.dtype.kind == "f" and bool(np.isfinite(grad).all()):
-            return np.multiply(grad, kept, dtype=grad.dtype)
-        return xp.where(kept, grad, grad.dtype.type(0))
+        if type(grad) is np.ndarray and grad.dtype.kind == "f" and grad.shape == out.shape:
+            result = np.empty_like(grad)
+            elementwise(np, _relu_grad_kernel, (grad, out), (result,))
+            return result
+        return xp.where(out != 0, grad, grad.dtype.type(0))
 
     def backward(self, ctx, grad_of_output):
         return RELU_GRAD(grad_of_output, ctx.inputs[1]), None
@@ -73,6 +76,25 @@ class ReluGrad(SameDtypeFunction):
 RELU_GRAD = ReluGrad()
 
 
+@compiled_twin("activations.relu")
+def _relu_kernel(xp, x, out) -> None:
+    """out = max(x, 0) for float NumPy arrays of one shape; NaN stays NaN."""
+    extremum_with_scalar(xp, xp.maximum, x, 0, out=out)
+
+
+@compiled_twin("activations.relu_grad")
+def _relu_grad_kernel(xp, grad, out, result) -> None:
+    """result = grad where out != 0, else 0, for float NumPy arrays of one shape."""
+    kept = out != 0
+    # NumPy's where over an irregular mask is much slower than a product with it; the product
+    # equals where's result unless an inf or NaN gradient lands where the mask is off (0 * inf
+    # is NaN), so it is taken when every gradient is finite.
+    if bool(np.isfinite(grad).all()):
+        np.multiply(grad, kept, out=result)
+    else:
+        np.copyto(result, np.where(kept, grad, grad.dtype.type(0)))
+
+
 def _exact_one(dtype, slope) -> bool:
     """Whether ``_leaky_slopes`` gives exactly 1 for x > 0 (so x passes unchanged): true for
     every slope in [0, 1], checked for the others."""
@@ -82,12 +104,36 @@ def _exact_one(dtype, slope) -> bool:
     return bool(one[0] == 1)
 
 
-def _leaky_slopes(xp, x, slopes, out, *, slope) -> None:
-    """slopes = 1 where x > 0, else ``slope`` (x's dtype); out = slopes * x."""
+def _leaky_slopes(xp, x, slopes, *, slope) -> None:
+    """slopes = 1 where x > 0, else ``slope`` (x's dtype): a compare written as float and one
+    multiply-add, where NumPy's ``where`` over an irregular mask is several times slower."""
     np.greater(x, 0, out=slopes, casting="unsafe")
     slopes *= 1 - slope
     slopes += slope
-    np.multiply(slopes, x, out=out)
+
+
+@compiled_twin("activations.leaky_relu", params=("slope",))
+def _leaky_relu_kernel(xp, x, out, *, slope) -> None:
+    """out = x where x > 0, else slope * x (float NumPy arrays of one shape)."""
+    _leaky_slopes(xp, x, out, slope=slope)
+    out *= x
+
+
+@compiled_twin("activations.leaky_relu_grad", params=("slope",))
+def _leaky_relu_grad_kernel(xp, grad, x, result, *, slope) -> None:
+    """result = grad where x > 0, else slope * grad (float NumPy arrays of one shape)."""
+    _leaky_slopes(xp, x, result, slope=slope)
+    result *= grad
+
+
+def _fast_leaky(x, negative_slope) -> bool:
+    """Whether x takes the slopes kernels: a float32/float64 NumPy array, and a slope for which
+    they give exactly 1 where x > 0."""
+    return (
+        type(x) is np.ndarray
+        and x.dtype in (np.float32, np.float64)
+        and _exact_one(x.dtype, negative_slope)
+    )
 
 
 class LeakyRelu(FloatFunction):
@@ -98,18 +144,10 @@ class LeakyRelu(FloatFunction):
 
     def forward(self, ctx, xp, x, *, negative_slope):
         x = as_float(x)
-        ctx.slopes = None
-        if (
-            type(x) is np.ndarray
-            and x.dtype in (np.float32, np.float64)
-            and _exact_one(x.dtype, negative_slope)
-        ):
-            # x times its slope (1 or negative_slope): four cheap passes, where NumPy's maximum
-            # and where are several times slower; the slopes are backward's factor
-            slopes, out = np.empty_like(x), np.empty_like(x)
-            kernel = functools.partial(_leaky_slopes, slope=negative_slope)
-            elementwise(np, kernel, (x,), (slopes, out))
-            ctx.slopes = slopes
+        if _fast_leaky(x, negative_slope):
+            out = np.empty_like(x)
+            kernel = functools.partial(_leaky_relu_kernel, slope=negative_slope)
+            elementwise(np, kernel, (x,), (out,))
             return out
         scaled = x * x.dtype.type(negative_slope)  # a scalar of x's dtype: bfloat16 stays bfloat16
         if 0 <= negative_slope <= 1:  # then max(x, slope * x) is the same function, one pass less
@@ -117,13 +155,47 @@ class LeakyRelu(FloatFunction):
         return xp.where(x > 0, x, scaled)
 
     def backward(self, ctx, grad):
-        if ctx.slopes is not None:  # a constant: the slopes do not depend on x almost everywhere
-            return (grad * ctx.tensor(ctx.slopes),)
         (x,) = ctx.inputs
-        return (grad.where(x > 0, grad * ctx.attrs["negative_slope"]),)
+        slope = ctx.attrs["negative_slope"]
+        if _fast_leaky(x.data, slope) and grad.shape == x.shape and grad.dtype == x.dtype:
+            # x detached: the slopes have no derivative in x (almost everywhere)
+            return (LEAKY_RELU_GRAD(grad, x.detach(), negative_slope=slope),)
+        return (grad.where(x > 0, grad * slope),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("LeakyRelu", inputs, output, alpha=float(attrs["negative_slope"]))
+
+
+class LeakyReluGrad(SameDtypeFunction):
+    """leaky_relu's gradient: ``grad`` where x > 0, else ``negative_slope * grad``.
+
+    Inputs: grad and x (detached by leaky_relu's backward), float arrays of one shape and
+    dtype. Linear in ``grad``: its gradient there is the same op on the incoming gradient; in x
+    it is zero almost everywhere."""
+
+    name = "leaky_relu_grad"
+    flops_per_element = 2
+
+    def forward(self, ctx, xp, grad, x, *, negative_slope):
+        if type(x) is np.ndarray:
+            result = np.empty_like(x)
+            kernel = functools.partial(_leaky_relu_grad_kernel, slope=negative_slope)
+            elementwise(np, kernel, (grad, x), (result,))
+            return result
+        return xp.where(x > 0, grad, grad * x.dtype.type(negative_slope))
+
+    def backward(self, ctx, grad_of_output):
+        x = ctx.inputs[1]
+        return LEAKY_RELU_GRAD(grad_of_output, x, **ctx.attrs), None
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        grad, x = inputs
+        scaled = emit.node("Mul", [grad, emit.scalar(attrs["negative_slope"], grad)])
+        positive = emit.node("Greater", [x, emit.scalar(0, x)], dtype="bool")
+        emit.node("Where", [positive, grad, scaled], output)
+
+
+LEAKY_RELU_GRAD = LeakyReluGrad()
 
 
 RELU, LEAKY_RELU = Relu(), LeakyRelu()

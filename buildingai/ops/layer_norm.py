@@ -16,13 +16,22 @@ never recorded and have no backward of their own.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost
 from .base import Op
+from .kernels.compiled import compiled_twin
 from .kernels.split import split_rows, trailing_rows
-from .norm import STANDARDIZE, STANDARDIZE_GRAD, _check_floating, _standardize_grad_rows
+from .norm import (
+    STANDARDIZE,
+    STANDARDIZE_GRAD,
+    _check_floating,
+    _standardize_grad_rows,
+    _standardize_rows,
+)
 from .reduce import SUM
 
 
@@ -47,6 +56,21 @@ class LayerNorm(Op):
         _check_floating(self.name, x)
 
     def forward(self, ctx, xp, x, weight, bias=None, *, axes, eps):
+        normalized = x.shape[x.ndim - len(axes) :]
+        if _float32_rows(x, weight, bias, normalized) and x.size:
+            xhat, out = np.empty_like(x), np.empty_like(x)
+            rstd = np.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), np.float32)
+            rows = trailing_rows(axes, x, xhat, out, rstd)
+            if rows is not None:  # the standardize and the affine map in one pass over each row
+                kernel = functools.partial(
+                    _layer_norm_rows,
+                    weight=weight.reshape(-1),
+                    bias=None if bias is None else bias.reshape(-1),
+                    eps=eps,
+                )
+                split_rows(xp, kernel, *rows)
+                ctx.xhat, ctx.rstd = xhat, rstd
+                return out
         xhat = STANDARDIZE.forward(ctx, xp, x, axes=axes, eps=eps)  # sets ctx.rstd
         ctx.xhat = xhat
         out = xp.multiply(xhat, weight)
@@ -144,6 +168,15 @@ class LayerNormInputGrad(Op):
         if grad.dtype == xhat.dtype == rstd.dtype == weight.dtype and grad.shape == xhat.shape:
             if type(grad) is np.ndarray and not grad.flags.c_contiguous:
                 grad = np.ascontiguousarray(grad)  # e.g. the broadcast gradient of a mean
+            if _float32_rows(grad, weight, None, grad.shape[grad.ndim - len(axes) :]):
+                out = np.empty_like(grad)
+                rows = trailing_rows(axes, grad, xhat, rstd, out)
+                if rows is not None:  # the product and the gradient in one pass over each row
+                    kernel = functools.partial(
+                        _layer_norm_input_grad_rows, weight=weight.reshape(-1)
+                    )
+                    split_rows(np, kernel, *rows)
+                    return out
             rows = trailing_rows(axes, grad, xhat, rstd)
             if rows is not None:
                 grad_rows, xhat_rows, rstd_rows = rows
@@ -193,6 +226,33 @@ class LayerNormWeightGrad(Op):
         flops = 2 * xhat.numel  # a multiply-add per element
         _, read, written = memory_cost((grad, xhat), self.infer(grad, xhat, axes=axes))
         return flops, read, written
+
+
+def _float32_rows(x, weight, bias, normalized) -> bool:
+    """Whether x, weight and bias (or None) are float32 NumPy arrays, weight and bias
+    contiguous and of the ``normalized`` shape: the layout of the fused row kernels below."""
+    params = (weight,) if bias is None else (weight, bias)
+    return all(
+        type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
+        for a in (x, *params)
+    ) and all(tuple(a.shape) == tuple(normalized) for a in params)
+
+
+@compiled_twin("rows.layer_norm_rows", params=("weight", "bias", "eps"))
+def _layer_norm_rows(xp, x, xhat, out, rstd, *, weight, bias, eps) -> None:
+    """Rows of x (rows, n) standardized into xhat (rstd (rows, 1): 1 / sqrt(var + eps)), and
+    ``xhat * weight + bias`` into out; weight and bias (or None) are (n,)."""
+    _standardize_rows(xp, x, xhat, rstd, eps=eps)
+    xp.multiply(xhat, weight, out=out)
+    if bias is not None:
+        out += bias
+
+
+@compiled_twin("rows.layer_norm_input_grad_rows", params=("weight",))
+def _layer_norm_input_grad_rows(xp, grad, xhat, rstd, out, *, weight) -> None:
+    """The standardize gradient of ``grad * weight`` for rows (rows, n), weight (n,), into out."""
+    xp.multiply(grad, weight, out=out)
+    _standardize_grad_rows(xp, out, xhat, rstd, out)
 
 
 def _in_place_standardize_grad(xp, grad_xhat, xhat, rstd) -> None:

@@ -16,6 +16,9 @@ import numpy as np
 from ..errors import ArgumentError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost, total
 from .base import Op
+from .kernels.compiled import compiled_twin
+from .kernels.row_reduce import row_sum
+from .kernels.split import split_rows, trailing_rows
 
 LOG_FLOOR = -100.0  # PyTorch's lower bound on log(x) and log(1 - x)
 GRAD_EPSILON = 1e-12  # PyTorch's lower bound on x (1 - x) in the gradient
@@ -97,14 +100,23 @@ class CrossEntropy(Op):
     autocast = "float32"
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
-        shifted = x - x.max(axis=axis, keepdims=True)
-        probs = xp.exp(shifted)
-        total = probs.sum(axis=axis, keepdims=True)
-        probs /= total
         valid = target != ignore_index
         all_valid = bool(valid.all())
         safe = xp.expand_dims(target if all_valid else xp.where(valid, target, 0), axis)
-        picked = _at_targets(xp, shifted, safe, axis) - xp.log(total)
+        rows = None
+        if x.dtype == np.float32 and x.size:
+            probs = xp.empty_like(x)
+            peak, log_total = xp.empty(safe.shape, x.dtype), xp.empty(safe.shape, x.dtype)
+            rows = trailing_rows((axis,), x, probs, peak, log_total)
+        if rows is not None:  # classes along the last axis: one pass over each row
+            split_rows(xp, _cross_entropy_rows, *rows)
+            picked = _at_targets(xp, x, safe, axis) - peak - log_total
+        else:
+            shifted = x - x.max(axis=axis, keepdims=True)
+            probs = xp.exp(shifted)
+            total = probs.sum(axis=axis, keepdims=True)
+            probs /= total
+            picked = _at_targets(xp, shifted, safe, axis) - xp.log(total)
         if weight is None and all_valid:
             # every sample counts once: the common case, without the masks below
             count = target.size
@@ -212,7 +224,16 @@ class CrossEntropyGrad(Op):
 
     def forward(self, ctx, xp, grad, x, probs, scale, *, index, axis):
         coefficient = xp.expand_dims(grad * scale, axis)  # x's shape with 1 along the axis
-        out = probs * coefficient
+        out = None
+        if probs.dtype == coefficient.dtype == np.float32 and probs.ndim == 2 and axis == 1:
+            out = xp.empty_like(probs)
+            rows = trailing_rows((axis,), probs, coefficient, out)
+            if rows is not None:  # (N, C), N >= 2: rows split across threads
+                split_rows(xp, _scale_rows, *rows)
+            else:
+                out = None
+        if out is None:
+            out = probs * coefficient
         if out.ndim == 2 and axis == 1:  # (N, C): one fancy-indexed subtraction
             out[_row_numbers(xp, out.shape[0]), index[:, 0]] -= coefficient[:, 0]
             return out
@@ -249,6 +270,25 @@ class CrossEntropyGrad(Op):
 
 
 CROSS_ENTROPY, CROSS_ENTROPY_GRAD = CrossEntropy(), CrossEntropyGrad()
+
+
+@compiled_twin("rows.cross_entropy_rows")
+def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
+    """For rows of logits x (rows, C): probs = softmax(x), and per row (rows, 1) the maximum
+    ``peak`` and ``log_total = log(sum(exp(x - peak)))``, so log_softmax(x) = x - peak -
+    log_total."""
+    xp.max(x, axis=1, keepdims=True, out=peak)
+    xp.subtract(x, peak, out=probs)
+    xp.exp(probs, out=probs)
+    total = row_sum(xp, probs)
+    probs /= total
+    xp.log(total, out=log_total)
+
+
+@compiled_twin("rows.scale_rows")
+def _scale_rows(xp, a, coefficient, out) -> None:
+    """out = a * coefficient for rows a (rows, n) and coefficient (rows, 1)."""
+    xp.multiply(a, coefficient, out=out)
 
 
 def _at_targets(xp, array, index, axis: int):

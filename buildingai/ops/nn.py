@@ -14,6 +14,8 @@ import numpy as np
 from ..errors import DTypeError, IndexingError, ShapeError
 from .abstract import ValueSpec, bytes_of, memory_cost
 from .base import Op
+from .kernels import compiled
+from .kernels.compiled import compiled_twin
 from .kernels.row_reduce import row_dot, row_sum
 from .kernels.split import split_rows, trailing_rows
 
@@ -50,7 +52,8 @@ class Softmax(Op):
         rows = trailing_rows((axis,), x, out)
         if rows is None:
             _softmax_kernel(xp, x, out, axis=axis)
-        elif x.dtype in _SHARED_SHIFT_FLOOR:  # independent rows: split across threads
+        elif x.dtype in _SHARED_SHIFT_FLOOR and not _compiled_rows(xp, x):
+            # independent rows: split across threads
             kernel = functools.partial(_softmax_rows_shifted, shift=x.max())
             split_rows(xp, kernel, *rows)
         else:
@@ -64,6 +67,13 @@ class Softmax(Op):
         emit.node("Softmax", inputs, output, axis=int(attrs["axis"]))
 
 
+def _compiled_rows(xp, x) -> bool:
+    """Whether ``split_rows`` will hand the (contiguous) rows of x to a compiled twin, which
+    takes each row's own maximum in cache: no shared shift to compute first."""
+    return xp is np and x.dtype == np.float32 and compiled.available()
+
+
+@compiled_twin("rows.softmax_rows")
 def _softmax_kernel(xp, x, out, axis=-1):
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     xp.exp(out, out=out)
@@ -71,6 +81,7 @@ def _softmax_kernel(xp, x, out, axis=-1):
     out /= row_sum(xp, out) if rows else out.sum(axis=axis, keepdims=True)
 
 
+@compiled_twin("rows.softmax_rows_shifted", params=("shift",))
 def _softmax_rows_shifted(xp, x, out, *, shift):
     """Softmax of the rows of x (rows, n) shifted by ``shift``, the maximum of the whole input,
     instead of each row's own: a contiguous subtraction of a scalar instead of a per-row maximum
@@ -106,6 +117,7 @@ _SHARED_SHIFT_FLOOR = {
 }
 
 
+@compiled_twin("rows.softmax_grad_rows")
 def _softmax_grad_kernel(xp, grad, out, result, axis=-1):
     if out.ndim == 2 and axis in (-1, 1):
         projection = row_dot(xp, grad, out)
@@ -177,6 +189,12 @@ class LogSoftmax(Op):
     def forward(self, ctx, xp, x, *, axis):
         if x.size == 0:
             return xp.empty_like(x)
+        if x.dtype == np.float32:
+            out = xp.empty_like(x)
+            rows = trailing_rows((axis,), x, out)
+            if rows is not None:  # the last axis of a contiguous input: rows split across threads
+                split_rows(xp, _log_softmax_kernel, *rows)
+                return out
         shifted = x - x.max(axis=axis, keepdims=True)
         # exp of the shifted values: the largest term is exp(0) = 1, so the sum is >= 1 and its
         # log is finite
@@ -185,12 +203,69 @@ class LogSoftmax(Op):
         return shifted
 
     def backward(self, ctx, grad):
-        axis = ctx.attrs["axis"]
-        out = ctx.output
-        return (grad - out.exp() * grad.sum(axis=axis, keepdims=True),)
+        return (LOG_SOFTMAX_GRAD(grad, ctx.output, axis=ctx.attrs["axis"]),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.node("LogSoftmax", inputs, output, axis=int(attrs["axis"]))
+
+
+@compiled_twin("rows.log_softmax_rows")
+def _log_softmax_kernel(xp, x, out):
+    """log_softmax of the rows of x (rows, n) into out: x - max - log(sum(exp(x - max)))."""
+    xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
+    # the largest term is exp(0) = 1: the sum is >= 1 and its log finite (nan rows stay nan)
+    with np.errstate(invalid="ignore"):  # -inf - (-inf) in rows of -inf only: nan
+        out -= xp.log(row_sum(xp, xp.exp(out)))
+
+
+class LogSoftmaxGrad(Op):
+    """The gradient of ``log_softmax`` given its output: ``g - exp(out) * sum(g)`` along
+    ``axis``; one op (split across threads for large inputs) instead of four.
+
+    Inputs: g (upstream gradient) and out (the log_softmax output, one shape). Its gradient in g
+    is ``G - sum(G * exp(out))``, in out ``-G * exp(out) * sum(g)``, written with Tensor ops.
+    """
+
+    name = "log_softmax_grad"
+    save_inputs = True
+
+    def infer(self, grad, out, *, axis):
+        return out.with_dtype(np.result_type(grad.dtype, out.dtype))
+
+    def cost(self, grad, out, *, axis):
+        return memory_cost((grad, out), self.infer(grad, out, axis=axis), 4)  # sum, exp, *, -
+
+    def forward(self, ctx, xp, grad, out, *, axis):
+        if grad.shape != out.shape:
+            grad = xp.broadcast_to(grad, out.shape)
+        result = xp.empty(out.shape, xp.result_type(grad, out))
+        rows = trailing_rows((axis,), grad, out, result)
+        if rows is None:
+            _log_softmax_grad_kernel(xp, grad, out, result, axis=axis)
+        else:
+            split_rows(xp, _log_softmax_grad_kernel, *rows)
+        return result
+
+    def backward(self, ctx, grad_of_result):
+        grad, out = ctx.inputs
+        axis = ctx.attrs["axis"]
+        grad_grad = grad_out = None
+        probs = out.exp()
+        if grad.requires_grad:
+            grad_grad = grad_of_result - (grad_of_result * probs).sum(axis=axis, keepdims=True)
+        if out.requires_grad:
+            grad_out = -grad_of_result * probs * grad.sum(axis=axis, keepdims=True)
+        return grad_grad, grad_out
+
+
+@compiled_twin("rows.log_softmax_grad_rows")
+def _log_softmax_grad_kernel(xp, grad, out, result, axis=-1):
+    """``grad - exp(out) * sum(grad)`` along ``axis`` into result."""
+    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
+    total = row_sum(xp, grad) if rows else grad.sum(axis=axis, keepdims=True)
+    xp.exp(out, out=result)
+    result *= total
+    xp.subtract(grad, result, out=result)
 
 
 class Dropout(Op):
@@ -357,5 +432,5 @@ def _check_range(name: str, indices, count: int) -> None:
 
 
 SOFTMAX, SOFTMAX_GRAD = Softmax(), SoftmaxGrad()
-LOG_SOFTMAX, DROPOUT = LogSoftmax(), Dropout()
+LOG_SOFTMAX, LOG_SOFTMAX_GRAD, DROPOUT = LogSoftmax(), LogSoftmaxGrad(), Dropout()
 EMBEDDING, EMBEDDING_GRAD = Embedding(), EmbeddingGrad()

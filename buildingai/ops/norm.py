@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import DTypeError
 from .abstract import memory_cost
 from .base import Op
+from .kernels.compiled import compiled_twin
 from .kernels.row_reduce import row_dot, row_sum
 from .kernels.split import split_rows, trailing_rows
 from .reduce import kept_shape
@@ -148,6 +149,7 @@ class StandardizeGrad(Op):
         return grad_g, grad_x, grad_xhat, None
 
 
+@compiled_twin("rows.standardize_rows", params=("eps",))
 def _standardize_rows(xp, x, out, rstd, *, eps):
     """Standardize each row of x (rows, features) into out; rstd (rows, 1) receives
     1 / sqrt(var + eps)."""
@@ -160,6 +162,7 @@ def _standardize_rows(xp, x, out, rstd, *, eps):
     out *= rstd
 
 
+@compiled_twin("rows.standardize_grad_rows")
 def _standardize_grad_rows(xp, g, xhat, rstd, out):
     """``rstd * (g - mean(g) - xhat * mean(g * xhat))`` per row of (rows, features) arrays."""
     scale = g.dtype.type(1 / g.shape[1])

@@ -24,7 +24,9 @@ import numpy as np
 from .abstract import DimExpr, SymbolicSizeError, bytes_of, memory_cost, simplify
 from .base import Op
 from .conv import floor_divide_size
-from .kernels.pool_flat import fits_flat, flat_max, flat_scatter
+from .kernels import compiled
+from .kernels.compiled import compiled_twin
+from .kernels.pool_flat import fits_flat, scatter_to_choice, window_max
 
 
 def pool_output_size(
@@ -150,6 +152,21 @@ def window_choice(xp, x, out, kernel, stride, padding, dilation):
     return choice
 
 
+@compiled_twin("pooling.window_first_max", params=("size", "stride", "dilation"))
+def _first_max_inside(xp, x, out, choice, *, size, stride, dilation) -> None:
+    """``window_choice`` into ``choice`` for windows that lie inside the image (no padding)."""
+    choice[...] = window_choice(xp, x, out, size, stride, (0, 0), dilation)
+
+
+def _pool_kernel(xp, kernel, arrays, geometry) -> None:
+    """``kernel(xp, *arrays, **geometry)``; 2x2 windows of stride 2 through its compiled twin
+    where it applies (``ops/kernels/compiled/pooling.py``)."""
+    if geometry["size"] == geometry["stride"] == (2, 2) and geometry["dilation"] == (1, 1):
+        compiled.call(xp, kernel, arrays, **geometry)
+    else:
+        kernel(xp, *arrays, **geometry)
+
+
 def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
     """The flat positions ``h * W + w`` in x (N, C, H, W) of the chosen elements (int64)."""
     offset = choice.astype(xp.int64)
@@ -189,7 +206,11 @@ class MaxPool2d(Op):
             for a in range(2)
         )
         if fits_flat(x.shape, out_hw, kernel, stride, padding, dilation):
-            return flat_max(xp, xp.ascontiguousarray(x), out_hw, kernel, stride, dilation)
+            x = xp.ascontiguousarray(x)
+            out = xp.empty(x.shape[:2] + out_hw, dtype=x.dtype)
+            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
+            _pool_kernel(xp, window_max, [x, out], geometry)
+            return out
         geometry = _geometry(size_hw, out_hw, kernel, stride, padding, dilation)
         padded = _pad(xp, x, geometry, padding, _lowest(xp, x.dtype))
         out = None
@@ -251,6 +272,11 @@ class MaxPool2dChoice(Op):
     differentiable = False
 
     def forward(self, ctx, xp, x, out, *, kernel, stride, padding, dilation):
+        if fits_flat(x.shape, out.shape[2:], kernel, stride, padding, dilation):
+            choice = xp.empty(out.shape, dtype=_choice_dtype(xp, kernel))
+            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
+            _pool_kernel(xp, _first_max_inside, [x, out, choice], geometry)
+            return choice
         return window_choice(xp, x, out, kernel, stride, padding, dilation)
 
     def infer(self, x, out, *, kernel, stride, padding, dilation):
@@ -277,7 +303,10 @@ class MaxPool2dScatter(Op):
         image_shape = tuple(grad.shape[:2]) + tuple(input_size)
         disjoint = all(stride[a] >= dilation[a] * (kernel[a] - 1) + 1 for a in range(2))
         if disjoint and fits_flat(image_shape, out_hw, kernel, stride, padding, dilation):
-            return flat_scatter(xp, grad, choice, image_shape, kernel, stride, dilation)
+            image = xp.empty(image_shape, dtype=grad.dtype)
+            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
+            _pool_kernel(xp, scatter_to_choice, [grad, choice, image], geometry)
+            return image
         geometry = _geometry(input_size, out_hw, kernel, stride, padding, dilation)
         padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
         finite = _all_finite(xp, grad)

@@ -10,11 +10,13 @@ exp, tanh and erf as one operation each.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .elementwise import in_place
 from .families import FloatFunction
 from .kernels import gelu32
+from .kernels.compiled import compiled_twin
 from .kernels.split import elementwise
 from .promotion import as_float
 
@@ -232,12 +234,14 @@ def sigmoid_array(xp, x):
     return _reciprocal(xp, out)
 
 
+@compiled_twin("activations.silu")
 def _silu_kernel(xp, x, sigmoid, out):
     """sigmoid = 1 / (1 + exp(-x)) and out = x * sigmoid, for NumPy arrays of one shape."""
     _sigmoid_kernel(xp, x, sigmoid)
     xp.multiply(x, sigmoid, out=out)
 
 
+@compiled_twin("activations.sigmoid")
 def _sigmoid_kernel(xp, x, out):
     """out = 1 / (1 + exp(-x)) for NumPy arrays of one shape."""
     xp.negative(x, out=out)
@@ -335,13 +339,10 @@ class Softplus(FloatFunction):
         x = as_float(x)
         scaled = x * x.dtype.type(beta) if beta != 1 else x  # (bfloat16 stays bfloat16)
         if _float32_numpy(xp, x) and x.ndim and threshold < _EXP32_FINITE:
-            # log1p(exp(y)): exp cannot overflow below the threshold, and NumPy's logaddexp is
-            # twenty times slower on float32; the rare values above the threshold are copied
             out = xp.empty_like(x)
-            elementwise(xp, _softplus_kernel, (scaled,), (out,))
-            if beta != 1:
-                out /= beta
-            return _replace_above(xp, out, scaled, threshold, x)
+            kernel = functools.partial(_softplus_float32, beta=beta, threshold=threshold)
+            elementwise(xp, kernel, (x,), (out,))
+            return out
         # logaddexp(0, y) = max(y, 0) + log1p(exp(-|y|)): no overflow, no cancellation
         out = xp.logaddexp(0, scaled)
         if beta != 1:
@@ -375,6 +376,29 @@ def _softplus_kernel(xp, y, out):
     xp.log1p(out, out=out)
 
 
+@compiled_twin("activations.softplus", params=("beta", "threshold"))
+def _softplus_float32(xp, x, out, *, beta, threshold):
+    """out = log(1 + exp(beta x)) / beta, and x where beta x > threshold, for float32 NumPy
+    arrays of one shape and a threshold below exp's overflow. log1p(exp(y)): exp cannot
+    overflow below the threshold, and NumPy's logaddexp is twenty times slower on float32;
+    the rare values above the threshold are copied."""
+    scaled = x * x.dtype.type(beta) if beta != 1 else x
+    _softplus_kernel(xp, scaled, out)
+    if beta != 1:
+        out /= beta
+    _replace_above(xp, out, scaled, threshold, x)
+
+
+@compiled_twin("activations.softplus_grad", params=("beta", "threshold"))
+def _softplus_grad_float32(xp, grad, x, out, *, beta, threshold):
+    """out = grad * sigmoid(beta x), and grad where beta x > threshold (float32 NumPy arrays
+    of one shape)."""
+    scaled = x * x.dtype.type(beta) if beta != 1 else x
+    _sigmoid_kernel(xp, scaled, out)
+    out *= grad
+    _replace_above(xp, out, scaled, threshold, grad)
+
+
 def _replace_above(xp, out, scaled, threshold, replacement):
     """out where scaled <= threshold, else replacement (all one shape): a masked copy of the
     few values above, where NumPy's ``where`` over the whole array is far slower."""
@@ -384,6 +408,7 @@ def _replace_above(xp, out, scaled, threshold, replacement):
     return out
 
 
+@compiled_twin("activations.gelu_tanh")
 def _gelu_tanh_kernel(xp, x, out, gate):
     """out = 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); gate is
     set to sigmoid(2u). One exp instead of a tanh: NumPy's float32 tanh is about twice as slow
@@ -402,6 +427,7 @@ def _gelu_tanh_kernel(xp, x, out, gate):
     xp.multiply(x, gate, out=out)
 
 
+@compiled_twin("activations.gelu_tanh_grad")
 def _gelu_tanh_grad_kernel(xp, grad, x, gate, out):
     """out = grad * d/dx[x s(2u)] = grad * s (1 + 2 x u' (1 - s)), s = gate = sigmoid(2u),
     u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
@@ -549,6 +575,7 @@ class SigmoidGrad(FloatFunction):
         return grad_grad, grad_out
 
 
+@compiled_twin("activations.sigmoid_grad")
 def _sigmoid_grad_kernel(xp, grad, s, out):
     """out = grad * s (1 - s); arrays of one shape and dtype."""
     xp.subtract(1, s, out=out)
@@ -556,6 +583,7 @@ def _sigmoid_grad_kernel(xp, grad, s, out):
     out *= grad
 
 
+@compiled_twin("activations.silu_grad")
 def _silu_grad_kernel(xp, grad, x, s, out):
     """out = grad * s (1 + x (1 - s)), s = sigmoid(x); arrays of one shape and dtype."""
     xp.subtract(1, s, out=out)
@@ -605,6 +633,11 @@ class SoftplusGrad(FloatFunction):
 
     def forward(self, ctx, xp, grad, x, *, beta, threshold):
         x = as_float(x)
+        if _float32_numpy(xp, grad, x) and x.ndim and grad.shape == x.shape:
+            derivative = xp.empty_like(x)
+            kernel = functools.partial(_softplus_grad_float32, beta=beta, threshold=threshold)
+            elementwise(xp, kernel, (grad, x), (derivative,))
+            return derivative
         scaled = x * x.dtype.type(beta) if beta != 1 else x
         derivative = sigmoid_array(xp, scaled)
         derivative *= grad

@@ -7,10 +7,25 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from ..backend.vector_blas import axpby
+from ..ops.kernels.compiled import compiled_twin
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
 
 
+@compiled_twin(
+    "optim.adam",
+    params=(
+        "lr",
+        "beta1",
+        "beta2",
+        "eps",
+        "weight_decay",
+        "decoupled_weight_decay",
+        "maximize",
+        "step_size",
+        "bias_correction2_sqrt",
+    ),
+)
 def adam_update(
     xp,
     param,
@@ -39,7 +54,8 @@ def adam_update(
 
     with step_size = lr / (1 - beta1**t) and bias_correction2_sqrt = sqrt(1 - beta2**t). The
     scaled sums (m, v and the parameter step) are one ``axpby`` pass each
-    (``backend.vector_blas``).
+    (``backend.vector_blas``); float32 parameters take the one-pass compiled twin where it is
+    available (``ops/kernels/compiled/optim.py``).
     """
     g = effective_gradient(
         xp,

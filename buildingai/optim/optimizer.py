@@ -25,6 +25,7 @@ from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
 from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
+from ..ops.kernels import compiled
 from .packing import ParameterPack, packable
 
 # Elements per block of the blocked update: cache-resident across passes, few Python calls.
@@ -387,13 +388,15 @@ class OptimizerBase:
             work = [xp.empty_like(param) for _ in range(work_count)]
             update_fn(xp, *arrays, work, **scalars)
             return
+        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
+        if compiled.run(update_fn, flat, scalars):  # one pass on numba's threads
+            return
         size = param.size
         if size <= WHOLE_SIZE:
             # One block: the whole arrays, in their own shape, with work arrays of that shape
             # cached as views of the workspace (no per-call slicing or reshaping).
             update_fn(np, *arrays, self._whole_work(param, work_count), **scalars)
             return
-        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
         starts = range(0, size, BLOCK_SIZE)
         workers = min(get_num_threads(), len(starts)) if size >= _THREADED_MIN_SIZE else 1
         if workers == 1:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import cuda_is_available, memory, vector_blas
 from ..backend.threads import get_num_threads
+from ..ops.kernels import compiled
 from ..optim import packing
 from ..version import __version__
 
@@ -31,6 +32,7 @@ def accelerations() -> dict[str, dict]:
         "vector_blas": vector_blas.status(),
         "packed_updates": packing.status(),
         "retain_freed_memory": memory.status(),
+        "compiled_kernels": compiled.status(),
     }
 
 

@@ -143,6 +143,12 @@ CASES = {
         True,
     ),
     "log_softmax": (nn.LOG_SOFTMAX, (floats(3, BATCH, dtype=F64),), {"axis": 0}, True),
+    "log_softmax_grad": (
+        nn.LOG_SOFTMAX_GRAD,
+        (floats(BATCH, 5, dtype=F64), floats(BATCH, 5)),
+        {"axis": 1},
+        True,
+    ),
     "dropout": (nn.DROPOUT, (floats(BATCH, 4), bools(BATCH, 1)), {"scale": 2.0}, True),
     "embedding": (nn.EMBEDDING, (ints(BATCH, 3), floats(6, 4)), {"padding_idx": None}, True),
     "embedding_grad": (

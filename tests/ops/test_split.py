@@ -15,7 +15,7 @@ F = torch.nn.functional
 pytestmark = pytest.mark.usefixtures("three_threads")  # tests/conftest.py
 
 
-def test_the_split_path_is_taken(monkeypatch):
+def test_the_split_path_is_taken(monkeypatch, numpy_kernels):
     calls = []
     original = threads.parallel_for
     monkeypatch.setattr(

@@ -28,6 +28,7 @@ import functools
 import numpy as np
 
 from ...backend.device import strided_view
+from .compiled import compiled_twin
 
 
 def fits_flat(x_shape, out_hw, kernel, stride, padding, dilation) -> bool:
@@ -56,8 +57,11 @@ def _row_span(x_shape, kernel, dilation) -> int:
     return (kernel[0] - 1) * dilation[0] * x_shape[3]
 
 
-def flat_max(xp, x, out_hw, kernel, stride, dilation):
-    """Max pooling of a contiguous x (N, C, H, W) whose windows fit (``fits_flat``)."""
+@compiled_twin("pooling.window_max", params=("size", "stride", "dilation"))
+def window_max(xp, x, out, *, size, stride, dilation) -> None:
+    """Max pooling of a contiguous x (N, C, H, W) whose windows fit (``fits_flat``) into out
+    (N, C, Ho, Wo); ``size`` is the window's (kh, kw)."""
+    kernel = size
     flat = x.reshape(-1)
     length = flat.size - (kernel[1] - 1) * dilation[1]
     best = flat[:length]
@@ -70,21 +74,23 @@ def flat_max(xp, x, out_hw, kernel, stride, dilation):
     for i in range(1, kernel[0]):
         shift = i * dilation[0] * x.shape[3]
         best = xp.maximum(best, rows[shift : shift + length])
-    return _origins(xp, best, x.shape, out_hw, stride).copy()
+    out[...] = _origins(xp, best, x.shape, out.shape[2:], stride)
 
 
-def flat_scatter(xp, grad, choice, x_shape, kernel, stride, dilation):
-    """The gradient of max pooling for windows that fit and do not overlap: each value of grad
-    (N, C, Ho, Wo) put at its window's chosen element of a zero (N, C, H, W) image."""
-    n, c, h, w = x_shape
+@compiled_twin("pooling.scatter_to_choice", params=("size", "stride", "dilation"))
+def scatter_to_choice(xp, grad, choice, image, *, size, stride, dilation) -> None:
+    """The gradient of max pooling for windows that fit and do not overlap: image (N, C, H, W)
+    becomes zeros with each value of grad (N, C, Ho, Wo) at its window's chosen element."""
+    n, c, h, w = image.shape
+    kernel = size
     # The flat distance of each window offset i * kw + j from the window's first element.
     offset = xp.arange(kernel[0] * kernel[1])
     offset = offset // kernel[1] * (dilation[0] * w) + offset % kernel[1] * dilation[1]
     position = offset.take(choice)
-    position += _window_origins(xp, tuple(x_shape), tuple(grad.shape[2:]), tuple(stride))
-    image = xp.zeros(n * c * h * w, dtype=grad.dtype)
-    image[position.reshape(-1)] = grad.reshape(-1)
-    return image.reshape(x_shape)
+    position += _window_origins(xp, tuple(image.shape), tuple(grad.shape[2:]), tuple(stride))
+    flat = image.reshape(-1)
+    flat[...] = 0
+    flat[position.reshape(-1)] = grad.reshape(-1)
 
 
 @functools.lru_cache(maxsize=8)

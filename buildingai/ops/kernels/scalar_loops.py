@@ -20,20 +20,22 @@ def _rows(flat, width: int):
     return flat[:whole].reshape(-1, width), flat[whole:]
 
 
-def extremum_with_scalar(xp, ufunc, x, value):
-    """``ufunc(x, value)`` (``maximum`` or ``minimum``). A Python-number ``value`` against a
-    large contiguous NumPy float array goes through rows of it, as a new array of x's dtype;
-    anything else (tensor bounds, small, non-contiguous or non-float arrays, CuPy) takes the
-    plain call."""
+def extremum_with_scalar(xp, ufunc, x, value, out=None):
+    """``ufunc(x, value)`` (``maximum`` or ``minimum``), into ``out`` if given (x's shape and
+    dtype). A Python-number ``value`` against a large contiguous NumPy float array goes through
+    rows of it; anything else (tensor bounds, small, non-contiguous or non-float arrays, CuPy)
+    takes the plain call."""
     if (
         (type(value) is not float and type(value) is not int)
         or xp is not np
         or x.size < 2 * ROW
         or x.dtype.kind != "f"
         or not x.flags.c_contiguous
+        or (out is not None and not out.flags.c_contiguous)
     ):
-        return ufunc(x, value)
-    out = np.empty_like(x)
+        return ufunc(x, value) if out is None else ufunc(x, value, out=out)
+    if out is None:
+        out = np.empty_like(x)
     row = np.full(ROW, value, dtype=x.dtype)
     body, tail = _rows(x.reshape(-1), ROW)
     out_body, out_tail = _rows(out.reshape(-1), ROW)

@@ -4,7 +4,7 @@ dimension and each thread computes its own rows (``backend.threads.parallel_for`
 Element-wise ops pass flat views of contiguous arrays; row-wise ops (softmax over the last axis,
 normalisation) pass ``(rows, features)`` views. CuPy arrays, and NumPy arrays that are not
 contiguous, run in one call: the GPU has its own parallelism, and a non-contiguous array has no
-flat view to cut.
+flat view to cut. A kernel with a compiled twin (``compiled/``) hands float32 work to it instead.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...backend.threads import parallel_for
+from . import compiled
 
 # Each thread takes its whole range in one kernel call: many short ufunc calls queue on the GIL.
 
@@ -22,6 +23,8 @@ def split_rows(xp, kernel, *arrays) -> None:
     into its own rows of the output arrays among ``arrays``."""
     if xp is not np:
         kernel(xp, *arrays)
+        return
+    if compiled.run(kernel, arrays):
         return
 
     def run(start: int, stop: int) -> None:

@@ -59,6 +59,19 @@ def _softmax_grad(d: Draw) -> Sample:
 case("softmax_grad", _softmax_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
 
 
+def _log_softmax_grad(d: Draw) -> Sample:
+    x = d.floats("n", *d.sizes(1, 2, 2, 4), grad=True)
+    axis = d.choice((-1, 0))
+    return d.capture(
+        "log_softmax_grad",
+        lambda: backward_of(lambda t: t.log_softmax(axis), x),
+        symbols={(0, 0): "n", (1, 0): "n"},
+    )
+
+
+case("log_softmax_grad", _log_softmax_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
+
+
 def _dropout(d: Draw) -> Sample:
     x = d.floats("n", *trailing_sizes(d, 1, 2))
     mask = d.bools(*d.choice((d.dims_of(x)[1:], d.dims_of(x))))

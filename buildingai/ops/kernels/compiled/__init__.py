@@ -1,0 +1,189 @@
+"""The compiled kernel tier: one-pass numba loops for the hottest element-wise and row-wise
+kernels, each the twin of a NumPy kernel that stays the reference.
+
+A NumPy kernel is a few ufunc passes over memory on one thread (``split.py`` cuts large ones
+across the thread pool); its compiled twin reads each input once, writes each output once and
+runs on numba's threads (``docs/design_notes/performance.md`` has the measurements). The op
+records never call a twin themselves: they call ``split.elementwise`` or ``split.split_rows``
+with their NumPy kernel, and those hand the work to the twin when :func:`run` accepts it.
+
+A NumPy kernel names its twin with ``@compiled_twin("module.function", params=(...))``: the
+function lives in ``buildingai.ops.kernels.compiled.<module>`` and takes the same arrays in the
+same order (flat 1-D views for element-wise kernels, (rows, n) for row kernels), then the keyword
+arguments listed in ``params`` (bound with ``functools.partial`` on the NumPy side) positionally.
+Twins accept float32 arrays (and integer index arrays) only; everything else (float64, CuPy, strided arrays) runs the NumPy
+kernel, so results in float64 are the reference computation itself.
+
+The tier is optional: numba is imported on the first kernel call, and where it is missing
+(``pip install buildingai[fast]`` brings it), switched off (``set_enabled(False)`` or
+``BUILDINGAI_COMPILED_KERNELS=0`` before import), or in a child process forked after numba's
+threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. ``status()``
+says which; ``buildingai info`` and the Trainer's run record show it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+
+import numpy as np
+
+from ....backend.switches import env_switch
+from ....backend.threads import get_num_threads, inside_pool
+
+ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
+# Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
+# waking numba's threads costs more than the split saves.
+MIN_PARALLEL_WORK = 1 << 16
+
+_state = {"enabled": env_switch(ENV_VAR, default=True), "numba": None, "error": None}
+_twins: dict = {}  # "module.function" -> the compiled function, once loaded
+_threads = threading.local()  # the numba thread count last set from this thread
+REGISTRY: dict = {}  # NumPy kernel -> (twin name, params), for tests and ``status``
+_ABSENT = np.empty(0, np.float32)  # what a twin receives for an optional array given as None
+
+
+def compiled_twin(name: str, params: tuple = ()):
+    """Mark a NumPy kernel as having the compiled twin ``name`` ("module.function"), which takes
+    the kernel's arrays and then the keyword arguments ``params`` positionally."""
+
+    def mark(kernel):
+        kernel.compiled_twin = (name, tuple(params))
+        REGISTRY[kernel] = kernel.compiled_twin
+        return kernel
+
+    return mark
+
+
+def set_enabled(enabled: bool) -> bool:
+    """Run twins where they apply (True, the default unless ``BUILDINGAI_COMPILED_KERNELS=0``)
+    or the NumPy kernels only (False: for comparisons and debugging), process-wide. Returns the
+    previous setting."""
+    previous = _state["enabled"]
+    _state["enabled"] = bool(enabled)
+    return previous
+
+
+def available() -> bool:
+    """Whether twins run: the tier is switched on and numba imports."""
+    return _state["enabled"] and _numba() is not None
+
+
+def status() -> dict:
+    """``{"active", "detail", "switch"}``, as the other accelerations report themselves."""
+    switch = f"buildingai.ops.kernels.compiled.set_enabled(bool) or {ENV_VAR}=0/1"
+    if not _state["enabled"]:
+        detail = "switched off: NumPy kernels run"
+    elif _numba() is None:
+        detail = f"numba not importable ({_state['error']}): NumPy kernels run; pip install numba"
+    else:
+        detail = f"numba {_state['numba'].__version__}, {len(REGISTRY)} kernels with twins"
+    return {"active": available(), "detail": detail, "switch": switch}
+
+
+def run(kernel, arrays, keywords=None) -> bool:
+    """Run ``kernel``'s compiled twin on ``arrays`` (NumPy arrays, already flat or (rows, n);
+    None for an absent optional array) and return True; return False, having done nothing,
+    when the twin does not apply. The twin's parameters come from ``keywords``, or from the
+    keywords ``kernel`` binds when it is a ``functools.partial``."""
+    marked = kernel
+    if hasattr(kernel, "func"):  # functools.partial: its keywords are the twin's parameters
+        marked, keywords = kernel.func, kernel.keywords
+    spec = getattr(marked, "compiled_twin", None)
+    if spec is None or not _state["enabled"]:
+        return False
+    for array in arrays:
+        if array is None:
+            arrays = [_ABSENT if array is None else array for array in arrays]
+            break
+    for array in arrays:
+        if not array.flags.c_contiguous or (
+            array.dtype != np.float32 and array.dtype.kind not in "iub"  # indices pass
+        ):
+            return False
+    twin = _twin(spec[0])
+    if twin is None:
+        return False
+    work = 0
+    for array in arrays:
+        work += array.size
+    _use_threads(work)
+    twin(*arrays, *(keywords[param] for param in spec[1]))
+    return True
+
+
+def call(xp, kernel, arrays, **params) -> None:
+    """``kernel(xp, *arrays, **params)``, through its twin where :func:`run` accepts it."""
+    if xp is not np or not run(kernel, arrays, params):
+        kernel(xp, *arrays, **params)
+
+
+def twin_of(kernel):
+    """The compiled function ``kernel`` names (loaded, so compiled on first call), or None."""
+    spec = getattr(kernel, "compiled_twin", None)
+    return None if spec is None else _twin(spec[0])
+
+
+def _twin(name: str):
+    twin = _twins.get(name)
+    if twin is None:
+        if _numba() is None:
+            return None
+        module, function = name.rsplit(".", 1)
+        twin = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+        _twins[name] = twin
+    return twin
+
+
+def _numba():
+    """The numba module, imported once; None where it is missing or broken."""
+    if _state["numba"] is None and _state["error"] is None:
+        try:
+            import numba
+
+            _start_threads(numba)
+        except Exception as error:  # missing, built against another NumPy, or no thread layer
+            _state["error"] = f"{type(error).__name__}: {error}"
+        else:
+            _state["numba"] = numba
+    return _state["numba"]
+
+
+def _start_threads(numba) -> None:
+    """Start numba's thread pool with OpenMP's passive wait policy, unless the user chose one.
+
+    By default an OpenMP thread spins on its core after a parallel loop, as OpenBLAS's threads
+    do after a GEMM; a loop followed by a GEMM then finds the other core busy, and each waits
+    for the other's spin (docs/design_notes/performance.md). Passive threads sleep at once. The
+    variable is read once, when numba's OpenMP library loads, so it is set only around that.
+    """
+    from numba.np.ufunc import parallel
+
+    chosen = "OMP_WAIT_POLICY" in os.environ
+    if not chosen:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        parallel._launch_threads()
+    finally:
+        if not chosen:
+            del os.environ["OMP_WAIT_POLICY"]
+
+
+def _use_threads(work: int) -> None:
+    """Set numba's thread count for this launching thread: BuildingAI's element-wise thread
+    count for large work, one inside a pool thread or for small work."""
+    numba = _state["numba"]
+    count = 1 if work < MIN_PARALLEL_WORK or inside_pool() else get_num_threads()
+    count = min(count, numba.config.NUMBA_NUM_THREADS)
+    if getattr(_threads, "count", None) != count:
+        numba.set_num_threads(count)
+        _threads.count = count
+
+
+def _off_in_forked_child() -> None:
+    _state["enabled"] = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_off_in_forked_child)

@@ -1,0 +1,52 @@
+"""exp for float32 inside numba loops, in a form LLVM vectorises.
+
+numba calls libm's ``expf`` one value at a time, which keeps a loop scalar. Here exp(x) =
+2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is exact), exp(r) a
+degree-7 polynomial on |r| <= ln 2 / 2 (Cephes' ``expf`` coefficients) and 2^n built in the
+exponent bits: within 1 unit in the last place of libm's result. Above ln(FLT_MAX) the result
+is inf and below ln(FLT_MIN) it is 0 (libm gives subnormals down to -103.9; every caller here,
+sigmoids and softmax shifted by its maximum, adds them to at least 1). NaN stays NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HIGH = np.float32(0.693359375)
+_LN2_LOW = np.float32(-2.12194440e-4)
+_HIGHEST = np.float32(88.0)  # the clamp keeps 2^n a normal float32; past it the result saturates
+_LOWEST = np.float32(-87.0)
+_OVERFLOW = np.float32(88.72283)  # ln(FLT_MAX)
+_UNDERFLOW = np.float32(-87.33654)  # ln(FLT_MIN)
+_INF = np.float32(np.inf)
+_ZERO = np.float32(0.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_P = tuple(
+    np.float32(c)
+    for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1)
+)
+
+
+@njit(inline="always", fastmath={"contract"})
+def exp32(value):
+    """exp(value) for a float32 scalar (see the module docstring for range and accuracy)."""
+    x = _HIGHEST if value > _HIGHEST else value  # comparisons false for NaN: NaN passes through
+    x = _LOWEST if x < _LOWEST else x
+    n = np.float32(math.floor(x * _LOG2E + _HALF))
+    r = x - n * _LN2_HIGH
+    r = r - n * _LN2_LOW
+    p = _P[0] * r + _P[1]
+    p = p * r + _P[2]
+    p = p * r + _P[3]
+    p = p * r + _P[4]
+    p = p * r + _HALF
+    p = p * r * r + r + _ONE
+    scale = (np.int32(n) + np.int32(127)) << np.int32(23)
+    result = p * np.int32(scale).view(np.float32)
+    result = _INF if value > _OVERFLOW else result
+    return _ZERO if value < _UNDERFLOW else result

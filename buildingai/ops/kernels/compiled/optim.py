@@ -1,0 +1,57 @@
+"""Compiled twins of optimizer updates: one pass over the parameter, its gradient and its
+state, where the NumPy reference (``optim/adam.py``) makes about ten. Flat float32 arrays of
+one length; an absent optional array (AMSGrad's maximum) arrives empty."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+
+
+@njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
+def adam(
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    max_exp_avg_sq,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled_weight_decay,
+    maximize,
+    step_size,
+    bias_correction2_sqrt,
+):
+    """``adam_update`` in one pass, in place, with the reference's formulas and order:
+    m = (1 - b1) g + b1 m, v = (1 - b2) g^2 + b2 v (v_max = max(v_max, v) with AMSGrad),
+    p = decay p - step_size bc2 m / (sqrt(v) + eps bc2)."""
+    one_minus_beta1 = np.float32(1.0 - beta1)
+    one_minus_beta2 = np.float32(1.0 - beta2)
+    b1 = np.float32(beta1)
+    b2 = np.float32(beta2)
+    l2 = np.float32(0.0 if decoupled_weight_decay else weight_decay)
+    decay = np.float32(1.0 - lr * weight_decay if decoupled_weight_decay else 1.0)
+    shift = np.float32(eps * bias_correction2_sqrt)
+    step = np.float32(-step_size * bias_correction2_sqrt)
+    amsgrad = max_exp_avg_sq.size > 0
+    for i in prange(param.size):
+        g = -grad[i] if maximize else grad[i]
+        p = param[i]
+        if l2 != _ZERO:
+            g = g + p * l2
+        m = one_minus_beta1 * g + b1 * exp_avg[i]
+        v = one_minus_beta2 * (g * g) + b2 * exp_avg_sq[i]
+        exp_avg[i] = m
+        exp_avg_sq[i] = v
+        if amsgrad:
+            v = max(max_exp_avg_sq[i], v)
+            max_exp_avg_sq[i] = v
+        param[i] = step * (m / (math.sqrt(v) + shift)) + decay * p

@@ -1,0 +1,257 @@
+"""Compiled twins of the row-wise kernels: softmax, log_softmax, layer normalisation and
+cross-entropy, forward and backward. Each takes (rows, n) float32 arrays (and (rows, 1) ones for
+per-row values), runs its rows on numba's threads and each row in a few passes over that row,
+which stays in cache between them: one read of the inputs and one write of the outputs.
+
+The NumPy references (same arguments, plus ``xp`` first) are in ``ops/nn.py``, ``ops/norm.py``,
+``ops/layer_norm.py`` and ``ops/loss.py``. Row sums are float32 like the references' (einsum's
+running sums), here reordered into vector lanes; every other formula is the reference's, so
+results agree to a few units in the last place (``tests/ops/kernels/test_compiled_rows.py``).
+NaN and inf propagate as in the references: a row holding NaN or +inf gives NaN (inf - inf), a
+row of only -inf gives NaN (-inf - -inf), -inf entries of a finite row give 0 (log: -inf).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .expf import exp32
+
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_MINUS_INF = np.float32(-np.inf)
+
+# contract: a multiply and the add after it become one FMA (one rounding instead of two). No
+# reassociation: exp32's reduction relies on its operations' order, so sums are split into
+# lanes by hand below.
+kernel = njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
+inline = njit(inline="always", fastmath={"contract"})
+
+
+@inline
+def _max(row):
+    """The largest value of a 1-D float32 row (n >= 1), in eight interleaved running maxima. NaN
+    entries are skipped: every caller subtracts the maximum from the row and sums the
+    exponentials, where a NaN entry makes the whole row NaN, as in the reference."""
+    n = row.size
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = _MINUS_INF
+    j = 0
+    while j + 8 <= n:
+        m0 = max(m0, row[j])
+        m1 = max(m1, row[j + 1])
+        m2 = max(m2, row[j + 2])
+        m3 = max(m3, row[j + 3])
+        m4 = max(m4, row[j + 4])
+        m5 = max(m5, row[j + 5])
+        m6 = max(m6, row[j + 6])
+        m7 = max(m7, row[j + 7])
+        j += 8
+    while j < n:
+        m0 = max(m0, row[j])
+        j += 1
+    return max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+
+
+@inline
+def _nan_max(row):
+    """The largest value of a 1-D row, NaN when the row holds one (as NumPy's ``max``)."""
+    m = _MINUS_INF
+    for j in range(row.size):
+        v = row[j]
+        if v != v:
+            return v
+        m = v if v > m else m
+    return m
+
+
+# Sums may be reordered (into vector lanes): float32 running sums, like the references' einsum.
+# Not inlined into the kernels at numba's level, so that the reordering stays in them.
+reduction = njit(nogil=True, cache=True, fastmath={"contract", "reassoc"})
+
+
+@reduction
+def _sum(row):
+    """The float32 sum of a 1-D row."""
+    total = _ZERO
+    for j in range(row.size):
+        total += row[j]
+    return total
+
+
+@reduction
+def _dot(a, b):
+    """The float32 sum of a * b for two 1-D rows."""
+    total = _ZERO
+    for j in range(a.size):
+        total += a[j] * b[j]
+    return total
+
+
+@inline
+def _exp_shifted(x, out):
+    """out = exp(x - max(x)) for 1-D rows; returns (max, sum of out)."""
+    m = _max(x)
+    for j in range(x.size):
+        out[j] = exp32(x[j] - m)
+    return m, _sum(out)
+
+
+# ----- softmax ------------------------------------------------------------------------------------
+
+
+@inline
+def _softmax_row(x, out):
+    _, total = _exp_shifted(x, out)
+    for j in range(x.size):
+        out[j] = out[j] / total
+
+
+@kernel
+def softmax_rows(x, out):
+    """out = exp(x - max) / sum(exp(x - max)) per row (``nn._softmax_kernel``)."""
+    for r in prange(x.shape[0]):
+        _softmax_row(x[r], out[r])
+
+
+@kernel
+def softmax_rows_shifted(x, out, shift):
+    """``nn._softmax_rows_shifted``: the same softmax, each row shifted by its own maximum. The
+    reference's shared ``shift`` saves NumPy a per-row maximum; here that maximum is one more
+    pass over a row already in cache, and it needs no fallback for rows far below ``shift``."""
+    for r in prange(x.shape[0]):
+        _softmax_row(x[r], out[r])
+
+
+@kernel
+def softmax_grad_rows(grad, out, result):
+    """result = out * (grad - sum(grad * out)) per row (``nn._softmax_grad_kernel``)."""
+    for r in prange(grad.shape[0]):
+        g, o, res = grad[r], out[r], result[r]
+        projection = _dot(g, o)
+        for j in range(g.size):
+            res[j] = (g[j] - projection) * o[j]
+
+
+# ----- log_softmax --------------------------------------------------------------------------------
+
+
+@kernel
+def log_softmax_rows(x, out):
+    """out = x - max - log(sum(exp(x - max))) per row (``nn._log_softmax_kernel``)."""
+    for r in prange(x.shape[0]):
+        row, res = x[r], out[r]
+        m, total = _exp_shifted(row, res)
+        log_total = np.log(total)
+        for j in range(row.size):
+            res[j] = (row[j] - m) - log_total
+
+
+@kernel
+def log_softmax_grad_rows(grad, out, result):
+    """result = grad - exp(out) * sum(grad) per row (``nn._log_softmax_grad_kernel``)."""
+    for r in prange(grad.shape[0]):
+        g, o, res = grad[r], out[r], result[r]
+        total = _sum(g)
+        for j in range(g.size):
+            res[j] = g[j] - exp32(o[j]) * total
+
+
+# ----- layer normalisation ------------------------------------------------------------------------
+
+
+@inline
+def _standardize_row(x, out, eps, scale):
+    """out = (x - mean) / sqrt(var + eps) for 1-D rows; returns 1 / sqrt(var + eps)."""
+    mean = _sum(x) * scale
+    for j in range(x.size):
+        out[j] = x[j] - mean
+    variance = _dot(out, out) * scale + eps
+    rstd = _ONE / np.sqrt(variance)
+    for j in range(x.size):
+        out[j] = out[j] * rstd
+    return rstd
+
+
+@kernel
+def standardize_rows(x, out, rstd, eps):
+    """out = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) per row (``norm._standardize_rows``)."""
+    eps = np.float32(eps)
+    scale = np.float32(1 / x.shape[1])
+    for r in prange(x.shape[0]):
+        rstd[r, 0] = _standardize_row(x[r], out[r], eps, scale)
+
+
+@kernel
+def layer_norm_rows(x, xhat, out, rstd, weight, bias, eps):
+    """xhat = standardize(x), out = xhat * weight + bias per row, rstd as ``standardize_rows``
+    (``layer_norm._layer_norm_rows``); ``bias`` may be None."""
+    eps = np.float32(eps)
+    scale = np.float32(1 / x.shape[1])
+    for r in prange(x.shape[0]):
+        h, res = xhat[r], out[r]
+        rstd[r, 0] = _standardize_row(x[r], h, eps, scale)
+        if bias is None:
+            for j in range(h.size):
+                res[j] = h[j] * weight[j]
+        else:
+            for j in range(h.size):
+                res[j] = h[j] * weight[j] + bias[j]
+
+
+@inline
+def _standardize_grad_row(g, h, rstd, out, scale):
+    """out = rstd * (g - mean(g) - h * mean(g * h)) for 1-D rows (out may be g)."""
+    projection = _dot(g, h) * scale
+    mean = _sum(g) * scale
+    for j in range(g.size):
+        out[j] = ((g[j] - mean) - h[j] * projection) * rstd
+
+
+@kernel
+def standardize_grad_rows(g, xhat, rstd, out):
+    """out = rstd * (g - mean(g) - xhat * mean(g * xhat)) per row
+    (``norm._standardize_grad_rows``)."""
+    scale = np.float32(1 / g.shape[1])
+    for r in prange(g.shape[0]):
+        _standardize_grad_row(g[r], xhat[r], rstd[r, 0], out[r], scale)
+
+
+@kernel
+def layer_norm_input_grad_rows(grad, xhat, rstd, out, weight):
+    """out = standardize_grad(grad * weight) per row (``layer_norm._layer_norm_input_grad_rows``):
+    the product written into out, then its standardize gradient over it."""
+    scale = np.float32(1 / grad.shape[1])
+    for r in prange(grad.shape[0]):
+        g, res = grad[r], out[r]
+        for j in range(g.size):
+            res[j] = g[j] * weight[j]
+        _standardize_grad_row(res, xhat[r], rstd[r, 0], res, scale)
+
+
+# ----- cross-entropy ------------------------------------------------------------------------------
+
+
+@kernel
+def cross_entropy_rows(x, probs, peak, log_total):
+    """probs = softmax(x), peak = max(x), log_total = log(sum(exp(x - peak))) per row
+    (``loss._cross_entropy_rows``)."""
+    for r in prange(x.shape[0]):
+        p = probs[r]
+        m, total = _exp_shifted(x[r], p)
+        for j in range(p.size):
+            p[j] = p[j] / total
+        if total != total:  # NaN, inf or only -inf in the row: the maximum as NumPy takes it
+            m = _nan_max(x[r])
+        peak[r, 0] = m
+        log_total[r, 0] = np.log(total)
+
+
+@kernel
+def scale_rows(a, coefficient, out):
+    """out = a * coefficient per row, coefficient (rows, 1) (``loss._scale_rows``)."""
+    for r in prange(a.shape[0]):
+        c = coefficient[r, 0]
+        row, res = a[r], out[r]
+        for j in range(row.size):
+            res[j] = row[j] * c

@@ -1,0 +1,240 @@
+"""The compiled twins of the activation kernels against their NumPy references, and the tier's
+switch: every twin is compared with the kernel it stands in for, on edge values and random
+data, at one and two threads."""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.ops import activation, pool, special
+from buildingai.ops.kernels import compiled, gelu32, pool_flat
+
+pytest.importorskip("numba")
+
+N = 70_001  # odd, and above compiled.MIN_PARALLEL_WORK: two threads split it
+
+
+def _values(rng, scale=4.0):
+    """float32 edge values (zeros of both signs, tiny, huge, inf, NaN) then random ones."""
+    edges = np.float32(
+        [0.0, -0.0, 1e-30, -1e-30, 1e-6, -1e-6, 1.0, -1.0, 20.0, -20.0, 88.0, -88.0, 100.0]
+        + [-100.0, 1e30, -1e30, 3e38, -3e38, np.inf, -np.inf, np.nan]
+    )
+    body = (rng.standard_normal(N - edges.size) * scale).astype(np.float32)
+    return np.concatenate([edges, body])
+
+
+def _grad(rng):
+    return rng.standard_normal(N).astype(np.float32)
+
+
+# twin name -> (NumPy reference kernel, input makers, output count, keyword params, tolerance)
+# Tolerances are relative to max(1, |reference|): the twins' exp and log1p are within a few
+# float32 ulps of NumPy's, and FMAs round once where NumPy rounds twice.
+CASES = {
+    "relu": (activation._relu_kernel, [_values], 1, {}, 0.0),
+    "relu_grad": (activation._relu_grad_kernel, [_grad, _values], 1, {}, 0.0),
+    "leaky_relu": (activation._leaky_relu_kernel, [_values], 1, {"slope": 0.01}, 1e-7),
+    "leaky_relu_grad": (activation._leaky_relu_grad_kernel, [_grad, _values], 1, {"slope": 0.2}, 0.0),
+    "sigmoid": (special._sigmoid_kernel, [_values], 1, {}, 4e-7),
+    "sigmoid_grad": (special._sigmoid_grad_kernel, [_grad, lambda r: r.random(N).astype(np.float32)], 1, {}, 4e-7),
+    "silu": (special._silu_kernel, [_values], 2, {}, 4e-7),
+    "silu_grad": (special._silu_grad_kernel, [_grad, _values, lambda r: r.random(N).astype(np.float32)], 1, {}, 6e-7),
+    "gelu": (gelu32.gelu_forward, [_values], 2, {}, 5e-7),
+    "gelu_grad": (gelu32.gelu_backward, [_grad, _values, lambda r: r.random(N).astype(np.float32)], 1, {}, 6e-7),
+    "gelu_tanh": (special._gelu_tanh_kernel, [_values], 2, {}, 5e-7),
+    "gelu_tanh_grad": (special._gelu_tanh_grad_kernel, [_grad, _values, lambda r: r.random(N).astype(np.float32)], 1, {}, 6e-7),
+    "softplus": (special._softplus_float32, [_values], 1, {"beta": 1.0, "threshold": 20.0}, 5e-7),
+    "softplus_grad": (special._softplus_grad_float32, [_grad, _values], 1, {"beta": 2.0, "threshold": 10.0}, 4e-7),
+}  # fmt: skip
+
+
+def _run_both(name, seed=0):
+    """(reference outputs, twin outputs, inputs) of one case."""
+    reference, makers, outputs, params, _ = CASES[name]
+    rng = np.random.default_rng(seed)
+    inputs = [make(rng) for make in makers]
+    kernel = functools.partial(reference, **params) if params else reference
+    expected = [np.empty(N, np.float32) for _ in range(outputs)]
+    with np.errstate(all="ignore"):
+        kernel(np, *inputs, *expected)
+    got = [np.empty(N, np.float32) for _ in range(outputs)]
+    assert compiled.run(kernel, [*inputs, *got]), f"{name}: the twin did not run"
+    return expected, got, inputs
+
+
+def test_every_twin_has_a_case_here_or_with_the_row_kernels():
+    from tests.ops.kernels import test_compiled_rows
+
+    covered = set(CASES) | set(POOLING) | {"adam"} | set(getattr(test_compiled_rows, "CASES", {}))
+    named = {twin.split(".", 1)[1] for twin, _ in compiled.REGISTRY.values()}
+    assert named <= covered, f"twins without a reference comparison: {sorted(named - covered)}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_twin_matches_its_numpy_reference(name):
+    tolerance = CASES[name][4]
+    expected, got, _ = _run_both(name)
+    for reference, twin in zip(expected, got):
+        assert np.array_equal(np.isnan(reference), np.isnan(twin)), f"{name}: NaN positions differ"
+        finite = np.isfinite(reference)
+        infinite = np.isinf(reference)
+        assert np.array_equal(reference[infinite], twin[infinite]), f"{name}: infinities differ"
+        scale = np.maximum(1.0, np.abs(reference[finite]))
+        error = (np.abs(twin[finite] - reference[finite]) / scale).max()
+        assert error <= tolerance, f"{name}: relative error {error:.3g} > {tolerance:.3g}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_twin_gives_the_same_bits_on_one_and_two_threads(name):
+    bai.set_num_threads(2)
+    try:
+        _, two, _ = _run_both(name)
+    finally:
+        bai.set_num_threads(None)
+    _, one, _ = _run_both(name)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_twins_take_float32_contiguous_arrays_only():
+    x64 = np.ones(10)
+    assert not compiled.run(activation._relu_kernel, [x64, np.empty_like(x64)])
+    x32 = np.ones((10, 2), np.float32)[:, 0]  # strided
+    assert not compiled.run(activation._relu_kernel, [x32, np.empty_like(x32)])
+    assert not compiled.run(np.negative, [np.ones(3, np.float32)])  # no twin at all
+
+
+def test_switching_off_runs_the_numpy_kernels_with_the_same_results():
+    x = np.random.default_rng(1).standard_normal((64, 300)).astype(np.float32)
+    on = bai.nn.functional.gelu(bai.tensor(x)).numpy()
+    previous = compiled.set_enabled(False)
+    try:
+        assert not compiled.available()
+        assert compiled.status()["detail"].startswith("switched off")
+        off = bai.nn.functional.gelu(bai.tensor(x)).numpy()
+    finally:
+        compiled.set_enabled(previous)
+    np.testing.assert_allclose(on, off, rtol=1e-6, atol=1e-6)
+    assert compiled.status()["active"]
+
+
+def test_without_numba_the_status_names_the_package_and_numpy_runs(monkeypatch):
+    monkeypatch.setitem(compiled._state, "numba", None)
+    monkeypatch.setitem(compiled._state, "error", "ModuleNotFoundError: No module named 'numba'")
+    monkeypatch.setattr(compiled, "_twins", {})
+    status = compiled.status()
+    assert not status["active"] and "pip install numba" in status["detail"]
+    x = np.float32([-1.0, 2.0])
+    assert not compiled.run(activation._relu_kernel, [x, np.empty_like(x)])
+    np.testing.assert_array_equal(bai.tensor(x).relu().numpy(), [0.0, 2.0])
+
+
+def _child_reports(queue):
+    queue.put(compiled.available())
+
+
+def test_a_forked_child_runs_the_numpy_kernels():
+    x = np.ones(N, np.float32)
+    assert compiled.run(activation._relu_kernel, [x, np.empty_like(x)])  # numba's threads started
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_reports, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=60) is False
+    finally:
+        child.join(timeout=60)
+
+
+def test_two_threads_call_twins_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.random.default_rng(2).standard_normal((256, 512)).astype(np.float32)
+    expected = bai.nn.functional.silu(bai.tensor(x)).numpy()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: bai.nn.functional.silu(bai.tensor(x)).numpy(), range(8)))
+    for result in results:
+        assert np.array_equal(result, expected)
+
+
+ADAM_SETTINGS = {
+    "plain": {},
+    "l2-maximize": {"weight_decay": 0.1, "maximize": True},
+    "decoupled": {"weight_decay": 0.1, "decoupled_weight_decay": True},
+    "amsgrad": {"amsgrad": True},
+}
+
+
+@pytest.mark.parametrize("setting", sorted(ADAM_SETTINGS))
+def test_adam_twin_matches_the_numpy_update(setting):
+    from buildingai.optim.adam import adam_update
+
+    options = {"weight_decay": 0.0, "decoupled_weight_decay": False, "maximize": False}
+    options.update(ADAM_SETTINGS[setting])
+    amsgrad = options.pop("amsgrad", False)
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(N).astype(np.float32) for _ in range(2)]
+    state = [np.abs(rng.standard_normal(N)).astype(np.float32) * 0.01 for _ in range(3)]
+    state[0] -= 0.005  # exp_avg of both signs
+    if not amsgrad:
+        state[2] = None
+    scalars = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, step_size=1e-3 / (1 - 0.9**3))
+    scalars.update(options, bias_correction2_sqrt=float(np.sqrt(1 - 0.999**3)))
+    reference = [None if a is None else a.copy() for a in (*arrays, *state)]
+    work = [np.empty(N, np.float32) for _ in range(2)]
+    adam_update(np, *reference, work, **scalars)
+    twin = [None if a is None else a.copy() for a in (*arrays, *state)]
+    assert compiled.run(adam_update, twin, scalars)
+    for name, a, b in zip(("param", "grad", "exp_avg", "exp_avg_sq", "max"), reference, twin):
+        if a is not None:
+            np.testing.assert_allclose(b, a, rtol=2e-6, atol=1e-8, err_msg=name)  # FMA rounding
+
+
+POOLING = {  # twin name -> NumPy reference
+    "window_max": pool_flat.window_max,
+    "window_first_max": pool._first_max_inside,
+    "scatter_to_choice": pool_flat.scatter_to_choice,
+}
+GEOMETRIES = {"13x12": (13, 12), "12x12": (12, 12), "2x3": (2, 3)}  # odd sizes leave edges
+
+
+@pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
+def test_pooling_twins_match_their_numpy_references(geometry):
+    height, width = GEOMETRIES[geometry]
+    params = {"size": (2, 2), "stride": (2, 2), "dilation": (1, 1)}
+    rng = np.random.default_rng(4)
+    x = rng.integers(-3, 4, (5, 7, height, width)).astype(np.float32)  # ties: the first wins
+    x[0, 0, :2, :2] = -np.inf
+    x[1, 2, 1, 1] = np.nan
+    x[1, 3, 0, :2] = np.nan
+    x[2, 3, 0, 1] = np.inf
+    out_hw = (height // 2, width // 2)
+    assert pool_flat.fits_flat(x.shape, out_hw, (2, 2), (2, 2), (0, 0), (1, 1))
+
+    def both(name, inputs, output):
+        expected, got = np.full_like(output, 7), np.full_like(output, 9)
+        POOLING[name](np, *inputs, expected, **params)
+        assert compiled.run(POOLING[name], [*inputs, got], params)
+        assert np.array_equal(expected, got, equal_nan=True), name
+        return expected
+
+    out = both("window_max", [x], np.empty(x.shape[:2] + out_hw, np.float32))
+    choice = both("window_first_max", [x, out], np.empty(out.shape, np.int8))
+    grad = rng.standard_normal(out.shape).astype(np.float32)
+    both("scatter_to_choice", [grad, choice], np.empty_like(x))
+
+
+def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(monkeypatch):
+    calls = []
+    monkeypatch.setattr(compiled, "call", lambda *args, **kw: calls.append(args[1]))
+    x = bai.tensor(np.ones((2, 3, 8, 8), np.float32), requires_grad=True)
+    bai.nn.functional.max_pool2d(x, 3, 2)
+    assert calls == []
+    bai.nn.functional.max_pool2d(x, 2)
+    assert calls == [pool_flat.window_max]

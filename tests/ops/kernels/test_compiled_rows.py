@@ -1,0 +1,340 @@
+"""The compiled twins of the row kernels (softmax, log_softmax, layer normalisation,
+cross-entropy) against their NumPy references on random rows with edge rows (NaN, +-inf, rows of
+-inf only, large magnitudes), and the ops that use them against PyTorch, forward and backward,
+at one and two threads."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.nn import functional as F
+from buildingai.ops import layer_norm, loss, nn, norm
+from buildingai.ops.kernels import compiled
+
+pytest.importorskip("numba")
+
+# (rows, n): n = 1, odd and even sizes, long rows; the last ones above compiled.MIN_PARALLEL_WORK
+SHAPES = [(7, 1), (9, 3), (16, 64), (33, 127), (6, 5000), (600, 129), (2000, 64)]
+
+
+def _logits(rng, rows, n, edges=True):
+    """Random rows, the first ones edge cases: NaN, +inf, some -inf, only -inf, huge values."""
+    x = (rng.standard_normal((rows, n)) * 3).astype(np.float32)
+    if edges and rows >= 6:
+        x[0, n // 2] = np.nan
+        x[1, n // 3] = np.inf
+        x[2, ::2] = -np.inf
+        x[2, -1] = 0.5 if n > 1 else x[2, -1]
+        x[3, :] = -np.inf
+        x[4] *= np.float32(1e4)
+        x[5] -= np.float32(1e3)
+    return x
+
+
+def _normal_rows(rng, rows, n, edges=True):
+    """Random rows for normalisation: NaN, inf, large and offset rows first."""
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    if edges and rows >= 6:
+        x[0, n // 2] = np.nan
+        x[1, n // 3] = np.inf
+        x[2] *= np.float32(1e15)
+        x[3] += np.float32(10.0)  # offset: the mean cancels (more and both round differently)
+        x[4] = 2.5  # a constant row: variance 0
+    return x
+
+
+def _grad(rng, rows, n):
+    return rng.standard_normal((rows, n)).astype(np.float32)
+
+
+def _reference(kernel, *arrays, **params):
+    with np.errstate(all="ignore"):
+        (functools.partial(kernel, **params) if params else kernel)(np, *arrays)
+
+
+def _softmax_of(x):
+    out = np.empty_like(x)
+    _reference(nn._softmax_kernel, x, out)
+    return out
+
+
+def _standardized(x):
+    out, rstd = np.empty_like(x), np.empty((len(x), 1), np.float32)
+    _reference(norm._standardize_rows, x, out, rstd, eps=1e-5)
+    return out, rstd
+
+
+def _row(rows, columns=1):
+    return np.empty((rows, columns), np.float32)
+
+
+# twin name -> (NumPy reference, make(rng, rows, n) -> (inputs, outputs, params), tolerance).
+# Tolerances are relative to the largest magnitude of the reference's row (at least 1 for
+# log_softmax's values and the layer norm gradients, whose rows cancel): the twins' exp is within
+# a few ulps of NumPy's, their sums run in another order, FMAs round once where NumPy rounds twice.
+def _case_softmax(rng, rows, n):
+    return [_logits(rng, rows, n)], [_row(rows, n)], {}
+
+
+def _case_softmax_shifted(rng, rows, n):
+    x = _logits(rng, rows, n, edges=False)
+    return [x], [_row(rows, n)], {"shift": x.max()}
+
+
+def _case_softmax_grad(rng, rows, n):
+    return [_grad(rng, rows, n), _softmax_of(_logits(rng, rows, n))], [_row(rows, n)], {}
+
+
+def _case_log_softmax_grad(rng, rows, n):
+    out = np.empty((rows, n), np.float32)
+    _reference(nn._log_softmax_kernel, _logits(rng, rows, n, edges=False), out)
+    grad = _grad(rng, rows, n)
+    if rows >= 2:
+        grad[0, 0], out[1, 0] = np.nan, np.nan
+    return [grad, out], [_row(rows, n)], {}
+
+
+def _case_standardize(rng, rows, n):
+    return [_normal_rows(rng, rows, n)], [_row(rows, n), _row(rows)], {"eps": 1e-5}
+
+
+def _case_layer_norm(rng, rows, n):
+    weight, bias = _grad(rng, 1, n)[0], _grad(rng, 1, n)[0]
+    outputs = [_row(rows, n), _row(rows, n), _row(rows)]
+    params = {"weight": weight, "bias": bias if n % 2 else None, "eps": 1e-5}
+    return [_normal_rows(rng, rows, n)], outputs, params
+
+
+def _case_standardize_grad(rng, rows, n):
+    xhat, rstd = _standardized(_normal_rows(rng, rows, n, edges=False))
+    return [_grad(rng, rows, n), xhat, rstd], [_row(rows, n)], {}
+
+
+def _case_layer_norm_input_grad(rng, rows, n):
+    xhat, rstd = _standardized(_normal_rows(rng, rows, n, edges=False))
+    weight = _grad(rng, 1, n)[0]
+    return [_grad(rng, rows, n), xhat, rstd], [_row(rows, n)], {"weight": weight}
+
+
+def _case_cross_entropy(rng, rows, n):
+    return [_logits(rng, rows, n)], [_row(rows, n), _row(rows), _row(rows)], {}
+
+
+def _case_scale_rows(rng, rows, n):
+    return (
+        [_softmax_of(_logits(rng, rows, n, edges=False)), _grad(rng, rows, 1)],
+        [_row(rows, n)],
+        {},
+    )
+
+
+CASES = {
+    "softmax_rows": (nn._softmax_kernel, _case_softmax, 4e-7),
+    # the reference's shared shift rounds x - shift at the input's largest magnitude
+    "softmax_rows_shifted": (nn._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),
+    "softmax_grad_rows": (nn._softmax_grad_kernel, _case_softmax_grad, 1e-6),
+    "log_softmax_rows": (nn._log_softmax_kernel, _case_softmax, 4e-7),
+    "log_softmax_grad_rows": (nn._log_softmax_grad_kernel, _case_log_softmax_grad, 1e-6),
+    "standardize_rows": (norm._standardize_rows, _case_standardize, 1e-6),
+    "layer_norm_rows": (layer_norm._layer_norm_rows, _case_layer_norm, 1e-6),
+    "standardize_grad_rows": (norm._standardize_grad_rows, _case_standardize_grad, 2e-6),
+    "layer_norm_input_grad_rows": (
+        layer_norm._layer_norm_input_grad_rows,
+        _case_layer_norm_input_grad,
+        2e-6,
+    ),
+    "cross_entropy_rows": (loss._cross_entropy_rows, _case_cross_entropy, 4e-7),
+    "scale_rows": (loss._scale_rows, _case_scale_rows, 1e-7),
+}
+FLOORED = {  # rows of values that are differences of larger ones: errors relative to at least 1
+    "cross_entropy_rows",  # log_total: log of a sum >= 1
+    "log_softmax_rows",
+    "softmax_grad_rows",
+    "standardize_grad_rows",
+    "layer_norm_input_grad_rows",
+}
+
+
+def _run_both(name, rows, n, seed=0):
+    """(reference outputs, twin outputs) of one case."""
+    reference, make, _ = CASES[name]
+    inputs, expected, params = make(np.random.default_rng(seed), rows, n)
+    got = [np.full_like(array, 7.0) for array in expected]
+    _reference(reference, *inputs, *expected, **params)
+    kernel = functools.partial(reference, **params) if params else reference
+    assert compiled.run(kernel, [*inputs, *got]), f"{name}: the twin did not run"
+    return expected, got
+
+
+def test_every_row_twin_has_a_case():
+    named = {
+        twin.split(".", 1)[1] for twin, _ in compiled.REGISTRY.values() if twin.startswith("rows.")
+    }
+    assert named == set(CASES)
+    for reference, *_ in CASES.values():
+        assert reference.compiled_twin[0] == "rows." + next(
+            name for name, case in CASES.items() if case[0] is reference
+        )
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_twin_matches_its_numpy_reference(name, shape):
+    tolerance = CASES[name][2]
+    expected, got = _run_both(name, *shape)
+    for reference, twin in zip(expected, got):
+        nan = np.isnan(reference)
+        assert np.array_equal(nan, np.isnan(twin)), f"{name}: NaN positions differ"
+        infinite = np.isinf(reference)
+        assert np.array_equal(reference[infinite], twin[infinite]), f"{name}: infinities differ"
+        finite = np.isfinite(reference)
+        magnitude = np.where(finite, np.abs(reference), 0).max(axis=1, keepdims=True)
+        if name in FLOORED:
+            magnitude = np.maximum(magnitude, 1.0)
+        scale = np.broadcast_to(np.maximum(magnitude, np.finfo(np.float32).tiny), reference.shape)
+        error = np.abs(twin[finite] - reference[finite]) / scale[finite]
+        assert error.max(initial=0.0) <= tolerance, f"{name}: relative error {error.max():.3g}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_twin_gives_the_same_bits_on_one_and_two_threads(name):
+    bai.set_num_threads(2)
+    try:
+        _, two = _run_both(name, 600, 129)
+    finally:
+        bai.set_num_threads(None)
+    _, one = _run_both(name, 600, 129)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_softmax_of_edge_rows_is_the_reference_s():
+    x = np.float32([[1.0, np.nan, 2.0], [np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf]])
+    x = np.concatenate([x, np.float32([[-np.inf, 0.0, -np.inf]])])
+    for kernel in (nn._softmax_kernel, nn._log_softmax_kernel):
+        expected, got = np.empty_like(x), np.empty_like(x)
+        _reference(kernel, x, expected)
+        assert compiled.run(kernel, [x, got])
+        np.testing.assert_array_equal(got, expected)
+    assert np.isnan(got[:3]).all() and got[3, 1] == 0 and (got[3, [0, 2]] == -np.inf).all()
+
+
+# ----- the ops against PyTorch --------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+
+
+def _ops_cases():
+    from torch.nn import functional as tf
+
+    rng = np.random.default_rng(3)
+    scores = (rng.standard_normal((8, 3, 33, 65)) * 3).astype(np.float32)
+    stream = rng.standard_normal((12, 50, 129)).astype(np.float32)
+    weight, bias = rng.standard_normal((2, 129)).astype(np.float32)
+    logits = (rng.standard_normal((300, 257)) * 3).astype(np.float32)
+    target = rng.integers(0, 257, 300)
+    target_ignored = np.where(rng.random(300) < 0.2, -100, target)
+    class_weight = rng.random(257).astype(np.float32)
+    return {
+        "softmax": ([scores], lambda x: F.softmax(x, -1), lambda x: torch.softmax(x, -1)),
+        "log_softmax": (
+            [scores],
+            lambda x: F.log_softmax(x, -1),
+            lambda x: torch.log_softmax(x, -1),
+        ),
+        "layer_norm": (
+            [stream, weight, bias],
+            lambda x, w, b: F.layer_norm(x, (129,), w, b),
+            lambda x, w, b: tf.layer_norm(x, (129,), w, b),
+        ),
+        "layer_norm_no_bias": (
+            [stream, weight],
+            lambda x, w: F.layer_norm(x, (129,), w),
+            lambda x, w: tf.layer_norm(x, (129,), w),
+        ),
+        "cross_entropy": (
+            [logits],
+            lambda x: F.cross_entropy(x, bai.tensor(target)),
+            lambda x: tf.cross_entropy(x, torch.tensor(target)),
+        ),
+        "cross_entropy_weighted": (
+            [logits],
+            lambda x: F.cross_entropy(
+                x, bai.tensor(target_ignored), weight=bai.tensor(class_weight)
+            ),
+            lambda x: tf.cross_entropy(
+                x, torch.tensor(target_ignored), weight=torch.tensor(class_weight)
+            ),
+        ),
+    }
+
+
+def _ours(values, function, grad):
+    inputs = [bai.Tensor(v, requires_grad=True) for v in values]
+    out = function(*inputs)
+    grads = bai.grad(out, inputs, grad_outputs=bai.Tensor(np.asarray(grad)))
+    return [out.numpy()] + [g.numpy() for g in grads]
+
+
+def _theirs(values, function, grad):
+    inputs = [torch.tensor(v, requires_grad=True) for v in values]
+    out = function(*inputs)
+    grads = torch.autograd.grad(out, inputs, grad_outputs=torch.tensor(np.asarray(grad)))
+    return [out.detach().numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", sorted(_ops_cases()))
+def test_op_forward_and_backward_match_pytorch(name, threads):
+    values, ours, theirs = _ops_cases()[name]
+    out_shape = theirs(*[torch.tensor(v) for v in values]).shape
+    grad = np.random.default_rng(4).standard_normal(out_shape).astype(np.float32)
+    bai.set_num_threads(threads)
+    try:
+        got = _ours(values, ours, grad)
+    finally:
+        bai.set_num_threads(None)
+    expected = _theirs(values, theirs, grad)
+    for a, b in zip(got, expected):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * max(1.0, float(np.abs(b).max())))
+
+
+@pytest.mark.parametrize("name", sorted(_ops_cases()))
+def test_op_twins_agree_with_the_numpy_kernels(name, request):
+    values, ours, theirs = _ops_cases()[name]
+    out_shape = theirs(*[torch.tensor(v) for v in values]).shape
+    grad = np.random.default_rng(5).standard_normal(out_shape).astype(np.float32)
+    fast = _ours(values, ours, grad)
+    request.getfixturevalue("numpy_kernels")
+    assert not compiled.available()
+    slow = _ours(values, ours, grad)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(b).max())))
+
+
+def test_float64_and_strided_inputs_run_the_numpy_kernels(monkeypatch):
+    calls = []
+    original = compiled.run
+
+    def spy(kernel, arrays):
+        ran = original(kernel, arrays)
+        calls.append(ran)
+        return ran
+
+    monkeypatch.setattr(compiled, "run", spy)
+    x64 = np.random.default_rng(6).standard_normal((300, 257))
+    for x in (x64, x64.astype(np.float32)[:, ::2]):
+        t = bai.Tensor(x, requires_grad=True)
+        bai.grad(F.log_softmax(t, -1).sum() + F.softmax(t, -1).sum(), [t])
+    assert not any(calls)
+    np.testing.assert_allclose(
+        F.log_softmax(bai.tensor(x64), -1).numpy(),
+        torch.log_softmax(torch.tensor(x64), -1).numpy(),
+        rtol=1e-12,
+        atol=1e-12,
+    )
