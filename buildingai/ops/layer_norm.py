@@ -23,7 +23,9 @@ import numpy as np
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost
 from .base import Op
+from .kernels import compiled
 from .kernels.compiled import compiled_twin
+from .kernels.row_reduce import column_dot_into
 from .kernels.split import split_rows, trailing_rows
 from .norm import (
     STANDARDIZE,
@@ -213,7 +215,9 @@ class LayerNormWeightGrad(Op):
                 grad = np.ascontiguousarray(grad)
             rows = trailing_rows(axes, grad, xhat)
             if rows is not None:
-                return np.einsum("ij,ij->j", *rows).reshape(xhat.shape[xhat.ndim - len(axes) :])
+                out = np.empty(rows[0].shape[1], grad.dtype)
+                compiled.call(np, column_dot_into, [*rows, out])
+                return out.reshape(xhat.shape[xhat.ndim - len(axes) :])
         leading = _leading_axes(xhat.ndim, axes)
         return xp.multiply(grad, xhat).sum(axis=leading)
 

@@ -20,6 +20,9 @@ import math
 
 import numpy as np
 
+from . import compiled
+from .compiled import compiled_twin
+
 LONGEST_ROW = 4096
 
 
@@ -76,13 +79,29 @@ def row_dot(xp, a, b):
 def column_sum(xp, a):
     """a (rows, *rest) -> rest: the sum over the first axis. NumPy float32/float64 arrays go
     through BLAS as ``ones @ a``, a matrix-vector product whose blocked, fused multiply-add
-    sums are no less accurate than NumPy's row-by-row accumulation, and faster."""
+    sums are no less accurate than NumPy's row-by-row accumulation, and faster; float32 ones
+    through the compiled twin where it is available (BLAS's threads, spinning after the sum,
+    would take the cores of the element-wise work that follows)."""
     if not (_summable(xp, a) and a.flags.c_contiguous and a.ndim >= 2 and a.shape[0]):
         return a.sum(axis=0)
     flat = a.reshape(a.shape[0], math.prod(a.shape[1:]))
+    out = np.empty(flat.shape[1], a.dtype)
+    compiled.call(np, _column_sum_into, [flat, out])
+    return out.reshape(a.shape[1:])
+
+
+@compiled_twin("rows.column_sum")
+def _column_sum_into(xp, a, out) -> None:
+    """out (n,) = the sum of a (rows, n) over its rows, as ``ones @ a`` on BLAS."""
     length = a.shape[0]
     ones = _ones(length, a.dtype.str) if length <= _CACHED_ONES else np.ones(length, a.dtype)
-    return (ones @ flat).reshape(a.shape[1:])
+    np.matmul(ones, a, out=out)
+
+
+@compiled_twin("rows.column_dot")
+def column_dot_into(xp, a, b, out) -> None:
+    """out (n,) = the sum of a * b (rows, n) over its rows, without the product's temporary."""
+    np.einsum("ij,ij->j", a, b, out=out)
 
 
 # Vectors of ones are kept for up to this many rows (256 KiB each in float32); longer ones are

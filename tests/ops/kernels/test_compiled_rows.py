@@ -13,7 +13,7 @@ import pytest
 import buildingai as bai
 from buildingai.nn import functional as F
 from buildingai.ops import layer_norm, loss, nn, norm
-from buildingai.ops.kernels import compiled
+from buildingai.ops.kernels import compiled, row_reduce
 
 pytest.importorskip("numba")
 
@@ -132,7 +132,18 @@ def _case_scale_rows(rng, rows, n):
     )
 
 
+def _case_column_sum(rng, rows, n):
+    return [_grad(rng, rows, n)], [np.empty(n, np.float32)], {}
+
+
+def _case_column_dot(rng, rows, n):
+    return [_grad(rng, rows, n), _grad(rng, rows, n)], [np.empty(n, np.float32)], {}
+
+
 CASES = {
+    # sums over up to 2000 rows in blocks: relative to the largest column's magnitude
+    "column_sum": (row_reduce._column_sum_into, _case_column_sum, 2e-6),
+    "column_dot": (row_reduce.column_dot_into, _case_column_dot, 2e-6),
     "softmax_rows": (nn._softmax_kernel, _case_softmax, 4e-7),
     # the reference's shared shift rounds x - shift at the input's largest magnitude
     "softmax_rows_shifted": (nn._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),
@@ -192,7 +203,7 @@ def test_twin_matches_its_numpy_reference(name, shape):
         infinite = np.isinf(reference)
         assert np.array_equal(reference[infinite], twin[infinite]), f"{name}: infinities differ"
         finite = np.isfinite(reference)
-        magnitude = np.where(finite, np.abs(reference), 0).max(axis=1, keepdims=True)
+        magnitude = np.where(finite, np.abs(reference), 0).max(axis=-1, keepdims=True)
         if name in FLOORED:
             magnitude = np.maximum(magnitude, 1.0)
         scale = np.broadcast_to(np.maximum(magnitude, np.finfo(np.float32).tiny), reference.shape)

@@ -255,3 +255,52 @@ def scale_rows(a, coefficient, out):
         row, res = a[r], out[r]
         for j in range(row.size):
             res[j] = row[j] * c
+
+
+# ----- column reductions: parameter gradients of normalisations and biases ---------------------
+# The rows are cut into blocks of a fixed size; each task sums one block into its own partial
+# row (contiguous, vectorised adds), and the partial rows are added in order at the end: the
+# result does not depend on the number of threads.
+_ROWS = 128  # rows per block
+
+
+@kernel
+def column_sum(a, out):
+    """out (n,) = the sum of a (rows, n) over its rows."""
+    rows, n = a.shape
+    blocks = (rows + _ROWS - 1) // _ROWS
+    partial = np.empty((blocks, n), np.float32)
+    for block in prange(blocks):
+        total = partial[block]
+        total[:] = _ZERO
+        for i in range(block * _ROWS, min(block * _ROWS + _ROWS, rows)):
+            row = a[i]
+            for j in range(n):
+                total[j] += row[j]
+    _add_rows(partial, out)
+
+
+@kernel
+def column_dot(a, b, out):
+    """out (n,) = the sum of a * b (rows, n) over its rows."""
+    rows, n = a.shape
+    blocks = (rows + _ROWS - 1) // _ROWS
+    partial = np.empty((blocks, n), np.float32)
+    for block in prange(blocks):
+        total = partial[block]
+        total[:] = _ZERO
+        for i in range(block * _ROWS, min(block * _ROWS + _ROWS, rows)):
+            row_a, row_b = a[i], b[i]
+            for j in range(n):
+                total[j] += row_a[j] * row_b[j]
+    _add_rows(partial, out)
+
+
+@inline
+def _add_rows(partial, out):
+    """out = the sum of partial's rows, in order."""
+    out[:] = partial[0]
+    for block in range(1, partial.shape[0]):
+        row = partial[block]
+        for j in range(out.size):
+            out[j] += row[j]
