@@ -70,7 +70,12 @@ class Softmax(Op):
 def _compiled_rows(xp, x) -> bool:
     """Whether ``split_rows`` will hand the (contiguous) rows of x to a compiled twin, which
     takes each row's own maximum in cache: no shared shift to compute first."""
-    return xp is np and x.dtype == np.float32 and compiled.available()
+    return (
+        xp is np
+        and x.dtype == np.float32
+        and 2 * x.size >= compiled.MIN_WORK  # x and out: what ``compiled.run`` counts
+        and compiled.available()
+    )
 
 
 @compiled_twin("rows.softmax_rows")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...backend import threads
 from ...backend.threads import parallel_for
 from . import compiled
 
@@ -46,6 +47,11 @@ def flat_or_none(*arrays):
 def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
     """``kernel(xp, *inputs, *outputs)`` for same-shape arrays, split across threads when they
     all have flat views (one call otherwise)."""
+    first = inputs[0]
+    work = first.size * (len(inputs) + len(outputs))
+    if first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.MIN_WORK:  # small
+        kernel(xp, *inputs, *outputs)
+        return
     flat = flat_or_none(*inputs, *outputs)
     if flat is None or xp is not np:
         kernel(xp, *inputs, *outputs)

@@ -238,3 +238,11 @@ def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(monkeypatch):
     assert calls == []
     bai.nn.functional.max_pool2d(x, 2)
     assert calls == [pool_flat.window_max]
+
+
+def test_small_arrays_run_the_numpy_kernel(monkeypatch):
+    monkeypatch.setattr(compiled, "MIN_WORK", 1 << 14)
+    small = np.ones(1000, np.float32)
+    assert not compiled.run(activation._relu_kernel, [small, np.empty_like(small)])
+    large = np.ones(1 << 13, np.float32)
+    assert compiled.run(activation._relu_kernel, [large, np.empty_like(large)])

@@ -36,6 +36,9 @@ ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
 # waking numba's threads costs more than the split saves.
 MIN_PARALLEL_WORK = 1 << 16
+# Below this many, the NumPy kernel runs: numba's dispatch costs more than the passes it saves.
+MIN_WORK = 1 << 14
+SPIN_COUNT = 3000  # rounds an idle numba thread spins before it sleeps (see _start_threads)
 
 _state = {"enabled": env_switch(ENV_VAR, default=True), "numba": None, "error": None}
 _twins: dict = {}  # "module.function" -> the compiled function, once loaded
@@ -102,12 +105,14 @@ def run(kernel, arrays, keywords=None) -> bool:
             array.dtype != np.float32 and array.dtype.kind not in "iub"  # indices pass
         ):
             return False
-    twin = _twin(spec[0])
-    if twin is None:
-        return False
     work = 0
     for array in arrays:
         work += array.size
+    if work < MIN_WORK:
+        return False
+    twin = _twin(spec[0])
+    if twin is None:
+        return False
     _use_threads(work)
     twin(*arrays, *(keywords[param] for param in spec[1]))
     return True
@@ -151,23 +156,27 @@ def _numba():
 
 
 def _start_threads(numba) -> None:
-    """Start numba's thread pool with OpenMP's passive wait policy, unless the user chose one.
+    """Start numba's thread pool with a short OpenMP spin, unless the user set the wait policy
+    or the spin count.
 
-    By default an OpenMP thread spins on its core after a parallel loop, as OpenBLAS's threads
-    do after a GEMM; a loop followed by a GEMM then finds the other core busy, and each waits
-    for the other's spin (docs/design_notes/performance.md). Passive threads sleep at once. The
-    variable is read once, when numba's OpenMP library loads, so it is set only around that.
+    By default an idle OpenMP thread spins on its core for about 300,000 rounds after a parallel
+    loop, as OpenBLAS's threads do after a GEMM; a loop followed by a GEMM then finds the other
+    core busy, and each waits for the other's spin. Sleeping at once (the passive policy) costs
+    a wake-up of tens of microseconds at every loop. ``SPIN_COUNT`` rounds keep the threads
+    awake between the kernels of one forward or backward pass and asleep before the next GEMM
+    (docs/design_notes/performance.md). libgomp reads the variable once, when numba loads it,
+    so it is set only around that.
     """
     from numba.np.ufunc import parallel
 
-    chosen = "OMP_WAIT_POLICY" in os.environ
+    chosen = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
     if not chosen:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     try:
         parallel._launch_threads()
     finally:
         if not chosen:
-            del os.environ["OMP_WAIT_POLICY"]
+            del os.environ["GOMP_SPINCOUNT"]
 
 
 def _use_threads(work: int) -> None:
