@@ -114,6 +114,9 @@ def environment() -> dict:
     from buildingai.backend import vector_blas
 
     info["optimizer_blas"] = vector_blas.available()  # axpby for the scaled sums, or ufuncs
+    from buildingai.ops.kernels import compiled
+
+    info["compiled_kernels"] = compiled.status()["detail"]  # numba twins, or why not
     return info
 
 

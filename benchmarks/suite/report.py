@@ -162,6 +162,7 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         + "; ".join(info.get("blas", []))
         + "; optimizer scaled sums through its axpby: "
         + ("yes" if info.get("optimizer_blas") else "no (array operations)"),
+        f"- Compiled kernels: {info.get('compiled_kernels', 'not recorded')}",
         f"- OPENBLAS_CORETYPE: {info.get('OPENBLAS_CORETYPE')}, OPENBLAS_L2_SIZE: "
         f"{info.get('OPENBLAS_L2_SIZE')}"
         + (
