@@ -120,6 +120,19 @@ def environment() -> dict:
     return info
 
 
+def report(records: list[dict], json_path: str | None = None) -> None:
+    """Print the environment and the ratio table of ``records``; also write both as JSON to
+    ``json_path`` if given."""
+    import json
+
+    env = environment()
+    print(json.dumps(env, indent=1))
+    print(ratio_table(records))
+    if json_path:
+        with open(json_path, "w") as handle:
+            json.dump({"environment": env, "records": records}, handle, indent=1)
+
+
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as cpuinfo:

@@ -13,16 +13,15 @@ Run: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.resize_
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 import buildingai as bai
 from buildingai.backend import retain_freed_memory
-from buildingai.backend.threads import get_num_threads, set_num_threads
 from buildingai.nn import functional as BF
 
-from .common import environment, measure, ratio_table, set_threads
+from .case_table import over_threads
+from .common import measure, report
 
 FEATURE_MAPS, IMAGE, ELEMENTS = (8, 32, 32, 32), (1, 3, 512, 512), (32, 64, 512)
 
@@ -139,23 +138,12 @@ def main() -> None:
     parser.add_argument("--json", help="also write the records to this file")
     args = parser.parse_args()
     retain_freed_memory()  # as the suite and Trainer run
-    records = []
-    previous = get_num_threads()
-    try:
-        for threads in (int(n) for n in args.threads.split(",")):
-            set_threads(threads)
-            set_num_threads(threads)
-            for name in args.only.split(","):
-                records.append(bench(name, threads, args.quick))
-                print(f"  {name} at {threads} thread(s): {records[-1]['ratio']:.2f}x", flush=True)
-    finally:
-        set_num_threads(previous)
-    env = environment()
-    print(json.dumps(env, indent=1))
-    print(ratio_table(records))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": env, "records": records}, handle, indent=1)
+    thread_counts = [int(n) for n in args.threads.split(",")]
+
+    def bench_one(name, threads):
+        return bench(name, threads, args.quick)
+
+    report(over_threads(thread_counts, args.only.split(","), bench_one), args.json)
 
 
 if __name__ == "__main__":

@@ -11,18 +11,14 @@ Run: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.softmax
 
 from __future__ import annotations
 
-import argparse
-import json
-
 import numpy as np
 
 import buildingai as bai
-from buildingai.backend import retain_freed_memory
-from buildingai.backend.threads import get_num_threads, parallel_for, set_num_threads
+from buildingai.backend.threads import parallel_for
 from buildingai.nn import functional as BF
 
-from .activations import ELEMENTWISE_SETTLE
-from .common import environment, measure, ratio_table, set_threads
+from . import case_table
+from .case_table import timed_record
 
 
 def _split_rows(kernel, *arrays):
@@ -230,54 +226,12 @@ def bench(name: str, shape: tuple, threads: int, quick: bool) -> dict:
     g = rng.standard_normal(shape).astype(np.float32)
     run_ours, run_theirs, run_numpy, check = CASES[name](torch, x, g)
     run_ours(), run_theirs(), run_numpy()
-    differences = check()
-    for key, value in differences.items():  # float32 row reductions: a few ulps of the sums
-        if not value <= 1e-4:
-            raise AssertionError(f"softmax-family benchmark: {name} {key} = {value:.3g}")
-    timings = measure(
-        {"buildingai": run_ours, "pytorch": run_theirs, "numpy": run_numpy},
-        repeats=3 if quick else 7,
-        number=2 if quick else 20,
-        settle=0.0 if quick else ELEMENTWISE_SETTLE,
-    )
-    torch_median = timings["pytorch"]["median"]
-    return {
-        "case": f"{name} fwd+bwd {shape}",
-        "threads": threads,
-        **timings,
-        "ratio": timings["buildingai"]["median"] / torch_median,
-        "numpy_ratio": timings["numpy"]["median"] / torch_median,
-        **differences,
-    }
+    runs = {"buildingai": run_ours, "pytorch": run_theirs, "numpy": run_numpy}
+    return timed_record(name, shape, threads, quick, runs, check())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--shape", default="32,64,512")
-    parser.add_argument("--only", default=",".join(CASES))
-    parser.add_argument("--quick", action="store_true", help="a tiny correctness run")
-    parser.add_argument("--json", help="also write the records to this file")
-    args = parser.parse_args()
-    shape = (4, 8, 16) if args.quick else tuple(int(n) for n in args.shape.split(","))
-    retain_freed_memory()  # as the suite and Trainer run: for all three implementations alike
-    records = []
-    previous = get_num_threads()
-    try:
-        for threads in (int(n) for n in args.threads.split(",")):
-            set_threads(threads)
-            set_num_threads(threads)
-            for name in args.only.split(","):
-                records.append(bench(name, shape, threads, args.quick))
-                print(f"  {name} at {threads} thread(s): {records[-1]['ratio']:.2f}x", flush=True)
-    finally:
-        set_num_threads(previous)
-    env = environment()
-    print(json.dumps(env, indent=1))
-    print(ratio_table(records))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": env, "records": records}, handle, indent=1)
+    case_table.main(__doc__.splitlines()[0], CASES, bench)
 
 
 if __name__ == "__main__":

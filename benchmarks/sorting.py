@@ -9,13 +9,12 @@ Run: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.sorting
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 import buildingai as bai
 
-from .common import environment, measure, ratio_table, set_threads
+from .common import measure, report, set_threads
 
 
 def _np_topk(x, k):
@@ -100,12 +99,7 @@ def main() -> None:
     set_threads(args.threads)
     bai.set_num_threads(args.threads)
     records = [bench(n, c, args.threads, args.quick) for n, c in cases(args.quick).items()]
-    env = environment()
-    print(json.dumps(env, indent=1))
-    print(ratio_table(records))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": env, "records": records}, handle, indent=1)
+    report(records, args.json)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,32 @@ def _softmax_grad_kernel(xp, grad, out, result, axis=-1):
     result *= out
 
 
-class SoftmaxGrad(Op):
+class _RowGradient(Op):
+    """What softmax_grad and log_softmax_grad share: (g, out) -> an array of out's shape made
+    row by row along ``axis`` by the class's ``row_kernel(xp, grad, out, result, axis)``, split
+    across threads when the rows are contiguous."""
+
+    save_inputs = True
+
+    def infer(self, grad, out, *, axis):
+        return out.with_dtype(np.result_type(grad.dtype, out.dtype))
+
+    def cost(self, grad, out, *, axis):
+        return memory_cost((grad, out), self.infer(grad, out, axis=axis), 4)  # 4 per element
+
+    def forward(self, ctx, xp, grad, out, *, axis):
+        if grad.shape != out.shape:
+            grad = xp.broadcast_to(grad, out.shape)
+        result = xp.empty(out.shape, xp.result_type(grad, out))
+        rows = trailing_rows((axis,), grad, out, result)
+        if rows is None:
+            self.row_kernel(xp, grad, out, result, axis=axis)
+        else:
+            split_rows(xp, self.row_kernel, *rows)
+        return result
+
+
+class SoftmaxGrad(_RowGradient):
     """The gradient of ``softmax`` given its output: ``out * (g - sum(g * out))`` along
     ``axis``; one op (split across threads for large inputs) instead of four.
 
@@ -143,24 +168,7 @@ class SoftmaxGrad(Op):
     """
 
     name = "softmax_grad"
-    save_inputs = True
-
-    def infer(self, grad, out, *, axis):
-        return out.with_dtype(np.result_type(grad.dtype, out.dtype))
-
-    def cost(self, grad, out, *, axis):
-        return memory_cost((grad, out), self.infer(grad, out, axis=axis), 4)  # g*out, sum, -, *
-
-    def forward(self, ctx, xp, grad, out, *, axis):
-        if grad.shape != out.shape:
-            grad = xp.broadcast_to(grad, out.shape)
-        result = xp.empty(out.shape, xp.result_type(grad, out))
-        rows = trailing_rows((axis,), grad, out, result)
-        if rows is None:
-            _softmax_grad_kernel(xp, grad, out, result, axis=axis)
-        else:
-            split_rows(xp, _softmax_grad_kernel, *rows)
-        return result
+    row_kernel = staticmethod(_softmax_grad_kernel)  # g*out, sum, -, *
 
     def backward(self, ctx, grad_of_result):
         grad, out = ctx.inputs
@@ -223,7 +231,17 @@ def _log_softmax_kernel(xp, x, out):
         out -= xp.log(row_sum(xp, xp.exp(out)))
 
 
-class LogSoftmaxGrad(Op):
+@compiled_twin("rows.log_softmax_grad_rows")
+def _log_softmax_grad_kernel(xp, grad, out, result, axis=-1):
+    """``grad - exp(out) * sum(grad)`` along ``axis`` into result."""
+    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
+    total = row_sum(xp, grad) if rows else grad.sum(axis=axis, keepdims=True)
+    xp.exp(out, out=result)
+    result *= total
+    xp.subtract(grad, result, out=result)
+
+
+class LogSoftmaxGrad(_RowGradient):
     """The gradient of ``log_softmax`` given its output: ``g - exp(out) * sum(g)`` along
     ``axis``; one op (split across threads for large inputs) instead of four.
 
@@ -232,24 +250,7 @@ class LogSoftmaxGrad(Op):
     """
 
     name = "log_softmax_grad"
-    save_inputs = True
-
-    def infer(self, grad, out, *, axis):
-        return out.with_dtype(np.result_type(grad.dtype, out.dtype))
-
-    def cost(self, grad, out, *, axis):
-        return memory_cost((grad, out), self.infer(grad, out, axis=axis), 4)  # sum, exp, *, -
-
-    def forward(self, ctx, xp, grad, out, *, axis):
-        if grad.shape != out.shape:
-            grad = xp.broadcast_to(grad, out.shape)
-        result = xp.empty(out.shape, xp.result_type(grad, out))
-        rows = trailing_rows((axis,), grad, out, result)
-        if rows is None:
-            _log_softmax_grad_kernel(xp, grad, out, result, axis=axis)
-        else:
-            split_rows(xp, _log_softmax_grad_kernel, *rows)
-        return result
+    row_kernel = staticmethod(_log_softmax_grad_kernel)  # sum, exp, *, -
 
     def backward(self, ctx, grad_of_result):
         grad, out = ctx.inputs
@@ -261,16 +262,6 @@ class LogSoftmaxGrad(Op):
         if out.requires_grad:
             grad_out = -grad_of_result * probs * grad.sum(axis=axis, keepdims=True)
         return grad_grad, grad_out
-
-
-@compiled_twin("rows.log_softmax_grad_rows")
-def _log_softmax_grad_kernel(xp, grad, out, result, axis=-1):
-    """``grad - exp(out) * sum(grad)`` along ``axis`` into result."""
-    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
-    total = row_sum(xp, grad) if rows else grad.sum(axis=axis, keepdims=True)
-    xp.exp(out, out=result)
-    result *= total
-    xp.subtract(grad, result, out=result)
 
 
 class Dropout(Op):
