@@ -13,9 +13,7 @@ from benchmarks import activations, case_table, softmax_family
 def test_quick_mode_checks_and_times_every_case(module, threads):
     bai.set_num_threads(threads)
     try:
-        records = [
-            module.bench(name, (4, 8, 16), threads, quick=True) for name in module.CASES
-        ]
+        records = [module.bench(name, (4, 8, 16), threads, quick=True) for name in module.CASES]
     finally:
         bai.set_num_threads(None)
     assert [r["case"].split()[0] for r in records] == list(module.CASES)
