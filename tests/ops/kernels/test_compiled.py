@@ -246,3 +246,19 @@ def test_small_arrays_run_the_numpy_kernel(monkeypatch):
     assert not compiled.run(activation._relu_kernel, [small, np.empty_like(small)])
     large = np.ones(1 << 13, np.float32)
     assert compiled.run(activation._relu_kernel, [large, np.empty_like(large)])
+
+
+def test_a_failing_twin_is_dropped_with_a_warning_and_its_numpy_kernel_runs(monkeypatch):
+    def broken(*arrays):
+        raise RuntimeError("cannot cache function: no locator available")
+
+    monkeypatch.setitem(compiled._twins, "activations.relu", broken)
+    monkeypatch.setattr(compiled, "_failures", [])
+    x = np.linspace(-1, 1, 1 << 15, dtype=np.float32)
+    with pytest.warns(RuntimeWarning, match="twin activations.relu failed.*no locator"):
+        out = bai.tensor(x).relu().numpy()
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+    assert compiled._twins["activations.relu"] is compiled._BROKEN
+    assert compiled.available()  # the other twins stay in use
+    assert "not in use: twin activations.relu failed" in compiled.status()["detail"]
+    np.testing.assert_array_equal(bai.tensor(x).relu().numpy(), out)  # no second warning

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -45,6 +46,8 @@ _twins: dict = {}  # "module.function" -> the compiled function, once loaded
 _threads = threading.local()  # the numba thread count last set from this thread
 REGISTRY: dict = {}  # NumPy kernel -> (twin name, params), for tests and ``status``
 _ABSENT = np.empty(0, np.float32)  # what a twin receives for an optional array given as None
+_BROKEN = object()  # in _twins: this twin failed once, its NumPy kernel runs from then on
+_failures: list = []  # why, for ``status``
 
 
 def compiled_twin(name: str, params: tuple = ()):
@@ -82,6 +85,8 @@ def status() -> dict:
         detail = f"numba not importable ({_state['error']}): NumPy kernels run; pip install numba"
     else:
         detail = f"numba {_state['numba'].__version__}, {len(REGISTRY)} kernels with twins"
+        if _failures:
+            detail += f"; not in use: {'; '.join(_failures)}"
     return {"active": available(), "detail": detail, "switch": switch}
 
 
@@ -114,7 +119,11 @@ def run(kernel, arrays, keywords=None) -> bool:
     if twin is None:
         return False
     _use_threads(work)
-    twin(*arrays, *(keywords[param] for param in spec[1]))
+    try:
+        twin(*arrays, *(keywords[param] for param in spec[1]))
+    except Exception as error:  # a compile or cache failure: the NumPy kernel still works
+        _give_up(spec[0], error)
+        return False
     return True
 
 
@@ -132,13 +141,32 @@ def twin_of(kernel):
 
 def _twin(name: str):
     twin = _twins.get(name)
+    if twin is _BROKEN:
+        return None
     if twin is None:
         if _numba() is None:
             return None
         module, function = name.rsplit(".", 1)
-        twin = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+        try:
+            twin = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+        except Exception as error:
+            _give_up(name, error)
+            return None
         _twins[name] = twin
     return twin
+
+
+def _give_up(name: str, error: Exception) -> None:
+    """Stop using a twin that failed to load, compile or run, and say so once: its NumPy kernel
+    takes over, with the same results to float32 round-off."""
+    _twins[name] = _BROKEN
+    failure = f"twin {name} failed: {type(error).__name__}: {error}"
+    _failures.append(failure)
+    warnings.warn(
+        f"{failure}; its NumPy kernel runs instead (set {ENV_VAR}=0 to use only NumPy kernels)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def _numba():
