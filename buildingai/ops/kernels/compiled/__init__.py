@@ -4,21 +4,24 @@ kernels, each the twin of a NumPy kernel that stays the reference.
 A NumPy kernel is a few ufunc passes over memory on one thread (``split.py`` cuts large ones
 across the thread pool); its compiled twin reads each input once, writes each output once and
 runs on numba's threads (``docs/design_notes/performance.md`` has the measurements). The op
-records never call a twin themselves: they call ``split.elementwise`` or ``split.split_rows``
-with their NumPy kernel, and those hand the work to the twin when :func:`run` accepts it.
+records never call a twin themselves: they call ``split.elementwise``, ``split.split_rows`` or
+:func:`call` with their NumPy kernel, and those hand the work to the twin when :func:`run`
+accepts it.
 
 A NumPy kernel names its twin with ``@compiled_twin("module.function", params=(...))``: the
 function lives in ``buildingai.ops.kernels.compiled.<module>`` and takes the same arrays in the
 same order (flat 1-D views for element-wise kernels, (rows, n) for row kernels), then the keyword
 arguments listed in ``params`` (bound with ``functools.partial`` on the NumPy side) positionally.
-Twins accept float32 arrays (and integer index arrays) only; everything else (float64, CuPy, strided arrays) runs the NumPy
-kernel, so results in float64 are the reference computation itself.
+Twins take float32 arrays (and integer index arrays) of at least ``MIN_WORK`` elements in all;
+everything else (float64, CuPy, strided or small arrays) runs the NumPy kernel, so float64
+results are the reference computation itself.
 
 The tier is optional: numba is imported on the first kernel call, and where it is missing
 (``pip install buildingai[fast]`` brings it), switched off (``set_enabled(False)`` or
 ``BUILDINGAI_COMPILED_KERNELS=0`` before import), or in a child process forked after numba's
-threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. ``status()``
-says which; ``buildingai info`` and the Trainer's run record show it.
+threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. A twin that
+fails to load, compile or run is dropped with one warning, and its NumPy kernel runs from then
+on. ``status()`` says which; ``buildingai info`` and the Trainer's run record show it.
 """
 
 from __future__ import annotations
