@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from .elementwise import in_place
 from .families import FloatFunction
-from .kernels import gelu32
+from .kernels import compiled, gelu32
 from .kernels.compiled import compiled_twin
 from .kernels.split import elementwise
 from .promotion import as_float
@@ -224,7 +226,7 @@ def sigmoid_array(xp, x):
     -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
     normal float. One ``exp``, since it costs far more than the add and divide around it.
     """
-    if xp.__name__ == "numpy" and x.ndim and x.dtype.kind == "f":
+    if x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, _sigmoid_kernel, x):
         out = xp.empty_like(x)
         elementwise(xp, _sigmoid_kernel, (x,), (out,))  # split across threads when large
         return out
@@ -257,6 +259,12 @@ def _reciprocal(xp, array):
     if array.ndim:
         return xp.divide(1, array, out=array)
     return xp.divide(1, array)
+
+
+def _kernel_runs(xp, kernel, x) -> bool:
+    """Whether ``kernel`` takes x: NumPy arrays always, float32 CuPy arrays through its CUDA
+    twin (its NumPy form is written for host arrays)."""
+    return xp.__name__ == "numpy" or (x.dtype == np.float32 and compiled.has_gpu_twin(kernel))
 
 
 def _float32_numpy(xp, *arrays) -> bool:
@@ -312,7 +320,7 @@ class Silu(FloatFunction):
 
     def forward(self, ctx, xp, x):
         x = as_float(x)
-        if xp.__name__ == "numpy" and x.ndim and x.dtype.kind == "f":
+        if x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, _silu_kernel, x):
             sigmoid, out = xp.empty_like(x), xp.empty_like(x)
             elementwise(xp, _silu_kernel, (x,), (sigmoid, out))
             ctx.sigmoid = sigmoid  # kept for backward, which would otherwise recompute it
@@ -455,7 +463,7 @@ class Gelu(FloatFunction):
             elementwise(xp, _gelu_tanh_kernel, (x,), (out, gate))
             ctx.cache = gate  # kept for backward: recomputing it is the gradient's costliest part
             return out
-        if _float32_numpy(xp, x):
+        if x.dtype == np.float32 and _kernel_runs(xp, gelu32.gelu_forward, x):
             out, cdf = xp.empty_like(x), xp.empty_like(x)
             elementwise(xp, gelu32.gelu_forward, (x,), (out, cdf))
             ctx.cache = cdf  # Phi(x), kept for backward
@@ -515,7 +523,11 @@ class GeluGrad(FloatFunction):
             else:
                 _gelu_tanh_grad_kernel(xp, grad, x, cache, derivative)
             return derivative
-        if _float32_numpy(xp, grad, x, cache) and grad.shape == x.shape == cache.shape:
+        if (
+            grad.dtype == x.dtype == cache.dtype == np.float32
+            and grad.shape == x.shape == cache.shape
+            and _kernel_runs(xp, gelu32.gelu_backward, x)
+        ):
             derivative = xp.empty_like(x)
             elementwise(xp, gelu32.gelu_backward, (grad, x, cache), (derivative,))
             return derivative

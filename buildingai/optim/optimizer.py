@@ -384,6 +384,8 @@ class OptimizerBase:
         param = arrays[0]
         xp = array_namespace(param)
         contiguous = all(a is None or a.flags.c_contiguous for a in arrays)
+        if xp is not np and compiled.run_gpu(update_fn, arrays, scalars):  # one fused kernel
+            return
         if xp is not np or not contiguous:
             work = [xp.empty_like(param) for _ in range(work_count)]
             update_fn(xp, *arrays, work, **scalars)

@@ -48,6 +48,10 @@ def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
     """``kernel(xp, *inputs, *outputs)`` for same-shape arrays, split across threads when they
     all have flat views (one call otherwise)."""
     first = inputs[0]
+    if xp is not np:
+        if not compiled.run_gpu(kernel, (*inputs, *outputs)):
+            kernel(xp, *inputs, *outputs)
+        return
     work = first.size * (len(inputs) + len(outputs))
     if first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.MIN_WORK:  # small
         kernel(xp, *inputs, *outputs)

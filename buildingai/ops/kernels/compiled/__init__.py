@@ -22,6 +22,9 @@ The tier is optional: numba is imported on the first kernel call, and where it i
 threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. A twin that
 fails to load, compile or run is dropped with one warning, and its NumPy kernel runs from then
 on. ``status()`` says which; ``buildingai info`` and the Trainer's run record show it.
+
+Float32 CuPy arrays take the CUDA twins of ``compiled/cuda.py`` (fused element-wise kernels of
+the same names) through :func:`run_gpu`, where one exists.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ REGISTRY: dict = {}  # NumPy kernel -> (twin name, params), for tests and ``stat
 _ABSENT = np.empty(0, np.float32)  # what a twin receives for an optional array given as None
 _BROKEN = object()  # in _twins: this twin failed once, its NumPy kernel runs from then on
 _failures: list = []  # why, for ``status``
+_gpu_failures: set = set()  # CUDA twins that failed once
 
 
 def compiled_twin(name: str, params: tuple = ()):
@@ -130,6 +134,43 @@ def run(kernel, arrays, keywords=None) -> bool:
     return True
 
 
+def run_gpu(kernel, arrays, keywords=None) -> bool:
+    """Run ``kernel``'s CUDA twin (``compiled/cuda.py``) on float32 CuPy ``arrays`` and return
+    True; False, having done nothing, where it has none or the arrays do not fit."""
+    marked = kernel.func if hasattr(kernel, "func") else kernel
+    spec = getattr(marked, "compiled_twin", None)
+    if spec is None or not _state["enabled"] or spec[0] in _gpu_failures:
+        return False
+    present = [array for array in arrays if array is not None]
+    if any(array.dtype != np.float32 for array in present):
+        return False
+    from . import cuda
+
+    try:
+        twin = cuda.twin(spec[0])
+        if twin is None:
+            return False
+        if spec[0] == "optim.adam":
+            if arrays[4] is not None:  # AMSGrad's maximum: the array operations run it
+                return False
+            cuda.run_adam(twin, *arrays[:4], **keywords)
+        else:
+            twin(*arrays)
+    except Exception as error:  # NVRTC or launch failure: the CuPy array operations still work
+        _gpu_failures.add(spec[0])
+        _give_up(spec[0] + " (CUDA)", error)
+        return False
+    return True
+
+
+def has_gpu_twin(kernel) -> bool:
+    """Whether ``kernel`` has a CUDA twin (without building it)."""
+    from . import cuda
+
+    spec = getattr(kernel, "compiled_twin", None)
+    return spec is not None and spec[0] in cuda.SOURCES and spec[0] not in _gpu_failures
+
+
 def call(xp, kernel, arrays, **params) -> None:
     """``kernel(xp, *arrays, **params)``, through its twin where :func:`run` accepts it."""
     if xp is not np or not run(kernel, arrays, params):
@@ -162,7 +203,8 @@ def _twin(name: str):
 def _give_up(name: str, error: Exception) -> None:
     """Stop using a twin that failed to load, compile or run, and say so once: its NumPy kernel
     takes over, with the same results to float32 round-off."""
-    _twins[name] = _BROKEN
+    if not name.endswith("(CUDA)"):
+        _twins[name] = _BROKEN
     failure = f"twin {name} failed: {type(error).__name__}: {error}"
     _failures.append(failure)
     warnings.warn(
