@@ -267,33 +267,34 @@ _ROWS = 128  # rows per block
 @kernel
 def column_sum(a, out):
     """out (n,) = the sum of a (rows, n) over its rows."""
-    rows, n = a.shape
-    blocks = (rows + _ROWS - 1) // _ROWS
-    partial = np.empty((blocks, n), np.float32)
-    for block in prange(blocks):
-        total = partial[block]
-        total[:] = _ZERO
-        for i in range(block * _ROWS, min(block * _ROWS + _ROWS, rows)):
-            row = a[i]
-            for j in range(n):
-                total[j] += row[j]
+    partial = np.empty(((a.shape[0] + _ROWS - 1) // _ROWS, a.shape[1]), np.float32)
+    for block in prange(partial.shape[0]):
+        _sum_block(a, a, block, partial[block], False)
     _add_rows(partial, out)
 
 
 @kernel
 def column_dot(a, b, out):
     """out (n,) = the sum of a * b (rows, n) over its rows."""
-    rows, n = a.shape
-    blocks = (rows + _ROWS - 1) // _ROWS
-    partial = np.empty((blocks, n), np.float32)
-    for block in prange(blocks):
-        total = partial[block]
-        total[:] = _ZERO
-        for i in range(block * _ROWS, min(block * _ROWS + _ROWS, rows)):
-            row_a, row_b = a[i], b[i]
-            for j in range(n):
-                total[j] += row_a[j] * row_b[j]
+    partial = np.empty(((a.shape[0] + _ROWS - 1) // _ROWS, a.shape[1]), np.float32)
+    for block in prange(partial.shape[0]):
+        _sum_block(a, b, block, partial[block], True)
     _add_rows(partial, out)
+
+
+@inline
+def _sum_block(a, b, block, total, product):
+    """total = the sum over block ``block`` of a's rows (of a * b with ``product``)."""
+    total[:] = _ZERO
+    for i in range(block * _ROWS, min(block * _ROWS + _ROWS, a.shape[0])):
+        row_a = a[i]
+        if product:
+            row_b = b[i]
+            for j in range(total.size):
+                total[j] += row_a[j] * row_b[j]
+        else:
+            for j in range(total.size):
+                total[j] += row_a[j]
 
 
 @inline
