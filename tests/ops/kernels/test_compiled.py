@@ -262,3 +262,37 @@ def test_a_failing_twin_is_dropped_with_a_warning_and_its_numpy_kernel_runs(monk
     assert compiled.available()  # the other twins stay in use
     assert "not in use: twin activations.relu failed" in compiled.status()["detail"]
     np.testing.assert_array_equal(bai.tensor(x).relu().numpy(), out)  # no second warning
+
+
+STARTING_TOGETHER = """
+import os, threading
+import numpy as np
+import buildingai as bai
+from concurrent.futures import ThreadPoolExecutor
+from buildingai.ops.kernels import compiled
+
+x = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
+barrier = threading.Barrier(2)
+
+def first_call(_):
+    barrier.wait()  # both threads reach numba's start at once
+    return bai.nn.functional.gelu(bai.tensor(x)).numpy()
+
+with ThreadPoolExecutor(2) as pool:
+    one, two = pool.map(first_call, range(2))
+assert np.array_equal(one, two)
+assert compiled.status()["active"]
+assert "GOMP_SPINCOUNT" not in os.environ  # set only while numba started its threads
+print("ok")
+"""
+
+
+def test_two_threads_starting_the_tier_at_once():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", STARTING_TOGETHER], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

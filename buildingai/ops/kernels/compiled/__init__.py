@@ -50,6 +50,7 @@ SPIN_COUNT = 3000  # rounds an idle numba thread spins before it sleeps (see _st
 _state = {"enabled": env_switch(ENV_VAR, default=True), "numba": None, "error": None}
 _twins: dict = {}  # "module.function" -> the compiled function, once loaded
 _threads = threading.local()  # the numba thread count last set from this thread
+_starting = threading.Lock()
 REGISTRY: dict = {}  # NumPy kernel -> (twin name, params), for tests and ``status``
 _ABSENT = np.empty(0, np.float32)  # what a twin receives for an optional array given as None
 _BROKEN = object()  # in _twins: this twin failed once, its NumPy kernel runs from then on
@@ -217,14 +218,16 @@ def _give_up(name: str, error: Exception) -> None:
 def _numba():
     """The numba module, imported once; None where it is missing or broken."""
     if _state["numba"] is None and _state["error"] is None:
-        try:
-            import numba
+        with _starting:  # one thread imports and starts the pool (the environment is shared)
+            if _state["numba"] is None and _state["error"] is None:
+                try:
+                    import numba
 
-            _start_threads(numba)
-        except Exception as error:  # missing, built against another NumPy, or no thread layer
-            _state["error"] = f"{type(error).__name__}: {error}"
-        else:
-            _state["numba"] = numba
+                    _start_threads(numba)
+                except Exception as error:  # missing, built against another NumPy, no threads
+                    _state["error"] = f"{type(error).__name__}: {error}"
+                else:
+                    _state["numba"] = numba
     return _state["numba"]
 
 
