@@ -296,3 +296,19 @@ def test_two_threads_starting_the_tier_at_once():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_a_changed_source_file_clears_the_cached_machine_code(tmp_path):
+    (tmp_path / "expf.py").write_text("VERSION = 1\n")
+    (tmp_path / "activations.py").write_text("from .expf import VERSION\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    compiled.drop_stale_cache(tmp_path)  # first run: stamp written
+    cached = cache / "activations.gelu-60.py311.nbi"
+    cached.write_text("machine code of VERSION = 1")
+    compiled.drop_stale_cache(tmp_path)
+    assert cached.exists()  # nothing changed: kept
+    (tmp_path / "expf.py").write_text("VERSION = 2\n")  # an inlined helper's file changes
+    compiled.drop_stale_cache(tmp_path)
+    assert not cached.exists()
+    assert (cache / "sources.sha256").exists()

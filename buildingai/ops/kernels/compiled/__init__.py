@@ -29,10 +29,12 @@ the same names) through :func:`run_gpu`, where one exists.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -223,12 +225,39 @@ def _numba():
                 try:
                     import numba
 
+                    drop_stale_cache()
                     _start_threads(numba)
                 except Exception as error:  # missing, built against another NumPy, no threads
                     _state["error"] = f"{type(error).__name__}: {error}"
                 else:
                     _state["numba"] = numba
     return _state["numba"]
+
+
+def drop_stale_cache(folder: Path = Path(__file__).parent) -> None:
+    """Clear numba's cached machine code of this package when any of its source files changed.
+
+    numba keys a cached kernel on its own file alone, so an edit to a helper it inlines from
+    another file (``expf.py``) would leave the old code in use. A digest of every source file,
+    kept beside the cache, catches that. A read-only install has nothing to clear (numba then
+    caches in the user's folder, and installed files do not change in place)."""
+    digest = hashlib.sha256()
+    for source in sorted(folder.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    cache = folder / "__pycache__"
+    stamp = cache / "sources.sha256"
+    try:
+        if stamp.read_text() == digest.hexdigest():
+            return
+    except OSError:
+        pass
+    try:
+        for entry in cache.glob("*.nb[ic]"):
+            entry.unlink()
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest.hexdigest())
+    except OSError:
+        pass
 
 
 def _start_threads(numba) -> None:
