@@ -9,8 +9,10 @@ from buildingai.ops.kernels import compiled
 
 @pytest.fixture
 def three_threads(monkeypatch):
-    """Split work on 3 threads whatever its size: the split threshold is lowered to zero."""
+    """Split work on 3 threads whatever its size: the split threshold is lowered to zero, and
+    a BLAS call just before does not keep the work on the calling thread."""
     monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 0.0)
     bai.set_num_threads(3)
     yield
     bai.set_num_threads(None)

@@ -16,14 +16,20 @@ this process may use.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 # Elements touched (all arrays of an op) below which the thread hand-off costs more than it saves.
 MIN_PARALLEL_WORK = 1 << 19
+# How long OpenBLAS's idle threads keep spinning on their cores after a call (2^28 cycles by
+# default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
+BLAS_SPIN_SECONDS = 0.15
 
 _settings = {"count": None, "pool": None}
+_blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
 
@@ -47,6 +53,20 @@ def get_num_threads() -> int:
     """How many threads large element-wise work is split across."""
     count = _settings["count"]
     return 1 if count is None else count
+
+
+def blas_called() -> None:
+    """Note that a BLAS call (a GEMM, a long dot product) just ran on this process's BLAS
+    threads. Call sites: ``ops/linalg``, ``ops/rnn``, ``ops/resize``, ``vector_blas``."""
+    _blas["last"] = time.perf_counter()
+
+
+def blas_spinning() -> bool:
+    """Whether a BLAS call ran less than ``BLAS_SPIN_SECONDS`` ago, so that its idle threads
+    may still hold the other cores: element-wise work then stays on the calling thread. In a
+    training step that is every element-wise op; a second thread there measured up to 40x
+    slower (docs/design_notes/performance.md)."""
+    return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS
 
 
 def available_cores() -> int:
@@ -82,7 +102,13 @@ def parallel_for(kernel, length: int, work: int | None = None) -> None:
     threads = get_num_threads()
     if work is None:
         work = length
-    if threads == 1 or work < MIN_PARALLEL_WORK or length < 2 or getattr(_inside, "flag", False):
+    if (
+        threads == 1
+        or work < MIN_PARALLEL_WORK
+        or length < 2
+        or getattr(_inside, "flag", False)
+        or blas_spinning()
+    ):
         kernel(0, length)
         return
     threads = min(threads, length)

@@ -26,6 +26,7 @@ import sys
 import numpy as np
 
 from .switches import env_switch
+from .threads import blas_called
 
 ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
 _ENABLED = env_switch(ENV_VAR, default=True)
@@ -84,6 +85,7 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
                 pair[1](y.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
             else:
                 pair[0](y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
+            blas_called()
             return
     if beta == 0.0:
         xp.multiply(x, alpha, out=y)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.precision import gemm_operand, gemm_result_dtype
+from ..backend.threads import blas_called
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
@@ -47,6 +48,7 @@ def matrix_product(xp, a, b):
 
 
 def _folded_product(xp, a, b):
+    blas_called()
     if b.ndim == 2:
         if a.ndim == 2:
             return a.dot(b)
@@ -68,6 +70,7 @@ def matmul_array(xp, a, b):
 
 
 def _matmul_array(xp, a, b):
+    blas_called()
     # NumPy multiplies ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)
     out = xp.matmul(a, b)
     if out.dtype != a.dtype and a.dtype.kind == "V":
@@ -80,6 +83,8 @@ def _matmul_array(xp, a, b):
 def einsum_array(xp, equation: str, *arrays, optimize=False):
     """``xp.einsum`` that also takes ml_dtypes' floats (bfloat16), which NumPy's einsum rejects:
     those are contracted in float32 and the result given in their own dtype."""
+    if optimize:  # a contraction path hands pairs of operands to BLAS
+        blas_called()
     if not any(array.dtype.kind == "V" for array in arrays):
         return xp.einsum(equation, *arrays, optimize=optimize)
     dtype = xp.result_type(*arrays)
@@ -148,6 +153,7 @@ class MatMul(Op):
         if transpose_b:
             b = b.swapaxes(-1, -2)
         if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
+            blas_called()
             return a.dot(b)
         return matrix_product(xp, a, b)
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..backend.threads import blas_called
 from .abstract import SymbolicSizeError, ValueSpec, memory_cost
 from .base import Op
 from .promotion import as_float, float_dtype
@@ -182,6 +183,7 @@ def _along(xp, x, plan: tuple, axis: int):
         moved = xp.moveaxis(x, axis, -1)
         # bfloat16 products come back as float32 from NumPy: the result keeps x's dtype
         product = (moved @ xp.asarray(dense, dtype=x.dtype).T).astype(x.dtype, copy=False)
+        blas_called()
         return xp.moveaxis(product, -1, axis)
     if padded:
         zero_shape = list(x.shape)

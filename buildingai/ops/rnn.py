@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.threads import blas_called
 from ..errors import ShapeError
 from .abstract import ValueSpec, bytes_of
 from .base import Op
@@ -52,6 +53,7 @@ class LSTMRecurrence(Op):
         h, c = h0, c0
         for t in range(length - 1, -1, -1) if reverse else range(length):
             pre = h @ w_hh_t
+            blas_called()
             pre += gates_x[t]
             if b_hh is not None:
                 pre += b_hh

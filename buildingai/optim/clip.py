@@ -14,6 +14,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.engine import defer_to_update
 from ..backend import array_namespace
+from ..backend.threads import blas_called
 from ..errors import BuildingAIError
 
 
@@ -42,6 +43,7 @@ def _vector_norm(xp, array, norm_type: float) -> float:
         array = array.astype(xp.float32)
     flat = array.reshape(-1)
     if norm_type == 2.0:
+        blas_called()
         return math.sqrt(float(xp.dot(flat, flat)))  # BLAS: no |x|**2 temporary
     if norm_type == math.inf:
         return float(xp.max(xp.abs(flat)))

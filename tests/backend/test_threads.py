@@ -60,3 +60,25 @@ def test_thread_counts():
     assert bai.get_num_threads() == 1  # the default: see the module's docstring
     with pytest.raises(ValueError, match="int >= 1"):
         bai.set_num_threads(0)
+
+
+def test_after_a_blas_call_work_stays_on_the_calling_thread(three_threads, monkeypatch):
+    monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
+    threads.blas_called()  # OpenBLAS's idle threads now spin on the other cores
+    calls = []
+    threads.parallel_for(lambda a, b: calls.append((a, b)), 10)
+    assert calls == [(0, 10)]
+    monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 0.0)  # the spin is over
+    calls.clear()
+    threads.parallel_for(lambda a, b: calls.append((a, b)), 10)
+    assert len(calls) == 3
+
+
+def test_products_note_their_blas_call():
+    import numpy as np
+
+    a = bai.tensor(np.ones((8, 8), np.float32))
+    for product in (lambda: a @ a, lambda: bai.nn.functional.linear(a, a)):
+        threads._blas["last"] = float("-inf")
+        product()
+        assert threads.blas_spinning()

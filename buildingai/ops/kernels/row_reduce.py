@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ...backend.threads import blas_called
 from . import compiled
 from .compiled import compiled_twin
 
@@ -96,6 +97,7 @@ def _column_sum_into(xp, a, out) -> None:
     length = a.shape[0]
     ones = _ones(length, a.dtype.str) if length <= _CACHED_ONES else np.ones(length, a.dtype)
     np.matmul(ones, a, out=out)
+    blas_called()
 
 
 @compiled_twin("rows.column_dot")

@@ -312,3 +312,19 @@ def test_a_changed_source_file_clears_the_cached_machine_code(tmp_path):
     compiled.drop_stale_cache(tmp_path)
     assert not cached.exists()
     assert (cache / "sources.sha256").exists()
+
+
+def test_twins_stay_on_one_thread_while_blas_threads_spin(monkeypatch):
+    from buildingai.backend import threads
+
+    bai.set_num_threads(2)
+    try:
+        monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
+        threads.blas_called()
+        compiled._use_threads(1 << 20)
+        assert compiled._threads.count == 1
+        monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 0.0)
+        compiled._use_threads(1 << 20)
+        assert compiled._threads.count == 2
+    finally:
+        bai.set_num_threads(None)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ....backend.switches import env_switch
-from ....backend.threads import get_num_threads, inside_pool
+from ....backend.threads import blas_spinning, get_num_threads, inside_pool
 
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
@@ -286,9 +286,10 @@ def _start_threads(numba) -> None:
 
 def _use_threads(work: int) -> None:
     """Set numba's thread count for this launching thread: BuildingAI's element-wise thread
-    count for large work, one inside a pool thread or for small work."""
+    count for large work, one inside a pool thread, for small work, or while BLAS's threads
+    may still be spinning after a call (``threads.blas_spinning``)."""
     numba = _state["numba"]
-    count = 1 if work < MIN_PARALLEL_WORK or inside_pool() else get_num_threads()
+    count = 1 if work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning() else get_num_threads()
     count = min(count, numba.config.NUMBA_NUM_THREADS)
     if getattr(_threads, "count", None) != count:
         numba.set_num_threads(count)
