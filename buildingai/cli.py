@@ -109,15 +109,15 @@ def _info(args: argparse.Namespace) -> int:
     for key, value in report.items():
         if key == "blas" and isinstance(value, list):
             for pool in value:
-                print(f"{'blas':<15} {pool['internal_api']} {pool['version']}, "
+                print(f"{'blas':<20} {pool['internal_api']} {pool['version']}, "
                       f"{pool['num_threads']} threads ({pool['filepath']})")  # fmt: skip
             continue
         if key == "accelerations":
             for name, state in value.items():
-                print(f"{name:<15} {'on ' if state['active'] else 'off'}  {state['detail']}"
+                print(f"{name:<20} {'on ' if state['active'] else 'off'}  {state['detail']}"
                       f"  (switch: {state['switch']})")  # fmt: skip
             continue
-        print(f"{key:<15} {value if value is not None else '(not installed)'}")
+        print(f"{key:<20} {value if value is not None else '(not installed)'}")
     return 0
 
 
