@@ -121,13 +121,17 @@ def environment() -> dict:
 
 
 def report(records: list[dict], json_path: str | None = None) -> None:
-    """Print the environment and the ratio table of ``records``; also write both as JSON to
-    ``json_path`` if given."""
+    """Print the ratio table of ``records``, then what ``save_run`` prints and writes."""
+    print(ratio_table(records))
+    save_run(records, json_path)
+
+
+def save_run(records: list[dict], json_path: str | None = None) -> None:
+    """Print the environment as JSON; also write it with ``records`` to ``json_path`` if given."""
     import json
 
     env = environment()
     print(json.dumps(env, indent=1))
-    print(ratio_table(records))
     if json_path:
         with open(json_path, "w") as handle:
             json.dump({"environment": env, "records": records}, handle, indent=1)

@@ -12,13 +12,12 @@ Run: ``python -m benchmarks.dispatch [--quick] [--threads N]``.
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 import buildingai as bai
 
-from .common import environment, format_table, measure
+from .common import format_table, measure, save_run
 
 CHAIN = 50
 
@@ -143,10 +142,7 @@ def main() -> None:
         )
     )
     print()
-    print(json.dumps(environment(), indent=1))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": environment(), "records": records}, handle, indent=1)
+    save_run(records, args.json)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Run: ``python -m benchmarks.inference [--quick]``.
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
@@ -19,7 +18,7 @@ import buildingai as bai
 from buildingai import nn
 from buildingai.graph import TensorSpec, freeze
 
-from .common import environment, format_table, measure, settle_for
+from .common import format_table, measure, save_run, settle_for
 
 
 def _mlp(sizes):
@@ -263,11 +262,8 @@ def main() -> None:
     records = (
         bench_mlp(arguments.quick) + bench_cnn(arguments.quick) + bench_parallel(arguments.quick)
     )
-    print(json.dumps(environment(), indent=1))
+    save_run(records, arguments.json)
     _print(records)
-    if arguments.json:
-        with open(arguments.json, "w") as handle:
-            json.dump({"environment": environment(), "records": records}, handle, indent=1)
 
 
 if __name__ == "__main__":

@@ -191,17 +191,7 @@ def _elementwise_case(torch, case, ours_fn, theirs_fn, shapes, quick):
     def run_theirs():
         torch.autograd.grad(theirs_fn(*theirs), theirs, grad_outputs=theirs_grad)
 
-    timings = measure(
-        {"buildingai": run_ours, "pytorch": run_theirs},
-        repeats=3 if quick else 7,
-        number=1 if quick else 10,
-        settle=settle_for(quick),
-    )
-    return {
-        "case": f"{case} on {shapes[0]}",
-        **timings,
-        "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
-    }
+    return _ours_against_theirs(f"{case} on {shapes[0]}", run_ours, run_theirs, quick)
 
 
 def bench_elementwise(quick: bool = False) -> list[dict]:
@@ -248,17 +238,19 @@ def _cross_entropy_case(torch, shape, quick):
     def run_theirs():
         torch.autograd.grad(torch.nn.functional.cross_entropy(theirs, theirs_target), [theirs])
 
+    return _ours_against_theirs(f"cross_entropy on {shape}", run_ours, run_theirs, quick)
+
+
+def _ours_against_theirs(label: str, run_ours, run_theirs, quick: bool) -> dict:
+    """Time the two runs interleaved: the record with the ratio of the medians."""
     timings = measure(
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 7,
         number=1 if quick else 10,
         settle=settle_for(quick),
     )
-    return {
-        "case": f"cross_entropy on {shape}",
-        **timings,
-        "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
-    }
+    ratio = timings["buildingai"]["median"] / timings["pytorch"]["median"]
+    return {"case": label, **timings, "ratio": ratio}
 
 
 # ----- runner -----------------------------------------------------------------------------------

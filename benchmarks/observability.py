@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from buildingai.debug import activation_stats, detect_anomaly, gradient_monitor
 from buildingai.profile import TimeTracer
 from buildingai.vis import LiveDashboard
 
-from .common import environment, format_table, measure
+from .common import format_table, measure, save_run
 from .suite.harness import thread_limit
 from .suite.train import WORKLOADS
 
@@ -172,10 +171,7 @@ def main() -> None:
     ]
     print(format_table(["workload", "tool", "ms/step", "range", "/ plain step"], rows))
     print()
-    print(json.dumps(environment(), indent=1))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": environment(), "records": records}, handle, indent=1)
+    save_run(records, args.json)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import numpy as np
 
@@ -33,7 +32,7 @@ import buildingai as bai
 from buildingai.backend import vector_blas
 from buildingai.optim import optimizer as optimizer_module
 
-from .common import environment, format_table, measure, settle_for
+from .common import format_table, measure, save_run, settle_for
 
 
 def layer_shapes(width: int = 512, layers: int = 3, vocab: int = 1000) -> list[tuple[int, ...]]:
@@ -197,10 +196,7 @@ def main() -> None:
     headers += ["ours / torch default", "ours / torch foreach"]
     print(format_table(headers, rows))
     print()
-    print(json.dumps(environment(), indent=1))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"environment": environment(), "records": records}, handle, indent=1)
+    save_run(records, args.json)
 
 
 if __name__ == "__main__":

@@ -40,11 +40,16 @@ def matrix_product(xp, a, b):
     """
     if a.ndim < 2 or b.ndim < 2:  # NumPy would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
+    return _in_math_precision(_folded_product, xp, a, b)
+
+
+def _in_math_precision(product, xp, a, b):
+    """``product(xp, a, b)``, on prepared float32 operands and cast back where the math
+    precision asks for it (``gemm_result_dtype``)."""
     result_dtype = gemm_result_dtype(a, b)
-    if result_dtype is not None:
-        out = _folded_product(xp, gemm_operand(a), gemm_operand(b))
-        return out.astype(result_dtype, copy=False)
-    return _folded_product(xp, a, b)
+    if result_dtype is None:
+        return product(xp, a, b)
+    return product(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
 
 
 def _folded_product(xp, a, b):
@@ -62,11 +67,7 @@ def _folded_product(xp, a, b):
 def matmul_array(xp, a, b):
     """``xp.matmul(a, b)`` in the operands' dtype, as PyTorch gives it, in the math precision in
     force (as ``matrix_product``)."""
-    result_dtype = gemm_result_dtype(a, b)
-    if result_dtype is not None:
-        out = _matmul_array(xp, gemm_operand(a), gemm_operand(b))
-        return out.astype(result_dtype, copy=False)
-    return _matmul_array(xp, a, b)
+    return _in_math_precision(_matmul_array, xp, a, b)
 
 
 def _matmul_array(xp, a, b):

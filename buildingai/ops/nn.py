@@ -52,8 +52,9 @@ class Softmax(Op):
         rows = trailing_rows((axis,), x, out)
         if rows is None:
             _softmax_kernel(xp, x, out, axis=axis)
-        elif x.dtype in _SHARED_SHIFT_FLOOR and not _compiled_rows(xp, x):
-            # independent rows: split across threads
+        elif x.dtype in _SHARED_SHIFT_FLOOR and not compiled.takes(_softmax_kernel, rows):
+            # independent rows: split across threads (a twin takes each row's own maximum in
+            # cache instead, with no shared shift to compute first)
             kernel = functools.partial(_softmax_rows_shifted, shift=x.max())
             split_rows(xp, kernel, *rows)
         else:
@@ -65,17 +66,6 @@ class Softmax(Op):
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.node("Softmax", inputs, output, axis=int(attrs["axis"]))
-
-
-def _compiled_rows(xp, x) -> bool:
-    """Whether ``split_rows`` will hand the (contiguous) rows of x to a compiled twin, which
-    takes each row's own maximum in cache: no shared shift to compute first."""
-    return (
-        xp is np
-        and x.dtype == np.float32
-        and 2 * x.size >= compiled.MIN_WORK  # x and out: what ``compiled.run`` counts
-        and compiled.available()
-    )
 
 
 @compiled_twin("rows.softmax_rows")

@@ -14,8 +14,8 @@ from .implicit import standard_gamma_rsample
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(Distribution):
-    """The normal distribution N(loc, scale^2).
+class _LocationScale(Distribution):
+    """A distribution given by ``loc`` and a positive ``scale``.
 
     ``batch_shape`` is the broadcast shape of loc and scale (``()`` for two numbers), and
     ``event_shape`` is ``()``: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape``;
@@ -27,10 +27,15 @@ class Normal(Distribution):
     arg_names = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args: bool = True) -> None:
-        self.loc, self.scale = as_parameters("Normal", loc=loc, scale=scale)
+        name = type(self).__name__
+        self.loc, self.scale = as_parameters(name, loc=loc, scale=scale)
         if validate_args:
-            require("Normal", "scale", self.scale, lambda s: s > 0, "positive")
+            require(name, "scale", self.scale, lambda s: s > 0, "positive")
         super().__init__(self.loc.shape)
+
+
+class Normal(_LocationScale):
+    """The normal distribution N(loc, scale^2); shapes as ``_LocationScale`` states."""
 
     def rsample(self, sample_shape=(), generator=None) -> Tensor:
         noise = self._noise("normal", sample_shape, generator, self.loc)
@@ -97,23 +102,9 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12
 
 
-class Laplace(Distribution):
-    """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale).
-
-    ``batch_shape`` is the broadcast shape of loc and scale (``()`` for two numbers), and
-    ``event_shape`` is ``()``: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape``;
-    ``log_prob(value)`` the broadcast shape of ``value`` and ``batch_shape``; ``entropy()``,
-    ``mean`` and ``variance`` shape ``batch_shape``.
-    """
-
-    has_rsample = True
-    arg_names = ("loc", "scale")
-
-    def __init__(self, loc, scale, validate_args: bool = True) -> None:
-        self.loc, self.scale = as_parameters("Laplace", loc=loc, scale=scale)
-        if validate_args:
-            require("Laplace", "scale", self.scale, lambda s: s > 0, "positive")
-        super().__init__(self.loc.shape)
+class Laplace(_LocationScale):
+    """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale); shapes as
+    ``_LocationScale`` states."""
 
     def rsample(self, sample_shape=(), generator=None) -> Tensor:
         # u uniform in (-1, 1): loc - scale sign(u) log(1 - |u|) (inverse of the CDF)

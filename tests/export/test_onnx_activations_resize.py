@@ -11,12 +11,12 @@ import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.graph import freeze
 
-from .test_onnx_ops import _make, _spec_of, floats
+from .test_onnx_ops import agree_across_runtimes, floats
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from buildingai.export import check_onnx, export_onnx, run_onnxruntime  # noqa: E402
+from buildingai.export import export_onnx, run_onnxruntime  # noqa: E402
 
 SLOPES = bai.tensor(np.array([0.1, 0.2, 0.3], dtype=np.float32))
 
@@ -76,19 +76,7 @@ for _name, (_kwargs, _shape) in RESIZE.items():
 
 
 def _run(function, kinds, opset: int = 17):
-    static = freeze(function, [_spec_of(k) for k in kinds])
-    assert not check_onnx(static)
-    model = export_onnx(static, opset=opset)
-    for batch in (2, 5):
-        rng = np.random.default_rng(batch)
-        arrays = [_make(k, batch, rng) for k in kinds]
-        eager = function(*[bai.tensor(a) for a in arrays]).numpy()
-        frozen = static(*arrays).numpy()
-        exported = run_onnxruntime(model, *arrays)[0]
-        np.testing.assert_array_equal(frozen, eager)
-        assert exported.dtype == eager.dtype and exported.shape == eager.shape
-        np.testing.assert_allclose(exported, eager, rtol=1e-5, atol=1e-5)
-    return model
+    return agree_across_runtimes(function, kinds, opset=opset)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -176,21 +176,31 @@ CASES = {
 
 def _run_case(name, batch_sizes=(2, 5)):
     function, kinds = CASES[name]
+    # isnan cases take the log of negatives on purpose
+    agree_across_runtimes(function, kinds, batch_sizes=batch_sizes, errstate={"invalid": "ignore"})
+
+
+def agree_across_runtimes(
+    function, kinds, *, opset=None, tolerance=1e-5, batch_sizes=(2, 5), errstate=None
+):
+    """Freeze ``function`` for inputs of ``kinds``, export it, and check on each batch size
+    that the frozen graph equals eager and onnxruntime agrees (to ``tolerance`` for floats,
+    exactly otherwise). Returns the ONNX model."""
     static = freeze(function, [_spec_of(k) for k in kinds])
     assert not check_onnx(static)
-    model = export_onnx(static)
+    model = export_onnx(static) if opset is None else export_onnx(static, opset=opset)
     for batch in batch_sizes:
         rng = np.random.default_rng(batch)
         arrays = [_make(k, batch, rng) for k in kinds]
-        with np.errstate(invalid="ignore"):  # isnan cases take the log of negatives on purpose
+        with np.errstate(**(errstate or {})):
             eager = function(*[bai.tensor(a) for a in arrays]).numpy()
             frozen = static(*arrays).numpy()
         exported = run_onnxruntime(model, *arrays)[0]
         np.testing.assert_array_equal(frozen, eager)
-        assert exported.dtype == eager.dtype, name
-        assert exported.shape == eager.shape, name
-        tolerance = 1e-5 if eager.dtype.kind == "f" else 0
-        np.testing.assert_allclose(exported, eager, rtol=tolerance, atol=tolerance)
+        assert exported.dtype == eager.dtype and exported.shape == eager.shape
+        bound = tolerance if eager.dtype.kind == "f" else 0
+        np.testing.assert_allclose(exported, eager, rtol=bound, atol=bound)
+    return model
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -4,18 +4,15 @@ exported graph computing positions from its input."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.graph import freeze
 
-from .test_onnx_ops import _make, _spec_of, floats, ints
+from .test_onnx_ops import agree_across_runtimes, floats, ints
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from buildingai.export import check_onnx, export_onnx, run_onnxruntime  # noqa: E402
 
 CASES = {
     "topk_values": (lambda x: bai.topk(x, 2).values, [floats(5)]),
@@ -37,16 +34,5 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ordering_and_triangles_export(name):
     function, kinds = CASES[name]
-    static = freeze(function, [_spec_of(k) for k in kinds])
-    assert not check_onnx(static)
-    model = export_onnx(static)
-    for batch in (2, 5):
-        # distinct values: the order of ties is the one thing the two runtimes may differ in
-        rng = np.random.default_rng(batch)
-        arrays = [_make(k, batch, rng) for k in kinds]
-        eager = function(*[bai.tensor(a) for a in arrays]).numpy()
-        frozen = static(*arrays).numpy()
-        exported = run_onnxruntime(model, *arrays)[0]
-        np.testing.assert_array_equal(frozen, eager)
-        assert exported.dtype == eager.dtype and exported.shape == eager.shape, name
-        np.testing.assert_allclose(exported, eager, rtol=1e-6, atol=1e-6)
+    # distinct values: the order of ties is the one thing the two runtimes may differ in
+    agree_across_runtimes(function, kinds, tolerance=1e-6)

@@ -45,19 +45,18 @@ def flat_or_none(*arrays):
 
 
 def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
-    """``kernel(xp, *inputs, *outputs)`` for same-shape arrays, split across threads when they
-    all have flat views (one call otherwise)."""
+    """``kernel(xp, *inputs, *outputs)`` for same-shape arrays: through its CUDA twin for CuPy
+    arrays, else split across threads (or its compiled twin) when they all have flat views,
+    else one call."""
     first = inputs[0]
     if xp is not np:
         if not compiled.run_gpu(kernel, (*inputs, *outputs)):
             kernel(xp, *inputs, *outputs)
         return
     work = first.size * (len(inputs) + len(outputs))
-    if first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.MIN_WORK:  # small
-        kernel(xp, *inputs, *outputs)
-        return
-    flat = flat_or_none(*inputs, *outputs)
-    if flat is None or xp is not np:
+    small = first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.MIN_WORK
+    flat = None if small else flat_or_none(*inputs, *outputs)
+    if flat is None:
         kernel(xp, *inputs, *outputs)
         return
     split_rows(xp, kernel, *flat)

@@ -105,36 +105,46 @@ def run(kernel, arrays, keywords=None) -> bool:
     None for an absent optional array) and return True; return False, having done nothing,
     when the twin does not apply. The twin's parameters come from ``keywords``, or from the
     keywords ``kernel`` binds when it is a ``functools.partial``."""
-    marked = kernel
+    fit = _fit(kernel, arrays)
+    if fit is None:
+        return False
+    name, params, twin, arrays, work = fit
     if hasattr(kernel, "func"):  # functools.partial: its keywords are the twin's parameters
-        marked, keywords = kernel.func, kernel.keywords
+        keywords = kernel.keywords
+    _use_threads(work)
+    try:
+        twin(*arrays, *(keywords[param] for param in params))
+    except Exception as error:  # a compile or cache failure: the NumPy kernel still works
+        _give_up(name, error)
+        return False
+    return True
+
+
+def takes(kernel, arrays) -> bool:
+    """Whether :func:`run` would hand ``arrays`` to ``kernel``'s twin."""
+    return _fit(kernel, arrays) is not None
+
+
+def _fit(kernel, arrays):
+    """(twin name, parameter names, twin, arrays with absent ones filled in, elements touched)
+    when ``kernel``'s twin takes ``arrays``, else None."""
+    marked = kernel.func if hasattr(kernel, "func") else kernel
     spec = getattr(marked, "compiled_twin", None)
     if spec is None or not _state["enabled"]:
-        return False
-    for array in arrays:
-        if array is None:
-            arrays = [_ABSENT if array is None else array for array in arrays]
-            break
+        return None
+    if any(array is None for array in arrays):
+        arrays = [_ABSENT if array is None else array for array in arrays]
+    work = 0
     for array in arrays:
         if not array.flags.c_contiguous or (
             array.dtype != np.float32 and array.dtype.kind not in "iub"  # indices pass
         ):
-            return False
-    work = 0
-    for array in arrays:
+            return None
         work += array.size
     if work < MIN_WORK:
-        return False
+        return None
     twin = _twin(spec[0])
-    if twin is None:
-        return False
-    _use_threads(work)
-    try:
-        twin(*arrays, *(keywords[param] for param in spec[1]))
-    except Exception as error:  # a compile or cache failure: the NumPy kernel still works
-        _give_up(spec[0], error)
-        return False
-    return True
+    return None if twin is None else (spec[0], spec[1], twin, arrays, work)
 
 
 def run_gpu(kernel, arrays, keywords=None) -> bool:
@@ -160,8 +170,7 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
         else:
             twin(*arrays)
     except Exception as error:  # NVRTC or launch failure: the CuPy array operations still work
-        _gpu_failures.add(spec[0])
-        _give_up(spec[0] + " (CUDA)", error)
+        _give_up(spec[0], error, cuda=True)
         return False
     return True
 
@@ -203,10 +212,13 @@ def _twin(name: str):
     return twin
 
 
-def _give_up(name: str, error: Exception) -> None:
-    """Stop using a twin that failed to load, compile or run, and say so once: its NumPy kernel
-    takes over, with the same results to float32 round-off."""
-    if not name.endswith("(CUDA)"):
+def _give_up(name: str, error: Exception, cuda: bool = False) -> None:
+    """Stop using a twin (its CUDA twin with ``cuda``) that failed to load, compile or run, and
+    say so once: its NumPy kernel takes over, with the same results to float32 round-off."""
+    if cuda:
+        _gpu_failures.add(name)
+        name += " (CUDA)"
+    else:
         _twins[name] = _BROKEN
     failure = f"twin {name} failed: {type(error).__name__}: {error}"
     _failures.append(failure)
