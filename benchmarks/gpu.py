@@ -1,5 +1,7 @@
 """Training steps on a CUDA GPU: BuildingAI (CuPy, eager and compiled) against PyTorch CUDA
-eager, same workloads as the CPU suite (``benchmarks/suite``), ratios in one run.
+eager, same workloads as the CPU suite (``benchmarks/suite``), ratios in one run; then the row
+ops (softmax, log_softmax, cross-entropy, layer norm, forward + backward on (4096, 1024)) with
+the CUDA twins on and off, to show whether the fused kernels pay.
 
 Run: ``python -m benchmarks.gpu [--out DIR]`` on a machine with CuPy (and a CUDA build of
 PyTorch for the reference column). Without a GPU it says so and exits 0.
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import buildingai as bai
+from buildingai.ops.kernels import compiled
 
 from .suite import cnn, mlp, transformer
 from .suite.frameworks import cross_entropy
@@ -85,6 +88,45 @@ def _median_ms(function, synchronize, repeats: int = 20) -> float:
     return float(np.median(times) * 1e3)
 
 
+def _row_ops():
+    """name -> forward + backward of one row op on a (4096, 1024) float32 device tensor."""
+    functional = bai.nn.functional
+    rng = np.random.default_rng(0)
+    x = bai.tensor(rng.standard_normal((4096, 1024)).astype(np.float32)).to("cuda")
+    target = bai.tensor(rng.integers(0, 1024, 4096)).to("cuda")
+    weight = bai.nn.Parameter(bai.tensor(np.ones(1024, np.float32)).to("cuda"))
+    bias = bai.nn.Parameter(bai.tensor(np.zeros(1024, np.float32)).to("cuda"))
+    x.requires_grad_()
+    losses = {
+        "softmax": lambda: functional.softmax(x, dim=-1).max(),
+        "log_softmax": lambda: functional.log_softmax(x, dim=-1).max(),
+        "cross_entropy": lambda: functional.cross_entropy(x, target),
+        "layer_norm": lambda: functional.layer_norm(x, (1024,), weight, bias).max(),
+    }
+
+    def step(loss):
+        return lambda: loss().backward()
+
+    return {name: step(loss) for name, loss in losses.items()}
+
+
+def _row_twins() -> list[dict]:
+    """Each row op with the CUDA twins on and off (the CuPy array operations)."""
+    rows = []
+    for name, run in _row_ops().items():
+        row = {"row_op": name}
+        for enabled, key in ((True, "twins_ms"), (False, "array_ops_ms")):
+            previous = compiled.set_enabled(enabled)
+            try:
+                row[key] = _median_ms(run, _synchronize)
+            finally:
+                compiled.set_enabled(previous)
+        row["speedup"] = row["array_ops_ms"] / row["twins_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results", help="where gpu-*.json goes")
@@ -109,6 +151,7 @@ def main(argv=None) -> int:
             row["pytorch_ms"] = None
         rows.append(row)
         print(json.dumps(row), flush=True)
+    rows.extend(_row_twins())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

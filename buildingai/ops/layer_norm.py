@@ -60,8 +60,8 @@ class LayerNorm(Op):
     def forward(self, ctx, xp, x, weight, bias=None, *, axes, eps):
         normalized = x.shape[x.ndim - len(axes) :]
         if _float32_rows(x, weight, bias, normalized) and x.size:
-            xhat, out = np.empty_like(x), np.empty_like(x)
-            rstd = np.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), np.float32)
+            xhat, out = xp.empty_like(x), xp.empty_like(x)
+            rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), np.float32)
             rows = trailing_rows(axes, x, xhat, out, rstd)
             if rows is not None:  # the standardize and the affine map in one pass over each row
                 kernel = functools.partial(
@@ -168,22 +168,22 @@ class LayerNormInputGrad(Op):
 
     def forward(self, ctx, xp, grad, weight, xhat, rstd, *, axes):
         if grad.dtype == xhat.dtype == rstd.dtype == weight.dtype and grad.shape == xhat.shape:
-            if type(grad) is np.ndarray and not grad.flags.c_contiguous:
-                grad = np.ascontiguousarray(grad)  # e.g. the broadcast gradient of a mean
+            if not grad.flags.c_contiguous:
+                grad = xp.ascontiguousarray(grad)  # e.g. the broadcast gradient of a mean
             if _float32_rows(grad, weight, None, grad.shape[grad.ndim - len(axes) :]):
-                out = np.empty_like(grad)
+                out = xp.empty_like(grad)
                 rows = trailing_rows(axes, grad, xhat, rstd, out)
                 if rows is not None:  # the product and the gradient in one pass over each row
                     kernel = functools.partial(
                         _layer_norm_input_grad_rows, weight=weight.reshape(-1)
                     )
-                    split_rows(np, kernel, *rows)
+                    split_rows(xp, kernel, *rows)
                     return out
             rows = trailing_rows(axes, grad, xhat, rstd)
             if rows is not None:
                 grad_rows, xhat_rows, rstd_rows = rows
-                grad_xhat = np.multiply(grad_rows, weight.reshape(-1))
-                split_rows(np, _in_place_standardize_grad, grad_xhat, xhat_rows, rstd_rows)
+                grad_xhat = xp.multiply(grad_rows, weight.reshape(-1))
+                split_rows(xp, _in_place_standardize_grad, grad_xhat, xhat_rows, rstd_rows)
                 return grad_xhat.reshape(xhat.shape)
         # any other layout, dtype mix or device: standardize's own gradient of grad * weight
         return STANDARDIZE_GRAD.forward(None, xp, grad * weight, xhat, xhat, rstd, axes=axes, eps=0)
@@ -210,8 +210,13 @@ class LayerNormWeightGrad(Op):
 
     def forward(self, ctx, xp, grad, xhat, *, axes):
         # column dot products for NumPy's float32/float64 (its einsum rejects bfloat16)
-        if grad.dtype == xhat.dtype and grad.dtype.kind == "f" and grad.shape == xhat.shape:
-            if type(grad) is np.ndarray and not grad.flags.c_contiguous:
+        if (
+            xp is np
+            and grad.dtype == xhat.dtype
+            and grad.dtype.kind == "f"
+            and grad.shape == xhat.shape
+        ):
+            if not grad.flags.c_contiguous:
                 grad = np.ascontiguousarray(grad)
             rows = trailing_rows(axes, grad, xhat)
             if rows is not None:
@@ -233,12 +238,12 @@ class LayerNormWeightGrad(Op):
 
 
 def _float32_rows(x, weight, bias, normalized) -> bool:
-    """Whether x, weight and bias (or None) are float32 NumPy arrays, weight and bias
-    contiguous and of the ``normalized`` shape: the layout of the fused row kernels below."""
+    """Whether x, weight and bias (or None) are float32 arrays of one kind (NumPy, or CuPy for
+    the CUDA twins), weight and bias contiguous and of the ``normalized`` shape: the layout of
+    the fused row kernels below."""
     params = (weight,) if bias is None else (weight, bias)
     return all(
-        type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
-        for a in (x, *params)
+        type(a) is type(x) and a.dtype == np.float32 and a.flags.c_contiguous for a in (x, *params)
     ) and all(tuple(a.shape) == tuple(normalized) for a in params)
 
 

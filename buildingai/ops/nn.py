@@ -52,7 +52,11 @@ class Softmax(Op):
         rows = trailing_rows((axis,), x, out)
         if rows is None:
             _softmax_kernel(xp, x, out, axis=axis)
-        elif x.dtype in _SHARED_SHIFT_FLOOR and not compiled.takes(_softmax_kernel, rows):
+        elif (
+            xp is np
+            and x.dtype in _SHARED_SHIFT_FLOOR
+            and not compiled.takes(_softmax_kernel, rows)
+        ):
             # independent rows: split across threads (a twin takes each row's own maximum in
             # cache instead, with no shared shift to compute first)
             kernel = functools.partial(_softmax_rows_shifted, shift=x.max())

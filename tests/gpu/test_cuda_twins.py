@@ -1,14 +1,18 @@
-"""The CUDA twins on a GPU (skipped cleanly elsewhere): each fused CuPy kernel against its NumPy
-reference kernel on the host, and Adam's fused update against the NumPy update."""
+"""The CUDA twins on a GPU (skipped cleanly elsewhere): each fused CuPy kernel and each row
+plan against its NumPy reference kernel on the host, Adam's fused update against the NumPy
+update, and the row ops (softmax, log_softmax, cross-entropy, layer norm) against the CPU."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
 
 import buildingai as bai
 from buildingai.ops.kernels import compiled
-from buildingai.ops.kernels.compiled import cuda
+from buildingai.ops.kernels.compiled import cuda, cuda_rows
+from tests.ops.kernels.row_cases import arrays_for, keywords_for
 
 pytestmark = pytest.mark.skipif(not bai.cuda_is_available(), reason="needs CuPy and a CUDA GPU")
 
@@ -59,3 +63,46 @@ def test_adam_on_the_gpu_runs_the_fused_kernel_and_matches_the_cpu():
         results[device] = param.to("cpu").numpy()
     np.testing.assert_allclose(results["cuda"], results["cpu"], rtol=1e-5, atol=1e-6)
     assert "optim.adam" not in compiled._gpu_failures
+
+
+@pytest.mark.parametrize("name", sorted(cuda_rows.TWINS))
+def test_cuda_row_twin_matches_its_numpy_reference(name):
+    cupy = _cupy()
+    rng = np.random.default_rng(0)
+    host = arrays_for(name, rng)
+    keywords = keywords_for(name, rng)
+    reference = next(k for k, (twin, _) in compiled.REGISTRY.items() if twin == name)
+    taken = {k: v for k, v in keywords.items() if k in reference.compiled_twin[1]}
+    expected = [a.copy() for a in host]
+    with np.errstate(invalid="ignore", over="ignore"):
+        reference(np, *expected, **taken)
+    device_keywords = {
+        k: cupy.asarray(v) if isinstance(v, np.ndarray) else v for k, v in taken.items()
+    }
+    kernel = functools.partial(reference, **device_keywords) if device_keywords else reference
+    device = [cupy.asarray(a) for a in host]
+    assert compiled.run_gpu(kernel, device), f"{name}: the CUDA twin did not run"
+    for index, (want, have) in enumerate(zip(expected, device)):
+        label = cuda_rows.TWINS[name].arrays[index]
+        np.testing.assert_allclose(have.get(), want, rtol=2e-5, atol=2e-6, err_msg=label)
+
+
+def test_row_ops_on_the_gpu_run_their_twins_and_match_the_cpu():
+    F = bai.nn.functional
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    target = rng.integers(0, 1000, 64)
+    weight, bias = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+    results = {}
+    for device in ("cpu", "cuda"):
+        inputs = bai.tensor(x).to(device).requires_grad_()
+        w = bai.nn.Parameter(bai.tensor(weight).to(device))
+        b = bai.nn.Parameter(bai.tensor(bias).to(device))
+        normed = F.layer_norm(inputs, (1000,), w, b)
+        loss = F.cross_entropy(normed, bai.tensor(target).to(device))
+        loss = loss + F.log_softmax(normed, dim=-1).mean() + F.softmax(normed, dim=-1).max()
+        loss.backward()
+        results[device] = [t.to("cpu").numpy() for t in (loss, inputs.grad, w.grad, b.grad)]
+    for got, want in zip(results["cuda"], results["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert not any(name.startswith("rows.") for name in compiled._gpu_failures)

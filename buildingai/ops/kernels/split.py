@@ -4,7 +4,8 @@ dimension and each thread computes its own rows (``backend.threads.parallel_for`
 Element-wise ops pass flat views of contiguous arrays; row-wise ops (softmax over the last axis,
 normalisation) pass ``(rows, features)`` views. CuPy arrays, and NumPy arrays that are not
 contiguous, run in one call: the GPU has its own parallelism, and a non-contiguous array has no
-flat view to cut. A kernel with a compiled twin (``compiled/``) hands float32 work to it instead.
+flat view to cut. A kernel with a compiled twin (``compiled/``) hands float32 work to it instead,
+on the CPU or, for CuPy arrays, on the GPU.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def split_rows(xp, kernel, *arrays) -> None:
     that together cover the common first dimension, concurrently. Each call must write only
     into its own rows of the output arrays among ``arrays``."""
     if xp is not np:
-        kernel(xp, *arrays)
+        if not compiled.run_gpu(kernel, arrays):
+            kernel(xp, *arrays)
         return
     if compiled.run(kernel, arrays):
         return
@@ -37,6 +39,12 @@ def split_rows(xp, kernel, *arrays) -> None:
 def _contiguous(arrays) -> bool:
     """Whether every one of ``arrays`` is a C-contiguous NumPy array."""
     return all(type(array) is np.ndarray and array.flags.c_contiguous for array in arrays)
+
+
+def _contiguous_alike(arrays) -> bool:
+    """Whether ``arrays`` are C-contiguous arrays of one type: all NumPy or all CuPy."""
+    kind = type(arrays[0])
+    return all(type(array) is kind and array.flags.c_contiguous for array in arrays)
 
 
 def flat_or_none(*arrays):
@@ -64,14 +72,15 @@ def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
 
 def trailing_rows(axes, *arrays):
     """``(rows, -1)`` views of ``arrays`` when ``axes`` are the trailing axes of the first one
-    and every array is a C-contiguous NumPy array with the same leading dimensions (so row r of
-    each view belongs to the same slice); else None. Reduced arrays (kept dimensions) fit too.
+    and the arrays are C-contiguous, all NumPy or all CuPy, with the same leading dimensions (so
+    row r of each view belongs to the same slice); else None. Reduced arrays (kept dimensions)
+    fit too.
     """
     first = arrays[0]
     ndim = first.ndim
     if ndim == 0 or sorted(axis % ndim for axis in axes) != list(range(ndim - len(axes), ndim)):
         return None
-    if not _contiguous(arrays):
+    if not _contiguous_alike(arrays):
         return None
     leading = first.shape[: ndim - len(axes)]
     rows = 1

@@ -11,41 +11,8 @@ import pytest
 
 from buildingai.ops.kernels import compiled
 from buildingai.ops.kernels.compiled import cuda
-from tests.helpers import torch
-
-
-def _parameters(declaration: str) -> list[str]:
-    """ "float32 x, float32 out" -> ["x", "out"]."""
-    return [part.split()[-1] for part in declaration.split(",")]
-
-
-def _numpy_expression(code: str) -> str:
-    """A CUDA expression in NumPy terms: float literals, expf, erff, sqrtf."""
-    code = re.sub(r"(\d+\.\d+(?:e-?\d+)?)f\b", r"np.float32(\1)", code)
-    for cuda_name, numpy_name in (("expf", "np.exp"), ("erff", "_erf"), ("sqrtf", "np.sqrt")):
-        code = code.replace(cuda_name + "(", numpy_name + "(")
-    return code
-
-
-def _erf(x):
-    return torch.special.erf(torch.from_numpy(np.asarray(x, np.float32))).numpy()
-
-
-def _evaluate(operation: str, values: dict) -> None:
-    """Run a sequence of ``name = expression;`` / ``float name = expression;`` statements on
-    NumPy arrays, element-wise as the kernel would."""
-    for statement in filter(None, (part.strip() for part in operation.split(";"))):
-        statement = re.sub(
-            r"^if \((.+)\) (\w+) \+= (.+)$", r"\2 = np.where(\1, \2 + (\3), \2)", statement
-        )
-        statement = re.sub(r"(\w+) \? (-?\w+) : (\w+)", r"np.where(\1, \2, \3)", statement)
-        target, expression = statement.split(" = ", 1)
-        name = target.split()[-1]
-        with np.errstate(over="ignore"):
-            values[name] = np.asarray(
-                eval(_numpy_expression(expression), {"np": np, "_erf": _erf}, values),  # noqa: S307
-                np.float32,
-            )
+from tests.ops.kernels.cuda_transliteration import evaluate as _evaluate
+from tests.ops.kernels.cuda_transliteration import parameters as _parameters
 
 
 def test_every_cuda_source_names_a_registered_twin():

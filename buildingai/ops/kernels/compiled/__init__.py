@@ -24,7 +24,8 @@ fails to load, compile or run is dropped with one warning, and its NumPy kernel 
 on. ``status()`` says which; ``buildingai info`` and the Trainer's run record show it.
 
 Float32 CuPy arrays take the CUDA twins of ``compiled/cuda.py`` (fused element-wise kernels of
-the same names) through :func:`run_gpu`, where one exists.
+the same names) and ``compiled/cuda_rows.py`` (row kernels as fused reductions and maps) through
+:func:`run_gpu`, where one exists.
 """
 
 from __future__ import annotations
@@ -148,8 +149,9 @@ def _fit(kernel, arrays):
 
 
 def run_gpu(kernel, arrays, keywords=None) -> bool:
-    """Run ``kernel``'s CUDA twin (``compiled/cuda.py``) on float32 CuPy ``arrays`` and return
-    True; False, having done nothing, where it has none or the arrays do not fit."""
+    """Run ``kernel``'s CUDA twin (``compiled/cuda.py``, or the row plans of ``cuda_rows.py``)
+    on float32 CuPy ``arrays`` and return True; False, having done nothing, where it has none or
+    the arrays do not fit."""
     marked = kernel.func if hasattr(kernel, "func") else kernel
     spec = getattr(marked, "compiled_twin", None)
     if spec is None or not _state["enabled"] or spec[0] in _gpu_failures:
@@ -157,9 +159,14 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
     present = [array for array in arrays if array is not None]
     if any(array.dtype != np.float32 for array in present):
         return False
-    from . import cuda
+    from . import cuda, cuda_rows
 
     try:
+        if spec[0] in cuda_rows.TWINS:  # a plan of row reductions and maps
+            if hasattr(kernel, "func"):  # functools.partial: its keywords are the parameters
+                keywords = kernel.keywords
+            cuda_rows.run(spec[0], arrays, keywords or {})
+            return True
         twin = cuda.twin(spec[0])
         if twin is None:
             return False
@@ -177,10 +184,11 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
 
 def has_gpu_twin(kernel) -> bool:
     """Whether ``kernel`` has a CUDA twin (without building it)."""
-    from . import cuda
+    from . import cuda, cuda_rows
 
     spec = getattr(kernel, "compiled_twin", None)
-    return spec is not None and spec[0] in cuda.SOURCES and spec[0] not in _gpu_failures
+    known = spec is not None and (spec[0] in cuda.SOURCES or spec[0] in cuda_rows.TWINS)
+    return known and spec[0] not in _gpu_failures
 
 
 def call(xp, kernel, arrays, **params) -> None:
