@@ -1,8 +1,8 @@
 """The CUDA row twins' plans (``compiled/cuda_rows.py``), checked without a GPU: each plan names a
-registered row kernel, reads only what it has, and, run step by step in NumPy (reductions along
-each row, maps broadcast over rows), computes what the NumPy reference kernel of the same name
-computes, -inf and NaN rows included. On a GPU, tests/gpu/test_cuda_twins.py runs the plans
-through CuPy."""
+registered row kernel and reads only what it has, and ``cuda_rows.run``, given NumPy stand-ins
+for CuPy's ReductionKernel and ElementwiseKernel that evaluate the CUDA expressions in NumPy,
+computes what the NumPy reference kernel of the same name computes, -inf and NaN rows included.
+On a GPU, tests/gpu/test_cuda_twins.py runs the plans through CuPy itself."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from buildingai.ops.kernels import compiled, split
 from buildingai.ops.kernels.compiled import cuda_rows
-from tests.ops.kernels.cuda_transliteration import evaluate, value_of
+from tests.ops.kernels.cuda_transliteration import evaluate, parameters, value_of
 from tests.ops.kernels.row_cases import arrays_for, keywords_for
 
 
@@ -22,23 +22,42 @@ def _reference(name):
     return next(kernel for kernel, (twin, _) in compiled.REGISTRY.items() if twin == name)
 
 
-def _run_plan(plan, arrays, keywords) -> None:
-    """The plan in NumPy, as ``cuda_rows.run`` runs it in CuPy."""
-    values = cuda_rows.values_of(plan, arrays, keywords)
-    for step in plan.steps:
-        if isinstance(step, cuda_rows.Reduce):
-            mapped = np.broadcast_to(value_of(step.value, values), arrays[0].shape)
-            reduce = np.max if step.kind == "max" else np.sum
-            result = reduce(mapped, axis=1, keepdims=True)
-            if step.target in plan.arrays:
-                values[step.target][...] = result
-            else:
-                values[step.target] = result
-        else:
-            scope = dict(values)
-            evaluate(step.operation, scope)
-            for target in step.targets:
-                values[target][...] = scope[target]
+class _NumpyKernels:
+    """Stands for CuPy in ``cuda_rows``: its ReductionKernel and ElementwiseKernel run the CUDA
+    expressions they are given in NumPy, with the arguments ``cuda_rows.run`` passes."""
+
+    class ReductionKernel:
+        def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map, identity, name):
+            assert out_params == "float32 y" and post_map == "y = a", name
+            self.inputs, self.map_expr, self.name = parameters(in_params), map_expr, name
+            self.reduce = np.max if (reduce_expr, identity) == cuda_rows._MAX else np.sum
+            assert self.reduce is np.max or (reduce_expr, identity) == cuda_rows._SUM
+
+        def __call__(self, *arguments, axis, keepdims):
+            assert len(arguments) == len(self.inputs) and axis == 1 and keepdims, self.name
+            scope = dict(zip(self.inputs, arguments))
+            shape = np.broadcast_shapes(*(np.shape(a) for a in arguments))
+            mapped = np.broadcast_to(value_of(self.map_expr, scope), shape)
+            return self.reduce(mapped, axis=1, keepdims=True)
+
+    class ElementwiseKernel:
+        def __init__(self, in_params, out_params, operation, name):
+            self.inputs, self.outputs = parameters(in_params), parameters(out_params)
+            self.operation, self.name = operation, name
+
+        def __call__(self, *arguments):
+            assert len(arguments) == len(self.inputs) + len(self.outputs), self.name
+            scope = dict(zip(self.inputs + self.outputs, arguments))
+            evaluate(self.operation, scope)
+            for name, array in zip(self.outputs, arguments[len(self.inputs) :]):
+                array[...] = scope[name]
+
+
+@pytest.fixture
+def numpy_kernels(monkeypatch):
+    """``cuda_rows`` building its kernels from ``_NumpyKernels`` instead of CuPy."""
+    monkeypatch.setattr(cuda_rows, "cupy_module", lambda: _NumpyKernels)
+    monkeypatch.setattr(cuda_rows, "_built", {})
 
 
 def _outputs(name) -> list[int]:
@@ -76,7 +95,7 @@ CASES = [(name, True) for name in sorted(cuda_rows.TWINS)] + [
 
 
 @pytest.mark.parametrize(("name", "bias"), CASES)
-def test_plan_computes_the_numpy_kernel(name, bias):
+def test_plan_computes_the_numpy_kernel(name, bias, numpy_kernels):
     rng = np.random.default_rng(0)
     arrays = arrays_for(name, rng)
     keywords = keywords_for(name, rng)
@@ -88,7 +107,7 @@ def test_plan_computes_the_numpy_kernel(name, bias):
     with np.errstate(invalid="ignore", over="ignore"):
         reference(np, *expected, **kernel_keywords)
     got = [a.copy() for a in arrays]
-    _run_plan(cuda_rows.TWINS[name], got, keywords)
+    cuda_rows.run(name, got, keywords)
     for index in _outputs(name):
         label = cuda_rows.TWINS[name].arrays[index]
         np.testing.assert_allclose(got[index], expected[index], rtol=2e-5, atol=2e-6, err_msg=label)

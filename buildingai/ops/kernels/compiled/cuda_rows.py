@@ -151,52 +151,66 @@ def values_of(plan: Plan, arrays, keywords, xp=np) -> dict:
     return values
 
 
-def reads(expression: str, values: dict, exclude=()) -> list[str]:
-    """The names in ``values`` (but not in ``exclude``) that ``expression`` uses, sorted."""
+def reads(expression: str, names, exclude=()) -> list[str]:
+    """The ``names`` (but not those in ``exclude``) that ``expression`` uses, sorted."""
     return sorted(
         name
-        for name in values
+        for name in names
         if name not in exclude and re.search(rf"\b{name}\b", expression) is not None
     )
 
 
-_kernels: dict = {}
-
-
-def _kernel(name: str, index: int, step, inputs: list[str]):
-    key = (name, index)
-    kernel = _kernels.get(key)
-    if kernel is None:
-        cupy = cupy_module()
-        label = "bai_" + re.sub(r"\W", "_", name) + f"_{index}"
-        declared = ", ".join(f"float32 {value}" for value in inputs)
+def step_inputs(plan: Plan) -> list[list[str]]:
+    """For each step of ``plan``, the names it reads: the kernel's input parameters in order."""
+    known = [*plan.arrays, "scale", *plan.params]
+    inputs = []
+    for step in plan.steps:
         if isinstance(step, Reduce):
-            reduce_expression, identity = _MAX if step.kind == "max" else _SUM
-            kernel = cupy.ReductionKernel(
-                declared, "float32 y", step.value, reduce_expression, "y = a", identity, label
-            )
+            inputs.append(reads(step.value, known, exclude=(step.target,)))
+            if step.target not in known:
+                known.append(step.target)
         else:
-            outputs = ", ".join(f"float32 {target}" for target in step.targets)
-            kernel = cupy.ElementwiseKernel(declared, outputs, step.operation, label)
-        _kernels[key] = kernel
-    return kernel
+            inputs.append(reads(step.operation, known, exclude=step.targets))
+    return inputs
+
+
+_built: dict = {}  # twin name -> [(kernel, input names)], built on first use
+
+
+def _build(name: str) -> list:
+    steps = _built.get(name)
+    if steps is None:
+        cupy = cupy_module()
+        plan = TWINS[name]
+        steps = []
+        for index, (step, inputs) in enumerate(zip(plan.steps, step_inputs(plan))):
+            label = "bai_" + re.sub(r"\W", "_", name) + f"_{index}"
+            declared = ", ".join(f"float32 {value}" for value in inputs)
+            if isinstance(step, Reduce):
+                reduce_expression, identity = _MAX if step.kind == "max" else _SUM
+                kernel = cupy.ReductionKernel(
+                    declared, "float32 y", step.value, reduce_expression, "y = a", identity, label
+                )
+            else:
+                outputs = ", ".join(f"float32 {target}" for target in step.targets)
+                kernel = cupy.ElementwiseKernel(declared, outputs, step.operation, label)
+            steps.append((kernel, inputs))
+        _built[name] = steps
+    return steps
 
 
 def run(name: str, arrays, keywords) -> None:
     """Run twin ``name`` on float32 CuPy ``arrays`` (the NumPy kernel's, in its order)."""
     plan = TWINS[name]
     values = values_of(plan, arrays, keywords)
-    for index, step in enumerate(plan.steps):
+    for step, (kernel, inputs) in zip(plan.steps, _build(name)):
+        arguments = [values[value] for value in inputs]
         if isinstance(step, Reduce):
-            inputs = reads(step.value, values, exclude=(step.target,))
-            kernel = _kernel(name, index, step, inputs)
+            result = kernel(*arguments, axis=1, keepdims=True)
             given = values.get(step.target)  # an output array of the twin, or a new value
-            result = kernel(*(values[value] for value in inputs), axis=1, keepdims=True)
             if given is None:
                 values[step.target] = result
             else:
                 given[...] = result
         else:
-            inputs = reads(step.operation, values, exclude=step.targets)
-            kernel = _kernel(name, index, step, inputs)
-            kernel(*(values[value] for value in inputs), *(values[t] for t in step.targets))
+            kernel(*arguments, *(values[target] for target in step.targets))
