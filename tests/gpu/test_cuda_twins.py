@@ -12,6 +12,7 @@ import pytest
 import buildingai as bai
 from buildingai.ops.kernels import compiled
 from buildingai.ops.kernels.compiled import cuda, cuda_rows
+from tests.ops.kernels.cuda_transliteration import parameters as _parameters
 from tests.ops.kernels.row_cases import arrays_for, keywords_for
 
 pytestmark = pytest.mark.skipif(not bai.cuda_is_available(), reason="needs CuPy and a CUDA GPU")
@@ -21,10 +22,6 @@ def _cupy():
     from buildingai.backend.device import cupy_module
 
     return cupy_module()
-
-
-def _parameters(declaration: str) -> list[str]:
-    return [part.split()[-1] for part in declaration.split(",")]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in cuda.SOURCES if n.startswith("activations.")))

@@ -36,15 +36,15 @@ def split_rows(xp, kernel, *arrays) -> None:
     parallel_for(run, len(arrays[0]), arrays[0].size * len(arrays))
 
 
-def _contiguous(arrays) -> bool:
-    """Whether every one of ``arrays`` is a C-contiguous NumPy array."""
-    return all(type(array) is np.ndarray and array.flags.c_contiguous for array in arrays)
-
-
 def _contiguous_alike(arrays) -> bool:
     """Whether ``arrays`` are C-contiguous arrays of one type: all NumPy or all CuPy."""
     kind = type(arrays[0])
     return all(type(array) is kind and array.flags.c_contiguous for array in arrays)
+
+
+def _contiguous(arrays) -> bool:
+    """Whether every one of ``arrays`` is a C-contiguous NumPy array."""
+    return type(arrays[0]) is np.ndarray and _contiguous_alike(arrays)
 
 
 def flat_or_none(*arrays):

@@ -46,30 +46,23 @@ case(
 )
 
 
-def _softmax_grad(d: Draw) -> Sample:
-    x = d.floats("n", *d.sizes(1, 2, 2, 4), grad=True)
-    axis = d.choice((-1, 0))
-    return d.capture(
-        "softmax_grad",
-        lambda: backward_of(lambda t: t.softmax(axis), x),
-        symbols={(0, 0): "n", (1, 0): "n"},
-    )
+def _row_gradient(forward: str):
+    """Samples of ``<forward>_grad``: the op the backward of ``forward`` along an axis runs."""
+
+    def build(d: Draw) -> Sample:
+        x = d.floats("n", *d.sizes(1, 2, 2, 4), grad=True)
+        axis = d.choice((-1, 0))
+        return d.capture(
+            f"{forward}_grad",
+            lambda: backward_of(lambda t: getattr(t, forward)(axis), x),
+            symbols={(0, 0): "n", (1, 0): "n"},
+        )
+
+    return build
 
 
-case("softmax_grad", _softmax_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
-
-
-def _log_softmax_grad(d: Draw) -> Sample:
-    x = d.floats("n", *d.sizes(1, 2, 2, 4), grad=True)
-    axis = d.choice((-1, 0))
-    return d.capture(
-        "log_softmax_grad",
-        lambda: backward_of(lambda t: t.log_softmax(axis), x),
-        symbols={(0, 0): "n", (1, 0): "n"},
-    )
-
-
-case("log_softmax_grad", _log_softmax_grad, gradcheck=True, onnx=NO_ONNX_MAPPING)
+case("softmax_grad", _row_gradient("softmax"), gradcheck=True, onnx=NO_ONNX_MAPPING)
+case("log_softmax_grad", _row_gradient("log_softmax"), gradcheck=True, onnx=NO_ONNX_MAPPING)
 
 
 def _dropout(d: Draw) -> Sample:

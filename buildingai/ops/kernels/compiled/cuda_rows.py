@@ -76,8 +76,6 @@ _STANDARDIZE_GRAD = (
 
 TWINS = {
     "rows.softmax_rows": _SOFTMAX,
-    # a shared shift only pays on the CPU: the device takes each row's own maximum
-    "rows.softmax_rows_shifted": Plan(("x", "out"), ("shift",), _SOFTMAX.steps),
     "rows.log_softmax_rows": Plan(
         ("x", "out"),
         (),
