@@ -12,6 +12,12 @@ a GEMM-heavy training step extra element-wise threads find no free core (measure
 docs/design_notes/performance.md). Raise it where BLAS runs single-threaded, or for
 element-wise-heavy work: ``set_num_threads(n)``, or ``set_num_threads("all")`` for every core
 this process may use.
+
+``set_num_threads(n, gemm=True)`` makes these threads the only pool, as PyTorch's intra-op pool
+is: BLAS is held at one thread (through threadpoolctl) and each large matrix product is cut
+into row ranges, one single-threaded BLAS call per thread (``ops/linalg``). No BLAS thread is
+then left spinning after a product, so the compiled twins, the direct convolutions among them,
+get every core in a GEMM-heavy step.
 """
 
 from __future__ import annotations
@@ -28,25 +34,54 @@ MIN_PARALLEL_WORK = 1 << 19
 # default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
 BLAS_SPIN_SECONDS = 0.15
 
-_settings = {"count": None, "pool": None}
+_settings = {"count": None, "pool": None, "gemm": None}  # gemm: threadpoolctl's held limits
 _blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
 
 
-def set_num_threads(count: int | str | None) -> None:
+def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
     """Use ``count`` threads (the caller plus ``count - 1`` pool threads) for large element-wise
     ops and optimizer updates; ``"all"`` means every core available to this process, ``None``
-    the default, 1."""
+    the default, 1.
+
+    ``gemm=True``: matrix products run on these threads too, and BLAS on one thread of its own
+    (process-wide, through threadpoolctl: ``pip install threadpoolctl``); ``gemm=False`` gives
+    BLAS back the thread count it had.
+    """
     if count == "all":
         count = available_cores()
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"set_num_threads needs an int >= 1, 'all' or None, got {count!r}")
+    held = _hold_blas() if gemm else None
     with _lock:
-        pool = _settings["pool"]
-        _settings.update(count=count, pool=None)
+        pool, released = _settings["pool"], _settings["gemm"]
+        _settings.update(count=count, pool=None, gemm=held)
     if pool is not None:
         pool.shutdown(wait=True)
+    if released is not None:
+        released.restore_original_limits()
+
+
+def _hold_blas():
+    """BLAS limited to one thread; the returned limits restore the previous count."""
+    current = _settings["gemm"]
+    if current is not None:  # already held: keep the limits that know the original count
+        _settings["gemm"] = None
+        return current
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise ImportError(
+            "set_num_threads(..., gemm=True) needs threadpoolctl: pip install threadpoolctl"
+        ) from None
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def gemm_threads() -> int:
+    """How many threads a large matrix product is cut across: ``get_num_threads()`` while
+    ``set_num_threads(..., gemm=True)`` holds BLAS at one thread, else 1 (BLAS threads it)."""
+    return get_num_threads() if _settings["gemm"] is not None else 1
 
 
 def get_num_threads() -> int:
@@ -65,7 +100,10 @@ def blas_spinning() -> bool:
     """Whether a BLAS call ran less than ``BLAS_SPIN_SECONDS`` ago, so that its idle threads
     may still hold the other cores: element-wise work then stays on the calling thread. In a
     training step that is every element-wise op; a second thread there measured up to 40x
-    slower (docs/design_notes/performance.md)."""
+    slower (docs/design_notes/performance.md). Never while BLAS is held at one thread
+    (``set_num_threads(..., gemm=True)``): it then has no threads of its own."""
+    if _settings["gemm"] is not None:
+        return False
     return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS
 
 

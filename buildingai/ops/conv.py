@@ -22,10 +22,14 @@ spatial ``(h, w)`` size of the tensor an adjoint produces.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
 from .base import Op
+from .kernels import compiled
+from .kernels.compiled import compiled_twin
 from .kernels.conv_grid import grid_col2im, grid_for, to_grid
 from .linalg import einsum_array, matmul_array
 from .reduce import SUM
@@ -253,10 +257,55 @@ def _is_depthwise(weight_shape, groups: int) -> bool:
 # ----- the forward computations, shared by the three records --------------------------------------
 
 
+# The direct twins run on at least this many of numba's threads: on one (BLAS's threads still
+# spinning after a GEMM, or one element-wise thread) they are no faster than im2col with a
+# GEMM on BLAS's threads (docs/design_notes/performance.md).
+DIRECT_MIN_THREADS = 2
+
+
+def _direct(xp, first, second, stride, dilation, groups, outputs: int) -> bool:
+    """Whether a call may go to the direct convolution twins (``kernels/compiled/conv.py``):
+    float32 NumPy arrays, stride 1, no dilation, one group, and ``DIRECT_MIN_THREADS`` of
+    numba's threads free now for its ``outputs`` output values."""
+    return (
+        xp is np
+        and first.dtype == second.dtype == np.float32
+        and tuple(stride) == tuple(dilation) == (1, 1)
+        and groups == 1
+        and compiled.thread_count(first.size + second.size + outputs) >= DIRECT_MIN_THREADS
+    )
+
+
+@compiled_twin("conv.correlate", params=("padding",))
+def correlate(xp, x, taps, bias, out, *, padding) -> None:
+    """out (N, O, Ho, Wo) = x (N, C, H, W) correlated with taps (O, C, kh, kw) at stride 1
+    with zero padding ``padding``, plus bias (O,) or None: im2col and one GEMM, the reference
+    of the direct twin."""
+    out[...] = _im2col_conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)[0]
+
+
+@compiled_twin("conv.correlate_weight_grad", params=("padding",))
+def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
+    """out (O, C, kh, kw) = the weight gradient of ``correlate`` for x (N, C, H, W) and the
+    output gradient (N, O, Ho, Wo): im2col and one GEMM, the reference of the direct twin."""
+    out[...] = _im2col_weight_grad(xp, x, grad, out.shape[2:], (1, 1), padding, (1, 1), 1)
+
+
 def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
     """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw), bias (O,) or None ->
-    (N, O, Ho, Wo), and the im2col columns it multiplied (None for depthwise convolutions,
-    which make none)."""
+    (N, O, Ho, Wo), and the im2col columns it multiplied (None where it made none: the direct
+    and depthwise convolutions)."""
+    out_hw = _output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
+    if _direct(xp, x, weight, stride, dilation, groups, outputs):
+        out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
+        if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}):
+            return out, None
+    return _im2col_conv(xp, x, weight, stride, padding, dilation, groups, bias)
+
+
+def _im2col_conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
+    """``_conv`` through im2col and one GEMM per group (or, depthwise, per-offset adds)."""
     n = x.shape[0]
     out_channels = weight.shape[0]
     kernel = weight.shape[2:]
@@ -290,6 +339,16 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
     n, out_channels, ho, wo = grad.shape
     per_group_in = weight.shape[1]
     kh, kw = weight.shape[2:]
+    full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
+    turn = (kh - 1 - padding[0], kw - 1 - padding[1])  # the correlation's padding
+    outputs = n * per_group_in * prod(input_hw)
+    direct = _direct(xp, grad, weight, stride, dilation, groups, outputs)
+    if full_hw == (ho, wo) and min(turn) >= 0 and direct:
+        # The correlation of the output gradient with the turned filters (O and C swapped).
+        turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+        out = np.empty((n, per_group_in) + tuple(input_hw), np.float32)
+        if compiled.run(correlate, (grad, turned, None, out), {"padding": turn}):
+            return out
     if _is_depthwise(weight.shape, groups):
         # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
         grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
@@ -298,7 +357,6 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
         return _col2im(xp, cols, input_hw, stride, padding, dilation)
     matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
     # Stride 1: col2im as contiguous adds on the flat grid (ops/kernels/conv_grid.py).
-    full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
     grid = grid_for(n, input_hw, (kh, kw), full_hw, stride, padding, dilation)
     if grid is not None:
         rows = grid.positions(to_grid(xp, grad, grid))
@@ -312,7 +370,19 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
 
 def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols=None):
     """The weight gradient: x (N, C, H, W), grad (N, O, Ho, Wo) -> (O, C/groups, kh, kw).
-    ``cols``: x's im2col columns if the forward kept them (else they are made again)."""
+    ``cols``: x's im2col columns if the forward kept them (else they are made again, or the
+    direct twin reads x in place)."""
+    full_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    direct = _direct(xp, x, grad, stride, dilation, groups, grad.shape[1] * prod(x.shape[1:]))
+    if cols is None and full_hw == grad.shape[2:] and direct:
+        out = np.empty((grad.shape[1], x.shape[1]) + tuple(kernel), np.float32)
+        if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
+            return out
+    return _im2col_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols)
+
+
+def _im2col_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols=None):
+    """``_conv_weight_grad`` through im2col and one GEMM per group (or, depthwise, einsum)."""
     n, channels = x.shape[:2]
     out_channels, out_hw = grad.shape[1], grad.shape[2:]
     per_group_out = out_channels // groups

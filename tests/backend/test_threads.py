@@ -82,3 +82,53 @@ def test_products_note_their_blas_call():
         threads._blas["last"] = float("-inf")
         product()
         assert threads.blas_spinning()
+
+
+# ----- GEMMs on BuildingAI's threads: set_num_threads(n, gemm=True) ----------------------------
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return min(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+
+
+def test_gemm_mode_holds_blas_at_one_thread_and_gives_it_back():
+    pytest.importorskip("threadpoolctl")
+    before = _blas_threads()
+    bai.set_num_threads(2, gemm=True)
+    try:
+        assert _blas_threads() == 1
+        assert threads.gemm_threads() == 2
+        bai.set_num_threads(3, gemm=True)  # changing the count keeps the hold
+        assert _blas_threads() == 1 and threads.gemm_threads() == 3
+    finally:
+        bai.set_num_threads(None)
+    assert _blas_threads() == before
+    assert threads.gemm_threads() == 1
+    bai.set_num_threads(2, gemm=True)
+    bai.set_num_threads(2)  # gemm=False: BLAS gets its threads back, the count stays
+    assert _blas_threads() == before and bai.get_num_threads() == 2
+    bai.set_num_threads(None)
+
+
+def test_no_blas_spin_while_blas_has_no_threads_of_its_own(monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
+    threads.blas_called()
+    assert threads.blas_spinning()
+    bai.set_num_threads(2, gemm=True)
+    try:
+        assert not threads.blas_spinning()
+    finally:
+        bai.set_num_threads(None)
+    assert threads.blas_spinning()
+
+
+def test_gemm_mode_without_threadpoolctl_names_the_package(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)
+    with pytest.raises(ImportError, match="pip install threadpoolctl"):
+        bai.set_num_threads(2, gemm=True)
+    assert threads.gemm_threads() == 1

@@ -304,13 +304,20 @@ def _start_threads(numba) -> None:
             del os.environ["GOMP_SPINCOUNT"]
 
 
+def thread_count(work: int) -> int:
+    """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
+    element-wise thread count for large work; one inside a pool thread, for small work, or
+    while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
+    numba = _numba() if _state["enabled"] else None
+    if numba is None or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
+        return 1
+    return min(get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+
+
 def _use_threads(work: int) -> None:
-    """Set numba's thread count for this launching thread: BuildingAI's element-wise thread
-    count for large work, one inside a pool thread, for small work, or while BLAS's threads
-    may still be spinning after a call (``threads.blas_spinning``)."""
+    """Set numba's thread count for this launching thread to ``thread_count(work)``."""
     numba = _state["numba"]
-    count = 1 if work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning() else get_num_threads()
-    count = min(count, numba.config.NUMBA_NUM_THREADS)
+    count = thread_count(work)
     if getattr(_threads, "count", None) != count:
         numba.set_num_threads(count)
         _threads.count = count

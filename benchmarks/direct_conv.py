@@ -1,0 +1,128 @@
+"""The direct convolution twins against im2col + GEMM: forward + backward of one Conv2d (input,
+weight and bias gradients), BuildingAI with the compiled tier on (direct twins where
+``ops/conv._direct`` sends the call) and off (im2col and BLAS), PyTorch, and a NumPy lower
+bound (im2col through ``sliding_window_view`` and one ``tensordot`` per product), interleaved
+in one run.
+
+BuildingAI's element-wise threads are set to ``--threads`` here, so the twins get that many
+numba threads; nothing in these calls runs a BLAS GEMM right before them except the im2col
+path itself (the twins stay on one thread for 0.15 s after one, ``threads.blas_spinning``).
+
+Run: ``python -m benchmarks.direct_conv [--threads 2] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+import buildingai as bai
+from buildingai.backend.memory import retain_freed_memory
+from buildingai.nn import functional as F
+from buildingai.ops.kernels import compiled
+
+from .common import environment, format_table, measure, set_threads, settle_for
+
+SHAPES = [  # (x shape, out channels, padding)
+    ((64, 32, 26, 26), 64, 0),  # the cnn step's second convolution
+    ((64, 1, 28, 28), 32, 0),  # the cnn step's first convolution
+    ((64, 32, 28, 28), 64, 1),
+    ((64, 32, 14, 14), 64, 1),
+]
+QUICK_SHAPES = [((4, 8, 12, 12), 16, 1)]
+
+
+def _numpy_step(x, w, padding):
+    """Forward + backward of a 3x3 convolution in NumPy: im2col and three tensordots."""
+    padded = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    windows = sliding_window_view(padded, w.shape[2:], axis=(2, 3))  # (N, C, Ho, Wo, kh, kw)
+    y = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+    grad = np.ones_like(y)
+    grad_w = np.tensordot(grad, windows, axes=([0, 2, 3], [0, 2, 3]))
+    grad_cols = np.tensordot(grad, w, axes=([1], [0]))  # (N, Ho, Wo, C, kh, kw)
+    grad_x = np.zeros_like(padded)
+    for i in range(w.shape[2]):
+        for j in range(w.shape[3]):
+            grad_x[:, :, i : i + y.shape[2], j : j + y.shape[3]] += grad_cols[..., i, j].transpose(
+                0, 3, 1, 2
+            )
+    return y, grad_w, grad.sum(axis=(0, 2, 3))
+
+
+def case(torch, x_shape, out_channels, padding, quick):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = (rng.standard_normal((out_channels, x_shape[1], 3, 3)) * 0.1).astype(np.float32)
+    b = np.zeros(out_channels, np.float32)
+    ours = [bai.Tensor(a, requires_grad=True) for a in (x, w, b)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+
+    def run_ours():
+        y = F.conv2d(*ours, padding=padding)
+        bai.grad(y, ours, grad_outputs=bai.ones_like(y))
+
+    def run_im2col():
+        previous = compiled.set_enabled(False)
+        try:
+            run_ours()
+        finally:
+            compiled.set_enabled(previous)
+
+    def run_theirs():
+        y = torch.nn.functional.conv2d(*theirs, padding=padding)
+        torch.autograd.grad(y, theirs, grad_outputs=torch.ones_like(y))
+
+    timings = measure(
+        {
+            "direct": run_ours,
+            "im2col": run_im2col,
+            "pytorch": run_theirs,
+            "numpy": lambda: _numpy_step(x, w, padding),
+        },
+        repeats=3 if quick else 9,
+        number=1 if quick else 3,
+        settle=settle_for(quick),
+    )
+    name = f"conv2d {x_shape[1]}->{out_channels} 3x3 pad {padding} on {x_shape}"
+    return {"case": name, **timings}
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a tiny size, for a smoke test")
+    parser.add_argument("--threads", type=int, default=2, help="threads for every library")
+    args = parser.parse_args(argv)
+    retain_freed_memory()
+    set_threads(args.threads)
+    bai.set_num_threads(args.threads)
+    print(environment())
+    print(f"compiled tier: {compiled.status()['detail']}")
+    rows = []
+    for x_shape, out_channels, padding in QUICK_SHAPES if args.quick else SHAPES:
+        record = case(torch, x_shape, out_channels, padding, args.quick)
+        ms = {
+            name: record[name]["median"] * 1e3 for name in ("direct", "im2col", "pytorch", "numpy")
+        }
+        rows.append(
+            [record["case"], *(f"{ms[name]:.2f}" for name in ms)]
+            + [f"{ms['direct'] / ms['pytorch']:.2f}", f"{ms['direct'] / ms['numpy']:.2f}"]
+        )
+    header = [
+        "case",
+        "direct ms",
+        "im2col ms",
+        "PyTorch ms",
+        "NumPy ms",
+        "direct / PT",
+        "direct / NP",
+    ]
+    print(f"threads: {args.threads}")
+    print(format_table(header, rows))
+
+
+if __name__ == "__main__":
+    main()

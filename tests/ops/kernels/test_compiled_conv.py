@@ -1,0 +1,139 @@
+"""The direct convolution twins (``compiled/conv.py``) against their NumPy references
+(``ops/conv.correlate`` and ``correlate_weight_grad``: im2col and one GEMM), over geometries
+that exercise every edge of the register tiles: channel counts that are not a multiple of the
+tile's rows, rows shorter and longer than a tile, 1x1 to 5x5 kernels, uneven padding, inf and
+NaN inputs, and one and two threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.ops import conv
+from buildingai.ops.kernels import compiled
+
+pytest.importorskip("numba")
+
+# (N, C, H, W, O, kh, kw, padding, bias)
+GEOMETRIES = {
+    "small-same": (2, 3, 7, 9, 5, 3, 3, (1, 1), True),
+    "cnn-first-layer": (3, 1, 28, 28, 32, 3, 3, (0, 0), True),
+    "wide-rows-uneven-padding": (2, 17, 5, 40, 40, 2, 5, (1, 2), False),
+    "one-output": (1, 2, 3, 3, 3, 3, 3, (0, 0), False),
+    "one-by-one": (2, 4, 6, 70, 9, 1, 1, (0, 0), True),
+    "five-by-five-same": (2, 5, 11, 13, 8, 5, 5, (2, 2), True),
+    "input-gradient-padding": (1, 3, 4, 4, 2, 3, 3, (2, 2), True),
+    "many-channels": (2, 8, 12, 12, 64, 3, 3, (1, 1), True),
+}
+CASES = {"correlate", "correlate_weight_grad"}  # the twins this file compares
+
+
+def _arrays(geometry, seed=0):
+    n, c, h, w, o, kh, kw, padding, with_bias = geometry
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    taps = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    out_hw = (h + 2 * padding[0] - kh + 1, w + 2 * padding[1] - kw + 1)
+    grad = rng.standard_normal((n, o) + out_hw).astype(np.float32)
+    return x, taps, bias, grad, padding
+
+
+def _forward(x, taps, bias, padding, twin: bool):
+    out_hw = (x.shape[2] + 2 * padding[0] - taps.shape[2] + 1,
+              x.shape[3] + 2 * padding[1] - taps.shape[3] + 1)  # fmt: skip
+    out = np.full((x.shape[0], taps.shape[0]) + out_hw, np.float32(7.0))  # no stale zeros
+    if twin:
+        assert compiled.run(conv.correlate, (x, taps, bias, out), {"padding": padding})
+    else:
+        conv.correlate(np, x, taps, bias, out, padding=padding)
+    return out
+
+
+def _weight_grad(x, grad, kernel, padding, twin: bool):
+    out = np.full((grad.shape[1], x.shape[1]) + kernel, np.float32(7.0))
+    if twin:
+        assert compiled.run(conv.correlate_weight_grad, (x, grad, out), {"padding": padding})
+    else:
+        conv.correlate_weight_grad(np, x, grad, out, padding=padding)
+    return out
+
+
+def _close(got, expected, tolerance=2e-5):
+    """Equal NaN positions, and values within ``tolerance`` of the largest (float32 sums in
+    another order)."""
+    scale = max(1.0, float(np.nanmax(np.abs(expected))))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("name", sorted(GEOMETRIES))
+def test_direct_correlation_matches_im2col(name):
+    x, taps, bias, _, padding = _arrays(GEOMETRIES[name])
+    _close(_forward(x, taps, bias, padding, True), _forward(x, taps, bias, padding, False))
+
+
+@pytest.mark.parametrize("name", sorted(GEOMETRIES))
+def test_direct_weight_gradient_matches_im2col(name):
+    x, taps, _, grad, padding = _arrays(GEOMETRIES[name])
+    kernel = taps.shape[2:]
+    _close(_weight_grad(x, grad, kernel, padding, True),
+           _weight_grad(x, grad, kernel, padding, False))  # fmt: skip
+
+
+def test_the_input_gradient_is_the_correlation_with_the_turned_filters():
+    """conv2d_input_grad's direct form, against PyTorch's input gradient in float64."""
+    torch = pytest.importorskip("torch")
+    x, taps, _, grad, padding = _arrays(GEOMETRIES["many-channels"])
+    turned = np.ascontiguousarray(taps[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    turn = (taps.shape[2] - 1 - padding[0], taps.shape[3] - 1 - padding[1])
+    got = _forward(grad, turned, None, turn, True)
+    x64 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.conv2d(x64, torch.tensor(taps, dtype=torch.float64), padding=padding)
+    y.backward(torch.tensor(grad, dtype=torch.float64))
+    _close(got, x64.grad.numpy().astype(np.float32), 1e-5)
+
+
+def test_inf_and_nan_reach_exactly_the_outputs_that_read_them():
+    """Tiles read a few values past the end of each output row (thrown away): a non-finite
+    input must still reach only the windows that contain it."""
+    x, taps, bias, grad, padding = _arrays(GEOMETRIES["small-same"])
+    x[0, 1, 0, 8] = np.inf  # the last column of a row: the next row's tiles read past it
+    x[1, 2, 6, 0] = np.nan  # the first column of the last row
+    x[1, 0, 3, 4] = -np.inf
+    expected = _forward(x, taps, bias, padding, False)
+    got = _forward(x, taps, bias, padding, True)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-5, atol=1e-5)
+    wexpected = _weight_grad(x, grad, taps.shape[2:], padding, False)
+    wgot = _weight_grad(x, grad, taps.shape[2:], padding, True)
+    np.testing.assert_array_equal(np.isnan(wgot), np.isnan(wexpected))
+
+
+def test_one_and_two_threads_give_the_same_bits():
+    """Each output value is summed by one task in a fixed order, whatever the thread count."""
+    x, taps, bias, grad, padding = _arrays(GEOMETRIES["many-channels"], seed=3)
+    x = np.repeat(x, 16, axis=0)  # enough work for two threads
+    grad = np.repeat(grad, 16, axis=0)
+    results = []
+    for count in (1, 2):
+        bai.set_num_threads(count)
+        try:
+            results.append((_forward(x, taps, bias, padding, True),
+                            _weight_grad(x, grad, taps.shape[2:], padding, True)))  # fmt: skip
+        finally:
+            bai.set_num_threads(None)
+    for one, two in zip(*results):
+        assert np.array_equal(one, two)
+
+
+def test_the_tile_shapes_fit_the_registers():
+    from buildingai.ops.kernels.compiled import conv as direct
+    from buildingai.ops.kernels.compiled.register_tile import LANES
+
+    rows, vectors = direct.FORWARD_TILE
+    registers = 32 if LANES == 16 else 16
+    assert rows * vectors + vectors + 1 <= registers  # accumulators, loaded vectors, a scalar
+    assert registers >= direct.ACCUMULATORS + 4 + 1

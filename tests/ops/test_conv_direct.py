@@ -1,0 +1,144 @@
+"""conv2d and its adjoints through the direct convolution twins: float32 values, first and
+second derivatives equal to the im2col path's (and to PyTorch's), the calls that keep to
+im2col, and two threads convolving at once."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+import buildingai.nn.functional as F
+from buildingai.ops import conv
+from buildingai.ops.kernels import compiled
+from tests.ops.test_conv import CONV2D_CASES
+
+pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def direct_calls(monkeypatch):
+    """The direct twins take every call they can (one thread is enough); yields the names of
+    the reference kernels whose twins ran."""
+    monkeypatch.setattr(conv, "DIRECT_MIN_THREADS", 1)
+    monkeypatch.setattr(compiled, "MIN_WORK", 0)
+    ran = []
+    run = compiled.run
+
+    def spy(kernel, arrays, keywords=None):
+        done = run(kernel, arrays, keywords)
+        if done and kernel in (conv.correlate, conv.correlate_weight_grad):
+            ran.append(kernel.__name__)
+        return done
+
+    monkeypatch.setattr(compiled, "run", spy)
+    return ran
+
+
+def _forward_backward(x, w, b, kwargs, twins: bool):
+    """(y, dx, dw, db) of sum(y * y) for y = conv2d(x, w, b, **kwargs), float32."""
+    previous = compiled.set_enabled(twins)
+    try:
+        xs = [bai.tensor(a, requires_grad=True) for a in (x, w, b)]
+        y = F.conv2d(*xs, **kwargs)
+        (y * y).sum().backward()
+        return [y.numpy()] + [t.grad.numpy() for t in xs]
+    finally:
+        compiled.set_enabled(previous)
+
+
+def _inputs(x_shape, w_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    return x, w, b
+
+
+def _is_direct(kwargs, w_shape) -> bool:
+    groups = kwargs.get("groups", 1)
+    return (
+        kwargs.get("stride", 1) in (1, (1, 1))
+        and kwargs.get("dilation", 1) in (1, (1, 1))
+        and groups == 1
+    )
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
+def test_direct_twins_agree_with_im2col(direct_calls, x_shape, w_shape, kwargs):
+    x, w, b = _inputs(x_shape, w_shape)
+    got = _forward_backward(x, w, b, kwargs, twins=True)
+    expected = _forward_backward(x, w, b, kwargs, twins=False)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
+    if _is_direct(kwargs, w_shape):
+        # the input gradient goes direct too where padding <= kernel - 1 (see the next test)
+        assert set(direct_calls) == {"correlate", "correlate_weight_grad"}
+    else:
+        assert direct_calls == []
+
+
+def test_direct_twins_agree_with_pytorch_in_float64(direct_calls):
+    x, w, b = _inputs((4, 8, 13, 11), (16, 8, 3, 3), seed=1)
+    y, dx, dw, db = _forward_backward(x, w, b, {"padding": 1}, twins=True)
+    tensors = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b)]
+    reference = torch.nn.functional.conv2d(*tensors, padding=1)
+    (reference * reference).sum().backward()
+    for got, want in zip((y, dx, dw, db), (reference, *(t.grad for t in tensors))):
+        want = want.detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+    assert direct_calls.count("correlate") == 2
+
+
+def test_second_derivatives_through_the_direct_twins(direct_calls):
+    """d/dx of (d loss / dw) . v: the backward rules' own convolutions go direct too."""
+    x, w, b = _inputs((2, 3, 9, 8), (5, 3, 3, 3), seed=2)
+    v = np.random.default_rng(3).standard_normal(w.shape).astype(np.float32)
+    results = []
+    for twins in (True, False):
+        previous = compiled.set_enabled(twins)
+        try:
+            xt, wt = bai.tensor(x, requires_grad=True), bai.tensor(w, requires_grad=True)
+            y = F.conv2d(xt, wt, bai.tensor(b), padding=1)
+            (gw,) = bai.grad((y * y).sum(), [wt], create_graph=True)
+            (gx,) = bai.grad((gw * bai.tensor(v)).sum(), [xt])
+            results.append(gx.numpy())
+        finally:
+            compiled.set_enabled(previous)
+    np.testing.assert_allclose(
+        results[0], results[1], rtol=1e-4, atol=1e-4 * np.abs(results[1]).max()
+    )
+    assert "correlate_weight_grad" in direct_calls
+
+
+def test_calls_that_keep_to_im2col(direct_calls):
+    x, w, b = _inputs((2, 4, 8, 8), (4, 4, 3, 3))
+    _forward_backward(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), {}, True)
+    _forward_backward(x, w, b, {"stride": 2}, True)
+    _forward_backward(x, w, b, {"dilation": 2}, True)
+    _forward_backward(x, w[:, :2], b, {"groups": 2}, True)
+    assert direct_calls == []
+
+
+def test_by_default_one_thread_keeps_to_im2col(monkeypatch):
+    ran = []
+    run = compiled.run
+    monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
+    x, w, b = _inputs((8, 16, 20, 20), (16, 16, 3, 3))
+    _forward_backward(x, w, b, {"padding": 1}, True)  # one element-wise thread: the default
+    assert conv.correlate not in ran
+
+
+def test_two_threads_convolve_at_once(direct_calls):
+    x, w, b = _inputs((4, 6, 12, 12), (8, 6, 3, 3), seed=4)
+    expected = _forward_backward(x, w, b, {"padding": 1}, twins=True)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(
+            pool.map(lambda _: _forward_backward(x, w, b, {"padding": 1}, True), range(6))
+        )
+    for result in results:
+        for got, want in zip(result, expected):
+            assert np.array_equal(got, want)
