@@ -61,6 +61,59 @@ def thread_limit(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(torch_threads)
 
 
+ONE_POOL = "one pool"  # a candidate name's suffix: run in BuildingAI's one-pool mode
+
+
+def one_pool(function: Callable[[], object], threads: int) -> Callable[[], object]:
+    """``function`` run with ``buildingai.set_num_threads(threads, gemm=True)``: BuildingAI's
+    threads run the GEMMs too (BLAS held at one thread), as PyTorch's one intra-op pool does.
+    The mode is switched on only when it is not on already: within a timing repetition that
+    happens in measure's untimed first call."""
+    import buildingai as bai
+    from buildingai.backend import threads as bai_threads
+
+    def run():
+        if bai_threads.gemm_threads() != threads:
+            bai.set_num_threads(threads, gemm=True)
+        return function()
+
+    return run
+
+
+def outside_one_pool(function: Callable[[], object]) -> Callable[[], object]:
+    """``function`` run with BuildingAI's threads at their default and BLAS's own threads."""
+    import buildingai as bai
+    from buildingai.backend import threads as bai_threads
+
+    def run():
+        if bai_threads.gemm_threads() != 1:
+            bai.set_num_threads(None)
+        return function()
+
+    return run
+
+
+def with_one_pool(candidates: dict, pooled: dict, threads: int | None) -> dict:
+    """``candidates`` outside the one-pool mode plus, above one thread, ``pooled`` (name ->
+    function) in it, under the names ``f"{name} {ONE_POOL}"``."""
+    timed = {name: outside_one_pool(function) for name, function in candidates.items()}
+    if threads is not None and threads > 1:
+        for name, function in pooled.items():
+            timed[f"{name} {ONE_POOL}"] = one_pool(function, threads)
+    return timed
+
+
+class OnePoolStep:
+    """A training step (``TrainStep``) run in the one-pool mode at ``threads`` threads."""
+
+    def __init__(self, stepper, threads: int):
+        self.stepper, self.threads = stepper, threads
+        self.step = one_pool(stepper.step, threads)
+
+    def __getattr__(self, name):  # state_dict, gradients, ...
+        return getattr(self.stepper, name)
+
+
 def scalar(value) -> float:
     """A loss returned by any implementation as a Python float."""
     return float(value.item()) if hasattr(value, "item") else float(value)

@@ -11,7 +11,14 @@ import numpy as np
 import buildingai as bai
 
 from . import cnn, mlp
-from .harness import CrossCheckError, step_peak_bytes, thread_limit, time_interleaved
+from .harness import (
+    CrossCheckError,
+    outside_one_pool,
+    step_peak_bytes,
+    thread_limit,
+    time_interleaved,
+    with_one_pool,
+)
 from .numpy_reference import NumpyCNN, NumpyMLP
 
 OUTPUT_TOLERANCE = 1e-4  # max |a - b| over max |b| of the logits
@@ -103,11 +110,15 @@ def run(quick: bool, threads: list[int | None]) -> list[dict]:
                         f"PyTorch's by {error:.2e} of their largest value"
                     )
             peaks = {
-                name: step_peak_bytes(candidates[name]) for name in candidates if name != "pytorch"
+                name: step_peak_bytes(outside_one_pool(candidates[name]))
+                for name in candidates
+                if name != "pytorch"
             }
+            pooled = {k: v for k, v in candidates.items() if k == "buildingai frozen"}
             for count in threads:
                 with thread_limit(count):
-                    times = time_interleaved(candidates, quick, target_seconds=0.1)
+                    timed = with_one_pool(candidates, pooled, count)
+                    times = time_interleaved(timed, quick, target_seconds=0.1)
                 records.append(
                     {
                         "workload": "inference",

@@ -17,6 +17,9 @@ TARGETS = {
 # The compiled step (buildingai.compile), at most x PyTorch eager.
 COMPILED_TARGETS = {"mlp": 0.7, "cnn": 1.0, "transformer": 1.0, "transformer-gelu": 1.0}
 COMPILED = "buildingai compiled"
+ONE_POOL = "buildingai one pool"  # set_num_threads(threads, gemm=True): see harness.one_pool
+COMPILED_ONE_POOL = f"{COMPILED} one pool"
+FROZEN_ONE_POOL = "buildingai frozen one pool"
 TRAINING = ("mlp", "cnn", "transformer", "transformer-gelu")
 KERNEL_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARIABLES = ("OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -99,6 +102,13 @@ def _target(record: dict) -> str:
     if compiled is not None and key in COMPILED_TARGETS:
         limit = COMPILED_TARGETS[key]
         parts.append(f"compiled ≤{limit}× PT: {'met' if compiled <= limit else 'missed'}")
+    pooled = _ratio(record, ONE_POOL, "pytorch")
+    if pooled is not None:
+        parts.append(f"one pool ≤{torch_limit}× PT: {'met' if pooled <= torch_limit else 'missed'}")
+    pooled = _ratio(record, COMPILED_ONE_POOL, "pytorch")
+    if pooled is not None and key in COMPILED_TARGETS:
+        limit = COMPILED_TARGETS[key]
+        parts.append(f"compiled one pool ≤{limit}× PT: {'met' if pooled <= limit else 'missed'}")
     return "; ".join(parts)
 
 
@@ -109,9 +119,14 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
         headers.append("BuildingAI frozen")
     if compiled:
         headers.append("BuildingAI compiled")
+    # one-pool columns: those of the chosen names that some record timed
+    pooled = [name for name in (ONE_POOL, COMPILED_ONE_POOL, FROZEN_ONE_POOL)
+              if any(name in record["times"] for record in records)]  # fmt: skip
+    headers += [f"{name.replace('buildingai', 'BuildingAI')}" for name in pooled]
     headers += ["BuildingAI / PyTorch", "BuildingAI / NumPy"]
     if compiled:
         headers.append("compiled / PyTorch")
+    headers += [f"{name.replace('buildingai ', '')} / PyTorch" for name in pooled]
     if memory:
         headers += ["BuildingAI MiB", "NumPy MiB"]
     headers.append("target (2 threads)")
@@ -129,12 +144,14 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
             row.append(_cell(record, "buildingai frozen"))
         if compiled:
             row.append(_cell(record, COMPILED))
+        row += [_cell(record, name) for name in pooled]
         row += [
             _ratio_cell(_ratio(record, "buildingai", "pytorch")),
             _ratio_cell(_ratio(record, "buildingai", "numpy")),
         ]
         if compiled:
             row.append(_ratio_cell(_ratio(record, COMPILED, "pytorch")))
+        row += [_ratio_cell(_ratio(record, name, "pytorch")) for name in pooled]
         if memory:
             row += [_mib(record, "buildingai"), _mib(record, "numpy")]
         row.append(_target(record))
@@ -205,6 +222,12 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "on the other cores after each GEMM, and a second element-wise thread measured slower "
         "in these steps (docs/design_notes/performance.md). PyTorch runs its element-wise work "
         "on `threads` cores.",
+        "- One pool: the `one pool` columns run BuildingAI with "
+        "`buildingai.set_num_threads(threads, gemm=True)`, PyTorch's arrangement: its own "
+        "threads run the element-wise twins, the direct convolutions and the GEMMs (BLAS held "
+        "at one thread, each large product cut into row or column ranges), so no BLAS thread "
+        "spins while the twins run. The mode is switched on and off outside the timed calls; "
+        "the other columns run outside it. It is measured above one thread only.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "
         "arrays and Python objects. PyTorch allocates through its own C++ allocator, which "
