@@ -25,6 +25,10 @@ GEOMETRIES = {
     "five-by-five-same": (2, 5, 11, 13, 8, 5, 5, (2, 2), True),
     "input-gradient-padding": (1, 3, 4, 4, 2, 3, 3, (2, 2), True),
     "many-channels": (2, 8, 12, 12, 64, 3, 3, (1, 1), True),
+    # enough taps for the channels-last weight gradient: output channels a whole number of
+    # vectors, and not
+    "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
+    "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
 }
 CASES = {"correlate", "correlate_weight_grad"}  # the twins this file compares
 
@@ -82,6 +86,19 @@ def test_direct_weight_gradient_matches_im2col(name):
            _weight_grad(x, grad, kernel, padding, False))  # fmt: skip
 
 
+@pytest.mark.parametrize("name", sorted(name for name, g in GEOMETRIES.items() if g[7] == (0, 0)))
+def test_both_weight_gradient_tilings_match_im2col(name):
+    """Without padding either tiling may run: lanes over output channels or over positions."""
+    from buildingai.ops.kernels.compiled import conv as direct
+
+    x, taps, _, grad, padding = _arrays(GEOMETRIES[name])
+    expected = _weight_grad(x, grad, taps.shape[2:], padding, False)
+    for tiling in (direct._weight_grad_by_channels, direct._weight_grad_by_positions):
+        got = np.full_like(expected, 7.0)
+        tiling(x, grad, got, *((padding,) if tiling is direct._weight_grad_by_positions else ()))
+        _close(got, expected)
+
+
 def test_the_input_gradient_is_the_correlation_with_the_turned_filters():
     """conv2d_input_grad's direct form, against PyTorch's input gradient in float64."""
     torch = pytest.importorskip("torch")
@@ -130,10 +147,20 @@ def test_one_and_two_threads_give_the_same_bits():
 
 
 def test_the_tile_shapes_fit_the_registers():
+    """Accumulators, the vectors a step loads and a broadcast weight fit the vector registers
+    (32 with AVX-512, 16 with AVX2), so no tile spills to memory."""
     from buildingai.ops.kernels.compiled import conv as direct
-    from buildingai.ops.kernels.compiled.register_tile import LANES
+    from buildingai.ops.kernels.compiled.tile_ir import LANES
 
-    rows, vectors = direct.FORWARD_TILE
     registers = 32 if LANES == 16 else 16
-    assert rows * vectors + vectors + 1 <= registers  # accumulators, loaded vectors, a scalar
-    assert registers >= direct.ACCUMULATORS + 4 + 1
+    rows, vectors = direct.GRID_TILE
+    assert rows * vectors + vectors + 1 <= registers
+    for width in (1, 7, 16, 24, 26, 48, 224):
+        rows, vectors = direct._window_shape(width)
+        assert rows * vectors + vectors + 1 <= registers
+    for kw in (1, 3, 5, 7):
+        taps = min(kw, 8)
+        assert max(1, direct.ACCUMULATORS // taps) * taps + taps + 1 <= registers
+    for outputs in (1, 16, 40, 64, 256):
+        rows, vectors = direct._sum_shape(outputs)
+        assert rows * vectors + vectors + 1 <= registers

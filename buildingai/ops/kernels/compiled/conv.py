@@ -1,19 +1,23 @@
 """Compiled twins of the stride-1 convolution: a direct correlation (the forward, and the input
 gradient as the correlation of the output gradient with the turned filters) and the weight
-gradient, both without im2col columns.
+gradient, both reading the input in place: no im2col columns, no padded copy.
 
 The NumPy references are ``ops/conv.correlate`` and ``ops/conv.correlate_weight_grad`` (im2col
-and one GEMM). Here the input is read in place, from one zero-padded copy:
+and one GEMM). The work is cut into register tiles (``register_tile.py``), one task each on
+numba's threads:
 
-- ``correlate``: each task is one output row of one image for ``rows`` output channels; a
-  ``register_tile.bias_tile`` sums the kernel taps of every input channel straight from the
-  padded rows (one shifted row per tap) into registers, starting from the bias.
-- ``correlate_weight_grad``: the output gradient is copied channels-last, and each task sums,
-  for ``rows`` taps and a few vectors of output channels, the products over every output
-  position (``register_tile.sum_tile``), a few images at a time so that both operands stay in
-  cache.
+- ``correlate`` without padding: tiles of the output taken on the input's grid
+  (``grid_tile``), tasks (sample, grid tile, block of output channels);
+- ``correlate`` with padding: tiles of one output row (``window_tile``), tasks (sample, output
+  row, column tile, block of output channels), the padding left to the tiles' masks;
+- ``correlate_weight_grad``: either tiles of (taps, output channels) over the output gradient
+  copied channels-last (``sum_tile``), or tiles of (output channels, kernel columns) for one
+  input channel and kernel row with lanes over output positions (``dot_tile``). Both sum a few
+  samples at a time, so that their input and gradient stay in cache, and add those partial
+  sums up in order: results do not depend on the thread count.
 
-x, taps, bias, grad and out are float32 NCHW / (O, C, kh, kw) arrays; ``padding`` is (ph, pw).
+x, taps, bias, grad and out are float32 C-contiguous NCHW / (O, C, kh, kw) arrays; ``padding``
+is (ph, pw); ``bias`` has shape (0,) when there is none.
 """
 
 from __future__ import annotations
@@ -23,82 +27,67 @@ import functools
 import numpy as np
 from numba import njit, prange
 
-from .register_tile import LANES, grid_tile, sum_tile
+from .register_tile import dot_tile, grid_tile, sum_tile, window_tile
+from .tile_ir import LANES
 
-# (rows, vectors) of each tile: 24 accumulators of 32 vector registers with AVX-512, 12 of 16
-# with AVX2, leaving registers for the loaded vectors and the broadcast scalar.
+# Accumulator vectors per tile: 24 of AVX-512's 32 registers, 12 of AVX2's 16, leaving room for
+# the vectors a step loads and the broadcast weight.
 ACCUMULATORS = 24 if LANES == 16 else 12
-CACHE_BYTES = 1 << 19  # the images summed in one parallel pass of the weight gradient fit this
+GRID_TILE = (8, 3) if LANES == 16 else (4, 3)  # (output channels, vectors)
+CACHE_BYTES = 1 << 19  # the samples of one weight-gradient pass fit this
+MIN_SUM_TASKS = 16  # tap blocks x channel tiles below which sum tiles leave threads idle
 
 
-FORWARD_TILE = (8, 3) if LANES == 16 else (4, 3)  # (rows, vectors)
-
-
-def _padded(x, padding):
-    """x (N, C, H, W) zero-padded by ``padding``, flat (x itself when there is no padding)."""
-    n, c, h, w = x.shape
-    ph, pw = padding
-    if ph == pw == 0:
-        return x.reshape(-1)
-    buffer = np.empty((n, c, h + 2 * ph, w + 2 * pw), np.float32)
-    buffer[:, :, :ph] = 0
-    buffer[:, :, ph + h :] = 0
-    buffer[:, :, ph : ph + h, :pw] = 0
-    buffer[:, :, ph : ph + h, pw + w :] = 0
-    buffer[:, :, ph : ph + h, pw : pw + w] = x
-    return buffer.reshape(-1)
-
-
-def _tap_offsets(channels: int, kernel: tuple, plane: int, row: int, count: int) -> np.ndarray:
-    """Offset of tap (c, i, j) in the flat padded input, ``count`` long (zeros past the taps)."""
-    c, i, j = np.meshgrid(*(np.arange(size) for size in (channels, *kernel)), indexing="ij")
-    offsets = np.zeros(count, np.int64)
-    offsets[: c.size] = (c * plane + i * row + j).reshape(-1)
-    return offsets
+def _weight_matrix(taps, bias, rows: int):
+    """(weights (C*kh*kw, O'), bias (O',)) with O' the output channels rounded up to ``rows``
+    (zero filters past O): row (c*kh + i)*kw + j holds tap (c, i, j) of every filter."""
+    o = taps.shape[0]
+    padded = -(-o // rows) * rows
+    weights = np.zeros((taps[0].size, padded), np.float32)
+    weights[:, :o] = taps.reshape(o, -1).T
+    shifts = np.zeros(padded, np.float32)
+    if bias.size:
+        shifts[:o] = bias
+    return weights, shifts
 
 
 def correlate(x, taps, bias, out, padding):
-    """out (N, O, Ho, Wo) = x correlated with taps (stride 1), plus bias (shape (0,) for none).
+    """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
+    if tuple(padding) == (0, 0):
+        _correlate_grid(x, taps, bias, out)
+    else:
+        _correlate_windows(x, taps, bias, out, padding)
 
-    The output is computed on the padded input's grid (rows as wide as the padded input, the
-    last kw - 1 columns of each thrown away), so that a tap is one shift of the flat image.
-    """
+
+def _correlate_grid(x, taps, bias, out):
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
     ho, wo = out.shape[2:]
-    rows, vectors = FORWARD_TILE
-    hp, wp = h + 2 * padding[0], w + 2 * padding[1]
-    padded = _padded(x, padding)
-    channels_out = -(-o // rows) * rows
-    weights = np.zeros((c * kh * kw, channels_out), np.float32)
-    weights[:, :o] = taps.reshape(o, -1).T
-    shifts = np.zeros(channels_out, np.float32)
-    if bias.size:
-        shifts[:o] = bias
-    offsets = _tap_offsets(c, (kh, kw), hp * wp, wp, c * kh * kw)
-    limit = (ho - 1) * wp + wo  # one past the last grid position that is an output
-    _forward_loop(rows, vectors)(
-        padded, offsets, weights, shifts, out.reshape(-1), n, o, ho * wo, wo, c * hp * wp, wp, limit
-    )
+    rows, vectors = GRID_TILE
+    weights, shifts = _weight_matrix(taps, bias, rows)
+    grid = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), indexing="ij")
+    offsets = (grid[0] * h * w + grid[1] * w + grid[2]).reshape(-1).astype(np.int64)
+    limit = (ho - 1) * w + wo  # one past the last grid position that is an output
+    _grid_loop(rows, vectors)(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o,
+                              ho * wo, wo, c * h * w, w, limit)  # fmt: skip
 
 
 @functools.cache
-def _forward_loop(rows: int, vectors: int):
-    """The parallel loop over (sample, tile of grid positions, block of ``rows`` output
-    channels), blocks fastest: every block reuses a tile's input rows from cache."""
+def _grid_loop(rows: int, vectors: int):
     tile = grid_tile(rows, vectors)
     span = vectors * LANES
 
     @njit(parallel=True, nogil=True)
-    def loop(padded, offsets, weights, bias, out, n, o, plane, wo, image, width, limit):
+    def loop(x, offsets, weights, bias, out, o, plane, wo, image, width, limit):
+        n = x.shape[0] // image
         blocks = weights.shape[1] // rows
         tiles = (limit + span - 1) // span
-        for task in prange(n * tiles * blocks):
+        for task in prange(n * tiles * blocks):  # blocks fastest: they share a tile's input
             sample = task // (tiles * blocks)
             first = (task // blocks) % tiles * span
             channel = task % blocks * rows
             tile(
-                padded, sample * image + first, offsets, first, limit, weights, channel,
+                x, sample * image + first, offsets, first, limit, weights, channel,
                 weights.shape[1], bias, out, (sample * o + channel) * plane, plane, o - channel,
                 width, wo,
             )  # fmt: skip
@@ -106,44 +95,140 @@ def _forward_loop(rows: int, vectors: int):
     return loop
 
 
+def _window_shape(out_width: int) -> tuple[int, int]:
+    """(output channels, vectors) of a window tile for output rows ``out_width`` long."""
+    vectors = min(3, -(-out_width // LANES))
+    return ACCUMULATORS // vectors, vectors
+
+
+def _correlate_windows(x, taps, bias, out, padding):
+    n, c, h, w = x.shape
+    o, _, kh, kw = taps.shape
+    ho, wo = out.shape[2:]
+    rows, vectors = _window_shape(wo)
+    weights, shifts = _weight_matrix(taps, bias, rows)
+    geometry = np.array([c, h, w, kh, kw, padding[0], padding[1], wo], np.int64)
+    _window_loop(rows, vectors)(x.reshape(-1), geometry, weights, shifts, out.reshape(-1), n, o,
+                                ho)  # fmt: skip
+
+
+@functools.cache
+def _window_loop(rows: int, vectors: int):
+    tile = window_tile(rows, vectors)
+    span = vectors * LANES
+
+    @njit(parallel=True, nogil=True)
+    def loop(x, geometry, weights, bias, out, n, o, ho):
+        wo = geometry[7]
+        image = x.shape[0] // n
+        blocks = weights.shape[1] // rows
+        tiles = (wo + span - 1) // span
+        for task in prange(n * ho * tiles * blocks):  # blocks fastest: they share the rows read
+            sample = task // (ho * tiles * blocks)
+            line = (task // (tiles * blocks)) % ho
+            left = (task // blocks) % tiles * span
+            channel = task % blocks * rows
+            tile(
+                x, sample * image, geometry, weights, channel, weights.shape[1], bias, out,
+                ((sample * o + channel) * ho + line) * wo + left, ho * wo, o - channel, line,
+                left,
+            )  # fmt: skip
+
+    return loop
+
+
 def correlate_weight_grad(x, grad, out, padding):
-    """out (O, C, kh, kw) = the sum over every sample and output position of grad times the
-    input window it saw (stride 1)."""
+    """out (O, C, kh, kw) = the sum over samples and output positions of grad times the input
+    window it saw (stride 1, zero padding).
+
+    Two tilings: without padding and with enough tap blocks to share among threads, lanes over
+    output channels (``sum_tile``, the gradient copied channels-last: no lane is wasted); else
+    lanes over an output row's positions (``dot_tile``: no copy at all, the padding masked).
+    """
+    o, c, kh, kw = out.shape
+    rows, vectors = _sum_shape(o)
+    tasks = -(-c * kh * kw // rows) * -(-o // (vectors * LANES))
+    if tuple(padding) == (0, 0) and tasks >= MIN_SUM_TASKS:
+        _weight_grad_by_channels(x, grad, out)
+    else:
+        _weight_grad_by_positions(x, grad, out, padding)
+
+
+def _weight_grad_by_positions(x, grad, out, padding):
     n, c, h, w = x.shape
     o, _, kh, kw = out.shape
     ho, wo = grad.shape[2:]
-    vectors = max(1, min(4, -(-o // LANES)))
-    rows = ACCUMULATORS // vectors
+    taps = min(kw, 8)
+    rows = max(1, ACCUMULATORS // taps)
+    vectors = -(-wo // LANES)
+    columns = -(-kw // taps) * taps
+    sums = np.zeros((-(-o // rows) * rows, c, kh, columns), np.float32)
+    geometry = np.array([c, h, w, padding[0], padding[1], o, ho, wo], np.int64)
+    chunk = max(1, CACHE_BYTES // (4 * (c * h * w + o * ho * wo)))
+    _positions_loop(rows, taps, vectors)(x.reshape(-1), grad.reshape(-1), geometry, sums, n, kh,
+                                      chunk)  # fmt: skip
+    out[...] = sums[:o, :, :, :kw]
+
+
+@functools.cache
+def _positions_loop(rows: int, taps: int, vectors: int):
+    tile = dot_tile(rows, taps, vectors)
+
+    @njit(parallel=True, nogil=True)
+    def loop(x, grad, geometry, sums, n, kh, chunk):
+        blocks, c, _, columns = sums.shape
+        blocks //= rows
+        groups = columns // taps
+        stride = c * kh * columns  # between output channels in sums
+        for begin in range(0, n, chunk):
+            end = min(begin + chunk, n)
+            for task in prange(blocks * c * kh * groups):
+                block = task // (c * kh * groups)
+                channel = (task // (kh * groups)) % c
+                kernel_row = (task // groups) % kh
+                first_tap = task % groups * taps
+                tile(
+                    x, grad, geometry, begin, end, channel, kernel_row, first_tap, block * rows,
+                    sums.reshape(-1),
+                    block * rows * stride + (channel * kh + kernel_row) * columns + first_tap,
+                    stride,
+                )  # fmt: skip
+
+    return loop
+
+
+def _sum_shape(outputs: int) -> tuple[int, int]:
+    """(taps, vectors) of a sum tile for ``outputs`` output channels."""
+    vectors = max(1, min(4, -(-outputs // LANES)))
+    return ACCUMULATORS // vectors, vectors
+
+
+def _weight_grad_by_channels(x, grad, out):
+    n, c, h, w = x.shape
+    o, _, kh, kw = out.shape
+    ho, wo = grad.shape[2:]
+    rows, vectors = _sum_shape(o)
     span = vectors * LANES
-    row = w + 2 * padding[1]
-    hp = h + 2 * padding[0]
-    padded = _padded(x, padding)
     taps = c * kh * kw
     tap_rows = -(-taps // rows) * rows
     channels = -(-o // span) * span
-    offsets = _tap_offsets(c, (kh, kw), hp * row, row, tap_rows)
-    channels_last = np.zeros((n, ho, wo, channels), np.float32)
-    channels_last[..., :o] = grad.transpose(0, 2, 3, 1)
+    grid = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), indexing="ij")
+    offsets = np.zeros(tap_rows, np.int64)  # past the taps: offset 0, summed and thrown away
+    offsets[:taps] = (grid[0] * h * w + grid[1] * w + grid[2]).reshape(-1)
+    if channels == o:
+        channels_last = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
+    else:
+        channels_last = np.zeros((n, ho, wo, channels), np.float32)
+        channels_last[..., :o] = grad.transpose(0, 2, 3, 1)
     sums = np.zeros((tap_rows, channels), np.float32)
-    per_sample = 4 * (c * hp * row + ho * wo * channels)
-    chunk = max(1, CACHE_BYTES // per_sample)
-    _weight_loop(rows, vectors)(
-        padded,
-        offsets,
-        channels_last.reshape(-1, channels),
-        sums,
-        n,
-        ho,
-        wo,
-        c * hp * row,
-        row,
-        chunk,
-    )
+    chunk = max(1, CACHE_BYTES // (4 * (c * h * w + ho * wo * channels)))
+    _channels_loop(rows, vectors)(x.reshape(-1), offsets, channels_last.reshape(-1, channels), sums, n,
+                             ho, wo, c * h * w, w, chunk)  # fmt: skip
     out[...] = sums[:taps, :o].T.reshape(out.shape)
 
 
 @functools.cache
-def _weight_loop(rows: int, vectors: int):
+def _channels_loop(rows: int, vectors: int):
     tile = sum_tile(rows, vectors)
     span = vectors * LANES
 
@@ -152,6 +237,7 @@ def _weight_loop(rows: int, vectors: int):
         channels = grad.shape[1]
         blocks = offsets.shape[0] // rows
         channel_tiles = channels // span
+        flat = sums.reshape(-1)
         for begin in range(0, n, chunk):
             for task in prange(blocks * channel_tiles):
                 block = task // channel_tiles
@@ -159,9 +245,9 @@ def _weight_loop(rows: int, vectors: int):
                 for sample in range(begin, min(begin + chunk, n)):
                     for line in range(ho):
                         tile(
-                            padded, sample * image + line * row, offsets, block * rows, grad,
-                            ((sample * ho + line) * wo) * channels + left, channels, wo, sums,
-                            block * rows * channels + left, channels,
+                            padded, sample * image + line * row, offsets, block * rows,
+                            grad.reshape(-1), ((sample * ho + line) * wo) * channels + left,
+                            channels, wo, flat, block * rows * channels + left, channels,
                         )  # fmt: skip
 
     return loop

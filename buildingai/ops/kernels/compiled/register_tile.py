@@ -1,157 +1,44 @@
-"""Register tiles for the direct convolution (``compiled/conv.py``), written as LLVM IR for the
-CPU's vector width.
+"""Register tiles for the direct convolution (``compiled/conv.py``), emitted as LLVM IR for the
+CPU's vector width (``tile_ir.LANES`` float32 values per vector).
 
-A register tile keeps ``rows x vectors`` accumulators, each a vector of ``LANES`` float32 values,
-in registers for a whole loop of multiply-adds: at each step it loads ``vectors`` vectors, one
-scalar per row, and does ``rows * vectors`` fused multiply-adds (scalar broadcast times vector).
-This is the inner kernel of a GEMM; numba's loops do not keep that many accumulators in
-registers, so each tile is emitted here as a numba intrinsic whose IR holds them as SSA values.
+A register tile keeps a few dozen accumulator vectors in registers for a whole loop of fused
+multiply-adds: the inner kernel of a GEMM. numba's loops do not keep that many accumulators in
+registers, so each tile is a numba intrinsic whose IR carries them as SSA values through its
+loops (``tile_ir.loop``). Loads and stores need no alignment; masked lanes are neither read nor
+written, so a tile may straddle the end of an image row or the edge of the zero padding.
 
-Two tiles, both ``acc[r][v] += scalar(step, r) * vector(step, v)``:
-
-- ``bias_tile`` (forward correlation): the scalars are a weight matrix's row ``step``
-  (consecutive output channels), the vectors a shifted input row read at ``offsets[step]``; the
-  accumulators start at the bias and end in the output, masked to the rows and columns that
-  exist.
-- ``sum_tile`` (weight gradient): the scalars are input values at ``offsets[r] + step``, the
-  vectors a row of the channels-last output gradient; the accumulators are loaded from and
-  stored back to a partial sum in memory.
-
-Vector loads and stores need no alignment. Lanes past the end of an output row read whatever
-lies there (the callers make those addresses valid) and are never stored.
+- ``grid_tile``: forward correlation without padding. Output positions are taken on the input's
+  grid (rows as wide as the input, the last kw - 1 of each thrown away), so every tap is one
+  shift of the flat image: ``rows`` output channels x ``vectors * LANES`` grid positions, one
+  weight broadcast per channel and tap.
+- ``window_tile``: forward correlation with zero padding, read in place: ``rows`` output
+  channels x ``vectors * LANES`` columns of one output row; the padding is the lanes and rows a
+  tap's masks leave out.
+- ``dot_tile``: the weight gradient: ``rows`` output channels x ``taps`` kernel columns of one
+  (input channel, kernel row), each a vector of partial sums over output positions, summed over
+  a range of samples and added to a partial result at the end.
 """
 
 from __future__ import annotations
 
-from llvmlite import binding, ir
-from numba.core import cgutils, types
+from numba.core import types
 from numba.extending import intrinsic
 
-LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
-
-_I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-_F32 = ir.FloatType()
-_VECTOR = ir.VectorType(_F32, LANES)
-_INDEX_VECTOR = ir.VectorType(_I64, LANES)
-_MASK = ir.VectorType(_I1, LANES)
-
-
-def _pointer(context, builder, array_type, array):
-    """The data pointer of a numba array value."""
-    return cgutils.create_struct_proxy(array_type)(context, builder, value=array).data
-
-
-def _index(value: int):
-    return ir.Constant(_I64, value)
-
-
-def _splat(builder, scalar, vector_type):
-    """``scalar`` in every lane."""
-    undefined = ir.Constant(vector_type, ir.Undefined)
-    first = builder.insert_element(undefined, scalar, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(first, undefined, ir.Constant(ir.VectorType(_I32, LANES), None))
-
-
-def _vector_at(builder, base, index):
-    """A pointer to the vector starting at ``base[index]``."""
-    return builder.bitcast(builder.gep(base, [index]), _VECTOR.as_pointer())
-
-
-def _load_vector(builder, base, index):
-    return builder.load(_vector_at(builder, base, index), align=4)
-
-
-def _fma(builder):
-    name = f"llvm.fma.v{LANES}f32"
-    return cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3), name
-    )
-
-
-def _masked_store(builder):
-    signature = ir.FunctionType(ir.VoidType(), [_VECTOR, _VECTOR.as_pointer(), _I32, _MASK])
-    name = f"llvm.masked.store.v{LANES}f32.p0"
-    return cgutils.get_or_insert_function(builder.module, signature, name)
-
-
-def _step_loop(builder, steps, start, body):
-    """Emit ``for step in range(steps)`` carrying the accumulators ``start`` (a list of rows of
-    vectors) through ``body(step, accumulators) -> accumulators``; returns the final ones. The
-    loop is skipped when ``steps`` is 0."""
-    entry = builder.basic_block
-    loop = builder.append_basic_block("tile_steps")
-    done = builder.append_basic_block("tile_done")
-    builder.cbranch(builder.icmp_signed(">", steps, _index(0)), loop, done)
-    builder.position_at_end(loop)
-    step = builder.phi(_I64)
-    step.add_incoming(_index(0), entry)
-    carried = [[builder.phi(_VECTOR) for _ in row] for row in start]
-    for phis, values in zip(carried, start):
-        for phi, value in zip(phis, values):
-            phi.add_incoming(value, entry)
-    updated = body(step, carried)
-    following = builder.add(step, _index(1))
-    tail = builder.basic_block
-    step.add_incoming(following, tail)
-    for phis, values in zip(carried, updated):
-        for phi, value in zip(phis, values):
-            phi.add_incoming(value, tail)
-    builder.cbranch(builder.icmp_signed("<", following, steps), loop, done)
-    builder.position_at_end(done)
-    final = []
-    for values, initial in zip(updated, start):
-        row = []
-        for value, first in zip(values, initial):
-            merged = builder.phi(_VECTOR)
-            merged.add_incoming(first, entry)
-            merged.add_incoming(value, tail)
-            row.append(merged)
-        final.append(row)
-    return final
-
-
-def _masked_load(builder):
-    signature = ir.FunctionType(_VECTOR, [_VECTOR.as_pointer(), _I32, _MASK, _VECTOR])
-    name = f"llvm.masked.load.v{LANES}f32.p0"
-    return cgutils.get_or_insert_function(builder.module, signature, name)
-
-
-def _lanes(builder, first, v: int):
-    """The int64 vector first + v*LANES + (0, 1, ..., LANES - 1)."""
-    lane = ir.Constant(_INDEX_VECTOR, [v * LANES + lane for lane in range(LANES)])
-    return builder.add(_splat(builder, first, _INDEX_VECTOR), lane)
-
-
-def _count_loop(builder, first, last, body):
-    """Emit ``for value in range(first, last + 1): body(value)`` (int64, at least once)."""
-    entry = builder.basic_block
-    loop = builder.append_basic_block("tile_rows")
-    done = builder.append_basic_block("tile_rows_done")
-    builder.branch(loop)
-    builder.position_at_end(loop)
-    value = builder.phi(_I64)
-    value.add_incoming(first, entry)
-    body(value)
-    following = builder.add(value, _index(1))
-    value.add_incoming(following, builder.basic_block)
-    builder.cbranch(builder.icmp_signed("<=", following, last), loop, done)
-    builder.position_at_end(done)
+from . import tile_ir as t
+from .tile_ir import LANES, index
 
 
 def grid_tile(rows: int, vectors: int):
-    """The forward tile, over the flat grid of one image, as a numba intrinsic::
+    """``grid_tile(x, x_start, offsets, first, limit, weights, weight_start, weight_stride,
+    bias, out, out_start, out_plane, out_rows, width, out_width)``.
 
-        grid_tile(x, x_start, offsets, first, limit, weights, weight_start, weight_stride,
-                  bias, out, out_start, out_plane, out_rows, width, out_width)
-
-    Grid position p is row p // width, column p % width of the output, computed as if the
-    output were ``width`` wide (the input's width): tap k of position p reads
-    ``x[x_start + offsets[k] + p]``. The tile covers p = first + v*LANES + l for v < vectors,
-    lanes l, reading only where p < limit. For r < rows it stores ``bias[weight_start + r] +
-    sum over k of weights[weight_start + k*weight_stride + r] * x[...]`` to ``out[out_start +
-    r*out_plane + (p // width) * out_width + p % width]`` where r < out_rows, p < limit and
-    p % width < out_width. ``x``, ``weights``, ``bias``, ``out``: float32 1-D; ``offsets``:
-    int64 1-D; the rest int64.
+    Grid position p is output row p // width, column p % width; tap k of p reads
+    ``x[x_start + offsets[k] + p]``. The tile covers p = first + v*LANES + lane for v <
+    vectors, reading where p < limit, and for r < rows stores ``bias[weight_start + r] + sum
+    over k of weights[weight_start + k*weight_stride + r] * x[...]`` to ``out[out_start +
+    r*out_plane + (p // width)*out_width + p % width]`` where r < out_rows, p < limit and
+    p % width < out_width. x, weights, bias, out: float32 1-D; offsets: int64 1-D; the rest
+    int64.
     """
 
     @intrinsic
@@ -164,71 +51,265 @@ def grid_tile(rows: int, vectors: int):
         def codegen(context, builder, signature, arguments):
             kinds = signature.args
             x_data, offset_data, weight_data, bias_data, out_data = (
-                _pointer(context, builder, kinds[i], arguments[i]) for i in (0, 2, 5, 8, 9)
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 2, 5, 8, 9)
             )
             (_, x_start, offsets, first, limit, _, weight_start, weight_stride, _, _, out_start,
              out_plane, out_rows, width, out_width) = arguments  # fmt: skip
-            steps = cgutils.create_struct_proxy(kinds[2])(context, builder, value=offsets)
-            steps = builder.extract_value(steps.shape, 0)
-            fma, load = _fma(builder), _masked_load(builder)
-            positions = [_lanes(builder, first, v) for v in range(vectors)]
-            limits = _splat(builder, limit, _INDEX_VECTOR)
-            readable = [builder.icmp_signed("<", p, limits) for p in positions]
-            zero = ir.Constant(_VECTOR, None)
+            steps = t.length(context, builder, kinds[2], offsets)
+            positions = [t.lanes(builder, first, v * LANES) for v in range(vectors)]
+            readable = [t.within(builder, p, index(0), limit) for p in positions]
             start = []
             for r in range(rows):
-                value = builder.load(builder.gep(bias_data, [builder.add(weight_start, _index(r))]))
-                start.append([_splat(builder, value, _VECTOR)] * vectors)
+                value = t.scalar(builder, bias_data, builder.add(weight_start, index(r)))
+                start += [t.splat(builder, value)] * vectors
 
-            def body(step, accumulators):
-                base = builder.add(x_start, builder.load(builder.gep(offset_data, [step])))
-                inputs = []
-                for v in range(vectors):
-                    at = _vector_at(builder, x_data, builder.add(base, _index(v * LANES)))
-                    inputs.append(builder.call(load, [at, ir.Constant(_I32, 4), readable[v], zero]))
-                row_start = builder.add(weight_start, builder.mul(step, weight_stride))
+            def step(k, accumulators):
+                base = builder.add(x_start, t.scalar(builder, offset_data, k))
+                inputs = [
+                    t.masked_load(builder, x_data, builder.add(base, index(v * LANES)), readable[v])
+                    for v in range(vectors)
+                ]
+                row_start = builder.add(weight_start, builder.mul(k, weight_stride))
                 updated = []
-                for r, row in enumerate(accumulators):
-                    weight = builder.gep(weight_data, [builder.add(row_start, _index(r))])
-                    scalar = _splat(builder, builder.load(weight), _VECTOR)
-                    updated.append(
-                        [builder.call(fma, [scalar, inputs[v], row[v]]) for v in range(vectors)]
-                    )
+                for r in range(rows):
+                    weight = t.scalar(builder, weight_data, builder.add(row_start, index(r)))
+                    broadcast = t.splat(builder, weight)
+                    updated += [
+                        t.fma(builder, broadcast, inputs[v], accumulators[r * vectors + v])
+                        for v in range(vectors)
+                    ]
                 return updated
 
-            final = _step_loop(builder, steps, start, body)
-            store = _masked_store(builder)
-            last = builder.sub(builder.add(first, _index(vectors * LANES - 1)), _index(0))
-            first_row = builder.sdiv(first, width)
-            last_row = builder.sdiv(last, width)
+            final = t.loop(builder, index(0), steps, start, step)
+            last = builder.add(first, index(vectors * LANES - 1))
 
-            def store_row(line):
+            def store_row(line, unchanged):
+                # lane p of output row ``line`` lands at out[... + line*out_width + p - line*width]
                 line_start = builder.mul(line, width)
-                begin = _splat(builder, line_start, _INDEX_VECTOR)
-                end = _splat(builder, builder.add(line_start, out_width), _INDEX_VECTOR)
-                # lane p of this output row lands at out[... + line*out_width + p - line*width]
                 shift = builder.sub(builder.mul(line, out_width), line_start)
+                line_end = builder.add(line_start, out_width)
                 for v in range(vectors):
                     inside = builder.and_(
-                        builder.icmp_signed(">=", positions[v], begin),
-                        builder.icmp_signed("<", positions[v], end),
+                        t.within(builder, positions[v], line_start, line_end), readable[v]
                     )
-                    inside = builder.and_(inside, readable[v])
-                    lane_start = builder.add(builder.add(first, _index(v * LANES)), shift)
-                    for r, row in enumerate(final):
-                        present = _splat(
-                            builder, builder.icmp_signed("<", _index(r), out_rows), _MASK
-                        )
-                        at = builder.add(
-                            builder.add(out_start, builder.mul(_index(r), out_plane)), lane_start
-                        )
-                        target = _vector_at(builder, out_data, at)
-                        builder.call(
-                            store,
-                            [row[v], target, ir.Constant(_I32, 4), builder.and_(inside, present)],
-                        )
+                    lane_start = builder.add(builder.add(first, index(v * LANES)), shift)
+                    for r in range(rows):
+                        present = builder.icmp_signed("<", index(r), out_rows)
+                        mask = builder.and_(inside, t.splat(builder, present, t.MASK))
+                        at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
+                                         lane_start)  # fmt: skip
+                        t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+                return unchanged
 
-            _count_loop(builder, first_row, last_row, store_row)
+            first_line = builder.sdiv(first, width)
+            t.loop(builder, first_line, builder.add(builder.sdiv(last, width), index(1)), [],
+                   store_row)  # fmt: skip
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return tile
+
+
+def window_tile(rows: int, vectors: int):
+    """``window_tile(x, x_start, geometry, weights, weight_start, weight_stride, bias, out,
+    out_start, out_plane, out_rows, line, left)``.
+
+    ``geometry`` (int64): channels, height, width, kh, kw, ph, pw, out_width of one sample
+    ``x[x_start:]`` (C, H, W). For r < rows, v < vectors, lanes l, with column w = left +
+    v*LANES + l of output row ``line``: stores ``bias[weight_start + r] + sum over (c, i, j)
+    of weights[weight_start + ((c*kh + i)*kw + j)*weight_stride + r] * x[c, line + i - ph,
+    w + j - pw]`` (zero outside the image) to ``out[out_start + r*out_plane + v*LANES + l]``
+    where r < out_rows and w < out_width.
+    """
+
+    @intrinsic
+    def tile(typing_context, x, x_start, geometry, weights, weight_start, weight_stride, bias,
+             out, out_start, out_plane, out_rows, line, left):  # fmt: skip
+        signature = types.void(x, x_start, geometry, weights, weight_start, weight_stride, bias,
+                               out, out_start, out_plane, out_rows, line, left)  # fmt: skip
+
+        def codegen(context, builder, signature, arguments):
+            kinds = signature.args
+            x_data, shape_data, weight_data, bias_data, out_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 2, 3, 6, 7)
+            )
+            (_, x_start, _, _, weight_start, weight_stride, _, _, out_start, out_plane, out_rows,
+             line, left) = arguments  # fmt: skip
+            channels, height, width, kh, kw, ph, pw, out_width = (
+                t.scalar(builder, shape_data, index(k)) for k in range(8)
+            )
+            plane = builder.mul(height, width)
+            taps = builder.mul(kh, kw)
+            channel_stride = builder.mul(taps, weight_stride)
+            start = []
+            for r in range(rows):
+                value = t.scalar(builder, bias_data, builder.add(weight_start, index(r)))
+                start += [t.splat(builder, value)] * vectors
+
+            def kernel_row(i, accumulators):
+                row = builder.sub(builder.add(line, i), ph)
+                inside = builder.and_(
+                    builder.icmp_signed(">=", row, index(0)), builder.icmp_signed("<", row, height)
+                )
+
+                def columns(values):
+                    return t.loop(builder, index(0), kw, values, kernel_column)
+
+                def kernel_column(j, values):
+                    shift = builder.sub(j, pw)  # input column = output column + shift
+                    masks = [
+                        t.within(
+                            builder,
+                            t.lanes(builder, builder.add(left, shift), v * LANES),
+                            index(0),
+                            width,
+                        )  # fmt: skip
+                        for v in range(vectors)
+                    ]
+                    base = builder.add(x_start, builder.add(builder.mul(row, width), left))
+                    base = builder.add(base, shift)
+                    tap = builder.add(builder.mul(i, kw), j)
+                    weight_base = builder.add(weight_start, builder.mul(tap, weight_stride))
+
+                    def channel(c, sums):
+                        at = builder.add(base, builder.mul(c, plane))
+                        inputs = [
+                            t.masked_load(
+                                builder, x_data, builder.add(at, index(v * LANES)), masks[v]
+                            )  # fmt: skip
+                            for v in range(vectors)
+                        ]
+                        weight_row = builder.add(weight_base, builder.mul(c, channel_stride))
+                        updated = []
+                        for r in range(rows):
+                            weight = t.scalar(builder, weight_data,
+                                              builder.add(weight_row, index(r)))  # fmt: skip
+                            broadcast = t.splat(builder, weight)
+                            updated += [
+                                t.fma(builder, broadcast, inputs[v], sums[r * vectors + v])
+                                for v in range(vectors)
+                            ]
+                        return updated
+
+                    return t.loop(builder, index(0), channels, values, channel)
+
+                return t.when(builder, inside, accumulators, columns)
+
+            final = t.loop(builder, index(0), kh, start, kernel_row)
+            for v in range(vectors):
+                columns = t.lanes(builder, left, v * LANES)
+                kept = builder.icmp_signed("<", columns, t.splat(builder, out_width, t.INDICES))
+                for r in range(rows):
+                    present = builder.icmp_signed("<", index(r), out_rows)
+                    mask = builder.and_(kept, t.splat(builder, present, t.MASK))
+                    at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
+                                     index(v * LANES))  # fmt: skip
+                    t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return tile
+
+
+def dot_tile(rows: int, taps: int, vectors: int):
+    """``dot_tile(x, grad, geometry, first_sample, last_sample, channel, kernel_row, first_tap,
+    first_output, sums, sums_start, sums_stride)``.
+
+    ``geometry`` (int64): channels C, height H, width W, ph, pw, outputs O, out_height Ho,
+    out_width Wo, for x (N, C, H, W) and grad (N, O, Ho, Wo), flat; ``vectors * LANES`` must be
+    at least Wo. For r < rows, j < taps, adds ``sum over samples n in [first_sample,
+    last_sample), h < Ho, w < Wo of grad[n, first_output + r, h, w] * x[n, channel, h +
+    kernel_row - ph, w + first_tap + j - pw]`` (zero outside the image; rows past O count as
+    zero) to ``sums[sums_start + r*sums_stride + j]``.
+    """
+
+    @intrinsic
+    def tile(typing_context, x, grad, geometry, first_sample, last_sample, channel, kernel_row,
+             first_tap, first_output, sums, sums_start, sums_stride):  # fmt: skip
+        signature = types.void(x, grad, geometry, first_sample, last_sample, channel,
+                               kernel_row, first_tap, first_output, sums, sums_start,
+                               sums_stride)  # fmt: skip
+
+        def codegen(context, builder, signature, arguments):
+            kinds = signature.args
+            x_data, grad_data, shape_data, sums_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 1, 2, 9)
+            )
+            (_, _, _, first_sample, last_sample, channel, kernel_row, first_tap, first_output,
+             _, sums_start, sums_stride) = arguments  # fmt: skip
+            channels, height, width, ph, pw, outputs, out_height, out_width = (
+                t.scalar(builder, shape_data, index(k)) for k in range(8)
+            )
+            plane, out_plane = builder.mul(height, width), builder.mul(out_height, out_width)
+            image, out_image = builder.mul(channels, plane), builder.mul(outputs, out_plane)
+            shift = builder.sub(first_tap, pw)
+            columns = [t.lanes(builder, index(0), v * LANES) for v in range(vectors)]
+            kept = [
+                builder.icmp_signed("<", c, t.splat(builder, out_width, t.INDICES)) for c in columns
+            ]
+            present = [
+                t.splat(
+                    builder,
+                    builder.icmp_signed("<", builder.add(first_output, index(r)), outputs),
+                    t.MASK,
+                )  # fmt: skip
+                for r in range(rows)
+            ]
+            grad_masks = [[builder.and_(kept[v], present[r]) for v in range(vectors)]
+                          for r in range(rows)]  # fmt: skip
+            x_masks = [
+                [builder.and_(kept[v], t.within(builder, t.lanes(
+                    builder, builder.add(shift, index(j)), v * LANES), index(0), width))
+                 for v in range(vectors)]
+                for j in range(taps)
+            ]  # fmt: skip
+            zero = t.splat(builder, t.FLOAT(0.0))
+
+            def sample(n, accumulators):
+                x_image = builder.add(builder.mul(n, image), builder.mul(channel, plane))
+                grad_image = builder.add(builder.mul(n, out_image),
+                                         builder.mul(first_output, out_plane))  # fmt: skip
+
+                def output_row(h, values):
+                    row = builder.sub(builder.add(h, kernel_row), ph)
+                    inside = builder.and_(builder.icmp_signed(">=", row, index(0)),
+                                          builder.icmp_signed("<", row, height))  # fmt: skip
+
+                    def products(sums):
+                        x_row = builder.add(x_image, builder.add(builder.mul(row, width), shift))
+                        grad_row = builder.add(grad_image, builder.mul(h, out_width))
+                        sums = list(sums)
+                        for v in range(vectors):
+                            inputs = [
+                                t.masked_load(builder, x_data,
+                                              builder.add(x_row, index(j + v * LANES)),
+                                              x_masks[j][v])
+                                for j in range(taps)
+                            ]  # fmt: skip
+                            for r in range(rows):
+                                at = builder.add(builder.add(grad_row, builder.mul(
+                                    index(r), out_plane)), index(v * LANES))  # fmt: skip
+                                g = t.masked_load(builder, grad_data, at, grad_masks[r][v])
+                                for j in range(taps):
+                                    sums[r * taps + j] = t.fma(builder, g, inputs[j],
+                                                               sums[r * taps + j])  # fmt: skip
+                        return sums
+
+                    return t.when(builder, inside, values, products)
+
+                return t.loop(builder, index(0), out_height, accumulators, output_row)
+
+            final = t.loop(builder, first_sample, last_sample, [zero] * (rows * taps), sample)
+            for r in range(rows):
+                for j in range(taps):
+                    at = builder.add(sums_start,
+                                     builder.add(builder.mul(index(r), sums_stride), index(j)))  # fmt: skip
+                    pointer = builder.gep(sums_data, [at])
+                    total = builder.fadd(builder.load(pointer),
+                                         t.horizontal_sum(builder, final[r * taps + j]))  # fmt: skip
+                    builder.store(total, pointer)
             return context.get_dummy_value()
 
         return signature, codegen
@@ -237,15 +318,13 @@ def grid_tile(rows: int, vectors: int):
 
 
 def sum_tile(rows: int, vectors: int):
-    """The weight-gradient tile, as a numba intrinsic::
+    """``sum_tile(x, x_start, offsets, first_offset, grad, grad_start, grad_stride, steps, sums,
+    sums_start, sums_stride)``.
 
-        sum_tile(x, x_start, offsets, first_offset, grad, grad_start, grad_stride, steps,
-                 sums, sums_start, sums_stride)
-
-    For r < rows, v < vectors, lanes l: ``sums[sums_start + r*sums_stride + v*LANES + l] +=
-    sum over s < steps of x[x_start + offsets[first_offset + r] + s] *
-    grad[grad_start + s*grad_stride + v*LANES + l]``. ``x``, ``grad``, ``sums``: float32 1-D;
-    ``offsets``: int64 1-D; the rest int64.
+    For r < rows, v < vectors, lanes l: adds ``sum over s < steps of x[x_start +
+    offsets[first_offset + r] + s] * grad[grad_start + s*grad_stride + v*LANES + l]`` to
+    ``sums[sums_start + r*sums_stride + v*LANES + l]``: with grad channels-last, the weight
+    gradient of ``rows`` taps for ``vectors * LANES`` output channels over one output row.
     """
 
     @intrinsic
@@ -257,47 +336,41 @@ def sum_tile(rows: int, vectors: int):
         def codegen(context, builder, signature, arguments):
             kinds = signature.args
             x_data, offset_data, grad_data, sums_data = (
-                _pointer(context, builder, kinds[i], arguments[i]) for i in (0, 2, 4, 8)
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 2, 4, 8)
             )
-            _, x_start, _, first, _, grad_start, grad_stride, steps, _, sums_start, stride = (
-                arguments
-            )
-            fma = _fma(builder)
-            row_bases = [
-                builder.add(sums_start, builder.mul(_index(r), stride)) for r in range(rows)
+            (_, x_start, _, first_offset, _, grad_start, grad_stride, steps, _, sums_start,
+             sums_stride) = arguments  # fmt: skip
+            bases = [
+                builder.add(sums_start, builder.mul(index(r), sums_stride)) for r in range(rows)
             ]
-            start = [
-                [
-                    _load_vector(builder, sums_data, builder.add(base, _index(v * LANES)))
-                    for v in range(vectors)
-                ]
-                for base in row_bases
-            ]
-            inputs = []
-            for r in range(rows):
-                offset = builder.load(builder.gep(offset_data, [builder.add(first, _index(r))]))
-                inputs.append(builder.add(x_start, offset))
+            start = [t.load(builder, sums_data, builder.add(base, index(v * LANES)))
+                     for base in bases for v in range(vectors)]  # fmt: skip
+            inputs = [
+                builder.add(x_start, t.scalar(builder, offset_data,
+                                              builder.add(first_offset, index(r))))
+                for r in range(rows)
+            ]  # fmt: skip
 
-            def body(step, accumulators):
-                grad_base = builder.add(grad_start, builder.mul(step, grad_stride))
-                grads = [
-                    _load_vector(builder, grad_data, builder.add(grad_base, _index(v * LANES)))
-                    for v in range(vectors)
-                ]
+            def step(s, accumulators):
+                grad_base = builder.add(grad_start, builder.mul(s, grad_stride))
+                grads = [t.load(builder, grad_data, builder.add(grad_base, index(v * LANES)))
+                         for v in range(vectors)]  # fmt: skip
                 updated = []
-                for r, row in enumerate(accumulators):
-                    value = builder.load(builder.gep(x_data, [builder.add(inputs[r], step)]))
-                    scalar = _splat(builder, value, _VECTOR)
-                    updated.append(
-                        [builder.call(fma, [scalar, grads[v], row[v]]) for v in range(vectors)]
-                    )
+                for r in range(rows):
+                    broadcast = t.splat(builder, t.scalar(builder, x_data,
+                                                          builder.add(inputs[r], s)))  # fmt: skip
+                    updated += [t.fma(builder, broadcast, grads[v], accumulators[r * vectors + v])
+                                for v in range(vectors)]  # fmt: skip
                 return updated
 
-            final = _step_loop(builder, steps, start, body)
-            for base, row in zip(row_bases, final):
-                for v, value in enumerate(row):
-                    target = _vector_at(builder, sums_data, builder.add(base, _index(v * LANES)))
-                    builder.store(value, target, align=4)
+            final = t.loop(builder, index(0), steps, start, step)
+            for r, base in enumerate(bases):
+                for v in range(vectors):
+                    pointer = builder.bitcast(
+                        builder.gep(sums_data, [builder.add(base, index(v * LANES))]),
+                        t.VECTOR.as_pointer(),
+                    )
+                    builder.store(final[r * vectors + v], pointer, align=4)
             return context.get_dummy_value()
 
         return signature, codegen

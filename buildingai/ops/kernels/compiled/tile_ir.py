@@ -1,0 +1,154 @@
+"""LLVM IR building blocks for the register tiles of ``register_tile.py``: vector types of the
+CPU's width, masked loads and stores, broadcasts, and loops and branches that carry a list of
+accumulator vectors as SSA values (so that LLVM keeps them in registers).
+
+Every function takes the ``llvmlite.ir.IRBuilder`` a numba intrinsic's code generator is given.
+Indices are int64 values (``index(k)`` for a constant).
+"""
+
+from __future__ import annotations
+
+from llvmlite import binding, ir
+from numba.core import cgutils
+
+LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
+
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+FLOAT = ir.FloatType()
+VECTOR = ir.VectorType(FLOAT, LANES)
+INDICES = ir.VectorType(I64, LANES)
+MASK = ir.VectorType(I1, LANES)
+_ALIGN = ir.Constant(I32, 4)  # float32 alignment: no vector access needs more
+
+
+def index(value: int):
+    return ir.Constant(I64, value)
+
+
+def data(context, builder, array_type, array):
+    """The data pointer of a numba array value."""
+    return cgutils.create_struct_proxy(array_type)(context, builder, value=array).data
+
+
+def length(context, builder, array_type, array):
+    """The first extent of a numba array value."""
+    proxy = cgutils.create_struct_proxy(array_type)(context, builder, value=array)
+    return builder.extract_value(proxy.shape, 0)
+
+
+def splat(builder, scalar, vector_type=VECTOR):
+    """``scalar`` in every lane."""
+    undefined = ir.Constant(vector_type, ir.Undefined)
+    first = builder.insert_element(undefined, scalar, ir.Constant(I32, 0))
+    return builder.shuffle_vector(first, undefined, ir.Constant(ir.VectorType(I32, LANES), None))
+
+
+def lanes(builder, first, offset: int = 0):
+    """The int64 vector ``first + offset + (0, 1, ..., LANES - 1)``."""
+    steps = ir.Constant(INDICES, [offset + lane for lane in range(LANES)])
+    return builder.add(splat(builder, first, INDICES), steps)
+
+
+def within(builder, values, low, high):
+    """The lanes of ``values`` (int64 vector) in ``[low, high)`` (int64 scalars)."""
+    above = builder.icmp_signed(">=", values, splat(builder, low, INDICES))
+    return builder.and_(above, builder.icmp_signed("<", values, splat(builder, high, INDICES)))
+
+
+def load(builder, base, at):
+    """The vector starting at ``base[at]`` (``base`` a float pointer)."""
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    return builder.load(pointer, align=4)
+
+
+def scalar(builder, base, at):
+    return builder.load(builder.gep(base, [at]))
+
+
+def masked_load(builder, base, at, mask):
+    """The vector at ``base[at]``, zero in the lanes ``mask`` leaves out (not read)."""
+    signature = ir.FunctionType(VECTOR, [VECTOR.as_pointer(), I32, MASK, VECTOR])
+    function = cgutils.get_or_insert_function(
+        builder.module, signature, f"llvm.masked.load.v{LANES}f32.p0"
+    )
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    return builder.call(function, [pointer, _ALIGN, mask, ir.Constant(VECTOR, None)])
+
+
+def masked_store(builder, value, base, at, mask):
+    """Store the lanes of ``value`` that ``mask`` keeps at ``base[at + lane]``."""
+    signature = ir.FunctionType(ir.VoidType(), [VECTOR, VECTOR.as_pointer(), I32, MASK])
+    function = cgutils.get_or_insert_function(
+        builder.module, signature, f"llvm.masked.store.v{LANES}f32.p0"
+    )
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    builder.call(function, [value, pointer, _ALIGN, mask])
+
+
+def fma(builder, a, b, c):
+    """``a * b + c`` lane by lane, rounded once."""
+    signature = ir.FunctionType(VECTOR, [VECTOR] * 3)
+    function = cgutils.get_or_insert_function(builder.module, signature, f"llvm.fma.v{LANES}f32")
+    return builder.call(function, [a, b, c])
+
+
+def horizontal_sum(builder, vector):
+    """The sum of a vector's lanes, as a tree of halves (a fixed order)."""
+    width = LANES
+    while width > 1:
+        width //= 2
+        upper = ir.Constant(ir.VectorType(I32, LANES), [width + lane for lane in range(LANES)])
+        shifted = builder.shuffle_vector(vector, ir.Constant(VECTOR, None), upper)
+        vector = builder.fadd(vector, shifted)
+    return builder.extract_element(vector, ir.Constant(I32, 0))
+
+
+def loop(builder, start, stop, carried: list, body) -> list:
+    """Emit ``for i in range(start, stop)`` carrying the vectors ``carried`` through
+    ``body(i, values) -> values``; returns their values after the loop (``carried`` when it
+    runs no step)."""
+    entry = builder.basic_block
+    header = builder.append_basic_block("tile_loop")
+    done = builder.append_basic_block("tile_loop_done")
+    builder.cbranch(builder.icmp_signed("<", start, stop), header, done)
+    builder.position_at_end(header)
+    step = builder.phi(I64)
+    step.add_incoming(start, entry)
+    phis = [builder.phi(value.type) for value in carried]
+    for phi, value in zip(phis, carried):
+        phi.add_incoming(value, entry)
+    updated = body(step, phis)
+    following = builder.add(step, index(1))
+    tail = builder.basic_block
+    step.add_incoming(following, tail)
+    for phi, value in zip(phis, updated):
+        phi.add_incoming(value, tail)
+    builder.cbranch(builder.icmp_signed("<", following, stop), header, done)
+    builder.position_at_end(done)
+    return _merge(builder, [(carried, entry), (updated, tail)])
+
+
+def when(builder, condition, carried: list, body) -> list:
+    """Emit ``if condition: values = body(values)`` on the vectors ``carried``; returns their
+    values after it."""
+    entry = builder.basic_block
+    then = builder.append_basic_block("tile_then")
+    done = builder.append_basic_block("tile_endif")
+    builder.cbranch(condition, then, done)
+    builder.position_at_end(then)
+    updated = body(carried)
+    tail = builder.basic_block
+    builder.branch(done)
+    builder.position_at_end(done)
+    return _merge(builder, [(carried, entry), (updated, tail)])
+
+
+def _merge(builder, incoming: list) -> list:
+    """Phis joining, value by value, the lists of ``(values, block)`` that reach this block."""
+    merged = []
+    for position in range(len(incoming[0][0])):
+        phi = builder.phi(incoming[0][0][position].type)
+        for values, block in incoming:
+            phi.add_incoming(values[position], block)
+        merged.append(phi)
+    return merged
