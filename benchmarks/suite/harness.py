@@ -56,7 +56,10 @@ def thread_limit(threads: int | None) -> Iterator[None]:
     torch.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads, user_api="blas"):
-            yield
+            try:
+                yield
+            finally:
+                outside_one_pool(lambda: None)()  # a one-pool candidate ran last: leave the mode
     finally:
         torch.set_num_threads(torch_threads)
 

@@ -164,3 +164,49 @@ def test_the_tile_shapes_fit_the_registers():
     for outputs in (1, 16, 40, 64, 256):
         rows, vectors = direct._sum_shape(outputs)
         assert rows * vectors + vectors + 1 <= registers
+
+
+_OTHER_WIDTH = """
+import numpy as np
+from buildingai.ops import conv
+from buildingai.ops.kernels.compiled import conv as direct, tile_ir
+from tests.ops.kernels.test_compiled_conv import GEOMETRIES, _arrays, _close
+
+assert tile_ir.LANES == 8, tile_ir.LANES
+for name, geometry in GEOMETRIES.items():
+    x, taps, bias, grad, padding = _arrays(geometry)
+    bias = np.empty(0, np.float32) if bias is None else bias
+    expected = np.empty((x.shape[0], taps.shape[0], grad.shape[2], grad.shape[3]), np.float32)
+    conv.correlate(np, x, taps, None if bias.size == 0 else bias, expected, padding=padding)
+    got = np.empty_like(expected)
+    direct.correlate(x, taps, bias, got, padding)
+    _close(got, expected)
+    expected = np.empty_like(taps)
+    conv.correlate_weight_grad(np, x, grad, expected, padding=padding)
+    got = np.empty_like(taps)
+    direct.correlate_weight_grad(x, grad, got, padding)
+    _close(got, expected)
+print("ok")
+"""
+
+
+def test_avx2_tiles_match_im2col_too():
+    """The 8-lane tiles (AVX2 machines) run here too, forced by BUILDINGAI_VECTOR_LANES."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    environment = dict(os.environ, BUILDINGAI_VECTOR_LANES="8")
+    done = subprocess.run([sys.executable, "-c", _OTHER_WIDTH], cwd=root, env=environment,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_a_vector_width_other_than_8_or_16_is_refused(monkeypatch):
+    from buildingai.ops.kernels.compiled import tile_ir
+
+    monkeypatch.setenv(tile_ir.LANES_VARIABLE, "12")
+    with pytest.raises(ValueError, match="8 or 16"):
+        tile_ir._lanes_for_this_cpu()

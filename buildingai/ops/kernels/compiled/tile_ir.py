@@ -8,10 +8,26 @@ Indices are int64 values (``index(k)`` for a constant).
 
 from __future__ import annotations
 
+import os
+
 from llvmlite import binding, ir
 from numba.core import cgutils
 
-LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
+LANES_VARIABLE = "BUILDINGAI_VECTOR_LANES"  # 8 or 16 before import: another vector width
+
+
+def _lanes_for_this_cpu() -> int:
+    """16 float32 lanes (AVX-512) where the CPU has them, else 8 (AVX2), unless
+    ``BUILDINGAI_VECTOR_LANES`` says 8 (AVX2 tiles on an AVX-512 CPU, to compare or test)."""
+    chosen = os.environ.get(LANES_VARIABLE)
+    if chosen is not None:
+        if chosen not in ("8", "16"):
+            raise ValueError(f"{LANES_VARIABLE} must be 8 or 16, got {chosen!r}")
+        return int(chosen)
+    return 16 if binding.get_host_cpu_features().get("avx512f") else 8
+
+
+LANES = _lanes_for_this_cpu()
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 FLOAT = ir.FloatType()
