@@ -67,3 +67,16 @@ def test_packing_switch_updates_each_parameter_on_its_own(switches_restored):
     assert not np.shares_memory(first, second)
     for packed, single in zip(packed_params, single_params):
         np.testing.assert_array_equal(packed.numpy(), single.numpy())  # the same arithmetic
+
+
+def test_the_run_record_says_who_runs_the_products(tmp_path):
+    pytest.importorskip("threadpoolctl")
+    from buildingai.train.run_record import session_record
+
+    assert session_record(0)["gemm_threads"] == 1
+    bai.set_num_threads(2, gemm=True)
+    try:
+        record = session_record(0)
+    finally:
+        bai.set_num_threads(None)
+    assert record["gemm_threads"] == 2 and record["intra_op_threads"] == 2
