@@ -78,6 +78,11 @@ def _hold_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def splitting_products() -> bool:
+    """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``)."""
+    return _settings["gemm"] is not None
+
+
 def gemm_threads() -> int:
     """How many threads a large matrix product is cut across: ``get_num_threads()`` while
     ``set_num_threads(..., gemm=True)`` holds BLAS at one thread, else 1 (BLAS threads it)."""

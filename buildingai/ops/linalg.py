@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.precision import gemm_operand, gemm_result_dtype
-from ..backend.threads import blas_called, gemm_threads, parallel_for
+from ..backend.threads import blas_called, gemm_threads, parallel_for, splitting_products
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
@@ -39,6 +39,8 @@ def _dot(a, b, out=None):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in GEMM mode
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
     the larger operand (each thread then reads only its part of it), on BuildingAI's threads."""
+    if not splitting_products():  # the default: BLAS threads the product itself
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
     (rows, inner), columns = a.shape, b.shape[1]
     by_columns = b.size > a.size
     if not _splits(a, b, columns if by_columns else rows, rows * inner * columns):
@@ -65,7 +67,7 @@ def _split_matmul(a, b):
     """``np.matmul`` of two stacks with the same batch shape, cut across BuildingAI's threads in
     GEMM mode: by batch entries, or by rows when there are fewer entries than threads. None
     where it does not apply."""
-    if a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
+    if not splitting_products() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
         return None
     rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = int(np.prod(a.shape[:-2]))
@@ -228,7 +230,7 @@ class MatMul(Op):
             b = b.swapaxes(-1, -2)
         if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
             blas_called()
-            return _dot(a, b)
+            return _dot(a, b) if splitting_products() else a.dot(b)
         return matrix_product(xp, a, b)
 
     def infer(self, a, b, *, transpose_a=False, transpose_b=False):
