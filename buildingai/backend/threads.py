@@ -15,7 +15,7 @@ this process may use.
 
 ``set_num_threads(n, gemm=True)`` makes these threads the only pool, as PyTorch's intra-op pool
 is: BLAS is held at one thread (through threadpoolctl) and each large matrix product is cut
-into row ranges, one single-threaded BLAS call per thread (``ops/linalg``). No BLAS thread is
+into row or column ranges, one single-threaded BLAS call per thread (``ops/linalg``). No BLAS thread is
 then left spinning after a product, so the compiled twins, the direct convolutions among them,
 get every core in a GEMM-heavy step.
 """
@@ -53,22 +53,20 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
         count = available_cores()
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"set_num_threads needs an int >= 1, 'all' or None, got {count!r}")
-    held = _hold_blas() if gemm else None
     with _lock:
-        pool, released = _settings["pool"], _settings["gemm"]
-        _settings.update(count=count, pool=None, gemm=held)
+        pool, held = _settings["pool"], _settings["gemm"]
+        if gemm and held is None:  # (already held: keep the limits that know BLAS's count)
+            held = _blas_on_one_thread()  # raises with nothing changed if it cannot
+        released = None if gemm else held
+        _settings.update(count=count, pool=None, gemm=held if gemm else None)
     if pool is not None:
         pool.shutdown(wait=True)
     if released is not None:
         released.restore_original_limits()
 
 
-def _hold_blas():
-    """BLAS limited to one thread; the returned limits restore the previous count."""
-    current = _settings["gemm"]
-    if current is not None:  # already held: keep the limits that know the original count
-        _settings["gemm"] = None
-        return current
+def _blas_on_one_thread():
+    """Limit BLAS to one thread; the returned threadpoolctl limits restore the previous count."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

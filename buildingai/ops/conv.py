@@ -6,9 +6,13 @@ also uses), and with respect to the weight ``conv2d_weight_grad(x, g)``. The thr
 bilinear and each one's gradients are the other two, so derivatives of any order are again
 these three records.
 
-All three share the im2col machinery: the zero-padded input is viewed (no copy) through
-``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape gathers them into columns
-``(groups, C/groups * kh * kw, N * Ho * Wo)``, and one GEMM per group with the weight reshaped
+Float32 stride-1 calls with one group go to the compiled tier's direct convolution twins
+(``kernels/compiled/conv.py``: register tiles that read the input in place) when two of numba's
+threads are free; ``correlate`` and ``correlate_weight_grad`` below are their references.
+Everything else, and those references, share the im2col machinery: the zero-padded input is
+viewed (no copy) through ``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape
+gathers them into columns ``(groups, C/groups * kh * kw, N * Ho * Wo)``, and one GEMM per
+group with the weight reshaped
 to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy.
 The input gradient runs the GEMM the other way and scatters the columns back (col2im) with one
 strided add per kernel offset, or, for stride 1, one contiguous add per offset on the flat
@@ -342,8 +346,11 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
     full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
     turn = (kh - 1 - padding[0], kw - 1 - padding[1])  # the correlation's padding
     outputs = n * per_group_in * prod(input_hw)
-    direct = _direct(xp, grad, weight, stride, dilation, groups, outputs)
-    if full_hw == (ho, wo) and min(turn) >= 0 and direct:
+    if (
+        full_hw == (ho, wo)
+        and min(turn) >= 0
+        and _direct(xp, grad, weight, stride, dilation, groups, outputs)
+    ):
         # The correlation of the output gradient with the turned filters (O and C swapped).
         turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
         out = np.empty((n, per_group_in) + tuple(input_hw), np.float32)
@@ -373,8 +380,12 @@ def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, co
     ``cols``: x's im2col columns if the forward kept them (else they are made again, or the
     direct twin reads x in place)."""
     full_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
-    direct = _direct(xp, x, grad, stride, dilation, groups, grad.shape[1] * prod(x.shape[1:]))
-    if cols is None and full_hw == grad.shape[2:] and direct:
+    outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
+    if (
+        cols is None
+        and full_hw == grad.shape[2:]
+        and _direct(xp, x, grad, stride, dilation, groups, outputs)
+    ):
         out = np.empty((grad.shape[1], x.shape[1]) + tuple(kernel), np.float32)
         if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
             return out

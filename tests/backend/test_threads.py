@@ -132,3 +132,20 @@ def test_gemm_mode_without_threadpoolctl_names_the_package(monkeypatch):
     with pytest.raises(ImportError, match="pip install threadpoolctl"):
         bai.set_num_threads(2, gemm=True)
     assert threads.gemm_threads() == 1
+
+
+def test_two_threads_switching_the_mode_leave_blas_as_it_was():
+    pytest.importorskip("threadpoolctl")
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = _blas_threads()
+
+    def switch(index):
+        for _ in range(20):
+            bai.set_num_threads(2, gemm=index % 2 == 0)
+            bai.set_num_threads(None)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(switch, range(4)))
+    assert threads.gemm_threads() == 1
+    assert _blas_threads() == before
