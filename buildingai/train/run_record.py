@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import cuda_is_available, memory, vector_blas
-from ..backend.threads import gemm_threads, get_num_threads
+from ..backend.threads import get_num_threads, one_pool
 from ..ops.kernels import compiled
 from ..optim import packing
 from ..version import __version__
@@ -85,7 +85,7 @@ def machine_report() -> dict:
     from ..backend import precision
 
     report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
-    report["gemm_threads"] = gemm_threads()  # set_num_threads(n, gemm=True): products there too
+    report["one_pool"] = one_pool()  # set_num_threads(n, gemm=True): BLAS's jobs on numba's threads
     report["accelerations"] = accelerations()
     report["math_precision"] = precision.describe()  # buildingai.set_math_precision
     return report
@@ -110,7 +110,7 @@ def session_record(step: int, seed: int | None = None, config: dict | None = Non
         "platform": machine.get("platform"),
         "blas": machine.get("blas"),
         "intra_op_threads": get_num_threads(),
-        "gemm_threads": gemm_threads(),
+        "one_pool": one_pool(),
         "accelerations": accelerations(),
         "math_precision": machine.get("math_precision"),
         "git": git_info(),
