@@ -4,9 +4,11 @@ weight and bias gradients), BuildingAI with the compiled tier on (direct twins w
 bound (im2col through ``sliding_window_view`` and one ``tensordot`` per product), interleaved
 in one run.
 
-BuildingAI's element-wise threads are set to ``--threads`` here, so the twins get that many
-numba threads; nothing in these calls runs a BLAS GEMM right before them except the im2col
-path itself (the twins stay on one thread for 0.15 s after one, ``threads.blas_spinning``).
+BuildingAI runs in one pool at ``--threads`` (``set_num_threads(threads, gemm=True)``, where
+available): the twins get that many numba threads even right after the im2col column's GEMMs,
+whose jobs run on the same threads. Without one pool (``--own-blas-threads``) a twin called
+within 0.15 s of a GEMM stays on one thread (``threads.blas_spinning``), and the direct column
+then mostly measures im2col.
 
 Run: ``python -m benchmarks.direct_conv [--threads 2] [--quick]``.
 """
@@ -95,10 +97,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a tiny size, for a smoke test")
     parser.add_argument("--threads", type=int, default=2, help="threads for every library")
+    parser.add_argument(
+        "--own-blas-threads", action="store_true", help="leave OpenBLAS on its own threads"
+    )
     args = parser.parse_args(argv)
     retain_freed_memory()
     set_threads(args.threads)
-    bai.set_num_threads(args.threads)
+    bai.set_num_threads(args.threads, gemm=not args.own_blas_threads)
     print(environment())
     print(f"compiled tier: {compiled.status()['detail']}")
     rows = []

@@ -47,7 +47,8 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
     ``gemm=True``: one pool. OpenBLAS's parallel jobs run on numba's threads too, and OpenBLAS's
     thread count is held at ``count`` (process-wide, through threadpoolctl) until a call with
     ``gemm=False`` gives BLAS back its own threads and count. Needs numba, threadpoolctl and
-    NumPy's OpenBLAS 0.3.27 or later (``ops/kernels/compiled/blas_pool.py``).
+    NumPy's OpenBLAS 0.3.27 or later (``ops/kernels/compiled/blas_pool.py``, registered
+    through ``provide_one_pool``).
     """
     if count == "all":
         count = available_cores()
@@ -66,30 +67,42 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
                 pool.shutdown(wait=True)
 
 
+_one_pool_start = {"start": None}  # provided by ops/kernels/compiled (a higher floor)
+
+
+def provide_one_pool(start) -> None:
+    """Register how one pool starts: ``start()`` hands BLAS's parallel jobs to the compiled
+    tier's threads and returns ``(stop, most_threads)``: the function that gives BLAS its jobs
+    back, and how many threads one call's jobs may use. ``ops/kernels/compiled`` registers it
+    on import (this floor does not import that one); it raises ImportError or RuntimeError
+    saying why where one pool cannot run."""
+    _one_pool_start["start"] = start
+
+
 class _OnePool:
-    """OpenBLAS's jobs on numba's threads, and OpenBLAS's thread count held at ``threads``."""
+    """BLAS's jobs on the compiled tier's threads, and OpenBLAS's thread count held at
+    ``threads``."""
 
     def __init__(self, threads: int):
+        what = "set_num_threads(..., gemm=True)"
         try:
             from threadpoolctl import threadpool_limits
-
-            from ..ops.kernels.compiled import blas_pool
+        except ImportError:
+            raise ImportError(f"{what} needs threadpoolctl: pip install threadpoolctl") from None
+        start = _one_pool_start["start"]
+        if start is None:
+            raise RuntimeError(f"{what} needs buildingai.ops.kernels.compiled: import buildingai")
+        try:
+            self.stop, most = start()
         except ImportError as error:
-            raise ImportError(
-                f"set_num_threads(..., gemm=True) needs numba and threadpoolctl ({error}): "
-                "pip install numba threadpoolctl"
-            ) from None
-        reason = blas_pool.install()
-        if reason is not None:
-            raise RuntimeError(f"set_num_threads(..., gemm=True) cannot run BLAS on numba's "
-                               f"threads: {reason}")  # fmt: skip
-        self.uninstall = blas_pool.uninstall
+            raise ImportError(f"{what} needs numba ({error}): pip install numba") from None
+        except RuntimeError as error:
+            raise RuntimeError(f"{what} cannot run BLAS on numba's threads: {error}") from None
         # OpenBLAS makes one job per thread, and every job must find a thread of its own
-        self.limits = threadpool_limits(limits=min(threads, blas_pool.MAX_THREADS),
-                                        user_api="blas")  # fmt: skip
+        self.limits = threadpool_limits(limits=min(threads, most), user_api="blas")
 
     def release(self) -> None:
-        self.uninstall()
+        self.stop()
         self.limits.restore_original_limits()
 
 

@@ -27,6 +27,7 @@ from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from ..backend.memory import retain_freed_memory
 from ..backend.random import Generator, get_rng_state, manual_seed, set_rng_state
+from ..backend.threads import get_num_threads, set_num_threads
 from ..data import DataLoader, Sampler
 from ..errors import BuildingAIError, CheckpointError
 from ..nn.loss import CrossEntropyLoss
@@ -74,6 +75,10 @@ DEFAULTS = Config(
     # keep freed host memory for the next step instead of returning it to the OS
     # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
     retain_freed_memory=True,
+    # BuildingAI's threads (buildingai.set_num_threads: process-wide); null leaves them as set
+    threads=None,
+    # one pool: OpenBLAS's jobs on those threads too (set_num_threads(threads, gemm=True))
+    one_pool=False,
 )
 
 
@@ -146,6 +151,8 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("progress", "true or false", _is_bool),
     ("compile", "true or false", _is_bool),
     ("retain_freed_memory", "true or false", _is_bool),
+    ("threads", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("one_pool", "true or false", _is_bool),
     ("data.num_workers", "an integer >= 0", _int_at_least(0)),
     ("data.prefetch", "null or an integer >= 0", _optional(_int_at_least(0))),
     ("data.shuffle", "true or false", _is_bool),
@@ -675,6 +682,8 @@ class Trainer:
             check_dataset(config.data.eval, "data.eval")
         if config.retain_freed_memory:
             retain_freed_memory()
+        if config.threads is not None or config.one_pool:
+            set_num_threads(config.threads or get_num_threads(), gemm=config.one_pool)
         manual_seed(config.seed)  # the model's initial weights come from the default stream
         model = MODELS.build(config.model, path="model")
         if config.device != "cpu":

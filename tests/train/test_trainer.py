@@ -210,3 +210,19 @@ def test_from_config_keeps_freed_memory_unless_told_not_to(monkeypatch):
     assert calls == []
     Trainer.from_config(config(), verbose=False)
     assert calls == [1]
+
+
+def test_from_config_sets_the_threads_and_one_pool(monkeypatch):
+    import buildingai.train.trainer as trainer_module
+    from buildingai.backend.threads import get_num_threads
+
+    calls = []
+    monkeypatch.setattr(trainer_module, "set_num_threads", lambda n, gemm: calls.append((n, gemm)))
+    Trainer.from_config(config(), verbose=False)
+    assert calls == []  # null: the threads stay as the program set them
+    Trainer.from_config(config(threads=2), verbose=False)
+    Trainer.from_config(config(threads=2, one_pool=True), verbose=False)
+    Trainer.from_config(config(one_pool=True), verbose=False)  # at the current count
+    assert calls == [(2, False), (2, True), (get_num_threads(), True)]
+    with pytest.raises(ConfigError, match="threads"):
+        Trainer.from_config(config(threads=0), verbose=False)
