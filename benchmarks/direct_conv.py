@@ -4,11 +4,11 @@ weight and bias gradients), BuildingAI with the compiled tier on (direct twins w
 bound (im2col through ``sliding_window_view`` and one ``tensordot`` per product), interleaved
 in one run.
 
-BuildingAI runs in one pool at ``--threads`` (``set_num_threads(threads, gemm=True)``, where
-available): the twins get that many numba threads even right after the im2col column's GEMMs,
-whose jobs run on the same threads. Without one pool (``--own-blas-threads``) a twin called
-within 0.15 s of a GEMM stays on one thread (``threads.blas_spinning``), and the direct column
-then mostly measures im2col.
+BuildingAI runs in one pool at ``--threads`` (``set_num_threads(threads, gemm=True)``): the
+im2col column's GEMMs run as single-threaded BLAS calls on BuildingAI's threads, so no BLAS
+thread spins and the twins get ``--threads`` numba threads. With ``--own-blas-threads`` a twin
+called within 0.15 s of a GEMM stays on one thread (``threads.blas_spinning``), and the direct
+column then mostly measures im2col.
 
 Run: ``python -m benchmarks.direct_conv [--threads 2] [--quick]``.
 """

@@ -68,10 +68,10 @@ ONE_POOL = "one pool"  # a candidate name's suffix: run in BuildingAI's one-pool
 
 
 def one_pool(function: Callable[[], object], threads: int) -> Callable[[], object]:
-    """``function`` run with ``buildingai.set_num_threads(threads, gemm=True)``: OpenBLAS's
-    jobs run on numba's threads, which also run the compiled twins, as PyTorch has one
-    intra-op pool. The mode is switched on only when it is not on already: within a timing
-    repetition that happens in measure's untimed first call."""
+    """``function`` run with ``buildingai.set_num_threads(threads, gemm=True)``: BuildingAI's
+    threads run the GEMMs too (BLAS held at one thread), as PyTorch's one intra-op pool does.
+    The mode is switched on only when it is not on already: within a timing repetition that
+    happens in measure's untimed first call."""
     import buildingai as bai
     from buildingai.backend import threads as bai_threads
 

@@ -223,11 +223,11 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "in these steps (docs/design_notes/performance.md). PyTorch runs its element-wise work "
         "on `threads` cores.",
         "- One pool: the `one pool` columns run BuildingAI with "
-        "`buildingai.set_num_threads(threads, gemm=True)`, PyTorch's arrangement: OpenBLAS "
-        "hands its parallel jobs to numba's threads, which also run the element-wise twins and "
-        "the direct convolutions, so no BLAS thread spins while the twins run and they use "
-        "`threads` cores. The mode is switched on and off outside the timed calls; the other "
-        "columns run outside it. It is measured above one thread only.",
+        "`buildingai.set_num_threads(threads, gemm=True)`, PyTorch's arrangement: its own "
+        "threads run the element-wise twins, the direct convolutions and the GEMMs (BLAS held "
+        "at one thread, each large product cut into row or column ranges), so no BLAS thread "
+        "spins while the twins run. The mode is switched on and off outside the timed calls; "
+        "the other columns run outside it. It is measured above one thread only.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "
         "arrays and Python objects. PyTorch allocates through its own C++ allocator, which "

@@ -13,10 +13,11 @@ docs/design_notes/performance.md). Raise it where BLAS runs single-threaded, or 
 element-wise-heavy work: ``set_num_threads(n)``, or ``set_num_threads("all")`` for every core
 this process may use.
 
-``set_num_threads(n, gemm=True)`` makes one pool, as PyTorch's intra-op pool is: OpenBLAS hands
-its parallel jobs to numba's threads (``ops/kernels/compiled/blas_pool.py``), which also run the
-compiled twins. No BLAS thread is then left spinning after a product, so the twins, the direct
-convolutions among them, get every core in a GEMM-heavy step.
+``set_num_threads(n, gemm=True)`` makes these threads the only pool, as PyTorch's intra-op pool
+is: BLAS is held at one thread (through threadpoolctl) and each large matrix product is cut
+into row or column ranges, one single-threaded BLAS call per thread (``ops/linalg``). No BLAS thread is
+then left spinning after a product, so the compiled twins, the direct convolutions among them,
+get every core in a GEMM-heavy step.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MIN_PARALLEL_WORK = 1 << 19
 # default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
 BLAS_SPIN_SECONDS = 0.15
 
-_settings = {"count": None, "pool": None, "gemm": None}  # gemm: the _OnePool in force
+_settings = {"count": None, "pool": None, "gemm": None}  # gemm: threadpoolctl's held limits
 _blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
@@ -44,11 +45,9 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
     ops and optimizer updates; ``"all"`` means every core available to this process, ``None``
     the default, 1.
 
-    ``gemm=True``: one pool. OpenBLAS's parallel jobs run on numba's threads too, and OpenBLAS's
-    thread count is held at ``count`` (process-wide, through threadpoolctl) until a call with
-    ``gemm=False`` gives BLAS back its own threads and count. Needs numba, threadpoolctl and
-    NumPy's OpenBLAS 0.3.27 or later (``ops/kernels/compiled/blas_pool.py``, registered
-    through ``provide_one_pool``).
+    ``gemm=True``: matrix products run on these threads too, and BLAS on one thread of its own
+    (process-wide, through threadpoolctl: ``pip install threadpoolctl``); ``gemm=False`` gives
+    BLAS back the thread count it had.
     """
     if count == "all":
         count = available_cores()
@@ -56,59 +55,36 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
         raise ValueError(f"set_num_threads needs an int >= 1, 'all' or None, got {count!r}")
     with _lock:
         pool, held = _settings["pool"], _settings["gemm"]
-        _settings.update(count=count, pool=None, gemm=None)
-        try:
-            if held is not None:
-                held.release()
-            if gemm:
-                _settings["gemm"] = _OnePool(count or 1)  # raises with BLAS as it was
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
+        if gemm and held is None:  # (already held: keep the limits that know BLAS's count)
+            held = _blas_on_one_thread()  # raises with nothing changed if it cannot
+        released = None if gemm else held
+        _settings.update(count=count, pool=None, gemm=held if gemm else None)
+    if pool is not None:
+        pool.shutdown(wait=True)
+    if released is not None:
+        released.restore_original_limits()
 
 
-_one_pool_start = {"start": None}  # provided by ops/kernels/compiled (a higher floor)
-
-
-def provide_one_pool(start) -> None:
-    """Register how one pool starts: ``start()`` hands BLAS's parallel jobs to the compiled
-    tier's threads and returns ``(stop, most_threads)``: the function that gives BLAS its jobs
-    back, and how many threads one call's jobs may use. ``ops/kernels/compiled`` registers it
-    on import (this floor does not import that one); it raises ImportError or RuntimeError
-    saying why where one pool cannot run."""
-    _one_pool_start["start"] = start
-
-
-class _OnePool:
-    """BLAS's jobs on the compiled tier's threads, and OpenBLAS's thread count held at
-    ``threads``."""
-
-    def __init__(self, threads: int):
-        what = "set_num_threads(..., gemm=True)"
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            raise ImportError(f"{what} needs threadpoolctl: pip install threadpoolctl") from None
-        start = _one_pool_start["start"]
-        if start is None:
-            raise RuntimeError(f"{what} needs buildingai.ops.kernels.compiled: import buildingai")
-        try:
-            self.stop, most = start()
-        except ImportError as error:
-            raise ImportError(f"{what} needs numba ({error}): pip install numba") from None
-        except RuntimeError as error:
-            raise RuntimeError(f"{what} cannot run BLAS on numba's threads: {error}") from None
-        # OpenBLAS makes one job per thread, and every job must find a thread of its own
-        self.limits = threadpool_limits(limits=min(threads, most), user_api="blas")
-
-    def release(self) -> None:
-        self.stop()
-        self.limits.restore_original_limits()
+def _blas_on_one_thread():
+    """Limit BLAS to one thread; the returned threadpoolctl limits restore the previous count."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise ImportError(
+            "set_num_threads(..., gemm=True) needs threadpoolctl: pip install threadpoolctl"
+        ) from None
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def one_pool() -> bool:
-    """Whether OpenBLAS's jobs run on numba's threads (``set_num_threads(..., gemm=True)``)."""
+    """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``)."""
     return _settings["gemm"] is not None
+
+
+def gemm_threads() -> int:
+    """How many threads a large matrix product is cut across: ``get_num_threads()`` while
+    ``set_num_threads(..., gemm=True)`` holds BLAS at one thread, else 1 (BLAS threads it)."""
+    return get_num_threads() if _settings["gemm"] is not None else 1
 
 
 def get_num_threads() -> int:
@@ -127,9 +103,8 @@ def blas_spinning() -> bool:
     """Whether a BLAS call ran less than ``BLAS_SPIN_SECONDS`` ago, so that its idle threads
     may still hold the other cores: element-wise work then stays on the calling thread. In a
     training step that is every element-wise op; a second thread there measured up to 40x
-    slower (docs/design_notes/performance.md). Never in one pool
-    (``set_num_threads(..., gemm=True)``): BLAS's jobs then run on numba's threads, whose
-    spin is short."""
+    slower (docs/design_notes/performance.md). Never while BLAS is held at one thread
+    (``set_num_threads(..., gemm=True)``): it then has no threads of its own."""
     if _settings["gemm"] is not None:
         return False
     return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS

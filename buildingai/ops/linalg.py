@@ -9,11 +9,83 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.precision import gemm_operand, gemm_result_dtype
-from ..backend.threads import blas_called
+from ..backend.threads import blas_called, gemm_threads, one_pool, parallel_for
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
 from .reduce import SUM
+
+# A product of at least this many multiply-adds is cut across BuildingAI's threads when they run
+# the GEMMs (``set_num_threads(..., gemm=True)``): below it the hand-off costs more than it saves.
+SPLIT_MULTIPLY_ADDS = 1 << 21
+
+
+def _splits(a, b, length: int, multiply_adds: int) -> bool:
+    """Whether a product of ``multiply_adds``, cut along an output axis ``length`` long, is cut
+    across threads."""
+    threads = gemm_threads()
+    return (
+        threads > 1
+        and length >= 2 * threads
+        and multiply_adds >= SPLIT_MULTIPLY_ADDS
+        and a.dtype == b.dtype
+        and a.dtype.kind == "f"  # float16/32/64 NumPy arrays; ml_dtypes and CuPy stay whole
+        and isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+    )
+
+
+def _dot(a, b, out=None):
+    """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in GEMM mode
+    one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
+    the larger operand (each thread then reads only its part of it), on BuildingAI's threads."""
+    if not one_pool():  # the default: BLAS threads the product itself
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
+    (rows, inner), columns = a.shape, b.shape[1]
+    by_columns = b.size > a.size
+    if not _splits(a, b, columns if by_columns else rows, rows * inner * columns):
+        if out is None:
+            return a.dot(b)
+        return np.dot(a, b, out=out)
+    if out is None:
+        out = np.empty((rows, columns), a.dtype)
+
+    def row_range(start: int, stop: int) -> None:
+        np.dot(a[start:stop], b, out=out[start:stop])
+
+    def column_range(start: int, stop: int) -> None:
+        out[:, start:stop] = a.dot(b[:, start:stop])
+
+    if by_columns:
+        parallel_for(column_range, columns, work=rows * inner * columns)
+    else:
+        parallel_for(row_range, rows, work=rows * inner * columns)
+    return out
+
+
+def _split_matmul(a, b):
+    """``np.matmul`` of two stacks with the same batch shape, cut across BuildingAI's threads in
+    GEMM mode: by batch entries, or by rows when there are fewer entries than threads. None
+    where it does not apply."""
+    if not one_pool() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
+        return None
+    rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = int(np.prod(a.shape[:-2]))
+    if not _splits(a, b, batch * rows, batch * rows * inner * columns):
+        return None
+    out = np.empty(a.shape[:-1] + (columns,), a.dtype)
+    stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
+    results = out.reshape(batch, rows, columns)
+    if batch < 2 * gemm_threads():
+        for index in range(batch):
+            _dot(stacks[0][index], stacks[1][index], out=results[index])
+        return out
+
+    def entries(start: int, stop: int) -> None:
+        np.matmul(stacks[0][start:stop], stacks[1][start:stop], out=results[start:stop])
+
+    parallel_for(entries, batch, work=batch * rows * inner * columns)
+    return out
 
 
 def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
@@ -56,11 +128,11 @@ def _folded_product(xp, a, b):
     blas_called()
     if b.ndim == 2:
         if a.ndim == 2:
-            return a.dot(b)
+            return _dot(a, b)
         # a view when a's rows are contiguous, else one copy; the row count is explicit, as -1
         # cannot be inferred when the inner dimension is 0
         rows = a.reshape(int(np.prod(a.shape[:-1])), a.shape[-1])
-        return rows.dot(b).reshape(*a.shape[:-1], b.shape[1])
+        return _dot(rows, b).reshape(*a.shape[:-1], b.shape[1])
     return _matmul_array(xp, a, b)
 
 
@@ -72,6 +144,9 @@ def matmul_array(xp, a, b):
 
 def _matmul_array(xp, a, b):
     blas_called()
+    out = _split_matmul(a, b) if xp is np else None
+    if out is not None:
+        return out
     # NumPy multiplies ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)
     out = xp.matmul(a, b)
     if out.dtype != a.dtype and a.dtype.kind == "V":
@@ -155,7 +230,7 @@ class MatMul(Op):
             b = b.swapaxes(-1, -2)
         if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
             blas_called()
-            return a.dot(b)
+            return _dot(a, b) if one_pool() else a.dot(b)
         return matrix_product(xp, a, b)
 
     def infer(self, a, b, *, transpose_a=False, transpose_b=False):

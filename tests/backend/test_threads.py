@@ -84,7 +84,7 @@ def test_products_note_their_blas_call():
         assert threads.blas_spinning()
 
 
-# ----- one pool: set_num_threads(n, gemm=True) --------------------------------------------------
+# ----- GEMMs on BuildingAI's threads: set_num_threads(n, gemm=True) ----------------------------
 
 
 def _blas_threads() -> int:
@@ -93,35 +93,27 @@ def _blas_threads() -> int:
     return min(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
 
 
-@pytest.fixture
-def one_pool_available():
+def test_gemm_mode_holds_blas_at_one_thread_and_gives_it_back():
     pytest.importorskip("threadpoolctl")
-    pytest.importorskip("numba")
-    from buildingai.ops.kernels.compiled import blas_pool
-
-    reason = blas_pool.install()
-    blas_pool.uninstall()
-    if reason is not None:
-        pytest.skip(reason)
-
-
-def test_one_pool_holds_blas_and_gives_it_back(one_pool_available):
     before = _blas_threads()
     bai.set_num_threads(2, gemm=True)
     try:
-        assert threads.one_pool() and _blas_threads() == 2
-        bai.set_num_threads(1, gemm=True)  # another count: BLAS follows
-        assert threads.one_pool() and _blas_threads() == 1
+        assert _blas_threads() == 1
+        assert threads.gemm_threads() == 2
+        bai.set_num_threads(3, gemm=True)  # changing the count keeps the hold
+        assert _blas_threads() == 1 and threads.gemm_threads() == 3
     finally:
         bai.set_num_threads(None)
-    assert not threads.one_pool() and _blas_threads() == before
+    assert _blas_threads() == before
+    assert threads.gemm_threads() == 1
     bai.set_num_threads(2, gemm=True)
     bai.set_num_threads(2)  # gemm=False: BLAS gets its threads back, the count stays
     assert _blas_threads() == before and bai.get_num_threads() == 2
     bai.set_num_threads(None)
 
 
-def test_no_blas_spin_in_one_pool(one_pool_available, monkeypatch):
+def test_no_blas_spin_while_blas_has_no_threads_of_its_own(monkeypatch):
+    pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
     threads.blas_called()
     assert threads.blas_spinning()
@@ -133,17 +125,17 @@ def test_no_blas_spin_in_one_pool(one_pool_available, monkeypatch):
     assert threads.blas_spinning()
 
 
-def test_one_pool_without_threadpoolctl_names_the_packages(monkeypatch):
+def test_gemm_mode_without_threadpoolctl_names_the_package(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     with pytest.raises(ImportError, match="pip install threadpoolctl"):
         bai.set_num_threads(2, gemm=True)
-    assert not threads.one_pool() and bai.get_num_threads() == 2
-    bai.set_num_threads(None)
+    assert threads.gemm_threads() == 1
 
 
-def test_two_threads_switching_the_mode_leave_blas_as_it_was(one_pool_available):
+def test_two_threads_switching_the_mode_leave_blas_as_it_was():
+    pytest.importorskip("threadpoolctl")
     from concurrent.futures import ThreadPoolExecutor
 
     before = _blas_threads()
@@ -155,5 +147,5 @@ def test_two_threads_switching_the_mode_leave_blas_as_it_was(one_pool_available)
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(switch, range(4)))
-    assert not threads.one_pool()
+    assert threads.gemm_threads() == 1
     assert _blas_threads() == before

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ....backend.switches import env_switch
-from ....backend.threads import blas_spinning, get_num_threads, inside_pool, provide_one_pool
+from ....backend.threads import blas_spinning, get_num_threads, inside_pool
 
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
@@ -321,21 +321,6 @@ def _use_threads(work: int) -> None:
     if getattr(_threads, "count", None) != count:
         numba.set_num_threads(count)
         _threads.count = count
-
-
-def _start_one_pool():
-    """``threads.set_num_threads(..., gemm=True)``: BLAS's parallel jobs on numba's threads
-    (``blas_pool.py``). Returns (the function that stops it, the most threads one call's jobs
-    may use); raises ImportError without numba, RuntimeError where it cannot run."""
-    from . import blas_pool
-
-    reason = blas_pool.install()
-    if reason is not None:
-        raise RuntimeError(reason)
-    return blas_pool.uninstall, blas_pool.MAX_THREADS
-
-
-provide_one_pool(_start_one_pool)
 
 
 def _off_in_forked_child() -> None:
