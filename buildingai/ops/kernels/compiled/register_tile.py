@@ -17,6 +17,8 @@ written, so a tile may straddle the end of an image row or the edge of the zero 
 - ``dot_tile``: the weight gradient: ``rows`` output channels x ``taps`` kernel columns of one
   (input channel, kernel row), each a vector of partial sums over output positions, summed over
   a range of samples and added to a partial result at the end.
+- ``sum_tile``: the weight gradient with the output gradient channels-last: ``rows`` taps x
+  ``vectors * LANES`` output channels, one input value broadcast per tap and position.
 """
 
 from __future__ import annotations
