@@ -22,10 +22,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 import buildingai as bai
 from buildingai.backend.memory import retain_freed_memory
-from buildingai.nn import functional as F
 from buildingai.ops.kernels import compiled
 
 from .common import environment, format_table, measure, set_threads, settle_for
+from .layers import conv_steps
 
 SHAPES = [  # (x shape, out channels, padding)
     ((64, 32, 26, 26), 64, 0),  # the cnn step's second convolution
@@ -54,16 +54,7 @@ def _numpy_step(x, w, padding):
 
 
 def case(torch, x_shape, out_channels, padding, quick):
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    w = (rng.standard_normal((out_channels, x_shape[1], 3, 3)) * 0.1).astype(np.float32)
-    b = np.zeros(out_channels, np.float32)
-    ours = [bai.Tensor(a, requires_grad=True) for a in (x, w, b)]
-    theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
-
-    def run_ours():
-        y = F.conv2d(*ours, padding=padding)
-        bai.grad(y, ours, grad_outputs=bai.ones_like(y))
+    run_ours, run_theirs, x, w = conv_steps(torch, x_shape, out_channels, 3, padding)
 
     def run_im2col():
         previous = compiled.set_enabled(False)
@@ -71,10 +62,6 @@ def case(torch, x_shape, out_channels, padding, quick):
             run_ours()
         finally:
             compiled.set_enabled(previous)
-
-    def run_theirs():
-        y = torch.nn.functional.conv2d(*theirs, padding=padding)
-        torch.autograd.grad(y, theirs, grad_outputs=torch.ones_like(y))
 
     timings = measure(
         {

@@ -21,14 +21,14 @@ from .common import environment, format_table, measure, set_threads, settle_for
 # ----- conv2d -----------------------------------------------------------------------------------
 
 
-def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
-    """Forward + backward of one Conv2d (with bias), ours against torch.nn.functional.conv2d."""
+def conv_steps(torch, x_shape, out_channels, kernel, padding):
+    """(run_ours, run_theirs, x, w): forward + backward (input, weight and bias gradients) of
+    one Conv2d with bias, ours and torch.nn.functional.conv2d's, from the same float32 data."""
     from buildingai.nn import functional as F
 
     rng = np.random.default_rng(0)
-    in_channels = x_shape[1]
     x = rng.standard_normal(x_shape).astype(np.float32)
-    w = (rng.standard_normal((out_channels, in_channels, kernel, kernel)) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((out_channels, x_shape[1], kernel, kernel)) * 0.1).astype(np.float32)
     b = np.zeros(out_channels, np.float32)
     ours = [bai.Tensor(a, requires_grad=True) for a in (x, w, b)]
     theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
@@ -41,6 +41,13 @@ def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
         y = torch.nn.functional.conv2d(*theirs, padding=padding)
         torch.autograd.grad(y, theirs, grad_outputs=torch.ones_like(y))
 
+    return run_ours, run_theirs, x, w
+
+
+def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
+    """Forward + backward of one Conv2d (with bias), ours against torch.nn.functional.conv2d."""
+    in_channels = x_shape[1]
+    run_ours, run_theirs, _, _ = conv_steps(torch, x_shape, out_channels, kernel, padding)
     timings = measure(
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 5,

@@ -59,7 +59,7 @@ def thread_limit(threads: int | None) -> Iterator[None]:
             try:
                 yield
             finally:
-                outside_one_pool(lambda: None)()  # a one-pool candidate ran last: leave the mode
+                leave_one_pool()  # a one-pool candidate may have run last
     finally:
         torch.set_num_threads(torch_threads)
 
@@ -83,14 +83,20 @@ def one_pool(function: Callable[[], object], threads: int) -> Callable[[], objec
     return run
 
 
-def outside_one_pool(function: Callable[[], object]) -> Callable[[], object]:
-    """``function`` run with BuildingAI's threads at their default and BLAS's own threads."""
+def leave_one_pool() -> None:
+    """BuildingAI's threads back at their default and BLAS's own threads, if the mode is on."""
     import buildingai as bai
     from buildingai.backend import threads as bai_threads
 
+    if bai_threads.one_pool():
+        bai.set_num_threads(None)
+
+
+def outside_one_pool(function: Callable[[], object]) -> Callable[[], object]:
+    """``function`` run with BuildingAI's threads at their default and BLAS's own threads."""
+
     def run():
-        if bai_threads.one_pool():
-            bai.set_num_threads(None)
+        leave_one_pool()
         return function()
 
     return run
@@ -110,7 +116,7 @@ class OnePoolStep:
     """A training step (``TrainStep``) run in the one-pool mode at ``threads`` threads."""
 
     def __init__(self, stepper, threads: int):
-        self.stepper, self.threads = stepper, threads
+        self.stepper = stepper
         self.step = one_pool(stepper.step, threads)
 
     def __getattr__(self, name):  # state_dict, gradients, ...

@@ -28,19 +28,21 @@ def with_compiled(steppers: dict) -> dict:
     return steppers | {COMPILED: compiled}
 
 
-def _steppers(module, quick: bool, pool_threads: int | None) -> dict:
-    """Fresh steppers of every implementation, the compiled step among them, and BuildingAI's
-    eager and compiled steps once more for the one-pool mode at ``pool_threads`` threads."""
+def _steppers(module, quick: bool, pooled: bool) -> dict:
+    """Fresh steppers of every implementation, the compiled step among them, and with
+    ``pooled`` BuildingAI's eager and compiled steps once more, for the one-pool mode."""
     steppers = module.steppers(quick)
     steppers[COMPILED] = with_compiled(module.steppers(quick))[COMPILED]
-    if pool_threads is not None:
-        steppers[f"buildingai {ONE_POOL}"] = OnePoolStep(
-            module.steppers(quick)["buildingai"], pool_threads
-        )
-        steppers[f"{COMPILED} {ONE_POOL}"] = OnePoolStep(
-            with_compiled(module.steppers(quick))[COMPILED], pool_threads
-        )
+    if pooled:
+        steppers[f"buildingai {ONE_POOL}"] = module.steppers(quick)["buildingai"]
+        steppers[f"{COMPILED} {ONE_POOL}"] = with_compiled(module.steppers(quick))[COMPILED]
     return steppers
+
+
+def _in_their_modes(steppers: dict, pool_threads: int | None) -> dict:
+    """The steppers as they run: the one-pool ones in that mode at ``pool_threads`` threads."""
+    return {impl: OnePoolStep(stepper, pool_threads) if impl.endswith(ONE_POOL) else stepper
+            for impl, stepper in steppers.items()}  # fmt: skip
 
 
 def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
@@ -49,12 +51,13 @@ def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
     each thread count."""
     module = WORKLOADS[name]
     pool_threads = max((count for count in threads if count and count > 1), default=None)
-    checked = _steppers(module, quick, pool_threads)
+    pooled = pool_threads is not None
+    checked = _in_their_modes(_steppers(module, quick, pooled), pool_threads)
     check = cross_check(name, checked, adam=module.ADAM)
-    steppers = _steppers(module, quick, pool_threads)  # fresh, from the initial weights
+    steppers = _steppers(module, quick, pooled)  # fresh, from the initial weights
     candidates = {  # a OnePoolStep switches the mode on itself
         impl: stepper.step if ONE_POOL in impl else outside_one_pool(stepper.step)
-        for impl, stepper in steppers.items()
+        for impl, stepper in _in_their_modes(steppers, pool_threads).items()
     }
     for function in candidates.values():  # optimizer state exists from here on
         function()
@@ -65,13 +68,14 @@ def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
         for impl, function in candidates.items()
         if impl != "pytorch"
     }
-    plain = {impl: steppers[impl].step for impl in steppers if ONE_POOL not in impl}
-    pooled = {impl: steppers[f"{impl} {ONE_POOL}"].stepper.step for impl in ("buildingai", COMPILED)
-              if f"{impl} {ONE_POOL}" in steppers}  # fmt: skip
+    # with_one_pool names a pooled function f"{name} {ONE_POOL}" and switches the mode per count
+    plain = {impl: s.step for impl, s in steppers.items() if not impl.endswith(ONE_POOL)}
+    pooled_steps = {impl.removesuffix(f" {ONE_POOL}"): s.step for impl, s in steppers.items()
+                    if impl.endswith(ONE_POOL)}  # fmt: skip
     records = []
     for count in threads:
         with thread_limit(count):
-            times = time_interleaved(with_one_pool(plain, pooled, count), quick)
+            times = time_interleaved(with_one_pool(plain, pooled_steps, count), quick)
         records.append(
             {
                 "workload": name,

@@ -84,7 +84,7 @@ def one_pool() -> bool:
 def gemm_threads() -> int:
     """How many threads a large matrix product is cut across: ``get_num_threads()`` while
     ``set_num_threads(..., gemm=True)`` holds BLAS at one thread, else 1 (BLAS threads it)."""
-    return get_num_threads() if _settings["gemm"] is not None else 1
+    return get_num_threads() if one_pool() else 1
 
 
 def get_num_threads() -> int:

@@ -51,6 +51,15 @@ def _weight_matrix(taps, bias, rows: int):
     return weights, shifts
 
 
+def _tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int):
+    """int64 offsets, ``count`` long, of each tap (c, i, j) in a flat (C, H, W) image, in the
+    weight matrix's row order; offset 0 past the C*kh*kw taps (summed and thrown away)."""
+    c, i, j = np.meshgrid(*(np.arange(size) for size in (channels, *kernel)), indexing="ij")
+    offsets = np.zeros(count, np.int64)
+    offsets[: c.size] = (c * height * width + i * width + j).reshape(-1)
+    return offsets
+
+
 def correlate(x, taps, bias, out, padding):
     """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
     if tuple(padding) == (0, 0):
@@ -65,8 +74,7 @@ def _correlate_grid(x, taps, bias, out):
     ho, wo = out.shape[2:]
     rows, vectors = GRID_TILE
     weights, shifts = _weight_matrix(taps, bias, rows)
-    grid = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), indexing="ij")
-    offsets = (grid[0] * h * w + grid[1] * w + grid[2]).reshape(-1).astype(np.int64)
+    offsets = _tap_offsets(c, (kh, kw), h, w, c * kh * kw)
     limit = (ho - 1) * w + wo  # one past the last grid position that is an output
     _grid_loop(rows, vectors)(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o,
                               ho * wo, wo, c * h * w, w, limit)  # fmt: skip
@@ -212,9 +220,7 @@ def _weight_grad_by_channels(x, grad, out):
     taps = c * kh * kw
     tap_rows = -(-taps // rows) * rows
     channels = -(-o // span) * span
-    grid = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), indexing="ij")
-    offsets = np.zeros(tap_rows, np.int64)  # past the taps: offset 0, summed and thrown away
-    offsets[:taps] = (grid[0] * h * w + grid[1] * w + grid[2]).reshape(-1)
+    offsets = _tap_offsets(c, (kh, kw), h, w, tap_rows)
     if channels == o:
         channels_last = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
     else:
@@ -222,8 +228,9 @@ def _weight_grad_by_channels(x, grad, out):
         channels_last[..., :o] = grad.transpose(0, 2, 3, 1)
     sums = np.zeros((tap_rows, channels), np.float32)
     chunk = max(1, CACHE_BYTES // (4 * (c * h * w + ho * wo * channels)))
-    _channels_loop(rows, vectors)(x.reshape(-1), offsets, channels_last.reshape(-1, channels), sums, n,
-                             ho, wo, c * h * w, w, chunk)  # fmt: skip
+    grad_rows = channels_last.reshape(-1, channels)
+    _channels_loop(rows, vectors)(x.reshape(-1), offsets, grad_rows, sums, n, ho, wo, c * h * w,
+                                  w, chunk)  # fmt: skip
     out[...] = sums[:taps, :o].T.reshape(out.shape)
 
 

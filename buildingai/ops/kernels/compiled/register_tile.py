@@ -368,11 +368,8 @@ def sum_tile(rows: int, vectors: int):
             final = t.loop(builder, index(0), steps, start, step)
             for r, base in enumerate(bases):
                 for v in range(vectors):
-                    pointer = builder.bitcast(
-                        builder.gep(sums_data, [builder.add(base, index(v * LANES))]),
-                        t.VECTOR.as_pointer(),
-                    )
-                    builder.store(final[r * vectors + v], pointer, align=4)
+                    at = builder.add(base, index(v * LANES))
+                    t.store(builder, final[r * vectors + v], sums_data, at)
             return context.get_dummy_value()
 
         return signature, codegen

@@ -77,6 +77,12 @@ def load(builder, base, at):
     return builder.load(pointer, align=4)
 
 
+def store(builder, value, base, at):
+    """Store the vector ``value`` at ``base[at]``."""
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    builder.store(value, pointer, align=4)
+
+
 def scalar(builder, base, at):
     return builder.load(builder.gep(base, [at]))
 
