@@ -308,10 +308,11 @@ def thread_count(work: int) -> int:
     """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
     element-wise thread count for large work; one inside a pool thread, for small work, or
     while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
-    numba = _numba() if _state["enabled"] else None
-    if numba is None or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
+    if not _state["enabled"] or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
         return 1
-    return min(get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    count = get_num_threads()
+    numba = _numba() if count > 1 else None  # one thread asked for: numba need not load
+    return 1 if numba is None else min(count, numba.config.NUMBA_NUM_THREADS)
 
 
 def _use_threads(work: int) -> None:
