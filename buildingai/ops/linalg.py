@@ -13,11 +13,15 @@ from ..backend.threads import blas_called, gemm_threads, one_pool, parallel_for
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
+from .kernels import compiled
 from .reduce import SUM
 
 # A product of at least this many multiply-adds is cut across BuildingAI's threads when they run
 # the GEMMs (``set_num_threads(..., gemm=True)``): below it the hand-off costs more than it saves.
-SPLIT_MULTIPLY_ADDS = 1 << 21
+# Handing a part to the Python pool costs several times what numba's threads take
+# (docs/design_notes/performance.md), so products stay whole longer without the compiled tier.
+SPLIT_MULTIPLY_ADDS = 1 << 22
+PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
 
 
 def _splits(a, b, length: int, multiply_adds: int) -> bool:
@@ -38,7 +42,8 @@ def _splits(a, b, length: int, multiply_adds: int) -> bool:
 def _dot(a, b, out=None):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in GEMM mode
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
-    the larger operand (each thread then reads only its part of it), on BuildingAI's threads."""
+    the larger operand (each thread then reads only its part of it), on BuildingAI's threads:
+    numba's (``compiled.split_product``) where the compiled tier runs, else the Python pool."""
     if not one_pool():  # the default: BLAS threads the product itself
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     (rows, inner), columns = a.shape, b.shape[1]
@@ -49,6 +54,11 @@ def _dot(a, b, out=None):
         return np.dot(a, b, out=out)
     if out is None:
         out = np.empty((rows, columns), a.dtype)
+    work = rows * inner * columns
+    if compiled.split_product(a[None], b[None], out[None], work, by_columns):
+        return out
+    if work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        return np.dot(a, b, out=out)
 
     def row_range(start: int, stop: int) -> None:
         np.dot(a[start:stop], b, out=out[start:stop])
@@ -57,9 +67,9 @@ def _dot(a, b, out=None):
         out[:, start:stop] = a.dot(b[:, start:stop])
 
     if by_columns:
-        parallel_for(column_range, columns, work=rows * inner * columns)
+        parallel_for(column_range, columns, work=work)
     else:
-        parallel_for(row_range, rows, work=rows * inner * columns)
+        parallel_for(row_range, rows, work=work)
     return out
 
 
@@ -76,6 +86,12 @@ def _split_matmul(a, b):
     out = np.empty(a.shape[:-1] + (columns,), a.dtype)
     stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
     results = out.reshape(batch, rows, columns)
+    work = batch * rows * inner * columns
+    if compiled.split_product(*stacks, results, work):
+        return out
+    if work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        np.matmul(*stacks, out=results)
+        return out
     if batch < 2 * gemm_threads():
         for index in range(batch):
             _dot(stacks[0][index], stacks[1][index], out=results[index])
@@ -84,7 +100,7 @@ def _split_matmul(a, b):
     def entries(start: int, stop: int) -> None:
         np.matmul(stacks[0][start:stop], stacks[1][start:stop], out=results[start:stop])
 
-    parallel_for(entries, batch, work=batch * rows * inner * columns)
+    parallel_for(entries, batch, work=work)
     return out
 
 

@@ -317,12 +317,17 @@ def test_transposed_matmul_error_names_the_effective_shapes():
 
 @pytest.fixture
 def gemm_mode(monkeypatch):
-    """GEMMs on three of BuildingAI's threads, whatever their size; yields the ranges run."""
+    """GEMMs on three of BuildingAI's Python threads (the compiled tier off: numba's threads
+    are ``tests/ops/kernels/test_compiled_gemm.py``'s), whatever their size; yields the ranges
+    run."""
     pytest.importorskip("threadpoolctl")
     from buildingai.backend import threads
     from buildingai.ops import linalg
+    from buildingai.ops.kernels import compiled
 
+    monkeypatch.setitem(compiled._state, "enabled", False)
     monkeypatch.setattr(linalg, "SPLIT_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(linalg, "PYTHON_SPLIT_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
     calls = []
     parallel_for = threads.parallel_for

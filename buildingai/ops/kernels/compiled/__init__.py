@@ -191,6 +191,24 @@ def has_gpu_twin(kernel) -> bool:
     return known and spec[0] not in _gpu_failures
 
 
+def split_product(a, b, out, work: int, by_columns: bool = False) -> bool:
+    """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays, one single-threaded
+    BLAS call per block on numba's threads (``compiled/gemm.py``): blocks of rows (of columns,
+    ``by_columns``) of each entry, or whole entries when there are enough of them. ``work`` is
+    the multiply-adds. False, having done nothing, on one thread or where the call does not fit."""
+    threads = thread_count(work)
+    twin = _twin("gemm.product") if threads > 1 and _state["enabled"] else None
+    if twin is None:
+        return False
+    _use_threads(work)
+    parts = 1 if a.shape[0] >= 2 * threads else threads
+    try:
+        return twin(a, b, out, parts, by_columns)
+    except Exception as error:  # a compile or cache failure: the Python threads still work
+        _give_up("gemm.product", error)
+        return False
+
+
 def call(xp, kernel, arrays, **params) -> None:
     """``kernel(xp, *arrays, **params)``, through its twin where :func:`run` accepts it."""
     if xp is not np or not run(kernel, arrays, params):

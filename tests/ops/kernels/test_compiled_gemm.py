@@ -1,0 +1,124 @@
+"""Products cut across numba's threads (``compiled/gemm.py``) against their NumPy reference,
+``a @ b``: every operand layout BLAS takes (row-major and transposed, with leading dimensions
+wider than the matrix), float32 and float64, rows and columns cut into more parts than there
+are rows, stacks, and the layouts that must be refused. Then the same through ``matmul`` and a
+linear layer's gradients in one pool, and from two threads at once."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.ops.kernels import compiled
+
+pytest.importorskip("numba")
+pytest.importorskip("threadpoolctl")
+gemm = pytest.importorskip("buildingai.ops.kernels.compiled.gemm")
+if not gemm.ADDRESSES:
+    pytest.skip("NumPy's BLAS has no 64-bit-integer CBLAS gemm", allow_module_level=True)
+
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
+
+
+def _layouts(matrix):
+    """The matrix as BLAS may see it: row-major, the transpose of a row-major array, and a
+    window of a wider array (a leading dimension larger than its width)."""
+    wide = np.zeros((matrix.shape[0], matrix.shape[1] + 3), matrix.dtype)
+    wide[:, 1 : 1 + matrix.shape[1]] = matrix
+    return {
+        "row-major": matrix,
+        "transposed": np.ascontiguousarray(matrix.T).T,
+        "window": wide[:, 1 : 1 + matrix.shape[1]],
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("by_columns", [False, True])
+@pytest.mark.parametrize("parts", [1, 2, 7])
+@pytest.mark.parametrize("a_layout", ["row-major", "transposed", "window"])
+@pytest.mark.parametrize("b_layout", ["row-major", "transposed", "window"])
+def test_product_equals_one_blas_call(dtype, by_columns, parts, a_layout, b_layout):
+    rng = np.random.default_rng(0)
+    a = _layouts(rng.standard_normal((5, 33)).astype(dtype))[a_layout]
+    b = _layouts(rng.standard_normal((33, 6)).astype(dtype))[b_layout]
+    out = np.full((1, 5, 6), np.nan, dtype)
+    assert gemm.product(a[None], b[None], out, parts, by_columns)
+    scale = TOLERANCE[dtype] * np.abs(a).sum(1).max() * np.abs(b).max()
+    np.testing.assert_allclose(out[0], a @ b, rtol=0, atol=scale)
+
+
+@pytest.mark.parametrize("entries, parts", [(6, 1), (2, 3)])
+def test_stacks_by_entries_and_by_rows_of_each(entries, parts):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((entries, 9, 11)).astype(np.float32)
+    b = np.ascontiguousarray(rng.standard_normal((entries, 4, 11)).astype(np.float32))
+    b = b.transpose(0, 2, 1)  # each entry the transpose of a row-major matrix
+    out = np.empty((entries, 9, 4), np.float32)
+    assert gemm.product(a, b, out, parts, False)
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_layouts_blas_cannot_take_are_refused():
+    a = np.ones((4, 6), np.float32)
+    out = np.zeros((1, 4, 3), np.float32)
+    strided = np.ones((6, 6), np.float32)[:, ::2]  # no unit step along either axis
+    assert not gemm.product(a[None], strided[None], out, 2, False)
+    assert not gemm.product(a[None], np.ones((6, 3), np.float16)[None], out, 2, False)
+    assert not gemm.product(a[None].astype(np.int64), np.ones((1, 6, 3), np.int64), out, 2, False)
+    transposed_out = np.zeros((3, 4), np.float32).T[None]
+    assert not gemm.product(a[None], np.ones((1, 6, 3), np.float32), transposed_out, 2, False)
+    assert not gemm.product(a[None, :0], np.ones((1, 6, 3), np.float32), out[:, :0], 2, False)
+    assert np.all(out == 0)
+
+
+@pytest.fixture
+def one_pool(monkeypatch):
+    """Two threads in one pool, every product cut; yields the calls that reached numba."""
+    from buildingai.ops import linalg
+
+    monkeypatch.setattr(linalg, "SPLIT_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
+    calls = []
+    product = gemm.product
+
+    def spy(a, b, out, parts, by_columns):
+        calls.append((a.shape, parts, by_columns))
+        return product(a, b, out, parts, by_columns)
+
+    monkeypatch.setattr(gemm, "product", spy)
+    monkeypatch.setitem(compiled._twins, "gemm.product", spy)
+    bai.set_num_threads(2, gemm=True)
+    yield calls
+    bai.set_num_threads(None)
+
+
+def test_matmul_and_linear_gradients_run_on_numba_threads(one_pool):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((12, 20)).astype(np.float32)
+    w = rng.standard_normal((9, 20)).astype(np.float32)
+    xt, wt = bai.tensor(x, requires_grad=True), bai.tensor(w, requires_grad=True)
+    y = bai.nn.functional.linear(xt, wt)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(wt.grad.numpy(), 2 * (x @ w.T).T @ x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xt.grad.numpy(), 2 * (x @ w.T) @ w, rtol=1e-4, atol=1e-4)
+    assert len(one_pool) >= 3  # forward and both gradients
+    stack = rng.standard_normal((5, 8, 20)).astype(np.float32)
+    got = (bai.tensor(stack) @ bai.tensor(stack.transpose(0, 2, 1).copy())).numpy()
+    np.testing.assert_allclose(got, stack @ stack.transpose(0, 2, 1), rtol=1e-5, atol=1e-4)
+    assert one_pool[-1] == ((5, 8, 20), 1, False)  # whole matrices per thread
+
+
+def test_two_threads_multiply_at_once_on_numba_threads(one_pool):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 48)).astype(np.float32)
+    b = rng.standard_normal((48, 40)).astype(np.float32)
+    expected = a @ b
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: (bai.tensor(a) @ bai.tensor(b)).numpy(), range(16)))
+    for result in results:
+        np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    assert one_pool  # at least the calls from outside numba's threads were cut
