@@ -225,8 +225,9 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "- One pool: the `one pool` columns run BuildingAI with "
         "`buildingai.set_num_threads(threads, gemm=True)`, PyTorch's arrangement: its own "
         "threads run the element-wise twins, the direct convolutions and the GEMMs (BLAS held "
-        "at one thread, each large product cut into row or column ranges), so no BLAS thread "
-        "spins while the twins run. The mode is switched on and off outside the timed calls; "
+        "at one thread, each large product cut into blocks of rows, columns or stack entries, "
+        "one single-threaded BLAS call per block in one parallel loop on numba's threads), so "
+        "no BLAS thread spins while the twins run. The mode is switched on and off outside the timed calls; "
         "the other columns run outside it. It is measured above one thread only.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "

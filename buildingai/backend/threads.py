@@ -15,9 +15,10 @@ this process may use.
 
 ``set_num_threads(n, gemm=True)`` makes these threads the only pool, as PyTorch's intra-op pool
 is: BLAS is held at one thread (through threadpoolctl) and each large matrix product is cut
-into row or column ranges, one single-threaded BLAS call per thread (``ops/linalg``). No BLAS thread is
-then left spinning after a product, so the compiled twins, the direct convolutions among them,
-get every core in a GEMM-heavy step.
+into blocks of rows or columns, one single-threaded BLAS call per thread (``ops/linalg``; on
+numba's threads where the compiled tier runs, ``compiled/gemm.py``). No BLAS thread is then left
+spinning after a product, so the compiled twins, the direct convolutions among them, get every
+core in a GEMM-heavy step.
 """
 
 from __future__ import annotations
