@@ -35,7 +35,12 @@ MIN_PARALLEL_WORK = 1 << 19
 # default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
 BLAS_SPIN_SECONDS = 0.15
 
-_settings = {"count": None, "pool": None, "gemm": None}  # gemm: threadpoolctl's held limits
+# gemm: None (BLAS threads the products), OWN_BLAS, or threadpoolctl's limits holding NumPy's BLAS
+_settings = {"count": None, "pool": None, "gemm": None}
+OWN_BLAS = "own BLAS"  # products on a BLAS library of BuildingAI's own, held at one thread
+# Set by the compiled tier (``ops/kernels/compiled``): a function that says whether products can
+# run on its BLAS of its own (loading it); the backend cannot import it.
+own_blas_probe = [None]
 _blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
@@ -46,8 +51,11 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
     ops and optimizer updates; ``"all"`` means every core available to this process, ``None``
     the default, 1.
 
-    ``gemm=True``: matrix products run on these threads too, and BLAS on one thread of its own
-    (process-wide, through threadpoolctl: ``pip install threadpoolctl``); ``gemm=False`` gives
+    ``gemm=True``: matrix products run on these threads too, each a single-threaded BLAS call
+    per part: on a copy of OpenBLAS of BuildingAI's own where the compiled tier has one
+    (``pip install buildingai[fast]``: numba and scipy-openblas64), so that NumPy's BLAS keeps
+    its threads for the program's own products; else on NumPy's BLAS held at one thread
+    (process-wide, through threadpoolctl: ``pip install threadpoolctl``). ``gemm=False`` gives
     BLAS back the thread count it had.
     """
     if count == "all":
@@ -57,8 +65,9 @@ def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
     with _lock:
         pool, held = _settings["pool"], _settings["gemm"]
         if gemm and held is None:  # (already held: keep the limits that know BLAS's count)
-            held = _blas_on_one_thread()  # raises with nothing changed if it cannot
-        released = None if gemm else held
+            probe = own_blas_probe[0]
+            held = OWN_BLAS if probe is not None and probe() else _blas_on_one_thread()
+        released = None if gemm or held is OWN_BLAS else held
         _settings.update(count=count, pool=None, gemm=held if gemm else None)
     if pool is not None:
         pool.shutdown(wait=True)
@@ -80,6 +89,12 @@ def _blas_on_one_thread():
 def one_pool() -> bool:
     """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``)."""
     return _settings["gemm"] is not None
+
+
+def own_blas() -> bool:
+    """Whether matrix products run on BuildingAI's own BLAS (one pool, with the compiled tier's
+    library: NumPy's BLAS then keeps its threads)."""
+    return _settings["gemm"] is OWN_BLAS
 
 
 def gemm_threads() -> int:
@@ -106,7 +121,7 @@ def blas_spinning() -> bool:
     training step that is every element-wise op; a second thread there measured up to 40x
     slower (docs/design_notes/performance.md). Never while BLAS is held at one thread
     (``set_num_threads(..., gemm=True)``): it then has no threads of its own."""
-    if _settings["gemm"] is not None:
+    if _settings["gemm"] is not None and _settings["gemm"] is not OWN_BLAS:
         return False
     return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS
 

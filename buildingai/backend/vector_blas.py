@@ -19,14 +19,17 @@ whether the binding is in use and which library it found.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import sys
 
 import numpy as np
 
+from . import own_blas
 from .switches import env_switch
 from .threads import blas_called
+from .threads import own_blas as on_own_blas
 
 ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
 _ENABLED = env_switch(ENV_VAR, default=True)
@@ -70,7 +73,8 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
     ``scratch`` (optional, y's shape) spares the array fallback a temporary; it may be ``x``
     itself when the caller no longer needs x.
     """
-    kernels = _load() if _ENABLED and xp is np and y.size >= MIN_SIZE else None
+    own = on_own_blas()  # one pool on BuildingAI's own BLAS: its one-thread copy, NumPy's asleep
+    kernels = (_own() if own else _load()) if _ENABLED and xp is np and y.size >= MIN_SIZE else None
     if kernels:
         pair = kernels.get(y.dtype)
         if (
@@ -85,7 +89,8 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
                 pair[1](y.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
             else:
                 pair[0](y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
-            blas_called()
+            if not own:
+                blas_called()
             return
     if beta == 0.0:
         xp.multiply(x, alpha, out=y)
@@ -113,6 +118,13 @@ def _load() -> dict:
                 break
         _kernels = found
     return _kernels
+
+
+@functools.cache
+def _own() -> dict:
+    """The kernels of BuildingAI's own OpenBLAS (``own_blas.py``), held at one thread."""
+    library = own_blas.library()
+    return {} if library is None else _bind(library)
 
 
 def _openblas_paths() -> list[str]:

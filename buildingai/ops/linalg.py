@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.precision import gemm_operand, gemm_result_dtype
-from ..backend.threads import blas_called, gemm_threads, one_pool, parallel_for
+from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
@@ -24,6 +24,22 @@ SPLIT_MULTIPLY_ADDS = 1 << 22
 PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
 
 
+# NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
+# (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
+BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
+
+
+def _floats(a, b) -> bool:
+    """Whether a and b are NumPy arrays of one float dtype (float16/32/64: ml_dtypes' and CuPy
+    arrays stay whole, on NumPy's or CuPy's own call)."""
+    return (
+        a.dtype == b.dtype
+        and a.dtype.kind == "f"
+        and isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+    )
+
+
 def _splits(a, b, length: int, multiply_adds: int) -> bool:
     """Whether a product of ``multiply_adds``, cut along an output axis ``length`` long, is cut
     across threads."""
@@ -32,32 +48,46 @@ def _splits(a, b, length: int, multiply_adds: int) -> bool:
         threads > 1
         and length >= 2 * threads
         and multiply_adds >= SPLIT_MULTIPLY_ADDS
-        and a.dtype == b.dtype
-        and a.dtype.kind == "f"  # float16/32/64 NumPy arrays; ml_dtypes and CuPy stay whole
-        and isinstance(a, np.ndarray)
-        and isinstance(b, np.ndarray)
+        and _floats(a, b)
     )
 
 
+def _on_own_blas(entry_work: int, a, b) -> bool:
+    """Whether a product whose matrices each take ``entry_work`` multiply-adds goes to
+    BuildingAI's own BLAS even uncut: in one pool on it, every product NumPy's BLAS would
+    thread, so that NumPy's threads never wake for BuildingAI."""
+    return own_blas() and entry_work > BLAS_THREADED_MULTIPLY_ADDS and _floats(a, b)
+
+
+def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
+    """``compiled.split_product`` cut when asked (else uncut on BuildingAI's own BLAS, when
+    ``own``); True when it ran."""
+    if cut and compiled.split_product(a, b, out, work, by_columns):
+        return True
+    return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
+
+
 def _dot(a, b, out=None):
-    """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in GEMM mode
+    """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
     the larger operand (each thread then reads only its part of it), on BuildingAI's threads:
     numba's (``compiled.split_product``) where the compiled tier runs, else the Python pool."""
     if not one_pool():  # the default: BLAS threads the product itself
+        blas_called()
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     (rows, inner), columns = a.shape, b.shape[1]
+    work = rows * inner * columns
     by_columns = b.size > a.size
-    if not _splits(a, b, columns if by_columns else rows, rows * inner * columns):
-        if out is None:
-            return a.dot(b)
-        return np.dot(a, b, out=out)
+    cut = _splits(a, b, columns if by_columns else rows, work)
+    own = _on_own_blas(work, a, b)
+    if not (cut or own):
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
     if out is None:
         out = np.empty((rows, columns), a.dtype)
-    work = rows * inner * columns
-    if compiled.split_product(a[None], b[None], out[None], work, by_columns):
+    if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):
         return out
-    if work < PYTHON_SPLIT_MULTIPLY_ADDS:
+    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        blas_called()  # (NumPy's BLAS, with its threads where it is not held)
         return np.dot(a, b, out=out)
 
     def row_range(start: int, stop: int) -> None:
@@ -74,22 +104,25 @@ def _dot(a, b, out=None):
 
 
 def _split_matmul(a, b):
-    """``np.matmul`` of two stacks with the same batch shape, cut across BuildingAI's threads in
-    GEMM mode: by batch entries, or by rows when there are fewer entries than threads. None
-    where it does not apply."""
+    """``np.matmul`` of two stacks with the same batch shape in one pool: cut across
+    BuildingAI's threads by batch entries, or by rows when there are fewer entries than
+    threads; or uncut on BuildingAI's own BLAS. None where it does not apply."""
     if not one_pool() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
         return None
     rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = int(np.prod(a.shape[:-2]))
-    if not _splits(a, b, batch * rows, batch * rows * inner * columns):
+    work = batch * rows * inner * columns
+    cut = _splits(a, b, batch * rows, work)
+    own = _on_own_blas(rows * inner * columns, a, b)
+    if not (cut or own):
         return None
     out = np.empty(a.shape[:-1] + (columns,), a.dtype)
     stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
     results = out.reshape(batch, rows, columns)
-    work = batch * rows * inner * columns
-    if compiled.split_product(*stacks, results, work):
+    if _compiled_product(*stacks, results, work, False, cut, own):
         return out
-    if work < PYTHON_SPLIT_MULTIPLY_ADDS:
+    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        blas_called()
         np.matmul(*stacks, out=results)
         return out
     if batch < 2 * gemm_threads():
@@ -141,7 +174,6 @@ def _in_math_precision(product, xp, a, b):
 
 
 def _folded_product(xp, a, b):
-    blas_called()
     if b.ndim == 2:
         if a.ndim == 2:
             return _dot(a, b)
@@ -159,10 +191,11 @@ def matmul_array(xp, a, b):
 
 
 def _matmul_array(xp, a, b):
-    blas_called()
     out = _split_matmul(a, b) if xp is np else None
     if out is not None:
         return out
+    if not own_blas() or a.shape[-2] * a.shape[-1] * b.shape[-1] > BLAS_THREADED_MULTIPLY_ADDS:
+        blas_called()  # (on BuildingAI's own BLAS, small products leave NumPy's threads asleep)
     # NumPy multiplies ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)
     out = xp.matmul(a, b)
     if out.dtype != a.dtype and a.dtype.kind == "V":
@@ -245,8 +278,10 @@ class MatMul(Op):
         if transpose_b:
             b = b.swapaxes(-1, -2)
         if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
+            if one_pool():
+                return _dot(a, b)
             blas_called()
-            return _dot(a, b) if one_pool() else a.dot(b)
+            return a.dot(b)
         return matrix_product(xp, a, b)
 
     def infer(self, a, b, *, transpose_a=False, transpose_b=False):

@@ -93,7 +93,23 @@ def _blas_threads() -> int:
     return min(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
 
 
-def test_gemm_mode_holds_blas_at_one_thread_and_gives_it_back():
+@pytest.fixture
+def numpy_blas_held(monkeypatch):
+    """One pool on NumPy's BLAS held at one thread, as where BuildingAI has no BLAS of its own
+    (no numba or no scipy-openblas64)."""
+    monkeypatch.setattr(threads, "own_blas_probe", [None])
+
+
+@pytest.fixture
+def blas_of_its_own():
+    """One pool on BuildingAI's own copy of OpenBLAS; skipped where it has none."""
+    from buildingai.ops.kernels import compiled
+
+    if not compiled.own_blas_ready():
+        pytest.skip("no BLAS of BuildingAI's own: pip install numba scipy-openblas64")
+
+
+def test_gemm_mode_holds_blas_at_one_thread_and_gives_it_back(numpy_blas_held):
     pytest.importorskip("threadpoolctl")
     before = _blas_threads()
     bai.set_num_threads(2, gemm=True)
@@ -112,7 +128,31 @@ def test_gemm_mode_holds_blas_at_one_thread_and_gives_it_back():
     bai.set_num_threads(None)
 
 
-def test_no_blas_spin_while_blas_has_no_threads_of_its_own(monkeypatch):
+def test_gemm_mode_on_its_own_blas_leaves_numpys_threads_alone(blas_of_its_own):
+    pytest.importorskip("threadpoolctl")
+    before = _blas_threads()
+    bai.set_num_threads(2, gemm=True)
+    try:
+        assert threads.own_blas() and threads.one_pool()
+        assert _blas_threads() == before  # the program's own NumPy products keep their threads
+        assert threads.gemm_threads() == 2
+    finally:
+        bai.set_num_threads(None)
+    assert not threads.own_blas() and threads.gemm_threads() == 1
+    assert _blas_threads() == before
+
+
+def test_numpys_blas_still_spins_beside_its_own_blas(blas_of_its_own, monkeypatch):
+    monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
+    bai.set_num_threads(2, gemm=True)
+    try:
+        threads.blas_called()  # a call that did run on NumPy's threads (an RNN step, a resize)
+        assert threads.blas_spinning()
+    finally:
+        bai.set_num_threads(None)
+
+
+def test_no_blas_spin_while_blas_has_no_threads_of_its_own(numpy_blas_held, monkeypatch):
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 60.0)
     threads.blas_called()
@@ -125,7 +165,7 @@ def test_no_blas_spin_while_blas_has_no_threads_of_its_own(monkeypatch):
     assert threads.blas_spinning()
 
 
-def test_gemm_mode_without_threadpoolctl_names_the_package(monkeypatch):
+def test_gemm_mode_without_threadpoolctl_names_the_package(numpy_blas_held, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)

@@ -122,3 +122,54 @@ def test_two_threads_multiply_at_once_on_numba_threads(one_pool):
     for result in results:
         np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
     assert one_pool  # at least the calls from outside numba's threads were cut
+
+
+@pytest.fixture
+def own_blas_pool():
+    """One pool on BuildingAI's own copy of OpenBLAS; skipped where it has none."""
+    from buildingai.backend import threads
+
+    if not compiled.own_blas_ready():
+        pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
+    bai.set_num_threads(2, gemm=True)
+    assert threads.own_blas()
+    yield threads
+    bai.set_num_threads(None)
+
+
+def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, monkeypatch):
+    from buildingai.ops import linalg
+
+    calls = []
+    product = gemm.product
+
+    def spy(a, b, out, parts, by_columns):
+        calls.append(parts)
+        return product(a, b, out, parts, by_columns)
+
+    monkeypatch.setitem(compiled._twins, "gemm.product", spy)
+    monkeypatch.setattr(own_blas_pool, "_blas", {"last": -np.inf})
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 96)).astype(np.float32)  # 64 * 96 * 80 multiply-adds: above
+    b = rng.standard_normal((96, 80)).astype(np.float32)  # NumPy's threading, below the cut
+    assert linalg.BLAS_THREADED_MULTIPLY_ADDS < a.size * 80 < linalg.SPLIT_MULTIPLY_ADDS
+    np.testing.assert_allclose((bai.tensor(a) @ bai.tensor(b)).numpy(), a @ b, rtol=1e-5, atol=1e-4)
+    assert calls == [0]  # one call on the calling thread
+    small = np.ones((8, 8), np.float32)
+    (bai.tensor(small) @ bai.tensor(small)).numpy()
+    assert calls == [0]  # NumPy runs small products on one thread: they stay NumPy's
+    assert not own_blas_pool.blas_spinning()  # NumPy's threads were never woken
+
+
+def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):
+    from buildingai.backend import vector_blas
+
+    if not vector_blas.available():
+        pytest.skip("NumPy's BLAS has no axpby")
+    monkeypatch.setattr(own_blas_pool, "_blas", {"last": -np.inf})
+    x = np.full(1 << 16, 2.0, np.float32)
+    y = np.full(1 << 16, 1.0, np.float32)
+    vector_blas.axpby(np, 0.5, x, 3.0, y)
+    np.testing.assert_array_equal(y, np.full(1 << 16, 4.0, np.float32))
+    assert vector_blas._own()  # bound from the copy held at one thread
+    assert not own_blas_pool.blas_spinning()

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ....backend import threads
 from ....backend.switches import env_switch
 from ....backend.threads import blas_spinning, get_num_threads, inside_pool
 
@@ -191,22 +192,40 @@ def has_gpu_twin(kernel) -> bool:
     return known and spec[0] not in _gpu_failures
 
 
-def split_product(a, b, out, work: int, by_columns: bool = False) -> bool:
-    """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays, one single-threaded
-    BLAS call per block on numba's threads (``compiled/gemm.py``): blocks of rows (of columns,
-    ``by_columns``) of each entry, or whole entries when there are enough of them. ``work`` is
-    the multiply-adds. False, having done nothing, on one thread or where the call does not fit."""
-    threads = thread_count(work)
-    twin = _twin("gemm.product") if threads > 1 and _state["enabled"] else None
+def split_product(a, b, out, work: int, by_columns: bool = False, cut: bool = True) -> bool:
+    """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays through
+    ``compiled/gemm.py``'s BLAS: with ``cut``, one single-threaded call per block on numba's
+    threads (blocks of rows, of columns with ``by_columns``, or whole entries when there are
+    enough of them); without, one call per entry on the calling thread. ``work`` is the
+    multiply-adds. False, having done nothing, where the call does not fit or, with ``cut``,
+    on one thread."""
+    threads = thread_count(work) if cut else 1
+    if not _state["enabled"] or (cut and threads < 2):
+        return False
+    twin = _twin("gemm.product")
     if twin is None:
         return False
-    _use_threads(work)
-    parts = 1 if a.shape[0] >= 2 * threads else threads
+    if cut:
+        _use_threads(work)
+    parts = 0 if not cut else 1 if a.shape[0] >= 2 * threads else threads
     try:
         return twin(a, b, out, parts, by_columns)
     except Exception as error:  # a compile or cache failure: the Python threads still work
         _give_up("gemm.product", error)
         return False
+
+
+def own_blas_ready() -> bool:
+    """Whether products can run on BuildingAI's own BLAS (``backend/own_blas.py``) from numba's
+    threads: the tier is on, numba imports, and the library loaded."""
+    if not available() or _twin("gemm.product") is None:
+        return False
+    from . import gemm
+
+    return gemm.OWN_BLAS
+
+
+threads.own_blas_probe[0] = own_blas_ready
 
 
 def call(xp, kernel, arrays, **params) -> None:

@@ -1,16 +1,19 @@
-"""Matrix products cut across numba's threads: one single-threaded BLAS call per part, all
-launched in one parallel loop.
+"""Matrix products on BuildingAI's threads: one single-threaded BLAS call per block of rows,
+columns or stacked matrices, all launched in one parallel loop on numba's threads.
 
-In one pool (``set_num_threads(n, gemm=True)``) BLAS runs on one thread and BuildingAI's threads
-cut each large product between them. Handing the parts to Python threads costs a round trip of
-tens of microseconds through the interpreter; here numba's threads, the pool the compiled
-kernels already run on, call the CBLAS function NumPy itself calls (found in NumPy's own BLAS
-library), so a product costs one parallel-loop launch more than a single call.
+In one pool (``set_num_threads(n, gemm=True)``) BuildingAI's threads run the products. Handing
+parts to Python threads costs a round trip of tens of microseconds through the interpreter;
+here numba's threads, the pool the compiled kernels already run on, each call a CBLAS ``gemm``,
+so a product costs one parallel-loop launch more than a single call.
 
-The NumPy reference is ``a @ b``: each part is the same BLAS routine on a block of rows, of
-columns, or of the matrices of a stack. NumPy's wheels bring OpenBLAS with 64-bit integers
-(``scipy_cblas_sgemm64_``); where NumPy's BLAS has no such function, ``ADDRESSES`` is empty and
-the products stay on the Python threads (``ops/linalg.py``).
+Which BLAS: BuildingAI's own copy of OpenBLAS (``backend/own_blas.py``, the
+``scipy-openblas64`` wheel) held at one thread, so that NumPy's BLAS keeps its threads for the
+program's own products (``OWN_BLAS``); else the one NumPy calls (found in NumPy's extension module), which one pool then holds at one
+thread through threadpoolctl. Both are 64-bit-integer CBLAS (``scipy_cblas_sgemm64_``); where
+neither is found, ``ADDRESSES`` is empty and the products stay on the Python threads
+(``ops/linalg.py``).
+
+The NumPy reference is ``a @ b``: each part is the same BLAS routine on a block of the output.
 """
 
 from __future__ import annotations
@@ -22,17 +25,24 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from ....backend import own_blas
+
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112  # CBLAS's enumerations
 _NAMES = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # 64-bit integer CBLAS, as NumPy's wheels
+_ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
 
 
-def _gemm_addresses() -> dict:
-    """{dtype: address of NumPy's ``cblas_?gemm``} for float32 and float64, where found."""
+def _numpy_library():
+    """NumPy's extension module, through which its BLAS's symbols resolve."""
     try:
         from numpy._core import _multiarray_umath as umath
     except ImportError:  # NumPy 1.x
         from numpy.core import _multiarray_umath as umath
-    library = ctypes.CDLL(umath.__file__)  # its symbols and those of the BLAS it links
+    return ctypes.CDLL(umath.__file__)
+
+
+def _gemm_addresses(library) -> dict:
+    """{dtype: address of ``library``'s ``cblas_?gemm``} for float32 and float64, where found."""
     found = {}
     for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
         for name in _NAMES:
@@ -43,7 +53,9 @@ def _gemm_addresses() -> dict:
     return found
 
 
-ADDRESSES = _gemm_addresses()
+_OWN = own_blas.library()
+OWN_BLAS = _OWN is not None and len(_gemm_addresses(_OWN)) == 2
+ADDRESSES = _gemm_addresses(_OWN if OWN_BLAS else _numpy_library())
 
 
 @intrinsic
@@ -84,34 +96,46 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _product_loop(address, transposes, sizes, alpha, a, b, c, strides, entries, parts, by_columns):
-    """``entries`` products c[e] = op(a[e]) @ op(b[e]), each cut into ``parts`` blocks of rows
-    (or of columns, ``by_columns``); one task per (entry, block) on numba's threads.
-
-    transposes: (transpose a, transpose b) as CBLAS enumerations; sizes: (m, n, k, lda, ldb,
-    ldc, itemsize); strides: the element steps between entries of a, b and c; a, b, c: the
-    addresses of the first entries."""
-    m, n, k, lda, ldb, ldc, itemsize = sizes
-    transpose_a, transpose_b = transposes
+def _product_tasks(address, a, b, out, layout, alpha, parts, by_columns):
+    """out[e] = op(a[e]) @ op(b[e]) for each entry e, each cut into ``parts`` blocks of rows
+    (of columns, ``by_columns``); one task per (entry, block) on numba's threads. layout:
+    (transpose a, lda, transpose b, ldb, ldc), the transposes as CBLAS enumerations."""
+    transpose_a, lda, transpose_b, ldb, ldc = layout
+    entries, m, k = a.shape
+    n = b.shape[2]
+    size = a.itemsize
     for task in prange(entries * parts):
         entry = task // parts
         part = task - entry * parts
-        a_at = a + entry * strides[0] * itemsize
-        b_at = b + entry * strides[1] * itemsize
-        c_at = c + entry * strides[2] * itemsize
+        a_at = a.ctypes.data + entry * a.strides[0]
+        b_at = b.ctypes.data + entry * b.strides[0]
+        out_at = out.ctypes.data + entry * out.strides[0]
         extent = n if by_columns else m
         start = extent * part // parts
         stop = extent * (part + 1) // parts
         if stop == start:
             continue
         if by_columns:  # columns of op(b) are its storage's rows when b is transposed
-            b_at += (start * ldb if transpose_b == TRANSPOSE else start) * itemsize
+            b_at += (start * ldb if transpose_b == TRANSPOSE else start) * size
             _call_gemm(address, transpose_a, transpose_b, m, stop - start, k, alpha, a_at, lda,
-                       b_at, ldb, c_at + start * itemsize, ldc)  # fmt: skip
+                       b_at, ldb, out_at + start * size, ldc)  # fmt: skip
         else:
-            a_at += (start if transpose_a == TRANSPOSE else start * lda) * itemsize
+            a_at += (start if transpose_a == TRANSPOSE else start * lda) * size
             _call_gemm(address, transpose_a, transpose_b, stop - start, n, k, alpha, a_at, lda,
-                       b_at, ldb, c_at + start * ldc * itemsize, ldc)  # fmt: skip
+                       b_at, ldb, out_at + start * ldc * size, ldc)  # fmt: skip
+
+
+@njit(nogil=True, cache=True)
+def _products_in_turn(address, a, b, out, layout, alpha):
+    """out[e] = op(a[e]) @ op(b[e]), one BLAS call per entry on the calling thread."""
+    transpose_a, lda, transpose_b, ldb, ldc = layout
+    entries, m, k = a.shape
+    n = b.shape[2]
+    for entry in range(entries):
+        _call_gemm(address, transpose_a, transpose_b, m, n, k, alpha,
+                   a.ctypes.data + entry * a.strides[0], lda,
+                   b.ctypes.data + entry * b.strides[0], ldb,
+                   out.ctypes.data + entry * out.strides[0], ldc)  # fmt: skip
 
 
 def _layout(matrices, rows: int, columns: int):
@@ -129,9 +153,10 @@ def _layout(matrices, rows: int, columns: int):
 
 def product(a, b, out, parts: int, by_columns: bool) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
-    (entries, m, n) with unit column steps, cut into ``parts`` blocks per entry (of rows, or of
-    columns with ``by_columns``; a block per entry is enough when there are many entries).
-    Returns False, having done nothing, when the layout or dtype does not fit a BLAS call."""
+    (entries, m, n) with unit column steps: cut into ``parts`` blocks per entry (of rows, or of
+    columns with ``by_columns``; a block per entry is enough when there are many entries) on
+    numba's threads, or with ``parts`` 0 one call per entry on the calling thread. Returns
+    False, having done nothing, when the layout or dtype does not fit a BLAS call."""
     address = ADDRESSES.get(a.dtype)
     entries, m, k = a.shape
     n = b.shape[2]
@@ -142,23 +167,10 @@ def product(a, b, out, parts: int, by_columns: bool) -> bool:
         return False
     if not (a.flags.aligned and b.flags.aligned and out.flags.aligned):
         return False
-    size = a.itemsize
-    strides = np.array([array.strides[0] // size for array in (a, b, out)], np.int64)
-    if any(array.strides[0] % size for array in (a, b, out)):
-        return False
     (transpose_a, lda), (transpose_b, ldb), (_, ldc) = layouts
-    alpha = a.dtype.type(1.0)
-    _product_loop(
-        address,
-        np.array([transpose_a, transpose_b], np.int64),
-        np.array([m, n, k, lda, ldb, ldc, size], np.int64),
-        alpha,
-        a.ctypes.data,
-        b.ctypes.data,
-        out.ctypes.data,
-        strides,
-        entries,
-        parts,
-        by_columns,
-    )
+    layout = (transpose_a, lda, transpose_b, ldb, ldc)
+    if parts == 0:
+        _products_in_turn(address, a, b, out, layout, _ONE[a.dtype])
+    else:
+        _product_tasks(address, a, b, out, layout, _ONE[a.dtype], parts, by_columns)
     return True

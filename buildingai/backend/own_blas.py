@@ -1,0 +1,38 @@
+"""A copy of OpenBLAS of BuildingAI's own, held at one thread: the library the products of one
+pool (``set_num_threads(n, gemm=True)``) call from BuildingAI's threads.
+
+One pool cuts each large product into single-threaded BLAS calls, one per thread. Holding
+NumPy's OpenBLAS at one thread for that would hold the program's own NumPy products on one core
+as well, process-wide. The ``scipy-openblas64`` wheel (``pip install buildingai[fast]``) ships
+the same OpenBLAS NumPy's wheels bundle, as a library of its own: loaded here, it is a second
+copy with a thread count of its own, set to one, and NumPy's BLAS keeps its threads.
+
+:func:`library` returns the loaded ``ctypes.CDLL`` or None where the wheel is not installed;
+its symbols are 64-bit-integer CBLAS with a ``scipy_`` prefix (``scipy_cblas_sgemm64_``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+
+
+@functools.cache
+def library():
+    """scipy-openblas64's OpenBLAS, loaded and held at one thread; None where not installed."""
+    try:
+        import scipy_openblas64
+    except ImportError:
+        return None
+    name = f"lib{scipy_openblas64.get_library()}.*"
+    found = sorted(glob.glob(os.path.join(scipy_openblas64.get_lib_dir(), name)))
+    if not found:
+        return None
+    try:
+        loaded = ctypes.CDLL(found[0])
+        loaded.scipy_openblas_set_num_threads64_(ctypes.c_int(1))
+    except (OSError, AttributeError):  # another platform's file, or another naming
+        return None
+    return loaded
