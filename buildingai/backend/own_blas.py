@@ -33,6 +33,16 @@ def library():
     try:
         loaded = ctypes.CDLL(found[0])
         loaded.scipy_openblas_set_num_threads64_(ctypes.c_int(1))
+        loaded.scipy_openblas_get_num_threads64_.restype = ctypes.c_int
     except (OSError, AttributeError):  # another platform's file, or another naming
         return None
     return loaded
+
+
+def hold_at_one_thread(loaded) -> None:
+    """Set ``loaded`` (:func:`library`'s) back to one thread: threadpoolctl's limits, which
+    reach every OpenBLAS in the process, may have raised it."""
+    loaded.scipy_openblas_set_num_threads64_(_ONE)
+
+
+_ONE = ctypes.c_int(1)

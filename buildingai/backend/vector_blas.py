@@ -85,6 +85,8 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
             and y.flags.c_contiguous
             and y.flags.writeable
         ):
+            if own:
+                own_blas.hold_at_one_thread(own_blas.library())
             if beta == 1.0:
                 pair[1](y.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
             else:

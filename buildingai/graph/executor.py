@@ -144,7 +144,7 @@ class StaticGraph:
                     f"[{node.op.name}] failed while running the frozen graph"
                     f"{' in ' + node.module if node.module else ''}: {exc}"
                 ) from exc
-            if type(result) is not ndarray:
+            if type(result) is not ndarray and result is not None:  # None: an absent saved value
                 result = xp.asarray(result)
             slots[step.out] = result
             for index in step.free:

@@ -52,7 +52,9 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
         step = plan.steps[index]
         attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
         result = step.forward(_Scratch(), xp, *[slots[i] for i in step.args], **attrs)
-        slots[step.out] = result if type(result) is np.ndarray else xp.asarray(result)
+        slots[step.out] = (
+            result if type(result) is np.ndarray or result is None else xp.asarray(result)
+        )
         return index
 
     with ThreadPoolExecutor(max_workers=static.workers) as pool:

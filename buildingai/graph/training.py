@@ -156,7 +156,9 @@ class SavedValue(Op):
     differentiable = False
 
     def forward(self, ctx, xp, anchor, *, holder, key):
-        return getattr(holder.ctx, key)
+        # None where this run's forward kept nothing: an op that chooses its kernel per call
+        # (a convolution keeps im2col columns, a direct one none) takes the value as optional
+        return getattr(holder.ctx, key, None)
 
     def infer(self, anchor, *, holder, key):
         return holder.specs[key]

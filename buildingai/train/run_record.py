@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import cuda_is_available, memory, vector_blas
-from ..backend.threads import get_num_threads, one_pool
+from ..backend.threads import get_num_threads, one_pool, own_blas
 from ..ops.kernels import compiled
 from ..optim import packing
 from ..version import __version__
@@ -49,6 +49,7 @@ def machine_report() -> dict:
         "cupy": ("cupy-cuda12x", "cupy-cuda11x", "cupy"), "safetensors": ("safetensors",),
         "ml_dtypes": ("ml_dtypes",), "pyyaml": ("PyYAML",), "tqdm": ("tqdm",),
         "threadpoolctl": ("threadpoolctl",), "onnx": ("onnx",), "onnxruntime": ("onnxruntime",),
+        "numba": ("numba",), "scipy_openblas64": ("scipy-openblas64",),
     }  # fmt: skip
     for name, distributions in optional.items():
         report[name] = None
@@ -85,7 +86,8 @@ def machine_report() -> dict:
     from ..backend import precision
 
     report["intra_op_threads"] = get_num_threads()  # buildingai.set_num_threads
-    report["one_pool"] = one_pool()  # set_num_threads(n, gemm=True): BLAS's jobs on numba's threads
+    report["one_pool"] = one_pool()  # set_num_threads(n, gemm=True): products on numba's threads
+    report["own_blas"] = own_blas()  # ...on BuildingAI's copy of OpenBLAS (NumPy's left alone)
     report["accelerations"] = accelerations()
     report["math_precision"] = precision.describe()  # buildingai.set_math_precision
     return report
@@ -111,6 +113,7 @@ def session_record(step: int, seed: int | None = None, config: dict | None = Non
         "blas": machine.get("blas"),
         "intra_op_threads": get_num_threads(),
         "one_pool": one_pool(),
+        "own_blas": own_blas(),
         "accelerations": accelerations(),
         "math_precision": machine.get("math_precision"),
         "git": git_info(),
@@ -121,6 +124,7 @@ def session_record(step: int, seed: int | None = None, config: dict | None = Non
 # The optional packages ``buildingai info`` reports whose versions can change a run's numbers.
 OPTIONAL_PACKAGES = (
     "ml_dtypes", "safetensors", "onnx", "onnxruntime", "cupy", "threadpoolctl", "pyyaml", "tqdm",
+    "numba", "scipy_openblas64",
 )  # fmt: skip
 
 

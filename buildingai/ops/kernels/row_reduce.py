@@ -91,13 +91,19 @@ def column_sum(xp, a):
     return out.reshape(a.shape[1:])
 
 
+# OpenBLAS runs a matrix-vector product of fewer elements on the calling thread (2304 x its
+# GEMM_MULTITHREAD_THRESHOLD, 4): its threads stay asleep.
+BLAS_THREADED_GEMV = 9216
+
+
 @compiled_twin("rows.column_sum")
 def _column_sum_into(xp, a, out) -> None:
     """out (n,) = the sum of a (rows, n) over its rows, as ``ones @ a`` on BLAS."""
     length = a.shape[0]
     ones = _ones(length, a.dtype.str) if length <= _CACHED_ONES else np.ones(length, a.dtype)
     np.matmul(ones, a, out=out)
-    blas_called()
+    if a.size >= BLAS_THREADED_GEMV:
+        blas_called()
 
 
 @compiled_twin("rows.column_dot")

@@ -169,6 +169,8 @@ def product(a, b, out, parts: int, by_columns: bool) -> bool:
         return False
     (transpose_a, lda), (transpose_b, ldb), (_, ldc) = layouts
     layout = (transpose_a, lda, transpose_b, ldb, ldc)
+    if OWN_BLAS:
+        own_blas.hold_at_one_thread(_OWN)
     if parts == 0:
         _products_in_turn(address, a, b, out, layout, _ONE[a.dtype])
     else:
