@@ -73,7 +73,5 @@ def test_compiled_step_agrees_when_the_convolution_kernel_changes(monkeypatch, t
     assert direct  # one of the two arrangements ran the direct weight gradient
     expected = [eager_step(x, y).item() for _ in range(3)]
     np.testing.assert_allclose(losses, expected, rtol=1e-4)
-    for (name, ours), (_, theirs) in zip(
-        model.named_parameters(), eager_model.named_parameters()
-    ):
+    for (name, ours), (_, theirs) in zip(model.named_parameters(), eager_model.named_parameters()):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
