@@ -59,8 +59,12 @@ def test_info():
         assert word in result.stdout
     report = json.loads(run("info", "--json").stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
-    assert report["intra_op_threads"] == 1
-    assert report["one_pool"] is False  # BLAS runs its jobs on its own threads
+    from buildingai.backend.threads import available_cores
+    from buildingai.ops.kernels import compiled
+
+    own = compiled.own_blas_ready()  # the default: one pool on every core where it has its BLAS
+    assert report["intra_op_threads"] == (available_cores() if own else 1)
+    assert report["one_pool"] is own and report["own_blas"] is own
 
 
 def test_info_lists_each_acceleration_and_its_switch():

@@ -42,10 +42,9 @@ class TrainStep(Protocol):
 
 @contextlib.contextmanager
 def thread_limit(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` BLAS threads (threadpoolctl) for NumPy and BuildingAI and the same
-    number of PyTorch intra-op threads. BuildingAI's own element-wise threads stay at their
-    default, 1: with OpenBLAS's idle threads spinning after every GEMM, more measured slower
-    (docs/design_notes/performance.md)."""
+    """Run with ``threads`` BLAS threads (threadpoolctl) for NumPy, ``threads`` PyTorch intra-op
+    threads, and BuildingAI in its default arrangement at ``threads`` threads
+    (``buildingai.set_num_threads(threads)``: one pool where it has a BLAS of its own)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -54,70 +53,78 @@ def thread_limit(threads: int | None) -> Iterator[None]:
         return
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
+    _arrangement.update(threads=threads, current=None)
     try:
         with threadpool_limits(limits=threads, user_api="blas"):
             try:
                 yield
             finally:
-                leave_one_pool()  # a one-pool candidate may have run last
+                _arrangement.update(threads=None, current=None)
+                _switch(None)
     finally:
         torch.set_num_threads(torch_threads)
 
 
-ONE_POOL = "one pool"  # a candidate name's suffix: run in BuildingAI's one-pool mode
+BLAS_THREADS = "blas threads"  # a candidate name's suffix: products on NumPy's BLAS threads
+DEFAULT = "default"
+_arrangement = {"threads": None, "current": None}  # the count of this thread_limit, and the mode
 
 
-def one_pool(function: Callable[[], object], threads: int) -> Callable[[], object]:
-    """``function`` run with ``buildingai.set_num_threads(threads, gemm=True)``: BuildingAI's
-    threads run the GEMMs too (BLAS held at one thread), as PyTorch's one intra-op pool does.
-    The mode is switched on only when it is not on already: within a timing repetition that
-    happens in measure's untimed first call."""
+def _switch(mode: str | None) -> None:
+    """BuildingAI in ``mode``: DEFAULT (``set_num_threads(threads)``), BLAS_THREADS
+    (``set_num_threads(1, gemm=False)``: one element-wise thread, the products on NumPy's BLAS
+    at the threadpoolctl limit), or None (the process default), unless it is in it already."""
     import buildingai as bai
-    from buildingai.backend import threads as bai_threads
 
-    def run():
-        if not bai_threads.one_pool() or bai.get_num_threads() != threads:
-            bai.set_num_threads(threads, gemm=True)
-        return function()
-
-    return run
-
-
-def leave_one_pool() -> None:
-    """BuildingAI's threads back at their default and BLAS's own threads, if the mode is on."""
-    import buildingai as bai
-    from buildingai.backend import threads as bai_threads
-
-    if bai_threads.one_pool():
+    if mode is not None and _arrangement["current"] == mode:
+        return
+    if mode == DEFAULT:
+        bai.set_num_threads(_arrangement["threads"])
+    elif mode == BLAS_THREADS:
+        bai.set_num_threads(1, gemm=False)
+    else:
         bai.set_num_threads(None)
+    _arrangement["current"] = mode
 
 
-def outside_one_pool(function: Callable[[], object]) -> Callable[[], object]:
-    """``function`` run with BuildingAI's threads at their default and BLAS's own threads."""
+def on_blas_threads(function: Callable[[], object]) -> Callable[[], object]:
+    """``function`` run with the products on NumPy's BLAS threads and one element-wise thread
+    (BuildingAI's default where it has no BLAS of its own). The switch happens only when the
+    mode is not on already: within a timing repetition, in measure's untimed first call."""
 
     def run():
-        leave_one_pool()
+        _switch(BLAS_THREADS)
         return function()
 
     return run
 
 
-def with_one_pool(candidates: dict, pooled: dict, threads: int | None) -> dict:
-    """``candidates`` outside the one-pool mode plus, above one thread, ``pooled`` (name ->
-    function) in it, under the names ``f"{name} {ONE_POOL}"``."""
-    timed = {name: outside_one_pool(function) for name, function in candidates.items()}
+def in_default_arrangement(function: Callable[[], object]) -> Callable[[], object]:
+    """``function`` run in BuildingAI's default arrangement at the thread limit's count."""
+
+    def run():
+        _switch(DEFAULT if _arrangement["threads"] is not None else None)
+        return function()
+
+    return run
+
+
+def with_blas_threads(candidates: dict, alternatives: dict, threads: int | None) -> dict:
+    """``candidates`` in the default arrangement plus, above one thread, ``alternatives`` (name
+    -> function) on BLAS's threads, under the names ``f"{name} {BLAS_THREADS}"``."""
+    timed = {name: in_default_arrangement(function) for name, function in candidates.items()}
     if threads is not None and threads > 1:
-        for name, function in pooled.items():
-            timed[f"{name} {ONE_POOL}"] = one_pool(function, threads)
+        for name, function in alternatives.items():
+            timed[f"{name} {BLAS_THREADS}"] = on_blas_threads(function)
     return timed
 
 
-class OnePoolStep:
-    """A training step (``TrainStep``) run in the one-pool mode at ``threads`` threads."""
+class BlasThreadsStep:
+    """A training step (``TrainStep``) run with the products on NumPy's BLAS threads."""
 
-    def __init__(self, stepper, threads: int):
+    def __init__(self, stepper):
         self.stepper = stepper
-        self.step = one_pool(stepper.step, threads)
+        self.step = on_blas_threads(stepper.step)
 
     def __getattr__(self, name):  # state_dict, gradients, ...
         return getattr(self.stepper, name)

@@ -13,11 +13,11 @@ import buildingai as bai
 from . import cnn, mlp
 from .harness import (
     CrossCheckError,
-    outside_one_pool,
+    in_default_arrangement,
     step_peak_bytes,
     thread_limit,
     time_interleaved,
-    with_one_pool,
+    with_blas_threads,
 )
 from .numpy_reference import NumpyCNN, NumpyMLP
 
@@ -110,14 +110,14 @@ def run(quick: bool, threads: list[int | None]) -> list[dict]:
                         f"PyTorch's by {error:.2e} of their largest value"
                     )
             peaks = {
-                name: step_peak_bytes(outside_one_pool(candidates[name]))
+                name: step_peak_bytes(in_default_arrangement(candidates[name]))
                 for name in candidates
                 if name != "pytorch"
             }
-            pooled = {k: v for k, v in candidates.items() if k == "buildingai frozen"}
+            alternatives = {k: v for k, v in candidates.items() if k == "buildingai frozen"}
             for count in threads:
                 with thread_limit(count):
-                    timed = with_one_pool(candidates, pooled, count)
+                    timed = with_blas_threads(candidates, alternatives, count)
                     times = time_interleaved(timed, quick, target_seconds=0.1)
                 records.append(
                     {

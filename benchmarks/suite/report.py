@@ -17,9 +17,10 @@ TARGETS = {
 # The compiled step (buildingai.compile), at most x PyTorch eager.
 COMPILED_TARGETS = {"mlp": 0.7, "cnn": 1.0, "transformer": 1.0, "transformer-gelu": 1.0}
 COMPILED = "buildingai compiled"
-ONE_POOL = "buildingai one pool"  # set_num_threads(threads, gemm=True): see harness.one_pool
-COMPILED_ONE_POOL = f"{COMPILED} one pool"
-FROZEN_ONE_POOL = "buildingai frozen one pool"
+# set_num_threads(1, gemm=False): the products on NumPy's BLAS threads (harness.on_blas_threads)
+ON_BLAS_THREADS = "buildingai blas threads"
+COMPILED_ON_BLAS_THREADS = f"{COMPILED} blas threads"
+FROZEN_ON_BLAS_THREADS = "buildingai frozen blas threads"
 TRAINING = ("mlp", "cnn", "transformer", "transformer-gelu")
 KERNEL_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARIABLES = ("OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -102,13 +103,6 @@ def _target(record: dict) -> str:
     if compiled is not None and key in COMPILED_TARGETS:
         limit = COMPILED_TARGETS[key]
         parts.append(f"compiled ≤{limit}× PT: {'met' if compiled <= limit else 'missed'}")
-    pooled = _ratio(record, ONE_POOL, "pytorch")
-    if pooled is not None:
-        parts.append(f"one pool ≤{torch_limit}× PT: {'met' if pooled <= torch_limit else 'missed'}")
-    pooled = _ratio(record, COMPILED_ONE_POOL, "pytorch")
-    if pooled is not None and key in COMPILED_TARGETS:
-        limit = COMPILED_TARGETS[key]
-        parts.append(f"compiled one pool ≤{limit}× PT: {'met' if pooled <= limit else 'missed'}")
     return "; ".join(parts)
 
 
@@ -119,8 +113,8 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
         headers.append("BuildingAI frozen")
     if compiled:
         headers.append("BuildingAI compiled")
-    # one-pool columns: those of the chosen names that some record timed
-    pooled = [name for name in (ONE_POOL, COMPILED_ONE_POOL, FROZEN_ONE_POOL)
+    # BLAS-threads columns: those of the chosen names that some record timed
+    pooled = [name for name in (ON_BLAS_THREADS, COMPILED_ON_BLAS_THREADS, FROZEN_ON_BLAS_THREADS)
               if any(name in record["times"] for record in records)]  # fmt: skip
     headers += [f"{name.replace('buildingai', 'BuildingAI')}" for name in pooled]
     headers += ["BuildingAI / PyTorch", "BuildingAI / NumPy"]
@@ -216,19 +210,21 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "repetition starts after a 0.15 s pause and one untimed call: idle OpenBLAS threads "
         "spin for about 0.1 s after a call (libgomp's, PyTorch's, for less), and without the "
         "pause that spin would take a core from the next implementation.",
-        "- Threads: `threads` BLAS threads for NumPy and BuildingAI (threadpoolctl) and "
-        "`torch.set_num_threads(threads)` for PyTorch. BuildingAI's own element-wise threads "
-        "(`buildingai.set_num_threads`) stay at their default, 1: OpenBLAS's idle threads spin "
-        "on the other cores after each GEMM, and a second element-wise thread measured slower "
-        "in these steps (docs/design_notes/performance.md). PyTorch runs its element-wise work "
-        "on `threads` cores.",
-        "- One pool: the `one pool` columns run BuildingAI with "
-        "`buildingai.set_num_threads(threads, gemm=True)`, PyTorch's arrangement: its own "
-        "threads run the element-wise twins, the direct convolutions and the GEMMs (BLAS held "
-        "at one thread, each large product cut into blocks of rows, columns or stack entries, "
-        "one single-threaded BLAS call per block in one parallel loop on numba's threads), so "
-        "no BLAS thread spins while the twins run. The mode is switched on and off outside the timed calls; "
-        "the other columns run outside it. It is measured above one thread only.",
+        "- Threads: `threads` BLAS threads for NumPy (threadpoolctl), "
+        "`torch.set_num_threads(threads)` for PyTorch, and BuildingAI in its default "
+        "arrangement at `threads` threads (`buildingai.set_num_threads(threads)`): one pool, "
+        "PyTorch's arrangement, where BuildingAI has a BLAS of its own (numba and "
+        "scipy-openblas64 installed, as here). Its threads run the element-wise twins, the "
+        "direct convolutions and the matrix products, each large product cut into blocks of "
+        "rows, columns or stack entries, one single-threaded call per block to a copy of "
+        "OpenBLAS held at one thread, all in one parallel loop on numba's threads; no BLAS "
+        "thread spins while the twins run.",
+        "- BLAS threads: the `blas threads` columns run BuildingAI with "
+        "`buildingai.set_num_threads(1, gemm=False)`, its default where it has no BLAS of its "
+        "own: the products on NumPy's OpenBLAS at `threads` threads, and the element-wise work "
+        "on one thread, since OpenBLAS's idle threads spin on the other cores for about 0.1 s "
+        "after each product. The arrangement is switched outside the timed calls; it is "
+        "measured above one thread only.",
         "- Memory: the peak of what one steady-state step allocates above what existed before "
         "it (parameters and optimizer state excluded), from `tracemalloc`, which sees NumPy "
         "arrays and Python objects. PyTorch allocates through its own C++ allocator, which "

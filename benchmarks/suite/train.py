@@ -5,14 +5,14 @@ from __future__ import annotations
 from . import cnn, mlp, transformer, transformer_gelu
 from .frameworks import CompiledBuildingAIStep
 from .harness import (
-    ONE_POOL,
-    OnePoolStep,
+    BLAS_THREADS,
+    BlasThreadsStep,
     cross_check,
-    outside_one_pool,
+    in_default_arrangement,
     step_peak_bytes,
     thread_limit,
     time_interleaved,
-    with_one_pool,
+    with_blas_threads,
 )
 
 WORKLOADS = {module.NAME: module for module in (mlp, cnn, transformer, transformer_gelu)}
@@ -28,20 +28,21 @@ def with_compiled(steppers: dict) -> dict:
     return steppers | {COMPILED: compiled}
 
 
-def _steppers(module, quick: bool, pooled: bool) -> dict:
+def _steppers(module, quick: bool, alternative: bool) -> dict:
     """Fresh steppers of every implementation, the compiled step among them, and with
-    ``pooled`` BuildingAI's eager and compiled steps once more, for the one-pool mode."""
+    ``alternative`` BuildingAI's eager and compiled steps once more, for the products on BLAS's
+    threads."""
     steppers = module.steppers(quick)
     steppers[COMPILED] = with_compiled(module.steppers(quick))[COMPILED]
-    if pooled:
-        steppers[f"buildingai {ONE_POOL}"] = module.steppers(quick)["buildingai"]
-        steppers[f"{COMPILED} {ONE_POOL}"] = with_compiled(module.steppers(quick))[COMPILED]
+    if alternative:
+        steppers[f"buildingai {BLAS_THREADS}"] = module.steppers(quick)["buildingai"]
+        steppers[f"{COMPILED} {BLAS_THREADS}"] = with_compiled(module.steppers(quick))[COMPILED]
     return steppers
 
 
-def _in_their_modes(steppers: dict, pool_threads: int | None) -> dict:
-    """The steppers as they run: the one-pool ones in that mode at ``pool_threads`` threads."""
-    return {impl: OnePoolStep(stepper, pool_threads) if impl.endswith(ONE_POOL) else stepper
+def _in_their_modes(steppers: dict) -> dict:
+    """The steppers as they run: the BLAS-threads ones in that mode."""
+    return {impl: BlasThreadsStep(stepper) if impl.endswith(BLAS_THREADS) else stepper
             for impl, stepper in steppers.items()}  # fmt: skip
 
 
@@ -50,14 +51,13 @@ def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
     when they are not the same model), then time one training step of each, interleaved, at
     each thread count."""
     module = WORKLOADS[name]
-    pool_threads = max((count for count in threads if count and count > 1), default=None)
-    pooled = pool_threads is not None
-    checked = _in_their_modes(_steppers(module, quick, pooled), pool_threads)
+    alternative = any(count and count > 1 for count in threads)
+    checked = _in_their_modes(_steppers(module, quick, alternative))
     check = cross_check(name, checked, adam=module.ADAM)
-    steppers = _steppers(module, quick, pooled)  # fresh, from the initial weights
-    candidates = {  # a OnePoolStep switches the mode on itself
-        impl: stepper.step if ONE_POOL in impl else outside_one_pool(stepper.step)
-        for impl, stepper in _in_their_modes(steppers, pool_threads).items()
+    steppers = _steppers(module, quick, alternative)  # fresh, from the initial weights
+    candidates = {  # a BlasThreadsStep switches the mode on itself
+        impl: stepper.step if BLAS_THREADS in impl else in_default_arrangement(stepper.step)
+        for impl, stepper in _in_their_modes(steppers).items()
     }
     for function in candidates.values():  # optimizer state exists from here on
         function()
@@ -68,14 +68,14 @@ def run(name: str, quick: bool, threads: list[int | None]) -> list[dict]:
         for impl, function in candidates.items()
         if impl != "pytorch"
     }
-    # with_one_pool names a pooled function f"{name} {ONE_POOL}" and switches the mode per count
-    plain = {impl: s.step for impl, s in steppers.items() if not impl.endswith(ONE_POOL)}
-    pooled_steps = {impl.removesuffix(f" {ONE_POOL}"): s.step for impl, s in steppers.items()
-                    if impl.endswith(ONE_POOL)}  # fmt: skip
+    # with_blas_threads names an alternative f"{name} {BLAS_THREADS}" and switches per count
+    plain = {impl: s.step for impl, s in steppers.items() if not impl.endswith(BLAS_THREADS)}
+    alternatives = {impl.removesuffix(f" {BLAS_THREADS}"): s.step for impl, s in steppers.items()
+                    if impl.endswith(BLAS_THREADS)}  # fmt: skip
     records = []
     for count in threads:
         with thread_limit(count):
-            times = time_interleaved(with_one_pool(plain, pooled_steps, count), quick)
+            times = time_interleaved(with_blas_threads(plain, alternatives, count), quick)
         records.append(
             {
                 "workload": name,

@@ -6,19 +6,21 @@ intra-op threads do. ``parallel_for`` is that cut; ops call it for arrays large 
 hand-off (waking a pool thread and collecting its result) is worth it. BLAS calls are not
 affected: they have their own threads (threadpoolctl sets how many).
 
-The thread count is process-wide, like ``torch.set_num_threads``, and it is 1 unless set: after
-each BLAS call OpenBLAS's idle threads spin on their cores for a while before they sleep, so in
-a GEMM-heavy training step extra element-wise threads find no free core (measurements:
-docs/design_notes/performance.md). Raise it where BLAS runs single-threaded, or for
-element-wise-heavy work: ``set_num_threads(n)``, or ``set_num_threads("all")`` for every core
-this process may use.
+The arrangement is process-wide, like ``torch.set_num_threads``. By default, where the compiled
+tier has a BLAS of its own (``pip install buildingai[fast]``: numba and scipy-openblas64), it is
+one pool on every core, PyTorch's arrangement: these threads (numba's for the compiled kernels)
+run the element-wise work and the matrix products, each product cut into blocks of rows or
+columns, one single-threaded call per thread to a copy of OpenBLAS held at one thread
+(``ops/linalg``, ``compiled/gemm.py``, ``own_blas.py``). No BLAS thread is then left spinning
+after a product, so the compiled twins, the direct convolutions among them, get every core in
+a GEMM-heavy step, and NumPy's own BLAS keeps its threads for the program's products.
 
-``set_num_threads(n, gemm=True)`` makes these threads the only pool, as PyTorch's intra-op pool
-is: BLAS is held at one thread (through threadpoolctl) and each large matrix product is cut
-into blocks of rows or columns, one single-threaded BLAS call per thread (``ops/linalg``; on
-numba's threads where the compiled tier runs, ``compiled/gemm.py``). No BLAS thread is then left
-spinning after a product, so the compiled twins, the direct convolutions among them, get every
-core in a GEMM-heavy step.
+Without that library the default is one thread, and NumPy's BLAS threads the products: after
+each call OpenBLAS's idle threads spin on their cores for a while before they sleep, so in a
+GEMM-heavy step extra element-wise threads find no free core (measurements:
+docs/design_notes/performance.md). ``set_num_threads(n, gemm=True)`` then holds NumPy's BLAS at
+one thread (threadpoolctl) to make these threads the only pool; ``set_num_threads(n,
+gemm=False)`` gives the products back to BLAS's threads in either case.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ MIN_PARALLEL_WORK = 1 << 19
 # default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
 BLAS_SPIN_SECONDS = 0.15
 
-# gemm: None (BLAS threads the products), OWN_BLAS, or threadpoolctl's limits holding NumPy's BLAS
-_settings = {"count": None, "pool": None, "gemm": None}
+# gemm: None (BLAS threads the products), OWN_BLAS, or threadpoolctl's limits holding NumPy's
+# BLAS; settled: whether the arrangement was set, or the default one chosen (on first use)
+_settings = {"count": None, "pool": None, "gemm": None, "settled": False}
 OWN_BLAS = "own BLAS"  # products on a BLAS library of BuildingAI's own, held at one thread
 # Set by the compiled tier (``ops/kernels/compiled``): a function that says whether products can
 # run on its BLAS of its own (loading it); the backend cannot import it.
@@ -46,33 +49,58 @@ _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
 
 
-def set_num_threads(count: int | str | None, *, gemm: bool = False) -> None:
+def set_num_threads(count: int | str | None, *, gemm: bool | None = None) -> None:
     """Use ``count`` threads (the caller plus ``count - 1`` pool threads) for large element-wise
-    ops and optimizer updates; ``"all"`` means every core available to this process, ``None``
-    the default, 1.
+    ops, optimizer updates and, in one pool, matrix products; ``"all"`` means every core
+    available to this process, ``None`` the default arrangement (below).
 
-    ``gemm=True``: matrix products run on these threads too, each a single-threaded BLAS call
-    per part: on a copy of OpenBLAS of BuildingAI's own where the compiled tier has one
-    (``pip install buildingai[fast]``: numba and scipy-openblas64), so that NumPy's BLAS keeps
-    its threads for the program's own products; else on NumPy's BLAS held at one thread
-    (process-wide, through threadpoolctl: ``pip install threadpoolctl``). ``gemm=False`` gives
-    BLAS back the thread count it had.
+    ``gemm``: who runs the matrix products.
+
+    - ``True`` (one pool, PyTorch's arrangement): these threads, each part a single-threaded
+      BLAS call, on a copy of OpenBLAS of BuildingAI's own where the compiled tier has one
+      (``pip install buildingai[fast]``: numba and scipy-openblas64), so that NumPy's BLAS
+      keeps its threads for the program's own products; else on NumPy's BLAS held at one
+      thread (process-wide, through threadpoolctl: ``pip install threadpoolctl``).
+    - ``False``: NumPy's BLAS on its own threads (given back the count it had).
+    - ``None``: one pool where BuildingAI has a BLAS of its own, else ``False``.
+
+    The default arrangement, until this is called (or after ``set_num_threads(None)``): one
+    pool on every available core where BuildingAI has a BLAS of its own, else one thread with
+    BLAS on its own threads (its idle threads would hold the other cores after each product).
+    It is settled on first use, so that numba loads only then.
     """
     if count == "all":
         count = available_cores()
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"set_num_threads needs an int >= 1, 'all' or None, got {count!r}")
+    probe = own_blas_probe[0]
+    own = gemm is not False and probe is not None and probe()
     with _lock:
         pool, held = _settings["pool"], _settings["gemm"]
-        if gemm and held is None:  # (already held: keep the limits that know BLAS's count)
-            probe = own_blas_probe[0]
-            held = OWN_BLAS if probe is not None and probe() else _blas_on_one_thread()
-        released = None if gemm or held is OWN_BLAS else held
-        _settings.update(count=count, pool=None, gemm=held if gemm else None)
+        if own:
+            arrangement = OWN_BLAS
+        elif gemm:  # (already held: keep the limits that know BLAS's count)
+            arrangement = held if held not in (None, OWN_BLAS) else _blas_on_one_thread()
+        else:
+            arrangement = None
+        released = held if held not in (None, OWN_BLAS) and held is not arrangement else None
+        settled = not (count is None and gemm is None)
+        _settings.update(count=count, pool=None, gemm=arrangement, settled=settled)
     if pool is not None:
         pool.shutdown(wait=True)
     if released is not None:
         released.restore_original_limits()
+
+
+def _settle() -> None:
+    """Choose the default arrangement (see ``set_num_threads``) on first use."""
+    probe = own_blas_probe[0]
+    own = probe is not None and probe()  # outside the lock: it may import numba
+    with _lock:
+        if not _settings["settled"]:
+            if own:
+                _settings.update(count=_settings["count"] or available_cores(), gemm=OWN_BLAS)
+            _settings["settled"] = True
 
 
 def _blas_on_one_thread():
@@ -88,12 +116,16 @@ def _blas_on_one_thread():
 
 def one_pool() -> bool:
     """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``)."""
+    if not _settings["settled"]:
+        _settle()
     return _settings["gemm"] is not None
 
 
 def own_blas() -> bool:
     """Whether matrix products run on BuildingAI's own BLAS (one pool, with the compiled tier's
     library: NumPy's BLAS then keeps its threads)."""
+    if not _settings["settled"]:
+        _settle()
     return _settings["gemm"] is OWN_BLAS
 
 
@@ -105,6 +137,8 @@ def gemm_threads() -> int:
 
 def get_num_threads() -> int:
     """How many threads large element-wise work is split across."""
+    if not _settings["settled"]:
+        _settle()
     count = _settings["count"]
     return 1 if count is None else count
 
@@ -121,6 +155,8 @@ def blas_spinning() -> bool:
     training step that is every element-wise op; a second thread there measured up to 40x
     slower (docs/design_notes/performance.md). Never while BLAS is held at one thread
     (``set_num_threads(..., gemm=True)``): it then has no threads of its own."""
+    if not _settings["settled"]:
+        _settle()
     if _settings["gemm"] is not None and _settings["gemm"] is not OWN_BLAS:
         return False
     return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS

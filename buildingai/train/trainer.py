@@ -77,8 +77,9 @@ DEFAULTS = Config(
     retain_freed_memory=True,
     # BuildingAI's threads (buildingai.set_num_threads: process-wide); null leaves them as set
     threads=None,
-    # one pool: OpenBLAS's jobs on those threads too (set_num_threads(threads, gemm=True))
-    one_pool=False,
+    # one pool: the matrix products on those threads too (set_num_threads(threads, gemm=...));
+    # null: the default arrangement (one pool where BuildingAI has a BLAS of its own)
+    one_pool=None,
 )
 
 
@@ -152,7 +153,7 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("compile", "true or false", _is_bool),
     ("retain_freed_memory", "true or false", _is_bool),
     ("threads", "null or an integer >= 1", _optional(_int_at_least(1))),
-    ("one_pool", "true or false", _is_bool),
+    ("one_pool", "null, true or false", _optional(_is_bool)),
     ("data.num_workers", "an integer >= 0", _int_at_least(0)),
     ("data.prefetch", "null or an integer >= 0", _optional(_int_at_least(0))),
     ("data.shuffle", "true or false", _is_bool),
@@ -682,7 +683,7 @@ class Trainer:
             check_dataset(config.data.eval, "data.eval")
         if config.retain_freed_memory:
             retain_freed_memory()
-        if config.threads is not None or config.one_pool:
+        if config.threads is not None or config.one_pool is not None:
             set_num_threads(config.threads or get_num_threads(), gemm=config.one_pool)
         manual_seed(config.seed)  # the model's initial weights come from the default stream
         model = MODELS.build(config.model, path="model")

@@ -51,13 +51,21 @@ def test_a_nested_parallel_for_runs_serially_inside_pool_threads(three_threads):
     assert {(start, a, b) for start, a, b in inner if start > 0} == {(1, 0, 4), (2, 0, 4)}
 
 
+def _default_count() -> int:
+    """The default thread count: every core in one pool where BuildingAI has a BLAS of its own
+    (numba and scipy-openblas64), else 1."""
+    from buildingai.ops.kernels import compiled
+
+    return threads.available_cores() if compiled.own_blas_ready() else 1
+
+
 def test_thread_counts():
     bai.set_num_threads(1)
     assert bai.get_num_threads() == 1 == bai.optim.get_num_threads()
     bai.set_num_threads("all")
     assert bai.get_num_threads() == threads.available_cores()
     bai.set_num_threads(None)
-    assert bai.get_num_threads() == 1  # the default: see the module's docstring
+    assert bai.get_num_threads() == _default_count()  # see the module's docstring
     with pytest.raises(ValueError, match="int >= 1"):
         bai.set_num_threads(0)
 
@@ -78,10 +86,14 @@ def test_products_note_their_blas_call():
     import numpy as np
 
     a = bai.tensor(np.ones((8, 8), np.float32))
-    for product in (lambda: a @ a, lambda: bai.nn.functional.linear(a, a)):
-        threads._blas["last"] = float("-inf")
-        product()
-        assert threads.blas_spinning()
+    bai.set_num_threads(1, gemm=False)  # NumPy's BLAS on its own threads runs the products
+    try:
+        for product in (lambda: a @ a, lambda: bai.nn.functional.linear(a, a)):
+            threads._blas["last"] = float("-inf")
+            product()
+            assert threads.blas_spinning()
+    finally:
+        bai.set_num_threads(None)
 
 
 # ----- GEMMs on BuildingAI's threads: set_num_threads(n, gemm=True) ----------------------------
@@ -136,9 +148,10 @@ def test_gemm_mode_on_its_own_blas_leaves_numpys_threads_alone(blas_of_its_own):
         assert threads.own_blas() and threads.one_pool()
         assert _blas_threads() == before  # the program's own NumPy products keep their threads
         assert threads.gemm_threads() == 2
+        bai.set_num_threads(2, gemm=False)  # the products back on NumPy's BLAS threads
+        assert not threads.own_blas() and threads.gemm_threads() == 1
     finally:
         bai.set_num_threads(None)
-    assert not threads.own_blas() and threads.gemm_threads() == 1
     assert _blas_threads() == before
 
 
@@ -187,5 +200,5 @@ def test_two_threads_switching_the_mode_leave_blas_as_it_was():
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(switch, range(4)))
-    assert threads.gemm_threads() == 1
+    assert threads.gemm_threads() == _default_count()
     assert _blas_threads() == before

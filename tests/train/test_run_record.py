@@ -74,7 +74,11 @@ def test_the_run_record_says_who_runs_the_products(tmp_path):
     pytest.importorskip("numba")
     from buildingai.train.run_record import session_record
 
-    assert session_record(0)["one_pool"] is False
+    bai.set_num_threads(2, gemm=False)
+    try:
+        assert session_record(0)["one_pool"] is False
+    finally:
+        bai.set_num_threads(None)
     bai.set_num_threads(2, gemm=True)
     try:
         record = session_record(0)

@@ -223,6 +223,7 @@ def test_from_config_sets_the_threads_and_one_pool(monkeypatch):
     Trainer.from_config(config(threads=2), verbose=False)
     Trainer.from_config(config(threads=2, one_pool=True), verbose=False)
     Trainer.from_config(config(one_pool=True), verbose=False)  # at the current count
-    assert calls == [(2, False), (2, True), (get_num_threads(), True)]
+    Trainer.from_config(config(threads=1, one_pool=False), verbose=False)
+    assert calls == [(2, None), (2, True), (get_num_threads(), True), (1, False)]
     with pytest.raises(ConfigError, match="threads"):
         Trainer.from_config(config(threads=0), verbose=False)
