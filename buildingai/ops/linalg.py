@@ -67,6 +67,13 @@ def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bo
     return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
 
 
+def _numpy_product(a, b, out, work: int):
+    """``a.dot(b)`` on NumPy's BLAS from one pool, noting the call where BLAS may thread it."""
+    if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
+        blas_called()
+    return a.dot(b) if out is None else np.dot(a, b, out=out)
+
+
 def _dot(a, b, out=None):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
@@ -77,6 +84,8 @@ def _dot(a, b, out=None):
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     (rows, inner), columns = a.shape, b.shape[1]
     work = rows * inner * columns
+    if rows == 1 or columns == 1:  # NumPy calls a matrix-vector product, faster than a GEMM
+        return _numpy_product(a, b, out, work)
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
     own = _on_own_blas(work, a, b)
@@ -112,6 +121,8 @@ def _split_matmul(a, b):
     rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = int(np.prod(a.shape[:-2]))
     work = batch * rows * inner * columns
+    if rows == 1 or columns == 1:  # matrix-vector products: NumPy's, faster than GEMMs
+        return None
     cut = _splits(a, b, batch * rows, work)
     own = _on_own_blas(rows * inner * columns, a, b)
     if not (cut or own):

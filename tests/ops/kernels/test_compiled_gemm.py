@@ -159,6 +159,12 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     (bai.tensor(small) @ bai.tensor(small)).numpy()
     assert calls == [0]  # NumPy runs small products on one thread: they stay NumPy's
     assert not own_blas_pool.blas_spinning()  # NumPy's threads were never woken
+    row = rng.standard_normal((1, 4096)).astype(np.float32)
+    weights = rng.standard_normal((4096, 256)).astype(np.float32)
+    got = (bai.tensor(row) @ bai.tensor(weights)).numpy()
+    np.testing.assert_allclose(got, row @ weights, rtol=1e-4, atol=1e-3)
+    assert calls == [0]  # a matrix-vector product: NumPy's, which calls GEMV (faster)
+    assert own_blas_pool.blas_spinning()  # ...on its BLAS's threads, noted
 
 
 def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):
