@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.own_blas import matrix_vector
 from ..backend.precision import gemm_operand, gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..errors import ShapeError
@@ -67,8 +68,14 @@ def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bo
     return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
 
 
-def _numpy_product(a, b, out, work: int):
-    """``a.dot(b)`` on NumPy's BLAS from one pool, noting the call where BLAS may thread it."""
+def _matrix_vector(a, b, out, work: int):
+    """``a.dot(b)`` in one pool where a has one row or b one column: one GEMV (a one-row GEMM
+    is several times slower) on BuildingAI's own BLAS, else on NumPy's, noting the call where
+    that BLAS may thread it."""
+    if own_blas() and _floats(a, b):
+        result = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
+        if matrix_vector(a, b, result):
+            return result
     if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
         blas_called()
     return a.dot(b) if out is None else np.dot(a, b, out=out)
@@ -84,8 +91,8 @@ def _dot(a, b, out=None):
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     (rows, inner), columns = a.shape, b.shape[1]
     work = rows * inner * columns
-    if rows == 1 or columns == 1:  # NumPy calls a matrix-vector product, faster than a GEMM
-        return _numpy_product(a, b, out, work)
+    if rows == 1 or columns == 1:
+        return _matrix_vector(a, b, out, work)
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
     own = _on_own_blas(work, a, b)

@@ -163,8 +163,27 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     weights = rng.standard_normal((4096, 256)).astype(np.float32)
     got = (bai.tensor(row) @ bai.tensor(weights)).numpy()
     np.testing.assert_allclose(got, row @ weights, rtol=1e-4, atol=1e-3)
-    assert calls == [0]  # a matrix-vector product: NumPy's, which calls GEMV (faster)
-    assert own_blas_pool.blas_spinning()  # ...on its BLAS's threads, noted
+    assert calls == [0]  # a matrix-vector product: one GEMV, faster than a one-row GEMM,
+    assert not own_blas_pool.blas_spinning()  # ...on its own BLAS too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape, b_shape", [((1, 300), (300, 70)), ((70, 300), (300, 1)),
+                                              ((1, 1), (1, 5)), ((5, 1), (1, 1))])  # fmt: skip
+def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
+    from buildingai.backend import own_blas
+
+    if own_blas.library() is None:
+        pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    for left in (a, np.asfortranarray(a), _layouts(a)["window"]):
+        for right in (b, np.asfortranarray(b), _layouts(b)["window"]):
+            out = np.full((a_shape[0], b_shape[1]), np.nan, dtype)
+            assert own_blas.matrix_vector(left, right, out)
+            np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+    assert not own_blas.matrix_vector(a[:, :0], b[:0], np.empty((a_shape[0], b_shape[1]), dtype))
 
 
 def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):

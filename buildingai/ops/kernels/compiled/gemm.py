@@ -26,8 +26,8 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from ....backend import own_blas
+from ....backend.own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
 
-ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112  # CBLAS's enumerations
 _NAMES = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # 64-bit integer CBLAS, as NumPy's wheels
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
 
@@ -138,19 +138,6 @@ def _products_in_turn(address, a, b, out, layout, alpha):
                    out.ctypes.data + entry * out.strides[0], ldc)  # fmt: skip
 
 
-def _layout(matrices, rows: int, columns: int):
-    """(CBLAS transpose flag, leading dimension) of the last two axes of ``matrices``, a
-    (..., rows, columns) array, as a row-major matrix or the transpose of one; None when its
-    elements are not laid out so (a stride other than one element along both axes)."""
-    size = matrices.itemsize
-    row_step, column_step = matrices.strides[-2], matrices.strides[-1]
-    if column_step == size and row_step % size == 0 and row_step // size >= max(columns, 1):
-        return NO_TRANSPOSE, row_step // size
-    if row_step == size and column_step % size == 0 and column_step // size >= max(rows, 1):
-        return TRANSPOSE, column_step // size
-    return None
-
-
 def product(a, b, out, parts: int, by_columns: bool) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
     (entries, m, n) with unit column steps: cut into ``parts`` blocks per entry (of rows, or of
@@ -162,7 +149,7 @@ def product(a, b, out, parts: int, by_columns: bool) -> bool:
     n = b.shape[2]
     if address is None or b.dtype != a.dtype or out.dtype != a.dtype or 0 in (m, n, k):
         return False
-    layouts = _layout(a, m, k), _layout(b, k, n), _layout(out, m, n)
+    layouts = own_blas.layout(a, m, k), own_blas.layout(b, k, n), own_blas.layout(out, m, n)
     if None in layouts or layouts[2][0] != NO_TRANSPOSE:
         return False
     if not (a.flags.aligned and b.flags.aligned and out.flags.aligned):
