@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.own_blas import matrix_vector
 from ..backend.precision import gemm_operand, gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..errors import ShapeError
@@ -68,13 +67,19 @@ def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bo
     return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
 
 
+# In one pool, a matrix-vector product of a matrix this large or larger runs on BuildingAI's
+# own BLAS, on one thread; a smaller one on NumPy's, whose threads share it faster than numba's
+# wake up for it (docs/design_notes/performance.md).
+OWN_GEMV_ELEMENTS = 1 << 20
+
+
 def _matrix_vector(a, b, out, work: int):
     """``a.dot(b)`` in one pool where a has one row or b one column: one GEMV (a one-row GEMM
-    is several times slower) on BuildingAI's own BLAS, else on NumPy's, noting the call where
-    that BLAS may thread it."""
-    if own_blas() and _floats(a, b):
+    is several times slower), on BuildingAI's own BLAS for a large matrix, else on NumPy's,
+    noting the call where that BLAS may thread it."""
+    if own_blas() and work >= OWN_GEMV_ELEMENTS and _floats(a, b):
         result = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
-        if matrix_vector(a, b, result):
+        if compiled.matrix_vector(a, b, result):
             return result
     if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
         blas_called()

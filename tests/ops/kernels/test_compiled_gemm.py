@@ -159,8 +159,9 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     (bai.tensor(small) @ bai.tensor(small)).numpy()
     assert calls == [0]  # NumPy runs small products on one thread: they stay NumPy's
     assert not own_blas_pool.blas_spinning()  # NumPy's threads were never woken
-    row = rng.standard_normal((1, 4096)).astype(np.float32)
+    row = rng.standard_normal((1, 4096)).astype(np.float32)  # a matrix of OWN_GEMV_ELEMENTS
     weights = rng.standard_normal((4096, 256)).astype(np.float32)
+    assert weights.size >= linalg.OWN_GEMV_ELEMENTS
     got = (bai.tensor(row) @ bai.tensor(weights)).numpy()
     np.testing.assert_allclose(got, row @ weights, rtol=1e-4, atol=1e-3)
     assert calls == [0]  # a matrix-vector product: one GEMV, faster than a one-row GEMM,
@@ -171,9 +172,7 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
 @pytest.mark.parametrize("a_shape, b_shape", [((1, 300), (300, 70)), ((70, 300), (300, 1)),
                                               ((1, 1), (1, 5)), ((5, 1), (1, 1))])  # fmt: skip
 def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
-    from buildingai.backend import own_blas
-
-    if own_blas.library() is None:
+    if not gemm.GEMV_ADDRESSES:
         pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
     rng = np.random.default_rng(5)
     a = rng.standard_normal(a_shape).astype(dtype)
@@ -181,9 +180,9 @@ def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
     for left in (a, np.asfortranarray(a), _layouts(a)["window"]):
         for right in (b, np.asfortranarray(b), _layouts(b)["window"]):
             out = np.full((a_shape[0], b_shape[1]), np.nan, dtype)
-            assert own_blas.matrix_vector(left, right, out)
+            assert gemm.matrix_vector(left, right, out)
             np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
-    assert not own_blas.matrix_vector(a[:, :0], b[:0], np.empty((a_shape[0], b_shape[1]), dtype))
+    assert not gemm.matrix_vector(a[:, :0], b[:0], np.empty((a_shape[0], b_shape[1]), dtype))
 
 
 def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):

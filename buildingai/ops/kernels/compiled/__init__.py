@@ -215,6 +215,19 @@ def split_product(a, b, out, work: int, by_columns: bool = False, cut: bool = Tr
         return False
 
 
+def matrix_vector(a, b, out) -> bool:
+    """out = a @ b where a has one row or b one column, as one ``gemv`` of BuildingAI's own
+    BLAS (``compiled/gemm.py``); False, having done nothing, where it does not apply."""
+    twin = _twin("gemm.matrix_vector") if _state["enabled"] else None
+    if twin is None:
+        return False
+    try:
+        return twin(a, b, out)
+    except Exception as error:  # a compile or cache failure: NumPy's product still works
+        _give_up("gemm.matrix_vector", error)
+        return False
+
+
 def own_blas_ready() -> bool:
     """Whether products can run on BuildingAI's own BLAS (``backend/own_blas.py``) from numba's
     threads: the tier is on, numba imports, and the library loaded."""

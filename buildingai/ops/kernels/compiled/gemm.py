@@ -32,6 +32,18 @@ _NAMES = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # 64-bit integer CBLAS, a
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
 
 
+def _gemv_addresses(library) -> dict:
+    """{dtype: address of ``library``'s ``cblas_?gemv``}, as ``_gemm_addresses``."""
+    found = {}
+    for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
+        for name in _NAMES:
+            function = getattr(library, name.format(letter).replace("gemm", "gemv"), None)
+            if function is not None:
+                found[dtype] = ctypes.cast(function, ctypes.c_void_p).value
+                break
+    return found
+
+
 def _numpy_library():
     """NumPy's extension module, through which its BLAS's symbols resolve."""
     try:
@@ -56,6 +68,7 @@ def _gemm_addresses(library) -> dict:
 _OWN = own_blas.library()
 OWN_BLAS = _OWN is not None and len(_gemm_addresses(_OWN)) == 2
 ADDRESSES = _gemm_addresses(_OWN if OWN_BLAS else _numpy_library())
+GEMV_ADDRESSES = _gemv_addresses(_OWN) if OWN_BLAS else {}  # only on a BLAS held at one thread
 
 
 @intrinsic
@@ -93,6 +106,73 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+@intrinsic
+def _call_gemv(typing_context, address, transpose, m, n, alpha, a, lda, x, incx, y, incy):
+    """``cblas_?gemv(RowMajor, transpose, m, n, alpha, a, lda, x, incx, 0, y, incy)`` through
+    the function at ``address``; a, x, y are addresses; alpha's type picks s or d."""
+    signature = types.void(address, transpose, m, n, alpha, a, lda, x, incx, y, incy)
+
+    def codegen(context, builder, signature, arguments):
+        address, transpose, m, n, alpha, a, lda, x, incx, y, incy = arguments
+        real = context.get_value_type(signature.args[4])
+        pointer = real.as_pointer()
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        function_type = ir.FunctionType(
+            ir.VoidType(),
+            [i32, i32, i64, i64, real, pointer, i64, pointer, i64, real, pointer, i64],
+        )
+        function = builder.inttoptr(address, function_type.as_pointer())
+        builder.call(
+            function,
+            [
+                ir.Constant(i32, ROW_MAJOR), builder.trunc(transpose, i32), m, n, alpha,
+                builder.inttoptr(a, pointer), lda, builder.inttoptr(x, pointer), incx,
+                ir.Constant(real, 0.0), builder.inttoptr(y, pointer), incy,
+            ],
+        )  # fmt: skip
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@njit(nogil=True, cache=True)
+def _gemv_call(address, matrix, vector, out, plan, alpha):
+    """One gemv: plan is (transpose, rows, columns, leading dimension, vector step, out step)."""
+    transpose, rows, columns, leading, vector_step, out_step = plan
+    _call_gemv(address, transpose, rows, columns, alpha, matrix.ctypes.data, leading,
+               vector.ctypes.data, vector_step, out.ctypes.data, out_step)  # fmt: skip
+
+
+def matrix_vector(a, b, out) -> bool:
+    """out (m, n) = a (m, k) @ b (k, n) where m or n is 1, as one ``gemv`` of BuildingAI's own
+    BLAS on the calling thread (a one-row GEMM is several times slower). False, having done
+    nothing, where the library, the dtypes or the layout do not fit."""
+    address = GEMV_ADDRESSES.get(a.dtype)
+    (m, k), n = a.shape, b.shape[1]
+    if address is None or b.dtype != a.dtype or out.dtype != a.dtype or 0 in (m, n, k):
+        return False
+    size = a.itemsize
+    if m == 1:  # out[0] = b^T a[0]: b is the matrix, a's row the vector
+        matrix, rows, columns, vector, step, flip = b, k, n, a, a.strides[1], True
+        out_step = out.strides[1]
+    elif n == 1:  # out[:, 0] = a b[:, 0]
+        matrix, rows, columns, vector, step, flip = a, m, k, b, b.strides[0], False
+        out_step = out.strides[0]
+    else:
+        return False
+    found = own_blas.layout(matrix, rows, columns)
+    if found is None or step % size or out_step % size or step <= 0 or out_step <= 0:
+        return False
+    transpose, leading = found
+    if transpose == TRANSPOSE:  # stored as (columns, rows) row-major: multiply by its transpose
+        rows, columns, flip = columns, rows, not flip
+    own_blas.hold_at_one_thread(_OWN)
+    plan = (TRANSPOSE if flip else NO_TRANSPOSE, rows, columns, leading, step // size,
+            out_step // size)  # fmt: skip
+    _gemv_call(address, matrix, vector, out, plan, _ONE[a.dtype])
+    return True
 
 
 @njit(parallel=True, nogil=True, cache=True)
