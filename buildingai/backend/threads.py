@@ -130,8 +130,8 @@ def own_blas() -> bool:
 
 
 def gemm_threads() -> int:
-    """How many threads a large matrix product is cut across: ``get_num_threads()`` while
-    ``set_num_threads(..., gemm=True)`` holds BLAS at one thread, else 1 (BLAS threads it)."""
+    """How many threads a large matrix product is cut across: ``get_num_threads()`` in one
+    pool, else 1 (NumPy's BLAS threads it)."""
     return get_num_threads() if one_pool() else 1
 
 
@@ -153,8 +153,9 @@ def blas_spinning() -> bool:
     """Whether a BLAS call ran less than ``BLAS_SPIN_SECONDS`` ago, so that its idle threads
     may still hold the other cores: element-wise work then stays on the calling thread. In a
     training step that is every element-wise op; a second thread there measured up to 40x
-    slower (docs/design_notes/performance.md). Never while BLAS is held at one thread
-    (``set_num_threads(..., gemm=True)``): it then has no threads of its own."""
+    slower (docs/design_notes/performance.md). Never while NumPy's BLAS is held at one thread
+    (one pool without a BLAS of BuildingAI's own): it then has no threads of its own. On
+    BuildingAI's own BLAS only the calls that still reach NumPy's count (``blas_called``)."""
     if not _settings["settled"]:
         _settle()
     if _settings["gemm"] is not None and _settings["gemm"] is not OWN_BLAS:
