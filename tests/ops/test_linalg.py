@@ -6,6 +6,7 @@ import pytest
 import buildingai as bai
 from buildingai.ops.linalg import MATMUL
 from tests.helpers import check_op, constant, torch
+from tests.ops.products import assert_linear_and_its_gradients
 
 # ----- matmul ------------------------------------------------------------------------------------
 
@@ -361,15 +362,7 @@ def test_products_cut_across_threads_equal_one_blas_call(gemm_mode, a_shape, b_s
 
 
 def test_linear_and_its_gradients_in_gemm_mode(gemm_mode):
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((12, 20)).astype(np.float32)
-    w = rng.standard_normal((9, 20)).astype(np.float32)
-    xt, wt = bai.tensor(x, requires_grad=True), bai.tensor(w, requires_grad=True)
-    y = bai.nn.functional.linear(xt, wt)
-    (y * y).sum().backward()
-    np.testing.assert_allclose(y.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(wt.grad.numpy(), 2 * (x @ w.T).T @ x, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(xt.grad.numpy(), 2 * (x @ w.T) @ w, rtol=1e-4, atol=1e-4)
+    assert_linear_and_its_gradients(seed=1)
     assert gemm_mode  # the products were cut
 
 

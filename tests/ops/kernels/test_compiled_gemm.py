@@ -13,6 +13,7 @@ import pytest
 
 import buildingai as bai
 from buildingai.ops.kernels import compiled
+from tests.ops.products import assert_linear_and_its_gradients
 
 pytest.importorskip("numba")
 pytest.importorskip("threadpoolctl")
@@ -96,15 +97,8 @@ def one_pool(monkeypatch):
 
 
 def test_matmul_and_linear_gradients_run_on_numba_threads(one_pool):
+    assert_linear_and_its_gradients(seed=2)
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((12, 20)).astype(np.float32)
-    w = rng.standard_normal((9, 20)).astype(np.float32)
-    xt, wt = bai.tensor(x, requires_grad=True), bai.tensor(w, requires_grad=True)
-    y = bai.nn.functional.linear(xt, wt)
-    (y * y).sum().backward()
-    np.testing.assert_allclose(y.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(wt.grad.numpy(), 2 * (x @ w.T).T @ x, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(xt.grad.numpy(), 2 * (x @ w.T) @ w, rtol=1e-4, atol=1e-4)
     assert len(one_pool) >= 3  # forward and both gradients
     stack = rng.standard_normal((5, 8, 20)).astype(np.float32)
     got = (bai.tensor(stack) @ bai.tensor(stack.transpose(0, 2, 1).copy())).numpy()

@@ -28,20 +28,8 @@ from numba.extending import intrinsic
 from ....backend import own_blas
 from ....backend.own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
 
-_NAMES = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # 64-bit integer CBLAS, as NumPy's wheels
+_NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # 64-bit integer CBLAS, as NumPy's wheels
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
-
-
-def _gemv_addresses(library) -> dict:
-    """{dtype: address of ``library``'s ``cblas_?gemv``}, as ``_gemm_addresses``."""
-    found = {}
-    for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
-        for name in _NAMES:
-            function = getattr(library, name.format(letter).replace("gemm", "gemv"), None)
-            if function is not None:
-                found[dtype] = ctypes.cast(function, ctypes.c_void_p).value
-                break
-    return found
 
 
 def _numpy_library():
@@ -53,12 +41,13 @@ def _numpy_library():
     return ctypes.CDLL(umath.__file__)
 
 
-def _gemm_addresses(library) -> dict:
-    """{dtype: address of ``library``'s ``cblas_?gemm``} for float32 and float64, where found."""
+def _addresses(library, routine: str = "gemm") -> dict:
+    """{dtype: address of ``library``'s ``cblas_?<routine>``} for float32 and float64, where
+    found."""
     found = {}
     for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
         for name in _NAMES:
-            function = getattr(library, name.format(letter), None)
+            function = getattr(library, name.format(letter + routine), None)
             if function is not None:
                 found[dtype] = ctypes.cast(function, ctypes.c_void_p).value
                 break
@@ -66,9 +55,9 @@ def _gemm_addresses(library) -> dict:
 
 
 _OWN = own_blas.library()
-OWN_BLAS = _OWN is not None and len(_gemm_addresses(_OWN)) == 2
-ADDRESSES = _gemm_addresses(_OWN if OWN_BLAS else _numpy_library())
-GEMV_ADDRESSES = _gemv_addresses(_OWN) if OWN_BLAS else {}  # only on a BLAS held at one thread
+OWN_BLAS = _OWN is not None and len(_addresses(_OWN)) == 2
+ADDRESSES = _addresses(_OWN if OWN_BLAS else _numpy_library())
+GEMV_ADDRESSES = _addresses(_OWN, "gemv") if OWN_BLAS else {}  # only on a BLAS held at one thread
 
 
 @intrinsic
