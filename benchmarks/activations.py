@@ -17,9 +17,9 @@ import math
 import numpy as np
 
 import buildingai as bai
+from buildingai.accel.kernels import gelu32
 from buildingai.backend.threads import parallel_for
 from buildingai.nn import functional as BF
-from buildingai.ops.kernels import gelu32
 
 from . import case_table
 from .case_table import timed_record

@@ -111,10 +111,10 @@ def environment() -> dict:
         ]
     except ImportError:
         info["blas"] = ["(threadpoolctl not installed)"]
-    from buildingai.backend import vector_blas
+    from buildingai.accel import vector_blas
 
     info["optimizer_blas"] = vector_blas.available()  # axpby for the scaled sums, or ufuncs
-    from buildingai.ops.kernels import compiled
+    from buildingai.accel.kernels import compiled
 
     info["compiled_kernels"] = compiled.status()["detail"]  # numba twins, or why not
     return info

@@ -21,8 +21,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled
 from buildingai.backend.memory import retain_freed_memory
-from buildingai.ops.kernels import compiled
 
 from .common import environment, format_table, measure, set_threads, settle_for
 from .layers import conv_steps

@@ -136,11 +136,11 @@ def twin_forms():
     """BuildingAI's compiled twins (``ops/kernels/compiled``), called directly: the tanh-GELU
     forward (its gate is sigmoid(2u), so only ``out`` is compared) and relu forward + backward.
     The short fused chain has no twin."""
-    from buildingai.ops.kernels import compiled
+    from buildingai.accel.kernels import compiled
 
     if not compiled.available():
         return None
-    from buildingai.ops.kernels.compiled import activations
+    from buildingai.accel.kernels.compiled import activations
 
     def relu(x, g, out, dx):
         activations.relu(x, out)

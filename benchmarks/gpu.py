@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import buildingai as bai
-from buildingai.ops.kernels import compiled
+from buildingai.accel.kernels import compiled
 
 from .suite import cnn, mlp, transformer
 from .suite.frameworks import cross_entropy

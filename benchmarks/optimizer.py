@@ -9,7 +9,7 @@ Candidates:
   (``optimizer.updates_elementwise = False``, see ``optim/packing.py``).
 - ``bai 1 thread``: the shipped path on one thread.
 - ``bai no BLAS``: the shipped path with its scaled sums as NumPy ufuncs instead of OpenBLAS's
-  ``axpby`` (``buildingai.backend.vector_blas``).
+  ``axpby`` (``buildingai.accel.vector_blas``).
 - ``bai whole-array``: the same update functions over whole arrays, one thread (what a
   straightforward NumPy optimizer does).
 - ``flat buffer``: the same update function over one flat buffer holding every parameter,
@@ -29,7 +29,7 @@ import itertools
 import numpy as np
 
 import buildingai as bai
-from buildingai.backend import vector_blas
+from buildingai.accel import vector_blas
 from buildingai.optim import optimizer as optimizer_module
 
 from .common import format_table, measure, save_run, settle_for

@@ -3,8 +3,8 @@
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled
 from buildingai.backend import threads
-from buildingai.ops.kernels import compiled
 
 
 @pytest.fixture

@@ -59,8 +59,8 @@ def test_info():
         assert word in result.stdout
     report = json.loads(run("info", "--json").stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
+    from buildingai.accel.kernels import compiled
     from buildingai.backend.threads import available_cores
-    from buildingai.ops.kernels import compiled
 
     own = compiled.own_blas_ready()  # the default: one pool on every core where it has its BLAS
     assert report["intra_op_threads"] == (available_cores() if own else 1)

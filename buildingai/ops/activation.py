@@ -7,11 +7,11 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.scalar_loops import extremum_with_scalar
+from ..accel.kernels.split import elementwise
 from .elementwise import in_place
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
-from .kernels.compiled import compiled_twin
-from .kernels.scalar_loops import extremum_with_scalar
-from .kernels.split import elementwise
 from .promotion import as_float, result_type
 
 

@@ -15,10 +15,10 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels import activations_extra as kernels
+from ..accel.kernels.split import elementwise
 from ..backend.device import array_namespace
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
-from .kernels import activations_extra as kernels
-from .kernels.split import elementwise
 from .promotion import as_float
 
 # SELU's constants (Klambauer et al. 2017), as PyTorch and ONNX define them

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accel.kernels import compiled
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.conv_grid import grid_col2im, grid_for, to_grid
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
 from .base import Op
-from .kernels import compiled
-from .kernels.compiled import compiled_twin
-from .kernels.conv_grid import grid_col2im, grid_for, to_grid
 from .linalg import einsum_array, matmul_array
 from .reduce import SUM
 

@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
+from ..accel.kernels.scalar_loops import extremum_with_scalar
 from ..errors import BuildingAIError
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
-from .kernels.scalar_loops import extremum_with_scalar
 from .promotion import (
     INTEGRAL,
     as_float,

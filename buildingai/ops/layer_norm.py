@@ -20,13 +20,13 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels import compiled
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.row_reduce import column_dot_into
+from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost
 from .base import Op
-from .kernels import compiled
-from .kernels.compiled import compiled_twin
-from .kernels.row_reduce import column_dot_into
-from .kernels.split import split_rows, trailing_rows
 from .norm import (
     STANDARDIZE,
     STANDARDIZE_GRAD,

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accel.kernels import compiled
 from ..backend.precision import gemm_operand, gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
-from .kernels import compiled
 from .reduce import SUM
 
 # A product of at least this many multiply-adds is cut across BuildingAI's threads when they run

@@ -13,12 +13,12 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.row_reduce import row_sum
+from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import ArgumentError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost, total
 from .base import Op
-from .kernels.compiled import compiled_twin
-from .kernels.row_reduce import row_sum
-from .kernels.split import split_rows, trailing_rows
 
 LOG_FLOOR = -100.0  # PyTorch's lower bound on log(x) and log(1 - x)
 GRAD_EPSILON = 1e-12  # PyTorch's lower bound on x (1 - x) in the gradient

@@ -11,13 +11,13 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels import compiled
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.row_reduce import row_dot, row_sum
+from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import DTypeError, IndexingError, ShapeError
 from .abstract import ValueSpec, bytes_of, memory_cost
 from .base import Op
-from .kernels import compiled
-from .kernels.compiled import compiled_twin
-from .kernels.row_reduce import row_dot, row_sum
-from .kernels.split import split_rows, trailing_rows
 
 
 def _check_floating(name: str, x) -> None:

@@ -18,12 +18,12 @@ import functools
 
 import numpy as np
 
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.row_reduce import row_dot, row_sum
+from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import DTypeError
 from .abstract import memory_cost
 from .base import Op
-from .kernels.compiled import compiled_twin
-from .kernels.row_reduce import row_dot, row_sum
-from .kernels.split import split_rows, trailing_rows
 from .reduce import kept_shape
 
 

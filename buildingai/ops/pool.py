@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accel.kernels import compiled
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.pool_flat import fits_flat, scatter_to_choice, window_max
 from .abstract import DimExpr, SymbolicSizeError, bytes_of, memory_cost, simplify
 from .base import Op
 from .conv import floor_divide_size
-from .kernels import compiled
-from .kernels.compiled import compiled_twin
-from .kernels.pool_flat import fits_flat, scatter_to_choice, window_max
 
 
 def pool_output_size(

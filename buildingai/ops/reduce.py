@@ -17,11 +17,11 @@ import warnings
 
 import numpy as np
 
+from ..accel.kernels.row_reduce import sum_axes
 from ..errors import ShapeError
 from .abstract import ValueSpec
 from .base import Op
 from .families import CopyOp, ReductionOp, accumulator_dtype
-from .kernels.row_reduce import sum_axes
 from .promotion import INTEGRAL, as_float, float_dtype
 
 

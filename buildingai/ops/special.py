@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
+from ..accel.kernels import compiled, gelu32
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.kernels.split import elementwise
 from .elementwise import in_place
 from .families import FloatFunction
-from .kernels import compiled, gelu32
-from .kernels.compiled import compiled_twin
-from .kernels.split import elementwise
 from .promotion import as_float
 
 # ----- erf: fdlibm coefficients -------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ..accel.kernels.compiled import compiled_twin
+from ..accel.vector_blas import axpby
 from ..backend import array_namespace
-from ..backend.vector_blas import axpby
-from ..ops.kernels.compiled import compiled_twin
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ..accel.kernels import compiled
 from ..autograd import Tensor, enable_grad, no_grad
 from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
 from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
-from ..ops.kernels import compiled
 from .packing import ParameterPack, packable
 
 # Elements per block of the blocked update: cache-resident across passes, few Python calls.

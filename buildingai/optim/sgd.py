@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..accel.vector_blas import axpby
 from ..backend import array_namespace
-from ..backend.vector_blas import axpby
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
 

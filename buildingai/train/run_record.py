@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backend import cuda_is_available, memory, vector_blas
+from ..accel import vector_blas
+from ..accel.kernels import compiled
+from ..backend import cuda_is_available, memory
 from ..backend.threads import get_num_threads, one_pool, own_blas
-from ..ops.kernels import compiled
 from ..optim import packing
 from ..version import __version__
 

@@ -54,7 +54,7 @@ def test_a_nested_parallel_for_runs_serially_inside_pool_threads(three_threads):
 def _default_count() -> int:
     """The default thread count: every core in one pool where BuildingAI has a BLAS of its own
     (numba and scipy-openblas64), else 1."""
-    from buildingai.ops.kernels import compiled
+    from buildingai.accel.kernels import compiled
 
     return threads.available_cores() if compiled.own_blas_ready() else 1
 
@@ -115,7 +115,7 @@ def numpy_blas_held(monkeypatch):
 @pytest.fixture
 def blas_of_its_own():
     """One pool on BuildingAI's own copy of OpenBLAS; skipped where it has none."""
-    from buildingai.ops.kernels import compiled
+    from buildingai.accel.kernels import compiled
 
     if not compiled.own_blas_ready():
         pytest.skip("no BLAS of BuildingAI's own: pip install numba scipy-openblas64")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.ops.kernels import compiled
-from buildingai.ops.kernels.compiled import cuda, cuda_rows
-from tests.ops.kernels.cuda_transliteration import parameters as _parameters
-from tests.ops.kernels.row_cases import arrays_for, keywords_for
+from buildingai.accel.kernels import compiled
+from buildingai.accel.kernels.compiled import cuda, cuda_rows
+from tests.accel.kernels.cuda_transliteration import parameters as _parameters
+from tests.accel.kernels.row_cases import arrays_for, keywords_for
 
 pytestmark = pytest.mark.skipif(not bai.cuda_is_available(), reason="needs CuPy and a CUDA GPU")
 

@@ -11,9 +11,9 @@ import pytest
 import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai import nn
+from buildingai.accel.kernels import compiled
 from buildingai.graph import TensorSpec
 from buildingai.ops import conv
-from buildingai.ops.kernels import compiled
 
 pytest.importorskip("numba")
 pytest.importorskip("threadpoolctl")

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled, gelu32
 from buildingai.nn import functional as BF
-from buildingai.ops.kernels import compiled, gelu32
 from tests.helpers import torch
 
 F = torch.nn.functional

@@ -6,8 +6,8 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
+from buildingai.accel.kernels import conv_grid
 from buildingai.ops import conv as ops
-from buildingai.ops.kernels import conv_grid
 from tests.helpers import check_op
 
 torch = pytest.importorskip("torch")

@@ -11,8 +11,8 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
+from buildingai.accel.kernels import compiled
 from buildingai.ops import conv
-from buildingai.ops.kernels import compiled
 from tests.ops.test_conv import CONV2D_CASES
 
 pytest.importorskip("numba")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from buildingai.accel.kernels import conv_grid
 from buildingai.ops import conv
-from buildingai.ops.kernels import conv_grid
 
 # (input shape, kernel, padding, dilation)
 CASES = [

@@ -322,9 +322,9 @@ def gemm_mode(monkeypatch):
     are ``tests/ops/kernels/test_compiled_gemm.py``'s), whatever their size; yields the ranges
     run."""
     pytest.importorskip("threadpoolctl")
+    from buildingai.accel.kernels import compiled
     from buildingai.backend import threads
     from buildingai.ops import linalg
-    from buildingai.ops.kernels import compiled
 
     monkeypatch.setitem(compiled._state, "enabled", False)
     monkeypatch.setattr(linalg, "SPLIT_MULTIPLY_ADDS", 0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from buildingai.ops.kernels.row_reduce import LONGEST_ROW, column_sum, row_dot, row_sum, sum_axes
+from buildingai.accel.kernels.row_reduce import LONGEST_ROW, column_sum, row_dot, row_sum, sum_axes
 
 
 @pytest.mark.parametrize("shape", [(7, 1), (300, 64), (33, 128), (4, LONGEST_ROW)], ids=str)

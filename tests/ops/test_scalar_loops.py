@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from buildingai.ops.kernels.scalar_loops import ROW, extremum_with_scalar
+from buildingai.accel.kernels.scalar_loops import ROW, extremum_with_scalar
 
 
 @pytest.mark.parametrize("ufunc", [np.maximum, np.minimum], ids=lambda u: u.__name__)

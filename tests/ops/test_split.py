@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import split
 from buildingai.backend import threads
-from buildingai.ops.kernels import split
 from tests.helpers import check_op, torch
 
 F = torch.nn.functional

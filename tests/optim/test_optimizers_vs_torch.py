@@ -112,7 +112,7 @@ def test_skipped_parameters_and_changing_lr_match_torch():
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
 def test_blocks_split_across_threads_match_torch(monkeypatch, name):
-    from buildingai.backend import vector_blas
+    from buildingai.accel import vector_blas
     from buildingai.optim import optimizer as optimizer_module
 
     # small blocks, BLAS for all but the last, shared among three threads

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.backend import vector_blas
+from buildingai.accel import vector_blas
 from buildingai.optim import packing
 from buildingai.train import Config, Trainer
 from buildingai.train.run_record import accelerations
@@ -85,6 +85,6 @@ def test_the_run_record_says_who_runs_the_products(tmp_path):
     finally:
         bai.set_num_threads(None)
     assert record["one_pool"] is True and record["intra_op_threads"] == 2
-    from buildingai.ops.kernels import compiled
+    from buildingai.accel.kernels import compiled
 
     assert record["own_blas"] is compiled.own_blas_ready()  # NumPy's BLAS left alone where true

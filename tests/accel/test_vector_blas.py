@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from buildingai.backend import vector_blas
+from buildingai.accel import vector_blas
 
 LARGE = vector_blas.MIN_SIZE * 2 + 3  # large enough for BLAS, odd so no kernel tail is skipped
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled, gelu32, pool_flat
 from buildingai.ops import activation, pool, special
-from buildingai.ops.kernels import compiled, gelu32, pool_flat
 
 pytest.importorskip("numba")
 
@@ -69,7 +69,7 @@ def _run_both(name, seed=0):
 
 
 def test_every_twin_has_a_case_here_or_with_the_row_kernels():
-    from tests.ops.kernels import test_compiled_conv, test_compiled_rows
+    from tests.accel.kernels import test_compiled_conv, test_compiled_rows
 
     covered = set(CASES) | set(POOLING) | {"adam"} | set(getattr(test_compiled_rows, "CASES", {}))
     covered |= test_compiled_conv.CASES
@@ -270,7 +270,7 @@ import os, threading
 import numpy as np
 import buildingai as bai
 from concurrent.futures import ThreadPoolExecutor
-from buildingai.ops.kernels import compiled
+from buildingai.accel.kernels import compiled
 
 x = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
 barrier = threading.Barrier(2)

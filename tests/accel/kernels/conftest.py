@@ -2,7 +2,7 @@
 
 import pytest
 
-from buildingai.ops.kernels import compiled
+from buildingai.accel.kernels import compiled
 
 
 @pytest.fixture(autouse=True)

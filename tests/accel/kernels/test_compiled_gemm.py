@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.ops.kernels import compiled
+from buildingai.accel.kernels import compiled
 from tests.ops.products import assert_linear_and_its_gradients
 
 pytest.importorskip("numba")
 pytest.importorskip("threadpoolctl")
-gemm = pytest.importorskip("buildingai.ops.kernels.compiled.gemm")
+gemm = pytest.importorskip("buildingai.accel.kernels.compiled.gemm")
 if not gemm.ADDRESSES:
     pytest.skip("NumPy's BLAS has no 64-bit-integer CBLAS gemm", allow_module_level=True)
 
@@ -180,7 +180,7 @@ def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
 
 
 def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):
-    from buildingai.backend import vector_blas
+    from buildingai.accel import vector_blas
 
     if not vector_blas.available():
         pytest.skip("NumPy's BLAS has no axpby")

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from buildingai.ops.kernels.compiled import cuda, cuda_rows
+from buildingai.accel.kernels.compiled import cuda, cuda_rows
 
 _TYPES = {"float32": "float", "bool": "bool"}
 

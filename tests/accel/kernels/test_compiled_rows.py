@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled, row_reduce
 from buildingai.nn import functional as F
 from buildingai.ops import layer_norm, loss, nn, norm
-from buildingai.ops.kernels import compiled, row_reduce
 
 pytest.importorskip("numba")
 

@@ -12,10 +12,10 @@ import re
 import numpy as np
 import pytest
 
-from buildingai.ops.kernels import compiled, split
-from buildingai.ops.kernels.compiled import cuda_rows
-from tests.ops.kernels.cuda_transliteration import evaluate, parameters, value_of
-from tests.ops.kernels.row_cases import arrays_for, keywords_for
+from buildingai.accel.kernels import compiled, split
+from buildingai.accel.kernels.compiled import cuda_rows
+from tests.accel.kernels.cuda_transliteration import evaluate, parameters, value_of
+from tests.accel.kernels.row_cases import arrays_for, keywords_for
 
 
 def _reference(name):

@@ -9,7 +9,7 @@ records never call a twin themselves: they call ``split.elementwise``, ``split.s
 accepts it.
 
 A NumPy kernel names its twin with ``@compiled_twin("module.function", params=(...))``: the
-function lives in ``buildingai.ops.kernels.compiled.<module>`` and takes the same arrays in the
+function lives in ``buildingai.accel.kernels.compiled.<module>`` and takes the same arrays in the
 same order (flat 1-D views for element-wise kernels, (rows, n) for row kernels), then the keyword
 arguments listed in ``params`` (bound with ``functools.partial`` on the NumPy side) positionally.
 Twins take float32 arrays (and integer index arrays) of at least ``MIN_WORK`` elements in all;
@@ -90,7 +90,7 @@ def available() -> bool:
 
 def status() -> dict:
     """``{"active", "detail", "switch"}``, as the other accelerations report themselves."""
-    switch = f"buildingai.ops.kernels.compiled.set_enabled(bool) or {ENV_VAR}=0/1"
+    switch = f"buildingai.accel.kernels.compiled.set_enabled(bool) or {ENV_VAR}=0/1"
     if not _state["enabled"]:
         detail = "switched off: NumPy kernels run"
     elif _numba() is None:

@@ -26,10 +26,10 @@ import sys
 
 import numpy as np
 
+from ..backend.switches import env_switch
+from ..backend.threads import blas_called
+from ..backend.threads import own_blas as on_own_blas
 from . import own_blas
-from .switches import env_switch
-from .threads import blas_called
-from .threads import own_blas as on_own_blas
 
 ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
 _ENABLED = env_switch(ENV_VAR, default=True)
@@ -55,7 +55,7 @@ def available() -> bool:
 def status() -> dict:
     """``{"active", "detail", "switch"}``: whether scaled sums of at least ``MIN_SIZE`` NumPy
     elements run through BLAS, why not or from which library, and how to turn it on or off."""
-    switch = f"buildingai.backend.vector_blas.set_enabled(bool) or {ENV_VAR}=0/1"
+    switch = f"buildingai.accel.vector_blas.set_enabled(bool) or {ENV_VAR}=0/1"
     if not _ENABLED:
         detail = "switched off: scaled sums run as array operations"
     elif not _load():

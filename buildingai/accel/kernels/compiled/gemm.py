@@ -25,8 +25,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from ....backend import own_blas
-from ....backend.own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
+from ... import own_blas
+from ...own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
 
 _NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # 64-bit integer CBLAS, as NumPy's wheels
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from buildingai.ops.kernels.compiled import cuda_rows
+from buildingai.accel.kernels.compiled import cuda_rows
 
 ROWS, WIDTH = 7, 129
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel.kernels import compiled
 from buildingai.ops import conv
-from buildingai.ops.kernels import compiled
 
 pytest.importorskip("numba")
 
@@ -89,7 +89,7 @@ def test_direct_weight_gradient_matches_im2col(name):
 @pytest.mark.parametrize("name", sorted(name for name, g in GEOMETRIES.items() if g[7] == (0, 0)))
 def test_both_weight_gradient_tilings_match_im2col(name):
     """Without padding either tiling may run: lanes over output channels or over positions."""
-    from buildingai.ops.kernels.compiled import conv as direct
+    from buildingai.accel.kernels.compiled import conv as direct
 
     x, taps, _, grad, padding = _arrays(GEOMETRIES[name])
     expected = _weight_grad(x, grad, taps.shape[2:], padding, False)
@@ -149,8 +149,8 @@ def test_one_and_two_threads_give_the_same_bits():
 def test_the_tile_shapes_fit_the_registers():
     """Accumulators, the vectors a step loads and a broadcast weight fit the vector registers
     (32 with AVX-512, 16 with AVX2), so no tile spills to memory."""
-    from buildingai.ops.kernels.compiled import conv as direct
-    from buildingai.ops.kernels.compiled.tile_ir import LANES
+    from buildingai.accel.kernels.compiled import conv as direct
+    from buildingai.accel.kernels.compiled.tile_ir import LANES
 
     registers = 32 if LANES == 16 else 16
     rows, vectors = direct.GRID_TILE
@@ -169,8 +169,8 @@ def test_the_tile_shapes_fit_the_registers():
 _OTHER_WIDTH = """
 import numpy as np
 from buildingai.ops import conv
-from buildingai.ops.kernels.compiled import conv as direct, tile_ir
-from tests.ops.kernels.test_compiled_conv import GEOMETRIES, _arrays, _close
+from buildingai.accel.kernels.compiled import conv as direct, tile_ir
+from tests.accel.kernels.test_compiled_conv import GEOMETRIES, _arrays, _close
 
 assert tile_ir.LANES == 8, tile_ir.LANES
 for name, geometry in GEOMETRIES.items():
@@ -205,7 +205,7 @@ def test_avx2_tiles_match_im2col_too():
 
 
 def test_a_vector_width_other_than_8_or_16_is_refused(monkeypatch):
-    from buildingai.ops.kernels.compiled import tile_ir
+    from buildingai.accel.kernels.compiled import tile_ir
 
     monkeypatch.setenv(tile_ir.LANES_VARIABLE, "12")
     with pytest.raises(ValueError, match="8 or 16"):

@@ -9,10 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from buildingai.ops.kernels import compiled
-from buildingai.ops.kernels.compiled import cuda
-from tests.ops.kernels.cuda_transliteration import evaluate as _evaluate
-from tests.ops.kernels.cuda_transliteration import parameters as _parameters
+from buildingai.accel.kernels import compiled
+from buildingai.accel.kernels.compiled import cuda
+from tests.accel.kernels.cuda_transliteration import evaluate as _evaluate
+from tests.accel.kernels.cuda_transliteration import parameters as _parameters
 
 
 def test_every_cuda_source_names_a_registered_twin():
