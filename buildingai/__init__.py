@@ -4,7 +4,7 @@ Explicit control, no hidden magic: every op runs through one dispatch function, 
 rule is readable Python, and the training loop is code you write.
 """
 
-from . import backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
+from . import accel, backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
 from .autograd import (
     Gradients,
     Interceptor,

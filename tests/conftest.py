@@ -24,3 +24,18 @@ def numpy_kernels():
     previous = compiled.set_enabled(False)
     yield
     compiled.set_enabled(previous)
+
+
+@pytest.fixture
+def accel_on():
+    """Run the block with every registered acceleration on (``buildingai.accel.enable()``),
+    then restore the setting: kernel tests compare the accelerated path against the record."""
+    with bai.accel.enabled(True):
+        yield
+
+
+@pytest.fixture
+def accel_off():
+    """Run the block on the op records' reference path only."""
+    with bai.accel.enabled(False):
+        yield

@@ -16,6 +16,7 @@ import contextlib
 
 import numpy as np
 
+from ..accel.registry import run_accelerated
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
 from ..backend.accounting import record_saved as _count_saved
@@ -116,7 +117,11 @@ def apply(op, *inputs, **attrs) -> Tensor:
     xp = np if _device._cupy is None else _namespace_of(arrays)
     check = op.check
     try:
-        if attrs:
+        if op.accelerated:  # a faster kernel registered in buildingai.accel may take the call
+            if check is not None:
+                check(*arrays, **attrs)
+            data = run_accelerated(op, ctx, xp, arrays, attrs)
+        elif attrs:
             if check is not None:
                 check(*arrays, **attrs)
             data = op.forward(ctx, xp, *arrays, **attrs)
@@ -147,7 +152,7 @@ def apply_binary(op, a, b) -> Tensor:
     interceptors see the same ops whichever path runs.
     """
     state = _current_state()
-    if state.observed or _device._cupy is not None or op.check is not None:
+    if state.observed or _device._cupy is not None or op.check is not None or op.accelerated:
         return apply(op, a, b)
     needs_grad = False
     kind = type(a)

@@ -51,6 +51,8 @@ class Op:
       ``"promote"`` (the default: floating inputs of different dtypes cast to the widest).
     - ``effectful``: True when a call does more than compute its output from its inputs (a
       random draw, an optimizer update): graph passes never merge, fold or drop such a node.
+    - ``accelerated``: the faster kernels registered for this op in ``buildingai.accel`` that
+      are active now (empty when acceleration is off); set by the registry, never by the record.
     """
 
     name: str = "op"
@@ -62,6 +64,7 @@ class Op:
     fusion: tuple | None = None
     autocast: str = "promote"
     effectful: bool = False
+    accelerated: tuple = ()
 
     def __call__(self, *inputs, **attrs):
         """Run this op through dispatch: ``CONV2D(x, w, stride=...)``. Backward rules use this

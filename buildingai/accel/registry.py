@@ -1,0 +1,251 @@
+"""The acceleration registry: every faster implementation, the op it speeds up, when it applies,
+and one switch for all of them.
+
+An op record's ``forward`` is the reference: the clearest correct code for the op. A faster
+kernel is registered beside it::
+
+    register(CONV2D, applies=direct_fits, kernel=direct_conv2d, name="conv2d.direct",
+             requires=("numba",))
+
+``applies(xp, *arrays, **attrs) -> bool`` is a cheap test of the call (dtype, layout, size);
+``kernel(ctx, xp, *arrays, **attrs)`` computes what ``forward`` computes, and may return
+``NotImplemented`` to hand the call back (then the next kernel, or the record, runs it). Dispatch
+asks ``op.accelerated`` (the op's kernels that are on now, in registration order) just before the
+record's forward; when acceleration is off that tuple is empty and dispatch pays one truth test.
+
+Accelerations that are not one op's kernel (a BLAS of BuildingAI's own, one thread pool, packed
+optimizer state) are registered as switches (``register_switch``): code that uses them asks
+``switch.active``.
+
+One switch turns all of it on or off: ``enable()`` / ``disable()``, and ``BUILDINGAI_ACCEL=1|0``
+for the value at start-up (off when unset: importing BuildingAI or running an op loads no
+library, starts no thread and changes no setting). Each kernel and switch also has its own
+(``set_enabled(name, flag)``). ``status()`` lists every entry, whether it is active and why not;
+``buildingai info`` and the Trainer's run record show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from ..backend.switches import env_switch
+from ..errors import ArgumentError
+
+ENV_VAR = "BUILDINGAI_ACCEL"
+
+
+@dataclass(eq=False)
+class Kernel:
+    """A faster implementation of ``op`` (None for a switch that is no op's kernel)."""
+
+    name: str
+    op: object
+    applies: Callable | None
+    run: Callable | None
+    requires: tuple[str, ...] = ()
+    description: str = ""
+    switched_on: bool = True  # this entry's own switch
+    _missing: list = field(default_factory=list, repr=False)  # requirements not installed
+
+    @property
+    def active(self) -> bool:
+        """Whether the kernel is used now: acceleration and its own switch are on, and what it
+        needs is installed."""
+        return _state["enabled"] and self.switched_on and not self.missing()
+
+    def missing(self) -> list[str]:
+        """The required modules that are not installed (looked up once, without importing)."""
+        if not self._missing and self.requires:
+            self._missing = [name for name in self.requires if not _installed(name)] or [None]
+        return [name for name in self._missing if name is not None]
+
+    def reason(self) -> str:
+        """Why the entry is active or not, in a few words."""
+        if not _state["enabled"]:
+            return f"acceleration off (buildingai.accel.enable() or {ENV_VAR}=1)"
+        if not self.switched_on:
+            return f"switched off (buildingai.accel.set_enabled({self.name!r}, True))"
+        missing = self.missing()
+        if missing:
+            return f"{', '.join(missing)} not installed (pip install 'buildingai[fast]')"
+        return "on"
+
+
+_state = {"enabled": env_switch(ENV_VAR, default=False), "announced": False}
+_entries: dict[str, Kernel] = {}
+_on_enable: list[Callable[[], None]] = []  # what enable() starts, registered by accel modules
+_on_disable: list[Callable[[], None]] = []
+_lock = threading.Lock()
+
+
+def register(
+    op,
+    applies: Callable,
+    kernel: Callable,
+    *,
+    name: str,
+    requires: tuple[str, ...] = (),
+    description: str = "",
+) -> Kernel:
+    """Register ``kernel`` as a faster ``forward`` of ``op`` where ``applies`` holds."""
+    entry = Kernel(name, op, applies, kernel, tuple(requires), description)
+    _add(entry)
+    return entry
+
+
+def register_switch(name: str, *, requires: tuple[str, ...] = (), description: str = "") -> Kernel:
+    """Register an acceleration that is no op's kernel; its users read ``.active``."""
+    entry = Kernel(name, None, None, None, tuple(requires), description)
+    _add(entry)
+    return entry
+
+
+def on_enable(start: Callable[[], None], stop: Callable[[], None] | None = None) -> None:
+    """Have ``enable()`` call ``start()`` (and ``disable()`` call ``stop()``): what an
+    acceleration sets up, it sets up there, never on import or on an op's first call."""
+    _on_enable.append(start)
+    if stop is not None:
+        _on_disable.append(stop)
+    if _state["enabled"]:
+        start()
+
+
+def _add(entry: Kernel) -> None:
+    with _lock:
+        if entry.name in _entries:
+            raise ArgumentError(
+                f"[accel] a kernel named {entry.name!r} is registered already",
+                help="give each registered kernel its own name",
+            )
+        _entries[entry.name] = entry
+        _refresh(entry.op)
+
+
+def _refresh(op) -> None:
+    """Set ``op.accelerated`` to its kernels that are active now, in registration order."""
+    if op is None:
+        return
+    op.accelerated = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
+
+
+def _refresh_all() -> None:
+    for op in {id(entry.op): entry.op for entry in _entries.values()}.values():
+        _refresh(op)
+
+
+def enable(*, quiet: bool = False) -> None:
+    """Turn every registered acceleration on (each still needs its own switch and packages).
+    Says once per process, on standard error, what is now on, unless ``quiet``."""
+    with _lock:
+        _state["enabled"] = True
+        _refresh_all()
+    for start in _on_enable:
+        start()
+    if not quiet and not _state["announced"]:
+        _state["announced"] = True
+        active = [entry.name for entry in _entries.values() if entry.active]
+        print(
+            f"buildingai.accel: on, {len(active)} of {len(_entries)} kernels active "
+            "(buildingai.accel.status() lists them; disable() turns them off)",
+            file=sys.stderr,
+        )
+
+
+def disable() -> None:
+    """Turn every acceleration off: every op runs its record's reference forward."""
+    with _lock:
+        _state["enabled"] = False
+        _refresh_all()
+    for stop in _on_disable:
+        stop()
+
+
+def is_enabled() -> bool:
+    """Whether acceleration is on (each kernel may still be off on its own switch)."""
+    return _state["enabled"]
+
+
+@contextlib.contextmanager
+def enabled(flag: bool = True, *, quiet: bool = True) -> Iterator[None]:
+    """``with accel.enabled(False):`` runs the block with acceleration on or off, then restores
+    the setting. The setting is process-wide: other threads see it too."""
+    previous = _state["enabled"]
+    if flag:
+        enable(quiet=quiet)
+    else:
+        disable()
+    try:
+        yield
+    finally:
+        if previous:
+            enable(quiet=True)
+        else:
+            disable()
+
+
+def set_enabled(name: str, flag: bool) -> bool:
+    """Turn one kernel or switch on or off; returns its previous setting."""
+    entry = kernel(name)
+    with _lock:
+        previous = entry.switched_on
+        entry.switched_on = bool(flag)
+        _refresh(entry.op)
+    return previous
+
+
+def kernel(name: str) -> Kernel:
+    """The registered kernel or switch called ``name``."""
+    entry = _entries.get(name)
+    if entry is None:
+        known = ", ".join(sorted(_entries)) or "none"
+        raise ArgumentError(
+            f"[accel] no kernel named {name!r}", help=f"registered kernels: {known}"
+        )
+    return entry
+
+
+def kernels() -> list[Kernel]:
+    """Every registered kernel and switch, in registration order."""
+    return list(_entries.values())
+
+
+def status() -> dict:
+    """``{"enabled": bool, "kernels": [{"name", "op", "active", "reason", "description"}]}``."""
+    return {
+        "enabled": _state["enabled"],
+        "kernels": [
+            {
+                "name": entry.name,
+                "op": None if entry.op is None else entry.op.name,
+                "active": entry.active,
+                "reason": entry.reason(),
+                "description": entry.description,
+            }
+            for entry in _entries.values()
+        ],
+    }
+
+
+def run_accelerated(op, ctx, xp, arrays, attrs: dict):
+    """The first active kernel of ``op`` that applies to this call computes it; the record's
+    ``forward`` where none does. Dispatch calls this only when ``op.accelerated`` is not empty."""
+    for entry in op.accelerated:
+        if entry.applies(xp, *arrays, **attrs):
+            data = entry.run(ctx, xp, *arrays, **attrs)
+            if data is not NotImplemented:
+                return data
+    return op.forward(ctx, xp, *arrays, **attrs)
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
