@@ -5,6 +5,7 @@ rule is readable Python, and the training loop is code you write.
 """
 
 from . import accel, backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
+from .accel import catalog  # noqa: F401 - registers the faster kernels beside the records
 from .autograd import (
     Gradients,
     Interceptor,

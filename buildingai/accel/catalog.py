@@ -1,0 +1,1 @@
+"""Every module that registers kernels, imported once so that their kernels are known."""
