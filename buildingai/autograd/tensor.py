@@ -18,6 +18,7 @@ from ..errors import AutogradError, DTypeError
 from ..ops.cast import CAST, TO_DEVICE
 from ..ops.elementwise import ADD
 from ..ops.index import GETITEM
+from ..utils.hooks import RemovableHandle
 from .state import MODULE_CALLS
 
 
@@ -215,7 +216,7 @@ class Tensor:
         self.requires_grad = False
         return self
 
-    def register_hook(self, hook):
+    def register_hook(self, hook) -> RemovableHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor replaces
         the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
         if not self.requires_grad:
@@ -224,9 +225,9 @@ class Tensor:
         if owner._hooks is None:
             owner._hooks = []
         owner._hooks.append(hook)
-        return HookHandle(owner._hooks, hook)
+        return RemovableHandle(owner._hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
         """Call ``hook(tensor)`` on this leaf once backward has accumulated its gradient into
         ``.grad``: during backward, as soon as no later op can add to it. Returns a handle whose
         ``remove()`` unregisters the hook."""
@@ -240,7 +241,7 @@ class Tensor:
             self._post_hooks = []
         self._post_hooks.append(hook)
         _HOOKED_LEAVES[0] += 1
-        return HookHandle(self._post_hooks, hook, _HOOKED_LEAVES)
+        return RemovableHandle(self._post_hooks, hook, on_remove=_forget_hooked_leaf)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for a non-leaf tensor after backward."""
@@ -321,21 +322,12 @@ class Tensor:
         return "tensor(" + values + "".join(", " + e for e in extras) + ")"
 
 
-class HookHandle:
-    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
-
-    def __init__(self, hooks: list, hook, counter: list | None = None) -> None:
-        self._hooks, self._hook, self._counter = hooks, hook, counter
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-            if self._counter is not None:
-                self._counter[0] -= 1
-
-
 # How many post-accumulate hooks are registered: backward looks for hooked leaves only when any are.
 _HOOKED_LEAVES = [0]
+
+
+def _forget_hooked_leaf() -> None:
+    _HOOKED_LEAVES[0] -= 1
 
 
 def hooked_leaves() -> int:

@@ -24,27 +24,8 @@ from ..backend import device as _device
 from ..backend.dtypes import as_dtype, is_floating
 from ..errors import BuildingAIError, CheckpointError, DTypeError
 from ..functions.elementwise import clone as _clone_tensor
+from ..utils.hooks import RemovableHandle
 from .parameter import Parameter
-
-_hook_ids = itertools.count()
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``: ``handle.remove()`` unregisters the hook; also usable as
-    ``with module.register_forward_hook(fn): ...``."""
-
-    def __init__(self, hooks: dict) -> None:
-        self.id = next(_hook_ids)
-        self._hooks = hooks
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.remove()
 
 
 class IncompatibleKeys(NamedTuple):
