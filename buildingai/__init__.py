@@ -7,14 +7,15 @@ rule is readable Python, and the training loop is code you write.
 from . import accel, backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
 from .accel import catalog  # noqa: F401 - registers the faster kernels beside the records
 from .autograd import (
+    DispatchMode,
     Gradients,
-    Interceptor,
     Tensor,
+    active_modes,
     apply,
     backward,
+    dispatch_mode,
     enable_grad,
     grad,
-    intercept,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,

@@ -27,11 +27,10 @@ from collections.abc import Callable, Sequence
 
 from .amp.autocast import active_autocast, autocast
 from .autograd import dispatch
-from .autograd.dispatch import Interceptor, intercept, output_tensor, set_deferral
+from .autograd.dispatch import DispatchMode, dispatch_mode, output_tensor
 from .autograd.engine import grad as _grad
 from .autograd.mode import enable_grad, is_grad_enabled, no_grad
 from .autograd.node import Node
-from .autograd.state import current_state
 from .autograd.tensor import Tensor
 from .backend.random import default_generator
 from .errors import ArgumentError
@@ -71,7 +70,7 @@ def checkpoint(function: Callable, *args, preserve_rng_state: bool = True, **kwa
 
     rng_state = default_generator.get_state() if preserve_rng_state else None
     reads = _GradInputs()
-    with no_grad(), intercept(reads):
+    with no_grad(), dispatch_mode(reads):
         output = function(*args, **kwargs)
     if not reads.tensors:
         return output  # no input requires grad: the result is a constant, as in the plain run
@@ -83,7 +82,7 @@ def checkpoint(function: Callable, *args, preserve_rng_state: bool = True, **kwa
         )
     node = Node(CHECKPOINT, tuple(reads.tensors), {})
     node.segment = _Segment(function, args, kwargs, rng_state, active_autocast())
-    for observer in dispatch.active_interceptors():
+    for observer in dispatch.active_modes():
         if isinstance(observer, _NewNodes):  # a checkpoint recomputing this one must see it
             observer.nodes.append(node)
     return output_tensor(CHECKPOINT, output.data, None, node)
@@ -131,7 +130,7 @@ def _run_chunk(functions: list, input):
     return input
 
 
-class _GradInputs(Interceptor):
+class _GradInputs(DispatchMode):
     """Collects, in order, the distinct tensors that require grad which ops read (under
     ``no_grad`` every result is a constant, so these all come from outside the segment)."""
 
@@ -146,7 +145,7 @@ class _GradInputs(Interceptor):
                 self.tensors.append(value)
 
 
-class _NewNodes(Interceptor):
+class _NewNodes(DispatchMode):
     """Collects the graph nodes recorded while it is active."""
 
     def __init__(self) -> None:
@@ -188,33 +187,29 @@ class Checkpoint(Op):
         aliases = {id(tensor): _alias(tensor) for tensor in ctx.inputs}
         recorded = _NewNodes()
         # only a recorded backward keeps nodes that must be pointed back at the real tensors
-        observing = intercept(recorded) if create_graph else contextlib.nullcontext()
-        previous = set_deferral(_substitution(aliases))
-        try:
-            with observing:
-                with enable_grad():
-                    output = _recompute(segment)
-                if not isinstance(output, Tensor) or not output.requires_grad:
-                    raise ArgumentError(
-                        "[checkpoint] recomputing the function in backward gave "
-                        f"{type(output).__name__} without a graph, unlike its forward call",
-                        help="the checkpointed function must compute the same thing every call",
-                    )
-                input_grads = _grad(
-                    output,
-                    list(aliases.values()),
-                    grad,
-                    create_graph=create_graph,
-                    allow_unused=True,
+        observing = dispatch_mode(recorded) if create_graph else contextlib.nullcontext()
+        with dispatch_mode(_Substitution(_through_outer_substitutions(aliases))), observing:
+            with enable_grad():
+                output = _recompute(segment)
+            if not isinstance(output, Tensor) or not output.requires_grad:
+                raise ArgumentError(
+                    "[checkpoint] recomputing the function in backward gave "
+                    f"{type(output).__name__} without a graph, unlike its forward call",
+                    help="the checkpointed function must compute the same thing every call",
                 )
-        finally:
-            set_deferral(previous)
+            input_grads = _grad(
+                output,
+                list(aliases.values()),
+                grad,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
         if create_graph:  # the recorded backward must lead to the real tensors, not the aliases
             real = {id(aliases[id(tensor)]): tensor for tensor in ctx.inputs}
             for node in recorded.nodes:
                 _point_at(node, real)
-        # the dispatch states that held the deferral reference each other (a grad-mode twin):
-        # empty its table so that they cannot keep the inputs' memory alive until a collection
+        # the dispatch states that held the substitution reference each other (a grad-mode
+        # twin): empty its table so that they cannot keep the inputs' memory alive
         aliases.clear()
         return input_grads
 
@@ -244,17 +239,33 @@ def _alias(tensor: Tensor) -> Tensor:
     return alias
 
 
-def _substitution(aliases: dict):
-    """A deferral that runs every op reading a tensor of ``aliases`` on its alias instead."""
-    previous = current_state().deferral
+class _Substitution(DispatchMode):
+    """Runs every op that reads a tensor of ``aliases`` (``{id(tensor): alias}``) on the alias
+    instead, so that recomputation differentiates with respect to the aliases."""
 
-    def substitute(op, inputs: tuple, attrs: dict):
+    def __init__(self, aliases: dict) -> None:
+        self.aliases = aliases
+
+    def __dispatch__(self, op, inputs: tuple, attrs: dict):
+        aliases = self.aliases
         if any(isinstance(value, Tensor) and id(value) in aliases for value in inputs):
             swapped = tuple(_swap(value, aliases) for value in inputs)
-            return dispatch.apply(op, *swapped, **attrs)  # runs the deferrals again, on aliases
-        return None if previous is None else previous(op, inputs, attrs)
+            return dispatch.apply(op, *swapped, **attrs)  # the modes below run it, on aliases
+        return None
 
-    return substitute
+
+def _through_outer_substitutions(aliases: dict) -> dict:
+    """``aliases`` extended to the tensors that an outer checkpoint's recomputation reads through
+    its own aliases (a checkpoint inside a checkpoint): such a tensor reaches this one's op as
+    the outer alias only after the outer mode ran, which is below this one on the stack."""
+    extended = dict(aliases)
+    for mode in dispatch.active_modes():
+        if isinstance(mode, _Substitution):
+            for original, alias in mode.aliases.items():
+                inner = extended.get(id(alias))
+                if inner is not None:
+                    extended[original] = inner
+    return extended
 
 
 def _swap(value, mapping: dict):

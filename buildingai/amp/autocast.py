@@ -17,19 +17,18 @@ Each op record says how it runs under autocast (``Op.autocast``, listed by ``aut
 
 The casts are ``cast`` ops run through dispatch, so they are recorded: the gradient of a float32
 parameter used in a bfloat16 product comes back to it in float32, and tracers and profilers see
-them. Autocast is dispatch state of the calling thread (it is installed as the thread's deferral
-hook, which dispatch asks before every op); other threads run as they would without it.
+them. Autocast is a dispatch mode of the calling thread (``dispatch_mode``), so other threads run as
+they would without it.
 ``autocast(enabled=False)`` inside an autocast block runs the ops of its own block as written, and
 ``checkpoint`` recomputes a segment in backward under the autocast its forward ran in.
 """
 
 from __future__ import annotations
 
-import contextvars
-
 import numpy as np
 
 from ..autograd import dispatch
+from ..autograd.dispatch import DispatchMode
 from ..autograd.state import current_state
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import as_dtype, is_floating
@@ -59,18 +58,15 @@ class PolicyTable(dict):
         return "\n".join(lines)
 
 
-# The autocast in force on this thread (innermost), for checkpoint's recomputation in backward.
-_ACTIVE: contextvars.ContextVar[autocast | None] = contextvars.ContextVar(
-    "buildingai_autocast", default=None
-)
-
-
 def active_autocast() -> autocast | None:
-    """The autocast in force on this thread, or None."""
-    return _ACTIVE.get()
+    """The autocast in force on this thread (the innermost one, when it is enabled), or None."""
+    for mode in reversed(current_state().modes):
+        if isinstance(mode, autocast):
+            return mode if mode.enabled else None
+    return None
 
 
-class autocast:  # noqa: N801 - a context manager named as users write it (torch.autocast)
+class autocast(DispatchMode):  # noqa: N801 - a context manager named as users write it (torch.autocast)
     """``with autocast(dtype="bfloat16"):`` (or ``"float16"``) runs the ops inside the block in
     the dtype their records ask for, on this thread. ``enabled=False`` makes it a no-op. The
     casts change dtypes only: every input keeps its shape, and each op's output has the shape
@@ -84,9 +80,7 @@ class autocast:  # noqa: N801 - a context manager named as users write it (torch
                 help="autocast lowers matmul/conv to a 16-bit float; for float32 leave it off",
             )
         self.enabled = enabled
-        self._below = None  # the deferral hook under this one (parallel(), checkpoint), or None
-        self._restore = None
-        self._entered = False
+        self._scopes: list = []
 
     @staticmethod
     def policy() -> PolicyTable:
@@ -94,39 +88,28 @@ class autocast:  # noqa: N801 - a context manager named as users write it (torch
         return PolicyTable((op.name, op.autocast) for op in all_ops())
 
     def __enter__(self) -> autocast:
-        outer = _ACTIVE.get()
-        current = current_state().deferral
-        # an inner autocast replaces the outer one for its block instead of stacking on it
-        below = outer._below if outer is not None and current == outer._run else current
-        if self.enabled:
-            self._below = below
-            self._restore = dispatch.set_deferral(self._run)
-            self._entered = True
-        elif below is not current:  # autocast(enabled=False) inside an autocast
-            self._restore = dispatch.set_deferral(below)
-            self._entered = True
-        self._token = _ACTIVE.set(self if self.enabled else None)
+        scope = dispatch.dispatch_mode(self)  # a disabled one too: it hides the ones outside
+        scope.__enter__()
+        self._scopes.append(scope)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        _ACTIVE.reset(self._token)
-        if self._entered:
-            dispatch.set_deferral(self._restore)
-            self._entered = False
+        self._scopes.pop().__exit__(*exc_info)
 
-    def _run(self, op, inputs: tuple, attrs: dict):
-        """The deferral hook: run ``op`` on inputs cast by its rule, or None to run it as is."""
+    def __dispatch__(self, op, inputs: tuple, attrs: dict):
+        """Run ``op`` on inputs cast by its rule; None (run it as is) when nothing needs a cast,
+        or when an autocast inside this one decides instead."""
+        if not self.enabled or active_autocast() is not self:
+            return None
         target = _target_dtype(op.autocast, inputs, self.dtype)
-        if target is not None:
-            cast = []
-            for value in inputs:
-                if _casts(value, op.autocast, target):
-                    value = dispatch.apply(CAST, value, dtype=target)
-                cast.append(value)
-            # runs through this hook again, which now finds nothing to cast
-            return dispatch.apply(op, *cast, **attrs)
-        below = self._below
-        return None if below is None else below(op, inputs, attrs)
+        if target is None:
+            return None
+        cast = []
+        for value in inputs:
+            if _casts(value, op.autocast, target):
+                value = dispatch.apply(CAST, value, dtype=target)
+            cast.append(value)
+        return dispatch.apply(op, *cast, **attrs)  # the modes below this one run it
 
 
 def _floating_dtypes(inputs: tuple) -> list:

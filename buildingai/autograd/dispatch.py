@@ -1,13 +1,23 @@
 """``apply``: the only door through which computation happens.
 
-It unwraps Tensors to backend arrays, runs the op's check and forward, wraps the output, records
-the graph node when a gradient is needed, and tells the active interceptors. Interceptors
-(tracers, profilers, anomaly detectors, activation statistics...) are pushed by the scoped
-``intercept`` context manager and cost one truth test when none is active.
+It unwraps Tensors to backend arrays, runs the op's check and forward (or a faster kernel that
+``buildingai.accel`` registered for it), wraps the output, and records the graph node when a
+gradient is needed.
 
-Everything dispatch reads besides its arguments (grad mode, interceptors, the deferral hook, the
-module path) belongs to the calling thread (``state.py``): threads that train, serve or run
-``parallel()`` branches never see each other's modes.
+Everything that watches or rewrites ops is a *dispatch mode* on one ordered stack, pushed by the
+scoped ``dispatch_mode`` context manager (PyTorch's ``TorchDispatchMode``). A mode may
+
+- replace or run an op (``__dispatch__``: autocast, ``parallel()``, checkpoint recomputation):
+  the topmost such mode sees the op first, and the ops it calls go to the modes below it;
+- observe the ops that really run (``before_op`` / ``after_op`` / ``after_inplace``: tracing,
+  profiling, anomaly detection, activation statistics, memory scopes, run recording): every
+  observing mode on the stack sees each of them, outermost first.
+
+With no mode on the stack, dispatch pays one truth test for all of this.
+
+Everything dispatch reads besides its arguments (grad mode, the mode stack, the module path)
+belongs to the calling thread (``state.py``): threads that train, serve or run ``parallel()``
+branches never see each other's modes.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import contextlib
 import numpy as np
 
 from ..accel.registry import run_accelerated
+from ..backend import accounting as _accounting
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
 from ..backend.accounting import record_saved as _count_saved
@@ -29,11 +40,33 @@ from .tensor import Tensor
 _current_state = STATE.get
 
 
-class Interceptor:
-    """An observer of every op. Subclasses override ``before_op`` and/or ``after_op``."""
+class DispatchMode:
+    """One entry of the dispatch mode stack. Subclasses override what they need:
+
+    - ``__dispatch__(op, inputs, attrs)`` to replace or run an op: return the output Tensor, or
+      None to pass the op on unchanged. Ops called inside it go to the modes below this one.
+    - ``before_op`` / ``after_op`` / ``after_inplace`` to watch the ops that run.
+
+    ``with dispatch_mode(mode):`` puts a mode on this thread's stack for a block.
+    """
+
+    transforms = False  # overrides __dispatch__ (set for each subclass)
+    observes = False  # overrides before_op or after_op (set for each subclass)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.transforms = cls.__dispatch__ is not DispatchMode.__dispatch__
+        cls.observes = (
+            cls.before_op is not DispatchMode.before_op or cls.after_op is not DispatchMode.after_op
+        )
+
+    def __dispatch__(self, op, inputs: tuple, attrs: dict):
+        """Run ``op`` (or something else in its place) and return the output Tensor; None
+        passes it on to the modes below and then to the op itself."""
+        return None
 
     def before_op(self, op, inputs: tuple, attrs: dict) -> None:
-        """Called before the op runs (inputs are Tensors or Python scalars)."""
+        """Called before an op runs (inputs are Tensors or Python scalars)."""
 
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
         """Called with the op's output Tensor."""
@@ -44,29 +77,26 @@ class Interceptor:
         the change was not computed by an op (``setitem``)."""
 
 
-def set_deferral(function):
-    """Install ``function(op, inputs, attrs) -> Tensor | None`` in front of every op run on this
-    thread (None uninstalls it); returns the previous one so that scopes can nest."""
-    state = _current_state()
-    STATE.set(state.replace(deferral=function))
-    return state.deferral
-
-
 @contextlib.contextmanager
-def intercept(observer: Interceptor):
-    """``with intercept(observer): ...`` shows every op run inside the block (on this thread,
-    and in the ``parallel()`` branches it starts) to ``observer``."""
+def dispatch_mode(mode: DispatchMode):
+    """``with dispatch_mode(mode): ...`` puts ``mode`` on top of this thread's dispatch mode
+    stack for the block (and of the ``parallel()`` branches it starts)."""
+    if not isinstance(mode, DispatchMode):
+        raise BuildingAIError(
+            f"[dispatch_mode] expects a DispatchMode, got {type(mode).__name__}",
+            help="subclass buildingai.DispatchMode and override __dispatch__ or after_op",
+        )
     state = _current_state()
-    token = STATE.set(state.replace(interceptors=state.interceptors + (observer,)))
+    token = STATE.set(state.replace(modes=state.modes + (mode,)))
     try:
-        yield observer
+        yield mode
     finally:
         STATE.reset(token)
 
 
-def active_interceptors() -> tuple:
-    """The interceptors observing ops on this thread, outermost first."""
-    return _current_state().interceptors
+def active_modes() -> tuple:
+    """The dispatch modes on this thread's stack, outermost first."""
+    return _current_state().modes
 
 
 def current_module_path() -> str:
@@ -74,22 +104,30 @@ def current_module_path() -> str:
     return ".".join(MODULE_CALLS.stacks[1])
 
 
-def __getattr__(name: str):
-    # `dispatch.module_path` and `dispatch._interceptors` read as before, for this thread
-    if name == "module_path":
-        return list(MODULE_CALLS.stacks[1])
-    if name == "_interceptors":
-        return list(_current_state().interceptors)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _handled(state, op, inputs: tuple, attrs: dict):
+    """The output of the topmost mode that replaces or runs ``op``, or None when every mode
+    that may handle it passes it on. Each mode's own ops go to the modes below it."""
+    index = state.handling
+    transformers = state.transformers
+    while index:
+        index -= 1
+        token = STATE.set(state.replace(handling=index))
+        try:
+            output = transformers[index].__dispatch__(op, inputs, attrs)
+        finally:
+            STATE.reset(token)
+        if output is not None:
+            return output
+    return None
 
 
 def apply(op, *inputs, **attrs) -> Tensor:
     """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
     state = _current_state()
-    if state.deferral is not None:
-        deferred = state.deferral(op, inputs, attrs)
-        if deferred is not None:
-            return deferred
+    if state.handling:
+        output = _handled(state, op, inputs, attrs)
+        if output is not None:
+            return output
     arrays = []
     needs_grad = False
     for value in inputs:
@@ -104,9 +142,9 @@ def apply(op, *inputs, **attrs) -> Tensor:
         else:
             arrays.append(value)
 
-    interceptors = state.interceptors
-    if interceptors:
-        for observer in interceptors:
+    observers = state.observers
+    if observers:
+        for observer in observers:
             observer.before_op(op, inputs, attrs)
 
     node = None
@@ -137,19 +175,19 @@ def apply(op, *inputs, **attrs) -> Tensor:
         data = xp.asarray(data)
 
     out = output_tensor(op, data, inputs[0] if inputs else None, node)
-    if interceptors:
-        for observer in interceptors:
+    if observers:
+        for observer in observers:
             observer.after_op(op, inputs, out, attrs)
     return out
 
 
 def apply_binary(op, a, b) -> Tensor:
     """``apply(op, a, b)``, with a short path for the commonest calls of all: Tensors, Python
-    numbers or NumPy scalars, on the CPU, with no interceptor, deferral or ``check``.
+    numbers or NumPy scalars, on the CPU, with no dispatch mode, registered kernel or ``check``.
 
     It saves the general path's input loop and branches (benchmarks/dispatch.py). Anything else,
-    and any failure (which the general path then explains), goes through ``apply``, so
-    interceptors see the same ops whichever path runs.
+    and any failure (which the general path then explains), goes through ``apply``, so modes
+    see the same ops whichever path runs.
     """
     state = _current_state()
     if state.observed or _device._cupy is not None or op.check is not None or op.accelerated:
@@ -200,9 +238,10 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
     if out is None:
         out = _new_tensor(Tensor)  # the fields of Tensor.__init__, without its input checks
     out.data = data
-    _count_memory(data, op.name, MODULE_CALLS.stacks[1])  # buildingai.memory.stats()
-    if node is not None and len(node.__dict__) > 3:  # the forward kept arrays on its node
-        _count_saved(node.__dict__.values(), op.name, MODULE_CALLS.stacks[1])
+    if _accounting.tracking:  # buildingai.memory.stats(), only while someone asks for it
+        _count_memory(data, op.name, MODULE_CALLS.stacks[1])
+        if node is not None and len(node.__dict__) > 3:  # the forward kept arrays on its node
+            _count_saved(node.__dict__.values(), op.name, MODULE_CALLS.stacks[1])
     out.grad = out._node = out._hooks = out._post_hooks = None
     out.requires_grad = False
     if op.view:

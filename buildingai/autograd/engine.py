@@ -30,7 +30,7 @@ from .tensor import Tensor, hooked_leaves
 
 class _RunningNode(threading.local):
     """The node whose backward rule runs on this thread (None outside backward). It is kept only
-    while an interceptor observes the walk, so that it costs nothing otherwise."""
+    while a dispatch mode observes the walk, so that it costs nothing otherwise."""
 
     node: Node | None = None
 
@@ -39,13 +39,13 @@ _RUNNING = _RunningNode()
 
 
 def running_node() -> Node | None:
-    """The graph node being differentiated on this thread, for interceptors: an op they see
+    """The graph node being differentiated on this thread, for dispatch modes: an op they see
     while it is set belongs to that node's backward (anomaly detection names the forward op)."""
     return _RUNNING.node
 
 
 class _ObservedWalk(set_grad_enabled):
-    """``set_grad_enabled`` for a backward walk that interceptors observe: it also restores the
+    """``set_grad_enabled`` for a backward walk that dispatch modes observe: it also restores the
     caller's ``running_node()`` on exit, even when a rule raises (a backward may run in a hook)."""
 
     def __enter__(self) -> _ObservedWalk:
@@ -245,7 +245,7 @@ def _run(
     waiting = _hooked_leaf_uses(dependencies) if targets is None and hooked_leaves() else None
     assigned: set[int] = set()
     ready = [node for node in node_grads if dependencies[node] == 0]
-    observed = current_state().interceptors  # only observers ask which node is differentiated
+    observed = current_state().observers  # only observers ask which node is differentiated
     with (_ObservedWalk if observed else set_grad_enabled)(create_graph):
         while ready:
             node = ready.pop()

@@ -1,8 +1,8 @@
-"""Dispatch state, per thread: grad mode, the interceptors, the deferral hook, the module path.
+"""Dispatch state, per thread: grad mode, the dispatch mode stack, the module path.
 
-Grad mode, the interceptors and the deferral hook form one immutable ``DispatchState`` held in a
+Grad mode and the dispatch mode stack form one immutable ``DispatchState`` held in a
 ``contextvars.ContextVar``, so every thread (and every asyncio task) sees its own: a new thread
-starts from the defaults, and a scope (``no_grad``, ``intercept``) sets a changed copy and restores
+starts from the defaults, and a scope (``no_grad``, ``dispatch_mode``) sets a changed copy and restores
 the previous value on exit. The module path changes on every module call, more often than a
 context variable is cheap to set, so it is a plain per-thread stack (``MODULE_CALLS``).
 
@@ -23,28 +23,40 @@ class DispatchState:
 
     Attributes:
         grad_enabled: whether ops record the graph for backward.
-        interceptors: the active observers of every op, outermost first.
-        deferral: ``function(op, inputs, attrs) -> Tensor | None`` asked before each op runs
-            (``parallel()`` records ops this way), or None.
-        observed: True when interceptors or a deferral are active (one test for fast paths).
+        modes: the dispatch mode stack (``dispatch_mode``), outermost first.
+        handling: how many of the ``transformers`` may still handle an op: inside a
+            transformer's ``__dispatch__`` only the ones below it do.
+        transformers: the modes of the stack that may replace or run an op themselves (they
+            override ``__dispatch__``), outermost first.
+        observers: the modes of the stack that watch the ops that run (they override
+            ``before_op`` or ``after_op``), outermost first.
+        observed: True when any mode is on the stack (one test for fast paths).
     """
 
-    __slots__ = ("grad_enabled", "interceptors", "deferral", "observed", "_grad_flipped")
+    __slots__ = (
+        "grad_enabled",
+        "modes",
+        "handling",
+        "transformers",
+        "observers",
+        "observed",
+        "_grad_flipped",
+    )
 
-    def __init__(self, grad_enabled: bool = True, interceptors: tuple = (), deferral=None) -> None:
+    def __init__(self, grad_enabled: bool = True, modes: tuple = (), handling=None) -> None:
         self.grad_enabled = grad_enabled
-        self.interceptors = interceptors
-        self.deferral = deferral
-        self.observed = bool(interceptors) or deferral is not None
+        self.modes = modes
+        self.transformers = tuple(mode for mode in modes if mode.transforms)
+        self.observers = tuple(mode for mode in modes if mode.observes)
+        self.handling = len(self.transformers) if handling is None else handling
+        self.observed = bool(modes)
         self._grad_flipped = None  # the same state with grad_enabled flipped, made once
 
     def replace(self, **changes) -> DispatchState:
-        """A copy with the given fields changed."""
-        fields = {
-            "grad_enabled": self.grad_enabled,
-            "interceptors": self.interceptors,
-            "deferral": self.deferral,
-        }
+        """A copy with the given fields changed (a new mode stack handles ops from its top)."""
+        fields = {"grad_enabled": self.grad_enabled, "modes": self.modes}
+        if "modes" not in changes:
+            fields["handling"] = self.handling
         fields.update(changes)
         return DispatchState(**fields)
 
@@ -54,16 +66,13 @@ class DispatchState:
             return self
         flipped = self._grad_flipped
         if flipped is None:  # a state never changes, so its twin can be kept and reused
-            flipped = DispatchState(enabled, self.interceptors, self.deferral)
+            flipped = DispatchState(enabled, self.modes, self.handling)
             flipped._grad_flipped = self
             self._grad_flipped = flipped
         return flipped
 
     def __repr__(self) -> str:
-        return (
-            f"DispatchState(grad_enabled={self.grad_enabled}, interceptors={self.interceptors}, "
-            f"deferral={self.deferral})"
-        )
+        return f"DispatchState(grad_enabled={self.grad_enabled}, modes={self.modes})"
 
 
 # The default is shared by every thread, which is safe: a DispatchState is never modified.
@@ -105,7 +114,7 @@ def inherit() -> Inherited:
 
 def run_inherited(inherited: Inherited, function, *args):
     """Call ``function(*args)`` on this thread under ``inherited`` (a caller's grad mode,
-    interceptors, deferral and module path), then restore this thread's own."""
+    dispatch modes and module path), then restore this thread's own."""
     token = STATE.set(inherited.state)
     calls = MODULE_CALLS
     saved = calls.stacks

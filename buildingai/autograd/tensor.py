@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from ..backend import accounting as _accounting
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
 from ..backend.dtypes import as_dtype, is_floating
@@ -83,7 +84,8 @@ class Tensor:
         if not isinstance(data, _device.ARRAY_TYPES):
             data = np.asarray(data)
         self.data = data
-        _count_memory(data, "tensor", MODULE_CALLS.stacks[1])  # buildingai.memory.stats()
+        if _accounting.tracking:  # buildingai.memory.stats(), only while someone asks for it
+            _count_memory(data, "tensor", MODULE_CALLS.stacks[1])
         self.grad = None
         self._node = None  # the graph node that produced this tensor; None for leaves
         self._version = [0, None]  # [in-place modification count, name of the last such op]

@@ -13,10 +13,17 @@ Arrays a forward keeps on its graph node for backward (``ctx.columns``...) are c
 
 Each buffer also keeps the name of the op that made it and the module path it was made in, for
 ``buildingai.memory.summary``.
+
+Counting costs every new tensor a weak reference and a lock, so it runs only while someone asks
+for it: ``start_tracking()`` / ``stop_tracking()`` (or ``with tracking():``), which
+``memory_scope``, ``memory.summary``, ``TimeTracer(memory=True)`` and the Trainer call for the
+time they need it. Requests nest and add up across threads; ``tracking`` (read by dispatch on
+every op) is True while any is open. Buffers made while nobody tracks are not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 
@@ -57,6 +64,42 @@ _devices: dict[str, _Counter] = {"cpu": _Counter()}
 # Only integer arithmetic runs under the lock: nothing in it can start a garbage collection,
 # whose weakref callbacks would take the lock again on this thread.
 _lock = threading.Lock()
+
+tracking = False  # True while at least one tracking request is open: dispatch reads it per op
+_requests = [0]
+
+
+def start_tracking() -> None:
+    """Count the buffers of tensors made from now on (until the matching ``stop_tracking``)."""
+    global tracking
+    with _lock:
+        _requests[0] += 1
+        tracking = True
+
+
+def stop_tracking() -> None:
+    """Close one ``start_tracking`` request; counting stops when none is left open. Buffers
+    already counted stay counted until they are freed."""
+    global tracking
+    with _lock:
+        _requests[0] = max(0, _requests[0] - 1)
+        tracking = _requests[0] > 0
+
+
+@contextlib.contextmanager
+def tracked():
+    """``with tracked():`` counts the buffers made in the block (and keeps counting if an outer
+    request is open)."""
+    start_tracking()
+    try:
+        yield
+    finally:
+        stop_tracking()
+
+
+def is_tracking() -> bool:
+    """Whether new buffers are counted now."""
+    return tracking
 
 
 def record(array, op: str, module_path) -> None:
@@ -118,13 +161,19 @@ def _release(buffer: Buffer, buffers=_buffers, devices=_devices, total=_total, l
 
 
 def stats() -> dict:
-    """``{"current", "peak", "devices": {name: {"current", "peak"}}}`` in bytes."""
+    """``{"current", "peak", "devices": {name: {"current", "peak"}}, "tracking"}`` in bytes,
+    of the buffers counted while tracking (``start_tracking``) and not freed since."""
     with _lock:
         devices = {
             name: {"current": counter.current, "peak": counter.peak}
             for name, counter in _devices.items()
         }
-        return {"current": _total.current, "peak": _total.peak, "devices": devices}
+        return {
+            "current": _total.current,
+            "peak": _total.peak,
+            "devices": devices,
+            "tracking": tracking,
+        }
 
 
 def reset_peak() -> None:

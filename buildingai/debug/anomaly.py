@@ -1,7 +1,7 @@
 """NaN/Inf provenance: ``detect_anomaly`` stops at the first op, forward or backward, that turns
 finite values into NaN or Inf, and names the op, the module, the source line and a likely cause.
 
-It is an interceptor on the dispatch door, so it costs nothing while off. Like all dispatch
+It is a dispatch mode, so it costs nothing while off. Like all dispatch
 state it belongs to the calling thread: ``detect_anomaly(True)`` switches it on for this thread
 (and the ``parallel()`` branches and frozen-graph workers this thread starts, which inherit its
 dispatch state) until ``detect_anomaly(False)``; other threads, including ones started later,
@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from ..autograd.dispatch import Interceptor, current_module_path
+from ..autograd.dispatch import DispatchMode, current_module_path
 from ..autograd.engine import running_node
 from ..autograd.state import STATE, current_state
 from ..autograd.tensor import Tensor
@@ -58,8 +58,8 @@ class AnomalyError(BuildingAIError, FloatingPointError):
         return text
 
 
-class AnomalyDetector(Interceptor):
-    """The interceptor behind ``detect_anomaly``. It keeps no state, so one instance serves all
+class AnomalyDetector(DispatchMode):
+    """The dispatch mode behind ``detect_anomaly``. It keeps no state, so one instance serves all
     threads; while it is active, each recorded node also remembers the line that created it."""
 
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
@@ -115,14 +115,14 @@ def set_detect_anomaly(mode: bool) -> detect_anomaly:
 
 def is_anomaly_enabled() -> bool:
     """Whether anomaly detection is on for this thread."""
-    return _DETECTOR in current_state().interceptors
+    return _DETECTOR in current_state().modes
 
 
 def _switch(on: bool):
     state = current_state()
-    others = tuple(observer for observer in state.interceptors if observer is not _DETECTOR)
-    interceptors = others + (_DETECTOR,) if on else others  # innermost: others see the op first
-    return STATE.set(state.replace(interceptors=interceptors))
+    others = tuple(mode for mode in state.modes if mode is not _DETECTOR)
+    modes = others + (_DETECTOR,) if on else others  # innermost: others see the op first
+    return STATE.set(state.replace(modes=modes))
 
 
 # ----- the report ---------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def _check(op, inputs: tuple, data, attrs: dict) -> None:
     output_nan = bool(np.isnan(output).any())
     if inputs_nan or (inputs_inf and not output_nan):
         return  # not the first producer: the values came in with the inputs
-    if any(isinstance(observer, Tracer) for observer in current_state().interceptors):
+    if any(isinstance(observer, Tracer) for observer in current_state().modes):
         return  # freeze() traces with random sample inputs, which may leave an op's domain
     raise _anomaly_error(op, inputs, output, attrs, inputs_inf)
 

@@ -28,7 +28,7 @@ import os
 import sys
 import warnings
 
-from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.state import MODULE_CALLS
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
@@ -39,7 +39,7 @@ class GradientWarning(UserWarning):
     """A gradient exploded, vanished, or held NaN/Inf (``gradient_monitor``)."""
 
 
-class _LeafFinder(Interceptor):
+class _LeafFinder(DispatchMode):
     """Watches every leaf that requires grad and enters an op, named by the module using it."""
 
     def __init__(self, monitor: GradientMonitor) -> None:
@@ -198,7 +198,7 @@ class GradientMonitor:
         if self.model is not None:
             self._watch_model()
         else:
-            self._scope = intercept(_LeafFinder(self))
+            self._scope = dispatch_mode(_LeafFinder(self))
             self._scope.__enter__()
         return self
 
@@ -219,7 +219,7 @@ class GradientMonitor:
             if self.model is not None:
                 self._watch_model()
                 return function(*args, **kwargs)
-            with intercept(_LeafFinder(self)):
+            with dispatch_mode(_LeafFinder(self)):
                 return function(*args, **kwargs)
 
         monitored.monitor = self

@@ -66,12 +66,12 @@ def _in_place(
 
     ``modify(array)`` writes into ``x.data`` directly: the path when nothing records or observes.
     Otherwise ``compute(previous)`` builds the out-of-place result through dispatch (so the graph
-    and any interceptor see it) and ``x`` adopts its value and, when recording, its history.
+    and any dispatch mode see it) and ``x`` adopts its value and, when recording, its history.
     ``reads_previous`` says whether the result's backward reads the previous value, which then
     needs a copy of its own.
     """
     recording = _records(x, others)
-    if not recording and not dispatch.active_interceptors():
+    if not recording and not dispatch.active_modes():
         try:
             modify(x.data)
         except TypeError as exc:  # NumPy refuses to write e.g. float results into an int array
@@ -103,7 +103,7 @@ def _in_place(
         if node is not None and node.out_data is not None:
             node.out_data = result.data
             node.out_version, node.out_version_at = x._version, x._version[0]
-    for observer in dispatch.active_interceptors():
+    for observer in dispatch.active_modes():
         observer.after_inplace(name, x, result)
     return x
 

@@ -4,9 +4,8 @@ in eager code (``with parallel(): ...``).
 NumPy releases the GIL inside its kernels (BLAS calls, ufunc loops), so two branches that spend
 their time in large kernels overlap on two cores even from Python threads.
 
-Eager deferral. Inside ``with parallel():`` dispatch hands every op to ``defer`` (the hook
-``dispatch.set_deferral`` installs), which records it and returns a ``LazyTensor`` instead of
-running it. On exit the recorded ops run on a thread pool, each as soon as its inputs are ready,
+Eager deferral. Inside ``with parallel():`` a dispatch mode (``_Recording``) takes every op,
+records it and returns a ``LazyTensor`` instead of running it. On exit the recorded ops run on a thread pool, each as soon as its inputs are ready,
 each through ``apply`` (so autograd records them as usual and backward works). Reading a lazy
 tensor's values inside the block runs what it needs first, on the calling thread. A lazy tensor
 knows its shape and dtype without running, from the op record's abstract evaluation
@@ -58,7 +57,7 @@ def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
         return index
 
     with ThreadPoolExecutor(max_workers=static.workers) as pool:
-        # the workers run with the caller's dispatch state (grad mode, interceptors, module path)
+        # the workers run with the caller's dispatch state (grad mode, modes, module path)
         inherited = inherit()
         running = {
             pool.submit(run_inherited, inherited, run, i)
@@ -132,7 +131,6 @@ class _Block:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.pending: list = []
-        self._recorded_under = self._run_under = None  # see _inherited_without_deferral
 
     # recording ---------------------------------------------------------------------------
     def record(self, op, inputs: tuple, attrs: dict):
@@ -142,21 +140,14 @@ class _Block:
         first = inputs[0] if inputs else None
         out = dispatch.output_tensor(op, None, first, None, LazyTensor.__new__(LazyTensor))
         out._shape, out._dtype = shape, dtype
-        pending = _Pending(op, inputs, attrs, out, self, self._inherited_without_deferral())
+        # recorded from the mode's __dispatch__, so inherit() holds the modes below it only: the
+        # op runs for real, with the grad mode, modes and module path where it was recorded
+        pending = _Pending(op, inputs, attrs, out, self, inherit())
         out._pending = pending
         self.pending.append(pending)
         return out
 
     # running ---------------------------------------------------------------------------------
-    def _inherited_without_deferral(self):
-        """The caller's dispatch state and module path, without the deferral: a recorded op
-        runs for real, with the grad mode, interceptors and module path where it was recorded."""
-        inherited = inherit()
-        if inherited != self._recorded_under:
-            state = inherited.state.replace(deferral=None)
-            self._recorded_under, self._run_under = inherited, inherited._replace(state=state)
-        return self._run_under
-
     def execute(self, pending: _Pending) -> None:
         with pending.lock:
             if pending.done or pending.running:  # running: a read while its output is built
@@ -228,13 +219,17 @@ def _apply(op, inputs: tuple, attrs: dict):
     return dispatch.apply(op, *inputs, **attrs)
 
 
-def defer(op, inputs: tuple, attrs: dict):
-    """The deferral hook dispatch calls first in ``apply``: a ``LazyTensor`` while a
-    ``parallel()`` block records on this thread, else None (run the op now)."""
-    block = getattr(_local, "block", None)
-    if block is None:
-        return None
-    return block.record(op, inputs, attrs)
+class _Recording(dispatch.DispatchMode):
+    """The dispatch mode of a ``parallel()`` block: each op becomes a ``LazyTensor`` while the
+    block records on this thread; None (run the op now) for an op no record can size."""
+
+    def __init__(self, block: _Block) -> None:
+        self.block = block
+
+    def __dispatch__(self, op, inputs: tuple, attrs: dict):
+        if getattr(_local, "block", None) is not self.block:
+            return None  # the block is running its recorded ops
+        return self.block.record(op, inputs, attrs)
 
 
 def _infer(op, inputs: tuple, attrs: dict):
@@ -278,24 +273,16 @@ def parallel(workers: int = 2):
             b = branch_b(x)     # recorded; independent of a
         # here both have run, on two threads; a and b are ordinary tensors
 
-    Needs dispatch's deferral hook (``dispatch.set_deferral``).
+    The block is a dispatch mode (``dispatch_mode``) that records each op instead of running it.
     """
-    set_deferral = getattr(dispatch, "set_deferral", None)
-    if set_deferral is None:
-        raise GraphError(
-            "[parallel] dispatch has no deferral hook (dispatch.set_deferral), so ops cannot be "
-            "recorded instead of run",
-            help="use a frozen graph with workers > 1 (freeze(...).with_workers(2)) meanwhile",
-        )
     if getattr(_local, "block", None) is not None:
         raise GraphError("[parallel] blocks cannot be nested")
     block = _Block(workers)
-    previous = set_deferral(defer)
-    _local.block = block
-    try:
-        yield block
-        _local.block = None
-        block.run_all()
-    finally:
-        _local.block = None
-        set_deferral(previous)
+    with dispatch.dispatch_mode(_Recording(block)):
+        _local.block = block
+        try:
+            yield block
+            _local.block = None
+            block.run_all()
+        finally:
+            _local.block = None

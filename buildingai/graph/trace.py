@@ -1,6 +1,6 @@
 """``freeze``: trace one call through dispatch into a static ``Graph``.
 
-The tracer is an ``Interceptor``: it sees every op call (op record, inputs, attributes, output)
+The tracer is an ``DispatchMode``: it sees every op call (op record, inputs, attributes, output)
 and nothing else, so a frozen graph holds exactly the ops eager execution ran.
 
 Symbolic sizes. The call runs once, on sample inputs in which each symbolic dimension of the
@@ -36,7 +36,7 @@ import threading
 import numpy as np
 
 from ..autograd import dispatch
-from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor, _Size
 from ..backend.random import get_rng_state, set_rng_state
@@ -73,7 +73,7 @@ class _TracingThread(threading.local):
 _tracing = _TracingThread()
 
 
-class Tracer(Interceptor):
+class Tracer(DispatchMode):
     """Records every op call of the tracing thread into a ``Graph`` with symbolic shapes."""
 
     def __init__(self, specs: list, symbols: dict, sizes: dict, parameter_names: dict) -> None:
@@ -499,7 +499,7 @@ def _trace(function, specs: list, parameter_names: dict) -> Tracer:
     tracer = Tracer(specs, *sample_sizes(specs), parameter_names)
     inputs = traced_inputs(tracer, specs)
     # random sample inputs may be outside an op's domain (log of a negative): quietly nan
-    with no_grad(), intercept(tracer), _TensorHooks(tracer), np.errstate(all="ignore"):
+    with no_grad(), dispatch_mode(tracer), _TensorHooks(tracer), np.errstate(all="ignore"):
         try:
             result = function(*inputs)
         except SymbolicSizeError as error:  # a branch on a symbolic size

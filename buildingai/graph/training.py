@@ -467,11 +467,11 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
     random_state = get_rng_state()
     result = None
     try:
-        from ..autograd.dispatch import intercept
+        from ..autograd.dispatch import dispatch_mode
         from ..ops.abstract import SymbolicSizeError
 
         with (
-            intercept(tracer),
+            dispatch_mode(tracer),
             _TensorHooks(tracer),
             recording_backward(tracer.defer),
             _RecordOptimizerSteps(tracer),

@@ -7,7 +7,7 @@ with memory_scope():
     output = layer3(y)
 ```
 
-The scope watches every op run in the block on this thread (it is an interceptor of dispatch).
+The scope watches every op run in the block on this thread (it is a dispatch mode).
 On exit it decides, for each tensor made by an op in the block and still alive, whether it is
 needed:
 
@@ -42,7 +42,7 @@ import weakref
 from dataclasses import dataclass
 
 from ..autograd import engine
-from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.tensor import Tensor
 from ..backend import accounting
 from ..errors import BuildingAIError
@@ -115,7 +115,7 @@ class KeptTensor:
     history: bool  # it still holds autograd history (a graph)
 
 
-class MemoryScope(Interceptor):
+class MemoryScope(DispatchMode):
     """The scope ``memory_scope()`` returns; see the module docstring for the rule. It watches
     tensors of any shape and never reshapes one; each row of ``kept`` (a ``KeptTensor``)
     records the surviving tensor's ``shape`` tuple, dtype and bytes."""
@@ -163,7 +163,7 @@ class MemoryScope(Interceptor):
     # ----- the scope ----------------------------------------------------------------------------
     def __enter__(self) -> MemoryScope:
         self._opened_at = _describe(_user_site())
-        self._context = intercept(self)
+        self._context = dispatch_mode(self)
         self._context.__enter__()
         return self
 

@@ -3,7 +3,7 @@
 FLOPs and bytes come from each op record's ``cost`` on the call's input specs (the same numbers
 ``Graph.summary`` shows); an op whose record cannot say counts as 0. Time is split three ways:
 array time (inside the record's ``forward``), dispatch time (the rest of the op's call: checks,
-wrapping, graph recording, interceptors) and Python time outside ops (the user's code, module
+wrapping, graph recording, dispatch modes) and Python time outside ops (the user's code, module
 calls, the optimizer's loops).
 """
 

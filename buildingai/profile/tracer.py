@@ -5,7 +5,7 @@
     print(tracer.summary())
     tracer.generate_flamegraph("profile.html")
 
-It is an interceptor on the dispatch door, active only inside its block: with no tracer there is
+It is a dispatch mode, active only inside its block: with no tracer there is
 nothing to pay. Each op becomes an ``OpEvent`` whose frame stack is its phase and module path:
 ``forward > Net > encoder > layers.0 > fc1 > linear``; a backward op is filed under the module
 whose forward op it differentiates (``backward > Net > ... > grad of linear > matmul``), found from
@@ -25,7 +25,7 @@ import threading
 from time import perf_counter_ns
 from typing import NamedTuple
 
-from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.engine import running_node
 from ..autograd.state import MODULE_CALLS, current_state
 from ..autograd.tensor import Tensor
@@ -82,7 +82,7 @@ class _Pending(threading.local):
         self.starts: list[int] = []
 
 
-class TimeTracer(Interceptor):
+class TimeTracer(DispatchMode):
     """Record every op run inside ``with TimeTracer() as tracer:`` on this thread (and the
     ``parallel()`` branches it starts), with its module, phase and timings.
 
@@ -110,7 +110,7 @@ class TimeTracer(Interceptor):
         self._memory = _memory_module()
         if self._memory is not None:
             self._memory.reset_peak()
-        self._scope = intercept(self)
+        self._scope = dispatch_mode(self)
         self._scope.__enter__()
         self.start_ns = perf_counter_ns()
         return self
@@ -141,7 +141,7 @@ class TimeTracer(Interceptor):
             self._memory.reset_peak()
         self.step_peaks.append(peak)
 
-    # ----- the interceptor ----------------------------------------------------------------
+    # ----- the dispatch mode ----------------------------------------------------------------
     def before_op(self, op, inputs: tuple, attrs: dict) -> None:
         if id(op) not in self._timed_ops:
             self._time_forward(op)

@@ -1,9 +1,9 @@
 """The op graph of one call of a model, recorded as it runs, for pictures without a signature.
 
 ``record_runs(model)`` registers a forward pre-hook and a forward hook on ``model``: each call
-then runs under a ``RunRecorder`` interceptor, and ``last_run(model)`` is the graph of the most
+then runs under a ``RunRecorder`` dispatch mode, and ``last_run(model)`` is the graph of the most
 recent call (ops, shapes, dtypes, module paths; no arrays). A model that is not recorded has no
-hooks and pays nothing; a recorded one pays an interceptor call per op of its calls.
+hooks and pays nothing; a recorded one pays an dispatch mode call per op of its calls.
 ``record_call`` records one call of any function on example inputs.
 """
 
@@ -15,7 +15,7 @@ import threading
 import weakref
 
 from ..autograd import dispatch
-from ..autograd.dispatch import Interceptor, intercept
+from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from ..graph.graph import Graph, Literal, Node, Value
@@ -23,7 +23,7 @@ from ..graph.graph import Graph, Literal, Node, Value
 __all__ = ["RunRecorder", "last_run", "record_call", "record_runs"]
 
 
-class RunRecorder(Interceptor):
+class RunRecorder(DispatchMode):
     """Records the ops of one call into a ``Graph`` of values and nodes, without arrays.
 
     ``parameter_names``: id(tensor) -> state-dict name, so that parameters show their names.
@@ -120,7 +120,7 @@ def record_call(function, example_inputs: tuple, module=None) -> Graph:
     ``module``: the Module whose parameters the call reads, to name them."""
     recorder = RunRecorder(_parameter_names(module))
     recorder.add_inputs(tuple(example_inputs), {})
-    with no_grad(), intercept(recorder):
+    with no_grad(), dispatch_mode(recorder):
         result = function(*example_inputs)
     return recorder.finish(result)
 
@@ -187,7 +187,7 @@ def _before_call(module, args: tuple, kwargs: dict) -> None:
     recorder = RunRecorder(_parameter_names(module))
     recorder.add_inputs(args, kwargs)
     scope = contextlib.ExitStack()
-    scope.enter_context(intercept(recorder))
+    scope.enter_context(dispatch_mode(recorder))
     active.append(_Call(recorder, scope, depth))
 
 
@@ -238,7 +238,7 @@ def record_runs(module) -> RunRecording:
     and ``plot_computation_graph(module.forward)`` can show the most recent one.
 
     Calls go through the module's forward hooks, so ``module(x)`` is recorded and a direct
-    ``module.forward(x)`` is not. Each call then pays one interceptor call per op; ``remove()``
+    ``module.forward(x)`` is not. Each call then pays one dispatch mode call per op; ``remove()``
     on the returned handle stops it. Recording a module that is already recorded returns a
     handle to the same recording.
     """

@@ -35,15 +35,15 @@ def test_a_gradient_is_recorded_through_the_general_path():
     np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 2), 2.0))
 
 
-def test_interceptors_see_the_op():
+def test_modes_see_the_op():
     seen = []
 
-    class Watch(dispatch.Interceptor):
+    class Watch(dispatch.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             seen.append(op.name)
 
     a, b = bai.ones(2), bai.ones(2)
-    with dispatch.intercept(Watch()):
+    with dispatch.dispatch_mode(Watch()):
         a + b
     assert seen == ["add"]
 
@@ -94,7 +94,7 @@ def test_numpy_scalars_take_the_short_path_as_python_numbers(monkeypatch):
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 3.0, np.float32))
 
 
-class _Recorder(dispatch.Interceptor):
+class _Recorder(dispatch.DispatchMode):
     def __init__(self) -> None:
         self.names = []
 
@@ -110,7 +110,7 @@ def _op_stream(requires_grad: bool) -> tuple[list, list]:
         parameter.requires_grad_(requires_grad)
     x = bai.tensor(np.random.default_rng(0).standard_normal((3, 4)), dtype=bai.float32)
     recorder = _Recorder()
-    with dispatch.intercept(recorder):
+    with dispatch.dispatch_mode(recorder):
         out = model(x * 2.0 + 1.0)
         loss = ((out - 0.5) * (out - 0.5) / 2.0).sum()
         forward = list(recorder.names)
@@ -119,7 +119,7 @@ def _op_stream(requires_grad: bool) -> tuple[list, list]:
     return forward, recorder.names[len(forward) :]
 
 
-def test_interceptors_see_the_same_ops_with_or_without_the_short_path(monkeypatch):
+def test_modes_see_the_same_ops_with_or_without_the_short_path(monkeypatch):
     with_short_path = _op_stream(requires_grad=True)
     assert with_short_path[1], "the backward ran no op"
 
@@ -135,14 +135,14 @@ def test_interceptors_see_the_same_ops_with_or_without_the_short_path(monkeypatc
     assert _op_stream(requires_grad=True) == with_short_path
 
 
-def test_interceptors_see_the_same_forward_ops_with_or_without_gradients():
+def test_modes_see_the_same_forward_ops_with_or_without_gradients():
     recorded_forward, _ = _op_stream(requires_grad=True)
     unrecorded_forward, backward = _op_stream(requires_grad=False)
     assert recorded_forward == unrecorded_forward and backward == []
     assert {"add", "sub", "mul", "div"} <= set(recorded_forward)
 
 
-def test_parallel_branches_show_interceptors_the_eager_ops():
+def test_parallel_branches_show_modes_the_eager_ops():
     from buildingai.graph import parallel
 
     x = bai.tensor(np.random.default_rng(0).standard_normal((8, 8)))
@@ -151,9 +151,9 @@ def test_parallel_branches_show_interceptors_the_eager_ops():
         return (x @ x).tanh() + 1.0, (x * 2.0).exp() - x
 
     eager, deferred = _Recorder(), _Recorder()
-    with dispatch.intercept(eager):
+    with dispatch.dispatch_mode(eager):
         expected = branches()
-    with dispatch.intercept(deferred), parallel(workers=2):
+    with dispatch.dispatch_mode(deferred), parallel(workers=2):
         results = branches()
     assert sorted(deferred.names) == sorted(eager.names)
     for result, reference in zip(results, expected):

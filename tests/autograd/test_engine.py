@@ -198,7 +198,7 @@ def test_float32_leaf_gets_float32_gradient_from_float64_use():
 
 
 def test_interceptor_sees_every_op_in_order():
-    class Recorder(bai.Interceptor):
+    class Recorder(bai.DispatchMode):
         def __init__(self):
             self.names = []
 
@@ -206,12 +206,12 @@ def test_interceptor_sees_every_op_in_order():
             self.names.append(op.name)
 
     x = leaf(1.0, 2.0)
-    with bai.intercept(Recorder()) as recorder:
+    with bai.dispatch_mode(Recorder()) as recorder:
         ((x * 2.0).exp() @ x).sum()
     assert recorder.names == ["mul", "exp", "reshape", "reshape", "matmul", "reshape", "sum"]
     from buildingai.autograd import dispatch
 
-    assert dispatch._interceptors == []
+    assert dispatch.active_modes() == ()
 
 
 def test_cuda_device_without_cupy_is_a_clear_error():

@@ -78,7 +78,7 @@ def test_set_grad_enabled_as_context_and_function_restore_on_exceptions():
 # ----- interceptors -----------------------------------------------------------------------------
 
 
-class Recorder(bai.Interceptor):
+class Recorder(bai.DispatchMode):
     def __init__(self, label: str = "", log: list | None = None) -> None:
         self.label = label
         self.log = [] if log is None else log
@@ -101,7 +101,7 @@ class Recorder(bai.Interceptor):
 
 def test_before_and_after_op_see_the_op_record_inputs_output_and_attrs():
     x = leaf(1.0, 2.0, 3.0)
-    with bai.intercept(Recorder()) as recorder:
+    with bai.dispatch_mode(Recorder()) as recorder:
         out = x.sum(axis=0, keepdims=True)
     assert len(recorder.before) == len(recorder.after) == 1
     op, inputs, attrs = recorder.before[0]
@@ -116,24 +116,24 @@ def test_before_and_after_op_see_the_op_record_inputs_output_and_attrs():
 def test_before_op_runs_before_the_forward():
     calls = []
 
-    class Checker(bai.Interceptor):
+    class Checker(bai.DispatchMode):
         def before_op(self, op, inputs, attrs):
             calls.append(("before", op.name))
 
         def after_op(self, op, inputs, output, attrs):
             calls.append(("after", op.name, output.numpy().tolist()))
 
-    with bai.intercept(Checker()):
+    with bai.dispatch_mode(Checker()):
         bai.tensor([1.0, 2.0]) * 3.0
     assert calls == [("before", "mul"), ("after", "mul", [3.0, 6.0])]
 
 
-def test_nested_interceptors_both_see_every_op_in_order():
+def test_nested_modes_both_see_every_op_in_order():
     log: list = []
     x = leaf(1.0, 2.0)
-    with bai.intercept(Recorder("outer", log)) as outer:
+    with bai.dispatch_mode(Recorder("outer", log)) as outer:
         (x * 2.0).exp()
-        with bai.intercept(Recorder("inner", log)) as inner:
+        with bai.dispatch_mode(Recorder("inner", log)) as inner:
             (x + 1.0).sin()
         x.neg()
     assert [a[0].name for a in outer.after] == ["mul", "exp", "add", "sin", "neg"]
@@ -145,18 +145,18 @@ def test_nested_interceptors_both_see_every_op_in_order():
         ("outer", "before", "sin"), ("inner", "before", "sin"),
         ("outer", "after", "sin"), ("inner", "after", "sin"),
     ]  # fmt: skip
-    assert dispatch._interceptors == []
+    assert dispatch.active_modes() == ()
 
 
 def test_an_exception_inside_intercept_pops_the_observer():
     recorder = Recorder()
     a, b = bai.zeros(2), bai.zeros(3)
-    with pytest.raises(bai.ShapeError, match=r"\[add\] shapes"), bai.intercept(recorder):
+    with pytest.raises(bai.ShapeError, match=r"\[add\] shapes"), bai.dispatch_mode(recorder):
         a + b
-    assert dispatch._interceptors == []
-    with pytest.raises(KeyError), bai.intercept(Recorder()), bai.intercept(recorder):
+    assert dispatch.active_modes() == ()
+    with pytest.raises(KeyError), bai.dispatch_mode(Recorder()), bai.dispatch_mode(recorder):
         raise KeyError("x")
-    assert dispatch._interceptors == []
+    assert dispatch.active_modes() == ()
     bai.ones(2) * 2.0  # runs with no observer left
     assert [b[0].name for b in recorder.before] == ["add"]
     assert recorder.after == []
@@ -164,7 +164,7 @@ def test_an_exception_inside_intercept_pops_the_observer():
 
 def test_interceptor_sees_in_place_ops():
     target = bai.tensor([1.0, 2.0])
-    with bai.intercept(Recorder()) as recorder:
+    with bai.dispatch_mode(Recorder()) as recorder:
         returned = target.add_(1.0)
     assert returned is target
     assert len(recorder.inplace) == 1
@@ -179,7 +179,7 @@ def test_interceptor_sees_in_place_ops():
 
 def test_interceptor_sees_every_in_place_op_name():
     x = bai.tensor([1.0, -2.0, 3.0])
-    with bai.intercept(Recorder()) as recorder:
+    with bai.dispatch_mode(Recorder()) as recorder:
         x.add_(1.0).sub_(0.5).mul_(2.0).div_(4.0).clamp_(-1.0, 1.0)
         x.copy_(bai.tensor([0.1, 0.2, 0.3])).fill_(2.0).zero_()
         x += 1.0
@@ -190,17 +190,17 @@ def test_interceptor_sees_every_in_place_op_name():
 
 
 def test_interceptor_without_after_inplace_still_works():
-    class OnlyOps(bai.Interceptor):
+    class OnlyOps(bai.DispatchMode):
         def __init__(self):
             self.names = []
 
         def after_op(self, op, inputs, output, attrs):
             self.names.append(op.name)
 
-    assert hasattr(bai.Interceptor, "after_inplace")
-    assert bai.Interceptor().after_inplace("add_", bai.ones(1), None) is None
+    assert hasattr(bai.DispatchMode, "after_inplace")
+    assert bai.DispatchMode().after_inplace("add_", bai.ones(1), None) is None
     x = bai.tensor([1.0])
-    with bai.intercept(OnlyOps()):
+    with bai.dispatch_mode(OnlyOps()):
         x.add_(1.0)
         x.mul_(3.0)
     np.testing.assert_array_equal(x.numpy(), [6.0])
@@ -448,7 +448,7 @@ def test_in_place_integer_ops_that_fit_are_fine():
 
 def test_int_add_float_refused_also_under_an_interceptor():
     values = bai.tensor([1, 2, 3])
-    with pytest.raises(bai.DTypeError, match=r"\[add_\]"), bai.intercept(Recorder()):
+    with pytest.raises(bai.DTypeError, match=r"\[add_\]"), bai.dispatch_mode(Recorder()):
         values.add_(0.5)
 
 

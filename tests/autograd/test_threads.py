@@ -252,13 +252,13 @@ def test_an_error_in_one_thread_names_that_threads_module():
     _run_threads([caller(path) for path in models])
     for path, message in messages.items():
         assert f"(in {path})" in message, message
-    assert dispatch.module_path == []
+    assert dispatch.current_module_path() == ""
 
 
-def test_interceptors_belong_to_the_thread_that_pushed_them():
+def test_modes_belong_to_the_thread_that_pushed_them():
     seen_here, other_started, other_done = [], threading.Event(), threading.Event()
 
-    class Watch(bai.Interceptor):
+    class Watch(bai.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             seen_here.append(op.name)
 
@@ -270,7 +270,7 @@ def test_interceptors_belong_to_the_thread_that_pushed_them():
 
     thread = threading.Thread(target=other)
     thread.start()
-    with bai.intercept(Watch()):
+    with bai.dispatch_mode(Watch()):
         other_started.set()
         assert other_done.wait(TIMEOUT)
         bai.ones(2) * 3.0
@@ -278,15 +278,15 @@ def test_interceptors_belong_to_the_thread_that_pushed_them():
     assert "exp" not in seen_here and "mul" in seen_here
 
 
-def test_parallel_branches_inherit_grad_mode_interceptors_and_module_path():
+def test_parallel_branches_inherit_grad_mode_modes_and_module_path():
     seen = []
 
-    class Watch(bai.Interceptor):
+    class Watch(bai.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             seen.append((op.name, threading.get_ident()))
 
     x = bai.tensor(np.random.default_rng(0).standard_normal((16, 16)), requires_grad=True)
-    with bai.intercept(Watch()), bai.no_grad(), parallel(workers=2):
+    with bai.dispatch_mode(Watch()), bai.no_grad(), parallel(workers=2):
         a = (x @ x).tanh()
         b = (x @ x).sin()
     assert not a.requires_grad and not b.requires_grad

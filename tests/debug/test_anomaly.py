@@ -234,29 +234,29 @@ def test_set_detect_anomaly_as_a_context_manager_restores_the_previous_setting()
     assert not is_anomaly_enabled()
 
 
-def test_nested_blocks_keep_one_detector_after_other_interceptors():
-    observer = dispatch.Interceptor()
-    with bai.intercept(observer), detect_anomaly(), detect_anomaly():
-        interceptors = dispatch.active_interceptors()
+def test_nested_blocks_keep_one_detector_after_other_modes():
+    observer = dispatch.DispatchMode()
+    with bai.dispatch_mode(observer), detect_anomaly(), detect_anomaly():
+        interceptors = dispatch.active_modes()
         assert interceptors[0] is observer and len(interceptors) == 2
-    assert dispatch.active_interceptors() == ()
+    assert dispatch.active_modes() == ()
 
 
 def test_off_costs_nothing_no_interceptor_and_no_engine_tracking():
     seen = []
 
-    class Spy(dispatch.Interceptor):
+    class Spy(dispatch.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             seen.append((op.name, engine.running_node()))
 
     with detect_anomaly():
         pass
-    assert dispatch.active_interceptors() == ()
+    assert dispatch.active_modes() == ()
     assert not dispatch._current_state().observed  # the fast paths stay open
 
     x = leaf([1.0, 2.0])
     loss = (x * x).sum()
-    with bai.intercept(Spy()):
+    with bai.dispatch_mode(Spy()):
         loss.backward()
     assert [name for name, node in seen if node is not None]  # observed: the node is known
     assert engine.running_node() is None
@@ -265,14 +265,14 @@ def test_off_costs_nothing_no_interceptor_and_no_engine_tracking():
 def test_the_engine_names_the_node_whose_backward_runs():
     seen = []
 
-    class Spy(dispatch.Interceptor):
+    class Spy(dispatch.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             node = engine.running_node()
             seen.append((op.name, None if node is None else node.op.name))
 
     x = leaf([1.0, 2.0])
     loss = x.exp().sum()
-    with bai.intercept(Spy()):
+    with bai.dispatch_mode(Spy()):
         loss.backward()
     assert ("mul", "exp") in seen  # exp's rule: grad * output
 

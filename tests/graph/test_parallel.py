@@ -7,7 +7,6 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.autograd import dispatch
 from buildingai.graph import GraphError, TensorSpec, freeze, parallel
 from buildingai.graph.parallel import LazyTensor
 
@@ -57,12 +56,12 @@ def test_backward_flows_through_parallel_branches():
 def test_independent_branches_run_on_different_threads():
     threads = set()
 
-    class Watch(bai.Interceptor):
+    class Watch(bai.DispatchMode):
         def after_op(self, op, inputs, output, attrs):
             threads.add(threading.get_ident())
 
     x = bai.tensor(_x(64, 64))
-    with bai.intercept(Watch()), parallel(workers=2):
+    with bai.dispatch_mode(Watch()), parallel(workers=2):
         a = x
         b = x
         for _ in range(8):  # linear: its public function reads no values, so nothing is forced
@@ -73,12 +72,6 @@ def test_independent_branches_run_on_different_threads():
 
 def test_parallel_blocks_do_not_nest():
     with parallel(), pytest.raises(GraphError, match="cannot be nested"), parallel():
-        pass
-
-
-def test_without_a_deferral_hook_parallel_says_what_to_use(monkeypatch):
-    monkeypatch.delattr(dispatch, "set_deferral", raising=False)
-    with pytest.raises(GraphError, match="no deferral hook"), parallel():
         pass
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import buildingai as bai
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.ops import creation
 from buildingai.ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
 
@@ -186,7 +186,7 @@ def test_eye_matches_numpy(args):
 # ----- factories as op records ------------------------------------------------------------------
 
 
-class _Recorder(Interceptor):
+class _Recorder(DispatchMode):
     def __init__(self) -> None:
         self.calls = []
 
@@ -196,7 +196,7 @@ class _Recorder(Interceptor):
 
 def test_factories_run_through_dispatch_as_op_records_without_inputs():
     source = bai.ones(2, 3, dtype="float64")
-    with intercept(_Recorder()) as recorder:
+    with dispatch_mode(_Recorder()) as recorder:
         bai.zeros(2, 3)
         bai.empty(4)
         bai.full((2,), 7)

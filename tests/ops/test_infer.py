@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.ops import all_ops, cast, elementwise, index, logic, reduce, shape, special
 from buildingai.ops.abstract import DimExpr, SymbolicSizeError, ValueSpec, spec_of
 from buildingai.ops.index import index_shape
@@ -23,7 +23,7 @@ FAMILY_RECORDS = [
 ]
 
 
-class Recorder(Interceptor):
+class Recorder(DispatchMode):
     def __init__(self) -> None:
         self.calls = []
 
@@ -93,7 +93,7 @@ def _workload():
 
 @pytest.fixture(scope="module")
 def recorded_calls():
-    with intercept(Recorder()) as recorder:
+    with dispatch_mode(Recorder()) as recorder:
         _workload()
     return recorder.calls
 

@@ -9,14 +9,14 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.ops.abstract import ValueSpec
 from buildingai.ops.layer_norm import LAYER_NORM_INPUT_GRAD, LAYER_NORM_WEIGHT_GRAD
 
 torch = pytest.importorskip("torch")
 
 
-class OpNames(Interceptor):
+class OpNames(DispatchMode):
     def __init__(self) -> None:
         self.names: list[str] = []
 
@@ -50,7 +50,7 @@ def test_fused_backward_runs_through_dispatch(shape, normalized):
     out = F.layer_norm(ours[0], normalized, ours[1], ours[2])
     upstream = np.random.default_rng(1).standard_normal(shape)
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         out.backward(bai.tensor(upstream))
     assert "layer_norm_input_grad" in recorder.names
     assert "layer_norm_weight_grad" in recorder.names
@@ -67,7 +67,7 @@ def test_general_layout_and_mixed_dtypes():
     x, w, b = _inputs((3, 4, 6), (6,), dtypes=(np.float32, np.float64))
     ours = [bai.tensor(a, requires_grad=True) for a in (x, w, b)]
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         out = F.layer_norm(ours[0], (6,), ours[1], ours[2])
         (out * out).mean().backward()
     assert {"layer_norm_input_grad", "layer_norm_weight_grad"} <= set(recorder.names)
@@ -82,7 +82,7 @@ def test_only_the_gradients_asked_for_are_computed():
     x_t = bai.tensor(x)  # no gradient for the input
     w_t, b_t = bai.tensor(w, requires_grad=True), bai.tensor(b)
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         F.layer_norm(x_t, (6,), w_t, b_t).sum().backward()
     assert "layer_norm_weight_grad" in recorder.names
     assert "layer_norm_input_grad" not in recorder.names
@@ -106,7 +106,7 @@ def test_empty_batch_gives_zero_gradients_as_in_pytorch():
     x, w, b = _inputs((0, 3, 4), (4,))
     ours = [bai.tensor(a, requires_grad=True) for a in (x, w, b)]
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         F.layer_norm(ours[0], (4,), ours[1], ours[2]).sum().backward()
     assert {"layer_norm_input_grad", "layer_norm_weight_grad"} <= set(recorder.names)
     expected = _torch_grads(x, w, b, (4,), lambda out: torch.ones_like(out))

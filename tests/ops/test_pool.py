@@ -8,14 +8,14 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.ops.abstract import DimExpr, SymbolicSizeError, ValueSpec, spec_of
 from buildingai.ops.pool import MAX_POOL2D, MAX_POOL2D_CHOICE
 
 torch = pytest.importorskip("torch")
 
 
-class OpNames(Interceptor):
+class OpNames(DispatchMode):
     def __init__(self) -> None:
         self.names: list[str] = []
 
@@ -31,7 +31,7 @@ def test_backward_finds_the_winners_through_dispatch(kwargs):
     ours = bai.tensor(x, requires_grad=True)
     out = F.max_pool2d(ours, **kwargs)
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         (out * out).sum().backward()
     assert recorder.names.count("max_pool2d_choice") == 1
     assert "max_pool2d_scatter" in recorder.names

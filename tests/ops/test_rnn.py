@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.debug import gradcheck, gradgradcheck
 from buildingai.ops import all_ops
 from buildingai.ops.abstract import DimExpr, spec_of
@@ -72,7 +72,7 @@ def test_first_and_second_derivatives_by_finite_differences():
     assert gradgradcheck(run, inputs)
 
 
-class OpNames(Interceptor):
+class OpNames(DispatchMode):
     def __init__(self) -> None:
         self.names: list[str] = []
 
@@ -84,7 +84,7 @@ def test_backward_runs_through_dispatch():
     inputs = [bai.tensor(a, requires_grad=True) for a in _inputs()]
     out = LSTM_RECURRENCE(*inputs, reverse=False)
     recorder = OpNames()
-    with intercept(recorder):
+    with dispatch_mode(recorder):
         out.sum().backward()
     # the step-by-step gradients are products and joins of Tensors, all of them visible
     assert "matmul" in recorder.names and "concatenate" in recorder.names

@@ -12,7 +12,7 @@ import pytest
 
 import buildingai as bai
 from buildingai import nn
-from buildingai.autograd.dispatch import active_interceptors, apply
+from buildingai.autograd.dispatch import active_modes, apply
 from buildingai.data import DataLoader, Dataset
 from buildingai.ops.families import SameDtypeFunction
 from buildingai.ops.linalg import LINEAR
@@ -202,7 +202,7 @@ def test_flamegraph_is_self_contained_and_links_the_graph(traced, tmp_path):
 
 
 def test_nothing_stays_installed_after_tracing(traced):
-    assert active_interceptors() == ()
+    assert active_modes() == ()
     assert "forward" not in vars(LINEAR)  # the forward timer is removed
     assert "forward" not in vars(SLOW_COPY)
 

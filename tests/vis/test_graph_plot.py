@@ -82,7 +82,7 @@ def test_plot_of_the_most_recent_run_of_a_forward():
         plot_computation_graph(model.forward)  # recorded, but not called yet
     loss = model(_x(3)).square().sum()
     loss.backward()  # recording leaves training untouched
-    assert model.fc1.weight.grad is not None and not dispatch._interceptors
+    assert model.fc1.weight.grad is not None and not dispatch.active_modes()
     text = plot_computation_graph(model.forward)
     assert isinstance(text, DotSource) and text.startswith('digraph "MLP"')
     assert "linear\\n(3, 16) float32\\nMLP.fc1" in text
@@ -149,7 +149,7 @@ def test_nested_calls_in_place_ops_and_keyword_inputs():
     inner = last_run(model.inner)  # the second call of the inner model
     assert inner.nodes[0].module == "_Twice.inner.fc1" and len(inner.nodes) == 5
     assert inner.values[inner.nodes[0].inputs[0]].kind == "input"
-    assert not dispatch._interceptors
+    assert not dispatch.active_modes()
 
 
 def test_a_failing_call_leaves_no_recorder_behind_and_clones_record_nothing():
@@ -158,7 +158,7 @@ def test_a_failing_call_leaves_no_recorder_behind_and_clones_record_nothing():
     model(_x(2))
     with pytest.raises(bai.errors.ShapeError):
         model(bai.zeros(2, 7))
-    assert not dispatch._interceptors
+    assert not dispatch.active_modes()
     assert "(2, 16)" in plot_computation_graph(model)  # the last successful call
     clone = model.clone()
     clone(_x(6))
@@ -183,9 +183,9 @@ def test_hooks_added_later_cannot_strand_a_recording():
     model.register_forward_hook(lambda module, args, output: None, prepend=True)
     with pytest.raises(RuntimeError, match="not yet"):
         model(_x(3))
-    assert not dispatch._interceptors and "(2, 16)" in plot_computation_graph(model)
+    assert not dispatch.active_modes() and "(2, 16)" in plot_computation_graph(model)
     model(_x(4))
-    assert not dispatch._interceptors and len(calls) == 2
+    assert not dispatch.active_modes() and len(calls) == 2
     assert "(4, 16)" in plot_computation_graph(model) and len(last_run(model).nodes) == 5
 
 
@@ -202,12 +202,12 @@ def test_a_call_interrupted_by_a_base_exception_is_abandoned():
     def run():  # on a fresh thread, whose dispatch state no other test shares
         with pytest.raises(_Interrupt):
             model(_x(2))
-        stranded = [r for r in dispatch._interceptors if isinstance(r, RunRecorder)]
+        stranded = [r for r in dispatch.active_modes() if isinstance(r, RunRecorder)]
         interrupt[0] = False
         model(_x(3))
         seen["stranded"] = stranded
         seen["nodes"] = len(last_run(model).nodes)
-        seen["recording"] = [r.recording for r in dispatch._interceptors]
+        seen["recording"] = [r.recording for r in dispatch.active_modes()]
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -238,7 +238,7 @@ def test_threads_record_their_own_calls():
     graph = last_run(model)
     batches = {graph.values[node.output].shape[0] for node in graph.nodes}
     assert len(batches) == 1 and batches <= {2, 3}  # one whole call, not a mix of two
-    assert not dispatch._interceptors
+    assert not dispatch.active_modes()
 
 
 # ----- the DOT text in Jupyter ------------------------------------------------------------------

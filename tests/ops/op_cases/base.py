@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import buildingai as bai
-from buildingai.autograd.dispatch import Interceptor, intercept
+from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.ops import all_ops
 
 from ...helpers import torch
@@ -59,7 +59,7 @@ class Sample:
     symbol_sizes: dict = field(default_factory=dict)
 
 
-class _Capture(Interceptor):
+class _Capture(DispatchMode):
     def __init__(self, name: str) -> None:
         self.name, self.call = name, None
 
@@ -134,7 +134,7 @@ class Draw:
         """Run ``run()`` and return the first call of op ``name`` it made. The symbols of an
         input Tensor made by this Draw come from its named axes, unless ``symbols`` is given."""
         observer = _Capture(name)
-        with intercept(observer), np.errstate(all="ignore"):
+        with dispatch_mode(observer), np.errstate(all="ignore"):
             run()
         assert observer.call is not None, f"the sample maker never called op '{name}'"
         inputs, attrs = observer.call
