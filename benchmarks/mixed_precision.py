@@ -10,8 +10,8 @@
    the CPU adds casts and saves no arithmetic; the numbers say how much it costs.
    The peak of each step above the memory held before it comes from ``buildingai.memory``
    (the NumPy bound and PyTorch are not counted by it).
-2. The cost of memory accounting (``buildingai.memory.stats``), which is always on: the same
-   float32 steps with the accounting call replaced by a no-op, interleaved with the real ones;
+2. The cost of memory accounting (``buildingai.memory.stats``), which runs only while memory is
+   tracked: the same float32 steps inside ``memory.tracking()``, interleaved with plain ones;
    and, since a difference of a few percent drowns in the noise of a shared machine, its
    calls per step times the CPU time of one call, as a share of the step's CPU time.
 
@@ -126,24 +126,12 @@ def _numpy_gemms(sizes, x: np.ndarray):
     return run
 
 
-@contextlib.contextmanager
-def _accounting_off():
-    """Replace the accounting call of dispatch and Tensor by a no-op (measurement only)."""
-    saved = dispatch._count_memory, tensor_module._count_memory
+def _with_accounting(step):
+    """``step`` with memory tracking on (``buildingai.memory.tracking``), as a profiler or the
+    Trainer runs it."""
 
-    def nothing(array, op, path):
-        return None
-
-    dispatch._count_memory = tensor_module._count_memory = nothing
-    try:
-        yield
-    finally:
-        dispatch._count_memory, tensor_module._count_memory = saved
-
-
-def _without_accounting(step):
     def run():
-        with _accounting_off():
+        with memory.tracking():
             step()
 
     return run
@@ -153,10 +141,11 @@ def _step_peak(step) -> int:
     """The bytes a step adds at its peak above what is held before it (``memory.stats``)."""
     step()  # the optimizer state and gradients exist from the first step on
     gc.collect()
-    memory.reset_peak()
-    before = memory.stats()["current"]
-    step()
-    return memory.stats()["peak"] - before
+    with memory.tracking():
+        memory.reset_peak()
+        before = memory.stats()["current"]
+        step()
+        return memory.stats()["peak"] - before
 
 
 def accounting_cost(step, calls: int = 20_000) -> dict:
@@ -174,7 +163,8 @@ def accounting_cost(step, calls: int = 20_000) -> dict:
     saved = dispatch._count_memory, tensor_module._count_memory, accounting.record
     dispatch._count_memory = tensor_module._count_memory = accounting.record = counting
     try:
-        step()
+        with memory.tracking():
+            step()
     finally:
         dispatch._count_memory, tensor_module._count_memory, accounting.record = saved
     fresh = [np.empty(4, np.float32) for _ in range(calls)]
@@ -217,13 +207,13 @@ def bench_case(case: dict, quick: bool, clock: str = "wall") -> list[dict]:
         "autocast bfloat16": _step(model, optimizer, x, lambda: autocast(dtype="bfloat16")),
         "autocast float16": _step(model, optimizer, x, lambda: autocast(dtype="float16")),
         'math_precision("bf16")': _step(model, optimizer, x, lambda: bai.math_precision("bf16")),
-        "float32, accounting off": _without_accounting(plain),
+        "float32, memory tracked": _with_accounting(plain),
         "pytorch float32": _torch_step(torch, case["build"](torch.nn), x, False),
         "pytorch autocast bfloat16": _torch_step(torch, case["build"](torch.nn), x, True),
     }
     if case["sizes"] is not None:
         candidates["numpy float32 GEMMs only"] = _numpy_gemms(case["sizes"], x)
-    counted = [name for name in candidates if name not in ("float32, accounting off",)]
+    counted = [name for name in candidates if name not in ("float32, memory tracked",)]
     counted = [name for name in counted if not name.startswith(("pytorch", "numpy"))]
     peaks = {name: _step_peak(candidates[name]) for name in counted}
     if clock == "thread":

@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from ..errors import BuildingAIError
 from . import device as _device
 
 _NDARRAY = np.ndarray
@@ -163,6 +164,12 @@ def _release(buffer: Buffer, buffers=_buffers, devices=_devices, total=_total, l
 def stats() -> dict:
     """``{"current", "peak", "devices": {name: {"current", "peak"}}, "tracking"}`` in bytes,
     of the buffers counted while tracking (``start_tracking``) and not freed since."""
+    if not tracking:
+        raise BuildingAIError(
+            "[memory.stats] memory tracking is off, so no tensor's memory is counted",
+            help="call buildingai.memory.start_tracking() before making the tensors to count, "
+            "or run them inside `with buildingai.memory.tracking():`",
+        )
     with _lock:
         devices = {
             name: {"current": counter.current, "peak": counter.peak}

@@ -163,12 +163,14 @@ class MemoryScope(DispatchMode):
     # ----- the scope ----------------------------------------------------------------------------
     def __enter__(self) -> MemoryScope:
         self._opened_at = _describe(_user_site())
+        accounting.start_tracking()  # the report says how many bytes each release frees
         self._context = dispatch_mode(self)
         self._context.__enter__()
         return self
 
     def __exit__(self, *exc_info) -> None:
         self._context.__exit__(*exc_info)
+        accounting.stop_tracking()
         if exc_info[0] is not None:  # keep everything for the traceback's reader
             return
         self._finish()

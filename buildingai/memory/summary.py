@@ -22,13 +22,14 @@ class MemorySummary(dict):
 def summary() -> MemorySummary:
     """What holds memory now: the bytes of every live buffer, grouped by the op that allocated it
     and by the module path it was allocated in (``encoder.layers.0.fc1``). Called between forward
-    and backward it shows the activations the graph keeps."""
+    and backward it shows the activations the graph keeps. Counts the buffers made while memory
+    tracking was on (``memory.start_tracking()``); raises when it is off."""
+    totals = accounting.stats()
     by_op: dict[str, int] = {}
     by_module: dict[str, int] = {}
     for buffer in accounting.live_buffers():
         by_op[buffer.op] = by_op.get(buffer.op, 0) + buffer.nbytes
         by_module[buffer.module] = by_module.get(buffer.module, 0) + buffer.nbytes
-    totals = accounting.stats()
     return MemorySummary(
         current=totals["current"],
         peak=totals["peak"],

@@ -109,6 +109,7 @@ class TimeTracer(DispatchMode):
             raise RuntimeError("[TimeTracer] this tracer is already active; use a new one")
         self._memory = _memory_module()
         if self._memory is not None:
+            self._memory.start_tracking()  # each step's peak; off again when the block ends
             self._memory.reset_peak()
         self._scope = dispatch_mode(self)
         self._scope.__enter__()
@@ -127,6 +128,8 @@ class TimeTracer(DispatchMode):
         )
         if unfinished:  # ops after the last step() form one more step
             self._close_step(self.end_ns)
+        if self._memory is not None:
+            self._memory.stop_tracking()
 
     def step(self) -> None:
         """Mark the end of one training step (and record its peak memory)."""

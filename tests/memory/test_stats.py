@@ -12,6 +12,34 @@ import buildingai as bai
 from buildingai import memory, nn
 
 
+@pytest.fixture(autouse=True)
+def tracking():
+    """Every test here counts memory (counting is off unless asked for)."""
+    with memory.tracking():
+        yield
+
+
+def test_stats_refuse_to_answer_while_tracking_is_off():
+    with memory.tracking():
+        pass
+    memory.stop_tracking()  # closes the fixture's request too
+    try:
+        assert not memory.is_tracking()
+        with pytest.raises(bai.BuildingAIError, match="tracking is off"):
+            memory.stats()
+        before = len(_live())
+        kept = bai.Tensor(np.ones(1000, np.float32)) * 2.0  # made untracked: not counted
+        assert len(_live()) == before and kept.shape == (1000,)
+    finally:
+        memory.start_tracking()
+
+
+def _live() -> list:
+    from buildingai.backend import accounting
+
+    return accounting.live_buffers()
+
+
 def _current() -> int:
     gc.collect()
     return memory.stats()["current"]
