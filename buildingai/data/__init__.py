@@ -22,6 +22,7 @@ from .dataset import (
 from .sampler import (
     BatchSampler,
     RandomSampler,
+    ResumableSampler,
     Sampler,
     SequentialSampler,
     SubsetRandomSampler,
@@ -38,6 +39,7 @@ __all__ = [
     "Dataset",
     "IterableDataset",
     "RandomSampler",
+    "ResumableSampler",
     "Sampler",
     "SequentialSampler",
     "Subset",

@@ -37,7 +37,7 @@ from ._worker import (
 )
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, ResumableSampler, Sampler, SequentialSampler
 
 _LIVENESS_POLL_S = 0.25  # how often a waiting main process checks that its workers are alive
 _JOIN_GRACE_S = 1.0  # how long shutdown waits for workers to exit before terminating them
@@ -81,8 +81,9 @@ class DataLoader:
     ``(loader seed, e, b)``. A batch's random draws therefore depend neither on the worker that
     loads it nor on the batches loaded before it: augmentations differ between batches and
     epochs, the same seed reproduces the same batches whatever ``num_workers`` is (above 0),
-    and an epoch resumed at batch ``b`` (``set_epoch(e, start_batch=b)`` with a sampler that
-    starts there) gets the same batches as the uninterrupted epoch. A ``worker_init_fn`` that
+    and an epoch resumed at batch ``b`` (``set_epoch(e, start_batch=b)``, with a
+    ``ResumableSampler`` that the loader positions there) gets the same batches as the
+    uninterrupted epoch. A ``worker_init_fn`` that
     seeds the global streams itself is overridden at the next batch; seed a generator owned by
     the dataset instead. With ``num_workers=0`` nothing is reseeded: the dataset draws from the
     main process's streams, in order.
@@ -151,8 +152,10 @@ class DataLoader:
         """Number the next iteration as epoch ``epoch`` (later ones count on from it), whose
         first batch is batch ``start_batch`` of that epoch.
 
-        Worker random seeds derive from these numbers, so a run resumed mid-epoch reproduces
-        the workers' random draws when it calls this with the sampler positioned to match.
+        Worker random seeds derive from these numbers, and a ``ResumableSampler`` is positioned
+        by them when each iteration starts, so this one call resumes a run mid-epoch: the same
+        batches, with the same random draws. Another sampler keeps its own order; the numbers
+        then only seed the workers.
         """
         if epoch < 0 or start_batch < 0:
             raise DataLoaderError(
@@ -181,6 +184,8 @@ class DataLoader:
             self._seed = int(resolve_generator(self.generator).backend_generator().integers(2**62))
         epoch, start = self._next_epoch, self._start_batch
         self._next_epoch, self._start_batch = epoch + 1, 0
+        if isinstance(self.sampler, ResumableSampler):  # its order follows the same numbers
+            self.sampler.set_epoch(epoch, start=start * (self.batch_size or 1))
         return self._seed, epoch, start
 
     @property
@@ -206,8 +211,8 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         iterator = self._start_iterator()
-        # profilers (interceptors with a data_wait method) see each wait for a batch
-        watchers = [o for o in current_state().interceptors if hasattr(o, "data_wait")]
+        # profilers (dispatch modes with a data_wait method) see each wait for a batch
+        watchers = [o for o in current_state().modes if hasattr(o, "data_wait")]
         return _WatchedBatches(iterator, watchers) if watchers else iterator
 
     def _start_iterator(self) -> Iterator[Any]:
@@ -310,7 +315,7 @@ def _in_process_batches(loader: DataLoader) -> Iterator[Any]:
 
 class _WatchedBatches:
     """An epoch's iterator that reports each wait for a batch to ``watchers.data_wait(start_ns,
-    end_ns)`` (only made while such an interceptor is active)."""
+    end_ns)`` (only made while such a dispatch mode is active)."""
 
     def __init__(self, batches: Iterator[Any], watchers: list) -> None:
         self._batches = batches

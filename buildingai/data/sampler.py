@@ -80,6 +80,60 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
+class ResumableSampler(Sampler):
+    """Each epoch's order from ``(seed, epoch)`` alone, starting at item ``start`` of it.
+
+    Deriving an epoch's permutation from its number (not from a stream that advances) is what
+    makes resuming exact: ``set_epoch(3, start=640)`` gives epoch 3's order from item 640 on, as
+    an uninterrupted run saw it. ``shuffle=False`` visits 0, 1, ..., N - 1 every epoch.
+
+    Inside a ``DataLoader`` the loader positions it: ``loader.set_epoch(epoch, start_batch=b)``
+    is the one call that resumes both the order and the workers' random seeds (the loader
+    counts later epochs on by itself). ``state_dict()`` / ``load_state_dict()`` save and restore
+    the seed and position of a sampler used on its own.
+
+    Example::
+
+        sampler = ResumableSampler(dataset, seed=0)
+        loader = DataLoader(dataset, batch_size=64, sampler=sampler)
+        loader.set_epoch(3, start_batch=10)   # resume: epoch 3, from its batch 10
+    """
+
+    def __init__(self, data_source: Sized, shuffle: bool = True, seed: int = 0) -> None:
+        self.data_source, self.shuffle, self.seed = data_source, shuffle, int(seed)
+        self.epoch, self.start = 0, 0
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        """Visit epoch ``epoch``'s order from its item ``start`` on, in the next iteration."""
+        if epoch < 0 or start < 0:
+            raise BuildingAIError(
+                f"ResumableSampler.set_epoch needs epoch >= 0 and start >= 0, got "
+                f"epoch={epoch!r}, start={start!r}",
+                help="epochs and items count from 0",
+            )
+        self.epoch, self.start = int(epoch), int(start)
+
+    def order(self) -> np.ndarray:
+        """The whole epoch's order: ``(N,)`` dataset indices."""
+        size = len(self.data_source)
+        if not self.shuffle:
+            return np.arange(size)
+        return np.random.default_rng([self.seed, self.epoch]).permutation(size)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order()[self.start :].tolist())
+
+    def __len__(self) -> int:
+        return max(len(self.data_source) - self.start, 0)
+
+    def state_dict(self) -> dict:
+        return {"seed": self.seed, "epoch": self.epoch, "start": self.start}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seed = int(state["seed"])
+        self.set_epoch(state["epoch"], state["start"])
+
+
 class SubsetRandomSampler(Sampler):
     """The given indices in a random order: ``indices: (K,)`` ints (a sequence or 1-D array),
     yielded one by one as Python ints."""

@@ -36,7 +36,6 @@ from .registry import (
 from .trainer import (
     DEFAULTS,
     RULES,
-    EpochSampler,
     RunDirExistsError,
     Trainer,
     load_config,
@@ -45,7 +44,7 @@ from .trainer import (
 
 __all__ = [
     "Accuracy", "Callback", "Checkpoint", "Config", "ConfigError", "ConsoleLogger", "DATASETS",
-    "DEFAULTS", "EarlyStopping", "EpochSampler", "KeepBest", "LOSSES", "MLP", "MODELS", "Mean",
+    "DEFAULTS", "EarlyStopping", "KeepBest", "LOSSES", "MLP", "MODELS", "Mean",
     "Metric", "MetricsLogger", "OPTIMIZERS", "PlainProgress", "RULES", "Registry",
     "RegistryError", "RunDirExistsError", "SCHEDULERS", "SmallCNN", "TRANSFORMS", "Trainer",
     "accuracy", "build_dataset", "build_transform", "correct_counts", "latest_checkpoint",

@@ -15,12 +15,10 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from .. import nn, optim
 from ..autograd.mode import no_grad
@@ -28,7 +26,7 @@ from ..autograd.tensor import Tensor
 from ..backend.memory import retain_freed_memory
 from ..backend.random import Generator, get_rng_state, manual_seed, set_rng_state
 from ..backend.threads import get_num_threads, set_num_threads
-from ..data import DataLoader, Sampler
+from ..data import DataLoader, ResumableSampler
 from ..errors import BuildingAIError, CheckpointError
 from ..nn.loss import CrossEntropyLoss
 from ..serialization import load, save
@@ -205,33 +203,6 @@ class RunDirExistsError(BuildingAIError, FileExistsError):
     """A fresh run asked to write into a run directory that already holds files."""
 
 
-class EpochSampler(Sampler):
-    """The order of one epoch's items, from ``(seed, epoch)`` alone, starting at ``start``.
-
-    Deriving each epoch's permutation from its number (instead of from a stream that advances)
-    is what makes resuming exact: ``set_epoch(3, start=640)`` gives epoch 3's order from item
-    640 on, as the interrupted run would have seen it.
-    """
-
-    def __init__(self, size: int, shuffle: bool = True, seed: int = 0) -> None:
-        self.size, self.shuffle, self.seed = size, shuffle, seed
-        self.epoch, self.start = 0, 0
-
-    def set_epoch(self, epoch: int, start: int = 0) -> None:
-        self.epoch, self.start = epoch, start
-
-    def order(self) -> np.ndarray:
-        if not self.shuffle:
-            return np.arange(self.size)
-        return np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.order()[self.start :].tolist())
-
-    def __len__(self) -> int:
-        return self.size - self.start
-
-
 def _to_device(batch: Any, device: str) -> Any:
     if device == "cpu":
         return batch
@@ -331,7 +302,7 @@ class Trainer:
         self._train_loader: DataLoader | None = None
         self._steps_per_epoch = 0  # counted when the train loader is built, before any resume
         self._eval_loader: DataLoader | None = None
-        self.train_sampler: EpochSampler | None = None
+        self.train_sampler: ResumableSampler | None = None
         self.metrics = {}
         for metric in metrics:
             name = metric if isinstance(metric, str) else type(metric).__name__.lower()
@@ -372,7 +343,7 @@ class Trainer:
 
     def _build_train_loader(self) -> None:
         train_set = _dataset(self._train_source)
-        self.train_sampler = EpochSampler(len(train_set), self.shuffle, seed=self.seed)
+        self.train_sampler = ResumableSampler(train_set, self.shuffle, seed=self.seed)
         self._train_loader = DataLoader(
             train_set, batch_size=self.batch_size, sampler=self.train_sampler,
             drop_last=self.drop_last, generator=Generator(self.seed),  # worker seeds
@@ -432,8 +403,7 @@ class Trainer:
         started, started_step = time.perf_counter(), self.step
         while not self.finished():
             self.model.train()
-            self.train_sampler.set_epoch(self.epoch, start=self.batch_in_epoch * self.batch_size)
-            # Worker seeds follow (epoch, batch), so a resumed epoch's batches match too.
+            # The data order and the worker seeds follow (epoch, batch): a resumed epoch matches.
             self.train_loader.set_epoch(self.epoch, start_batch=self.batch_in_epoch)
             for batch in self.train_loader:
                 loss, outputs, targets = self.train_step(_to_device(batch, self.device))

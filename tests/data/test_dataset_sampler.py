@@ -11,7 +11,9 @@ import buildingai as bai
 from buildingai.data import (
     BatchSampler,
     ConcatDataset,
+    DataLoader,
     RandomSampler,
+    ResumableSampler,
     SequentialSampler,
     Subset,
     SubsetRandomSampler,
@@ -124,3 +126,39 @@ def test_batch_sampler():
     assert len(BatchSampler(range(5), 2, True)) == 2
     with pytest.raises(BuildingAIError, match="batch_size must be a positive int"):
         BatchSampler(range(5), 0, False)
+
+
+def test_resumable_sampler_orders_each_epoch_from_its_number():
+    sampler = ResumableSampler(range(10), seed=3)
+    first = list(sampler)
+    sampler.set_epoch(1)
+    second = list(sampler)
+    assert sorted(first) == sorted(second) == list(range(10)) and first != second
+    sampler.set_epoch(1, start=4)
+    assert list(sampler) == second[4:] and len(sampler) == 6
+    assert list(ResumableSampler(range(4), shuffle=False)) == [0, 1, 2, 3]
+
+
+def test_resumable_sampler_state_dict_restores_its_position():
+    sampler = ResumableSampler(range(10), seed=3)
+    sampler.set_epoch(2, start=5)
+    copy = ResumableSampler(range(10), seed=0)
+    copy.load_state_dict(sampler.state_dict())
+    assert list(copy) == list(sampler)
+
+
+def test_one_set_epoch_call_resumes_the_loader_and_its_resumable_sampler():
+    def loader() -> DataLoader:
+        dataset = Indexed(10)
+        return DataLoader(dataset, batch_size=3, sampler=ResumableSampler(dataset, seed=1))
+
+    def labels(batches) -> list[list[int]]:
+        return [batch[1].tolist() for batch in batches]
+
+    uninterrupted = loader()
+    list(uninterrupted)  # epoch 0
+    epoch_1 = labels(uninterrupted)
+    resumed = loader()
+    resumed.set_epoch(1, start_batch=2)
+    assert labels(resumed) == epoch_1[2:]
+    assert labels(resumed) == labels(uninterrupted)  # both counted on to epoch 2, from its start
