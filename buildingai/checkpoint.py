@@ -188,7 +188,8 @@ class Checkpoint(Op):
         recorded = _NewNodes()
         # only a recorded backward keeps nodes that must be pointed back at the real tensors
         observing = dispatch_mode(recorded) if create_graph else contextlib.nullcontext()
-        with dispatch_mode(_Substitution(_through_outer_substitutions(aliases))), observing:
+        substitution = _Substitution(_through_outer_substitutions(aliases))
+        with dispatch_mode(substitution), observing:
             with enable_grad():
                 output = _recompute(segment)
             if not isinstance(output, Tensor) or not output.requires_grad:
@@ -210,7 +211,7 @@ class Checkpoint(Op):
                 _point_at(node, real)
         # the dispatch states that held the substitution reference each other (a grad-mode
         # twin): empty its table so that they cannot keep the inputs' memory alive
-        aliases.clear()
+        substitution.aliases.clear()
         return input_grads
 
 

@@ -17,6 +17,7 @@ import weakref
 from ..autograd import dispatch
 from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
+from ..autograd.state import module_path
 from ..autograd.tensor import Tensor
 from ..graph.graph import Graph, Literal, Node, Value
 
@@ -78,7 +79,7 @@ class RunRecorder(DispatchMode):
             self.ref(value) if isinstance(value, Tensor) else Literal(value) for value in inputs
         )
         output_id = self.add(output, "op", "")
-        module = ".".join(dispatch.module_path)
+        module = dispatch.current_module_path()
         self.graph.nodes.append(Node(op, refs, dict(attrs), output_id, module))
 
     def after_inplace(self, name, target, result) -> None:
@@ -181,7 +182,7 @@ def _before_call(module, args: tuple, kwargs: dict) -> None:
     if recording is None or not _hooks_in_place(module, recording):
         return
     active = recording.active()
-    depth = len(dispatch.module_path)
+    depth = len(module_path())
     while active and active[-1].depth >= depth:  # calls that can no longer be in progress
         active.pop().abandon()
     recorder = RunRecorder(_parameter_names(module))
@@ -196,7 +197,7 @@ def _after_call(module, args: tuple, kwargs: dict, output) -> None:
     if recording is None:
         return
     active = recording.active()
-    depth = len(dispatch.module_path)
+    depth = len(module_path())
     if not active or active[-1].depth != depth:
         return  # this call was not recorded (see _hooks_in_place)
     call = active.pop()

@@ -12,13 +12,6 @@ import buildingai as bai
 from buildingai import memory, nn
 
 
-@pytest.fixture(autouse=True)
-def tracking():
-    """Every test here counts memory (counting is off unless asked for)."""
-    with memory.tracking():
-        yield
-
-
 def test_stats_refuse_to_answer_while_tracking_is_off():
     with memory.tracking():
         pass
