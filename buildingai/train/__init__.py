@@ -11,7 +11,15 @@ from .callbacks import (
     latest_checkpoint,
     list_checkpoints,
 )
-from .config import Config, ConfigError, parse_value
+from .config import (
+    DEFAULTS,
+    RULES,
+    Config,
+    ConfigError,
+    load_config,
+    parse_value,
+    validate_config,
+)
 from .metrics import Accuracy, Mean, Metric, accuracy, correct_counts, top_k_accuracy
 from .models import MLP, SmallCNN
 from .progress import PlainProgress, progress
@@ -33,14 +41,7 @@ from .registry import (
     register_scheduler,
     register_transform,
 )
-from .trainer import (
-    DEFAULTS,
-    RULES,
-    RunDirExistsError,
-    Trainer,
-    load_config,
-    validate_config,
-)
+from .trainer import RunDirExistsError, Trainer
 
 __all__ = [
     "Accuracy", "Callback", "Checkpoint", "Config", "ConfigError", "ConsoleLogger", "DATASETS",

@@ -10,14 +10,18 @@ Example::
     config.merge_overrides(["optim.lrr=1"])  # ConfigError: unknown key 'optim.lrr' — did you mean 'optim.lr'?
 
 YAML needs the optional ``pyyaml`` package; everything else is plain Python.
+
+The Trainer's schema lives here too: ``DEFAULTS`` (every setting and its default), ``RULES``
+(what each allows), ``load_config`` and ``validate_config``.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -428,3 +432,164 @@ def check_type(path: str, current: Any, value: Any) -> None:
 
 
 Mapping.register(Config)  # a Config reads like a dict: isinstance(config, Mapping) is True
+
+
+# ----- the Trainer's schema: its settings, their defaults and what each allows -----------------
+# What ``Trainer.from_config`` accepts: a config is checked against these defaults, so a
+# misspelt key fails at once with the closest valid name.
+DEFAULTS = Config(
+    seed=0,
+    epochs=1,
+    max_steps=None,  # stop early after this many steps in all
+    batch_size=128,  # the training batches' size (the loader setting; eval_batch_size below)
+    lr=None,  # shorthand for optim.lr; giving both with different values is an error
+    eval_batch_size=1000,
+    device="cpu",
+    run_dir=None,  # where config.yaml, metrics and checkpoints go; None keeps nothing
+    data=dict(
+        train=dict(type="MNIST", split="train"),
+        eval=dict(type="MNIST", split="test"),
+        num_workers=0,
+        prefetch=None,  # None: 2 per worker, and no background thread with num_workers=0
+        shuffle=True,
+        drop_last=False,
+    ),
+    model=dict(type="MLP"),
+    optim=dict(type="Adam"),  # lr: set here or through the top-level shorthand (default 1e-3)
+    scheduler=None,  # e.g. {type: CosineAnnealingLR, T_max: 5}; positions count epochs
+    loss=dict(type="CrossEntropyLoss"),
+    metrics=["accuracy"],
+    grad_clip=None,  # max global gradient norm
+    log_every=50,
+    checkpoint=dict(every_steps=None, keep_last=2, keep_best=None, mode="max"),
+    early_stopping=None,  # e.g. {metric: eval/loss, mode: min, patience: 3}
+    trackers=[],  # e.g. [tensorboard, {type: wandb, project: mnist}, mlflow]
+    progress=True,
+    compile=False,  # run each training step as a static graph (buildingai.compile)
+    # keep freed host memory for the next step instead of returning it to the OS
+    # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
+    retain_freed_memory=True,
+    # BuildingAI's threads (buildingai.set_num_threads: process-wide); null leaves them as set
+    threads=None,
+    # one pool: the matrix products on those threads too (set_num_threads(threads, gemm=...));
+    # null: the default arrangement (one pool where BuildingAI has a BLAS of its own)
+    one_pool=None,
+)
+
+
+def load_config(source: str | os.PathLike | Config | dict, overrides: Iterable[str] = ()) -> Config:
+    """``DEFAULTS`` updated from a YAML file (or a dict), then from ``key=value`` overrides;
+    every key is checked against the defaults, so a typo fails here with a suggestion."""
+    config = source if isinstance(source, (Config, dict)) else Config.from_yaml(source)
+    return DEFAULTS.copy().merge(config).merge_overrides(overrides)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_at_least(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: _is_int(value) and value >= minimum
+
+
+def _number_at_least(minimum: float, strictly: bool = False) -> Callable[[Any], bool]:
+    def test(value: Any) -> bool:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+            return False
+        return value > minimum if strictly else value >= minimum
+
+    return test
+
+
+def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or test(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_section(value: Any) -> bool:
+    return isinstance(value, Config)
+
+
+def _as_written(value: Any) -> str:
+    """A value as a config file spells it: null, true, 0.5, 'ten', [1], {type: MLP}."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value.to_dict() if isinstance(value, Config) else value)
+
+
+_MISSING = object()
+# What each setting allows: (key, allowed values in words, test). Sections with a ``type``
+# (model, optim, data.train, ...) are checked against their class's signature instead.
+RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
+    ("seed", "an integer", _is_int),
+    ("epochs", "an integer >= 1", _int_at_least(1)),
+    ("max_steps", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("batch_size", "an integer >= 1", _int_at_least(1)),
+    ("eval_batch_size", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("lr", "null or a number >= 0", _optional(_number_at_least(0))),
+    ("optim.lr", "a number >= 0", _number_at_least(0)),
+    ("device", "a device name such as 'cpu' or 'cuda'", _is_name),
+    ("run_dir", "null or a directory path", _optional(_is_name)),
+    ("grad_clip", "null (no clipping) or a number > 0", _optional(_number_at_least(0, True))),
+    ("log_every", "an integer >= 1", _int_at_least(1)),
+    ("metrics", "a list of metric names such as ['accuracy']",
+     lambda value: isinstance(value, list) and all(_is_name(name) for name in value)),
+    ("progress", "true or false", _is_bool),
+    ("compile", "true or false", _is_bool),
+    ("retain_freed_memory", "true or false", _is_bool),
+    ("threads", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("one_pool", "null, true or false", _optional(_is_bool)),
+    ("data.num_workers", "an integer >= 0", _int_at_least(0)),
+    ("data.prefetch", "null or an integer >= 0", _optional(_int_at_least(0))),
+    ("data.shuffle", "true or false", _is_bool),
+    ("data.drop_last", "true or false", _is_bool),
+    ("checkpoint.every_steps", "null or an integer >= 1", _optional(_int_at_least(1))),
+    ("checkpoint.keep_last", "null (keep all) or an integer >= 1", _optional(_int_at_least(1))),
+    ("checkpoint.keep_best", "null or a metric name such as 'eval/accuracy'", _optional(_is_name)),
+    ("checkpoint.mode", "'min' or 'max'", lambda value: value in ("min", "max")),
+    ("model", "a section naming a model, e.g. {type: MLP}", _is_section),
+    ("optim", "a section naming an optimizer, e.g. {type: Adam, lr: 0.001}", _is_section),
+    ("loss", "a section naming a loss, e.g. {type: CrossEntropyLoss}", _is_section),
+    ("data.train", "a section naming a dataset, e.g. {type: MNIST, split: train}", _is_section),
+    ("data.eval", "null (no evaluation) or a section naming a dataset", _optional(_is_section)),
+    ("scheduler", "null or a section naming a scheduler", _optional(_is_section)),
+    ("early_stopping", "null or a section such as {metric: eval/loss, patience: 3}",
+     _optional(_is_section)),
+    ("trackers", "a list of tracker names or sections, e.g. [tensorboard, {type: wandb}]",
+     lambda value: isinstance(value, list)
+     and all(_is_name(entry) or isinstance(entry, (Config, dict)) for entry in value)),
+]  # fmt: skip
+_OPTIONAL_KEYS = {"optim.lr"}  # checked only when present
+
+
+def validate_config(config: Config) -> Config:
+    """Check every value ``RULES`` knows (``config`` already merged into ``DEFAULTS``) and
+    resolve the ``lr`` shorthand into ``optim.lr``; returns ``config``. The first bad value
+    raises ``ConfigError`` naming the key, the value and what is allowed."""
+    for key, allowed, test in RULES:
+        value = config.get(key, _MISSING)
+        if value is _MISSING:
+            if key in _OPTIONAL_KEYS:
+                continue
+            raise ConfigError(f"config key {key!r} is missing; it must be {allowed}")
+        if not test(value):
+            raise ConfigError(f"config key {key!r} is {_as_written(value)}; it must be {allowed}")
+    if config.lr is not None:
+        explicit = config.optim.get("lr")
+        if explicit is not None and explicit != config.lr:
+            raise ConfigError(
+                f"lr={config.lr!r} and optim.lr={explicit!r} disagree (lr is shorthand for "
+                "optim.lr)",
+                help="set only one of them",
+            )
+        config.optim.lr, config.lr = config.lr, None  # one place for it in the saved config
+    return config
