@@ -12,6 +12,9 @@ The hooks, in the order a run meets them::
 A callback with state that must survive a crash (the best score so far, a patience counter)
 returns it from ``state_dict()``; the Trainer saves it in every checkpoint and hands it back to
 ``load_state_dict`` on resume.
+
+Callbacks see the trainer as a ``TrainerView``: where the run stands and the few things a
+callback may ask of it. The trainer's module imports this one, never the reverse.
 """
 
 from __future__ import annotations
@@ -21,35 +24,55 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
-from .config import ConfigError
-
-if TYPE_CHECKING:  # the trainer imports this module; annotations only
-    from .trainer import Trainer
+from ..nn.module import Module
+from .config import Config, ConfigError
 
 CHECKPOINT_SUFFIX = ".safetensors"
 
 
+class TrainerView(Protocol):
+    """What a callback reads and calls on the ``Trainer`` it is given."""
+
+    model: Module
+    config: Config | None  # the resolved config of a run built with ``from_config``
+    run_dir: Path | None
+    step: int  # optimizer steps so far
+    epoch: int  # the current epoch, from 0
+    epochs: int
+    batch_in_epoch: int  # batches of the current epoch done so far
+    steps_per_epoch: int
+
+    def write(self, text: str) -> None:
+        """Print a line above the progress bar."""
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Save everything the next step depends on."""
+
+    def stop(self, reason: str) -> None:
+        """End fit after the current step."""
+
+
 class Callback:
-    """Base class: override the hooks you need; each gets the Trainer."""
+    """Base class: override the hooks you need; each gets the trainer (a ``TrainerView``)."""
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         pass
 
-    def on_step_end(self, trainer: Trainer) -> None:
+    def on_step_end(self, trainer: TrainerView) -> None:
         pass
 
-    def on_log(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         pass
 
-    def on_evaluate(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_evaluate(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         pass
 
-    def on_epoch_end(self, trainer: Trainer) -> None:
+    def on_epoch_end(self, trainer: TrainerView) -> None:
         pass
 
-    def on_fit_end(self, trainer: Trainer) -> None:
+    def on_fit_end(self, trainer: TrainerView) -> None:
         pass
 
     def state_dict(self) -> dict[str, Any]:
@@ -73,7 +96,7 @@ class MetricsLogger(Callback):
         self.csv_path = self.run_dir / "metrics.csv"
         self.jsonl_path = self.run_dir / "metrics.jsonl"
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._truncate_after(trainer.step)
         if not self.csv_path.exists():
@@ -92,7 +115,7 @@ class MetricsLogger(Callback):
             with self.csv_path.open("w", newline="") as handle:
                 csv.writer(handle).writerows(kept_rows)
 
-    def on_log(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         record = {"step": trainer.step, "epoch": trainer.epoch, **metrics}
         with self.jsonl_path.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
@@ -108,7 +131,7 @@ class ConsoleLogger(Callback):
     def __init__(self, file: IO[str] | None = None) -> None:
         self.file = file
 
-    def on_evaluate(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_evaluate(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         values = "  ".join(f"{name}={value:.4f}" for name, value in metrics.items())
         line = f"epoch {trainer.epoch}/{trainer.epochs}  step {trainer.step}  {values}"
         if self.file is not None:
@@ -154,7 +177,7 @@ class Checkpoint(Callback):
         self.run_dir, self.every_steps, self.keep_last = Path(run_dir), every_steps, keep_last
         self.written: list[str] = []  # this run's checkpoint file names, oldest first
 
-    def save(self, trainer: Trainer) -> None:
+    def save(self, trainer: TrainerView) -> None:
         path = checkpoint_path(self.run_dir, trainer.step)
         if path.name in self.written:
             return  # this step is saved already (the epoch ended on a multiple of every_steps)
@@ -165,16 +188,16 @@ class Checkpoint(Callback):
         for name in dropped:
             (path.parent / name).unlink(missing_ok=True)
 
-    def on_step_end(self, trainer: Trainer) -> None:
+    def on_step_end(self, trainer: TrainerView) -> None:
         if trainer.batch_in_epoch >= trainer.steps_per_epoch:
             return  # the epoch's last step: on_epoch_end saves it, after the evaluation
         if self.every_steps and trainer.step % self.every_steps == 0:
             self.save(trainer)
 
-    def on_epoch_end(self, trainer: Trainer) -> None:
+    def on_epoch_end(self, trainer: TrainerView) -> None:
         self.save(trainer)
 
-    def on_fit_end(self, trainer: Trainer) -> None:
+    def on_fit_end(self, trainer: TrainerView) -> None:
         self.save(trainer)
 
     def state_dict(self) -> dict[str, Any]:
@@ -226,7 +249,7 @@ class KeepBest(_Monitor):
         super().__init__(metric, mode)
         self.path = Path(run_dir) / "checkpoints" / f"best{CHECKPOINT_SUFFIX}"
 
-    def on_evaluate(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_evaluate(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         value = self.value_of(metrics)
         if self.improved(value):
             self.best = value
@@ -245,7 +268,7 @@ class EarlyStopping(_Monitor):
         self.patience = patience
         self.bad_evaluations = 0
 
-    def on_evaluate(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_evaluate(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         value = self.value_of(metrics)
         if self.improved(value):
             self.best, self.bad_evaluations = value, 0

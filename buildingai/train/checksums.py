@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .callbacks import Callback
+from .callbacks import Callback, TrainerView
 
 if TYPE_CHECKING:
     from ..nn import Module
-    from .trainer import Trainer
 
 CHECKSUMS = "checksums.jsonl"
 
@@ -52,7 +51,7 @@ class ChecksumLog(Callback):
     def __init__(self, run_dir: str | os.PathLike) -> None:
         self.path = Path(run_dir) / CHECKSUMS
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             kept = [
@@ -62,7 +61,7 @@ class ChecksumLog(Callback):
             ]
             self.path.write_text("".join(line + "\n" for line in kept))
 
-    def on_step_end(self, trainer: Trainer) -> None:
+    def on_step_end(self, trainer: TrainerView) -> None:
         record = {"step": trainer.step, "checksum": parameter_checksum(trainer.model)}
         with self.path.open("a") as handle:
             handle.write(json.dumps(record) + "\n")

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .callbacks import Callback
+from .callbacks import Callback, TrainerView
 from .config import ConfigError
 
-if TYPE_CHECKING:
-    from .trainer import Trainer
 
-
-def _config_of(trainer: Trainer) -> dict:
+def _config_of(trainer: TrainerView) -> dict:
     return trainer.config.to_dict() if trainer.config is not None else {}
 
 
@@ -31,19 +28,19 @@ class WandbLogger(Callback):
     def __init__(self, project: str | None = None, **init_kwargs: Any) -> None:
         self.project, self.init_kwargs = project, init_kwargs
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         from .. import wandb
 
         if trainer.run_dir is not None:
             self.init_kwargs.setdefault("dir", str(trainer.run_dir))
         wandb.init(self.project, config=_config_of(trainer), **self.init_kwargs)
 
-    def on_log(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         from .. import wandb
 
         wandb.log(dict(metrics), step=trainer.step)
 
-    def on_fit_end(self, trainer: Trainer) -> None:
+    def on_fit_end(self, trainer: TrainerView) -> None:
         from .. import wandb
 
         wandb.finish()
@@ -59,7 +56,7 @@ class MLflowLogger(Callback):
         self.experiment, self.run_name, self.uri = experiment, run_name, uri
         self._context = self._run = None
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         from ..mlflow import log_experiment
 
         uri = self.uri
@@ -69,10 +66,10 @@ class MLflowLogger(Callback):
         self._run = self._context.__enter__()
         self._run.log_params(_config_of(trainer))
 
-    def on_log(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         self._run.log_metrics(dict(metrics), step=trainer.step)
 
-    def on_fit_end(self, trainer: Trainer) -> None:
+    def on_fit_end(self, trainer: TrainerView) -> None:
         if self._context is not None:
             self._context.__exit__(None, None, None)
             self._context = self._run = None
@@ -85,7 +82,7 @@ class TensorBoardLogger(Callback):
     def __init__(self, logdir: str | os.PathLike | None = None) -> None:
         self.logdir, self.writer = logdir, None
 
-    def on_fit_start(self, trainer: Trainer) -> None:
+    def on_fit_start(self, trainer: TrainerView) -> None:
         from ..tensorboard import SummaryWriter
 
         logdir = self.logdir
@@ -93,11 +90,11 @@ class TensorBoardLogger(Callback):
             logdir = Path(trainer.run_dir) / "tensorboard"
         self.writer = SummaryWriter(logdir)
 
-    def on_log(self, trainer: Trainer, metrics: dict[str, float]) -> None:
+    def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         self.writer.add_scalars_from(dict(metrics), step=trainer.step)
         self.writer.flush()
 
-    def on_fit_end(self, trainer: Trainer) -> None:
+    def on_fit_end(self, trainer: TrainerView) -> None:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
