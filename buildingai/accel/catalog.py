@@ -1,1 +1,2 @@
 """Every module that registers kernels, imported once so that their kernels are known."""
+from . import products  # noqa: F401

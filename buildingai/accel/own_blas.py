@@ -8,7 +8,9 @@ the same OpenBLAS NumPy's wheels bundle, as a library of its own: loaded here, i
 copy with a thread count of its own, set to one, and NumPy's BLAS keeps its threads.
 
 :func:`library` returns the loaded ``ctypes.CDLL`` or None where the wheel is not installed;
-its symbols are 64-bit-integer CBLAS with a ``scipy_`` prefix (``scipy_cblas_sgemm64_``).
+its symbols are 64-bit-integer CBLAS with a ``scipy_`` prefix (``scipy_cblas_sgemm64_``). It is
+loaded only when acceleration is enabled with the ``blas.own_copy`` switch on
+(``products.py``), never on import.
 """
 
 from __future__ import annotations

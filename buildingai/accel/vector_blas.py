@@ -11,9 +11,11 @@ installed. Where it is not found (NumPy built on MKL or Accelerate, CuPy arrays,
 mixed-dtype operands), :func:`axpby` computes the same thing with array operations, so callers
 never branch. Results agree with the ufunc form to rounding (BLAS may fuse the multiply-add).
 
-Switch: ``vector_blas.set_enabled(False)`` (or ``BUILDINGAI_VECTOR_BLAS=0`` in the environment
-before BuildingAI is imported) runs every scaled sum as array operations; ``status()`` says
-whether the binding is in use and which library it found.
+The binding is part of acceleration: with ``buildingai.accel`` off every scaled sum runs as
+array operations and no library is looked up. Its own switch: ``vector_blas.set_enabled(False)``
+(or ``BUILDINGAI_VECTOR_BLAS=0`` in the environment before BuildingAI is imported) does the same
+while acceleration is on; ``status()`` says whether the binding is in use and which library it
+found. In one pool on acceleration's own BLAS copy (``accel/products.py``) the sums run there.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from ..backend.switches import env_switch
 from ..backend.threads import blas_called
 from ..backend.threads import own_blas as on_own_blas
-from . import own_blas
+from . import own_blas, registry
 
 ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
 _ENABLED = env_switch(ENV_VAR, default=True)
@@ -48,21 +50,28 @@ def set_enabled(enabled: bool) -> bool:
 
 
 def available() -> bool:
-    """Whether the BLAS kernels were found (and are enabled)."""
-    return _ENABLED and bool(_load())
+    """Whether the BLAS kernels run: acceleration is on, the binding is switched on, and the
+    kernels were found."""
+    return _ENABLED and registry.is_enabled() and bool(_load())
 
 
 def status() -> dict:
     """``{"active", "detail", "switch"}``: whether scaled sums of at least ``MIN_SIZE`` NumPy
     elements run through BLAS, why not or from which library, and how to turn it on or off."""
     switch = f"buildingai.accel.vector_blas.set_enabled(bool) or {ENV_VAR}=0/1"
-    if not _ENABLED:
+    if not registry.is_enabled():
+        detail = (
+            f"acceleration off (buildingai.accel.enable() or {registry.ENV_VAR}=1): "
+            "scaled sums run as array operations"
+        )
+    elif not _ENABLED:
         detail = "switched off: scaled sums run as array operations"
     elif not _load():
         detail = "no OpenBLAS with axpby found: scaled sums run as array operations"
     else:
         detail = f"OpenBLAS axpby from {_library}"
-    return {"active": _ENABLED and bool(_kernels), "detail": detail, "switch": switch}
+    active = _ENABLED and registry.is_enabled() and bool(_kernels)
+    return {"active": active, "detail": detail, "switch": switch}
 
 
 def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
@@ -73,8 +82,9 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
     ``scratch`` (optional, y's shape) spares the array fallback a temporary; it may be ``x``
     itself when the caller no longer needs x.
     """
-    own = on_own_blas()  # one pool on BuildingAI's own BLAS: its one-thread copy, NumPy's asleep
-    kernels = (_own() if own else _load()) if _ENABLED and xp is np and y.size >= MIN_SIZE else None
+    own = on_own_blas()  # one pool on the own BLAS copy: its one-thread copy, NumPy's asleep
+    useful = _ENABLED and xp is np and y.size >= MIN_SIZE and registry.is_enabled()
+    kernels = (_own() if own else _load()) if useful else None
     if kernels:
         pair = kernels.get(y.dtype)
         if (

@@ -1,26 +1,21 @@
-"""Intra-op threads for large element-wise work on the CPU.
+"""Intra-op threads for large element-wise work on the CPU, and who runs the matrix products.
 
 A NumPy ufunc runs on one core. NumPy releases the GIL inside its loops, though, so one large
 element-wise op cut into contiguous ranges and run on a few threads uses every core, as PyTorch's
 intra-op threads do. ``parallel_for`` is that cut; ops call it for arrays large enough that the
-hand-off (waking a pool thread and collecting its result) is worth it. BLAS calls are not
-affected: they have their own threads (threadpoolctl sets how many).
+hand-off (waking a pool thread and collecting its result) is worth it.
 
-The arrangement is process-wide, like ``torch.set_num_threads``. By default, where the compiled
-tier has a BLAS of its own (``pip install buildingai[fast]``: numba and scipy-openblas64), it is
-one pool on every core, PyTorch's arrangement: these threads (numba's for the compiled kernels)
-run the element-wise work and the matrix products, each product cut into blocks of rows or
-columns, one single-threaded call per thread to a copy of OpenBLAS held at one thread
-(``ops/linalg``, ``compiled/gemm.py``, ``own_blas.py``). No BLAS thread is then left spinning
-after a product, so the compiled twins, the direct convolutions among them, get every core in
-a GEMM-heavy step, and NumPy's own BLAS keeps its threads for the program's products.
+The arrangement is process-wide, like ``torch.set_num_threads``. The default is one thread, and
+NumPy's BLAS threads the matrix products itself: after each call OpenBLAS's idle threads spin on
+their cores for a while before they sleep, so in a GEMM-heavy step extra element-wise threads
+would find no free core (``blas_spinning``).
 
-Without that library the default is one thread, and NumPy's BLAS threads the products: after
-each call OpenBLAS's idle threads spin on their cores for a while before they sleep, so in a
-GEMM-heavy step extra element-wise threads find no free core (measurements:
-docs/design_notes/performance.md). ``set_num_threads(n, gemm=True)`` then holds NumPy's BLAS at
-one thread (threadpoolctl) to make these threads the only pool; ``set_num_threads(n,
-gemm=False)`` gives the products back to BLAS's threads in either case.
+One pool (``set_num_threads(n, gemm=True)``, PyTorch's arrangement) gives the products to these
+threads as well: ``buildingai.accel`` cuts each large product into single-threaded BLAS calls,
+one per thread. Where acceleration is enabled with its own copy of OpenBLAS (``pip install
+buildingai[fast]``), one pool on every core is the default arrangement and that copy runs the
+products, so NumPy's BLAS keeps its threads for the program's own products
+(``accel/products.py``); this module only keeps the arrangement, and loads nothing itself.
 """
 
 from __future__ import annotations
@@ -37,13 +32,14 @@ MIN_PARALLEL_WORK = 1 << 19
 # default, about 0.1 s here): element-wise work split onto those cores meanwhile waits for them.
 BLAS_SPIN_SECONDS = 0.15
 
-# gemm: None (BLAS threads the products), OWN_BLAS, or threadpoolctl's limits holding NumPy's
-# BLAS; settled: whether the arrangement was set, or the default one chosen (on first use)
-_settings = {"count": None, "pool": None, "gemm": None, "settled": False}
+# count: None (the default) or the threads asked for; gemm: None (BLAS threads the products),
+# OWN_BLAS, or threadpoolctl's limits holding NumPy's BLAS at one thread
+_settings = {"count": None, "pool": None, "gemm": None}
 OWN_BLAS = "own BLAS"  # products on a BLAS library of BuildingAI's own, held at one thread
-# Set by the compiled tier (``ops/kernels/compiled``): a function that says whether products can
-# run on its BLAS of its own (loading it); the backend cannot import it.
-own_blas_probe = [None]
+_asked = {"count": None, "gemm": None}  # what set_num_threads was last asked
+# What buildingai.accel offers while it is enabled (``offer``): a BLAS of its own, and one pool
+# on every core as the default arrangement.
+_offered = {"own_blas": False, "one_pool": False}
 _blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
 _inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
@@ -52,55 +48,60 @@ _inside = threading.local()  # set in pool threads: a nested parallel_for runs s
 def set_num_threads(count: int | str | None, *, gemm: bool | None = None) -> None:
     """Use ``count`` threads (the caller plus ``count - 1`` pool threads) for large element-wise
     ops, optimizer updates and, in one pool, matrix products; ``"all"`` means every core
-    available to this process, ``None`` the default arrangement (below).
+    available to this process, ``None`` the default count (below).
 
     ``gemm``: who runs the matrix products.
 
     - ``True`` (one pool, PyTorch's arrangement): these threads, each part a single-threaded
-      BLAS call, on a copy of OpenBLAS of BuildingAI's own where the compiled tier has one
-      (``pip install buildingai[fast]``: numba and scipy-openblas64), so that NumPy's BLAS
-      keeps its threads for the program's own products; else on NumPy's BLAS held at one
-      thread (process-wide, through threadpoolctl: ``pip install threadpoolctl``).
+      BLAS call, cut by ``buildingai.accel`` while acceleration is enabled. They call
+      acceleration's own copy of OpenBLAS where it has one (``pip install buildingai[fast]``),
+      so that NumPy's BLAS keeps its threads for the program's own products; else NumPy's BLAS,
+      held at one thread (process-wide, through threadpoolctl: ``pip install threadpoolctl``).
     - ``False``: NumPy's BLAS on its own threads (given back the count it had).
-    - ``None``: one pool where BuildingAI has a BLAS of its own, else ``False``.
+    - ``None``: the default: ``False``, or one pool where enabled acceleration offers it.
 
     The default arrangement, until this is called (or after ``set_num_threads(None)``): one
-    pool on every available core where BuildingAI has a BLAS of its own, else one thread with
-    BLAS on its own threads (its idle threads would hold the other cores after each product).
-    It is settled on first use, so that numba loads only then.
+    thread, with NumPy's BLAS on its own threads. ``buildingai.accel.enable()`` makes it one
+    pool on every available core where acceleration has a BLAS of its own, and says so.
     """
     if count == "all":
         count = available_cores()
     if count is not None and (not isinstance(count, int) or count < 1):
         raise ValueError(f"set_num_threads needs an int >= 1, 'all' or None, got {count!r}")
-    probe = own_blas_probe[0]
-    own = gemm is not False and probe is not None and probe()
+    _arrange({"count": count, "gemm": gemm}, _offered, new_pool=True)
+
+
+def offer(*, own_blas: bool, one_pool: bool) -> None:
+    """What ``buildingai.accel`` offers while it is enabled (both False when it is disabled):
+    ``own_blas``, a BLAS of its own held at one thread for the products of one pool;
+    ``one_pool``, one pool on every core as the default arrangement (``gemm=None``)."""
+    _arrange(_asked, {"own_blas": own_blas, "one_pool": one_pool})
+
+
+def _arrange(asked: dict, offered: dict, new_pool: bool = False) -> None:
+    """Settle the arrangement ``asked`` (set_num_threads's count and gemm) under what
+    acceleration ``offered``, releasing what the previous arrangement held."""
     with _lock:
+        count, gemm = asked["count"], asked["gemm"]
+        default_pool = gemm is None and offered["one_pool"] and offered["own_blas"]
         pool, held = _settings["pool"], _settings["gemm"]
-        if own:
+        if (gemm or default_pool) and offered["own_blas"]:
             arrangement = OWN_BLAS
         elif gemm:  # (already held: keep the limits that know BLAS's count)
             arrangement = held if held not in (None, OWN_BLAS) else _blas_on_one_thread()
         else:
             arrangement = None
+        if count is None and default_pool:
+            count = available_cores()
         released = held if held not in (None, OWN_BLAS) and held is not arrangement else None
-        settled = not (count is None and gemm is None)
-        _settings.update(count=count, pool=None, gemm=arrangement, settled=settled)
-    if pool is not None:
+        new_pool = new_pool or count != _settings["count"]
+        _asked.update(asked)
+        _offered.update(offered)
+        _settings.update(count=count, gemm=arrangement, pool=None if new_pool else pool)
+    if new_pool and pool is not None:
         pool.shutdown(wait=True)
     if released is not None:
         released.restore_original_limits()
-
-
-def _settle() -> None:
-    """Choose the default arrangement (see ``set_num_threads``) on first use."""
-    probe = own_blas_probe[0]
-    own = probe is not None and probe()  # outside the lock: it may import numba
-    with _lock:
-        if not _settings["settled"]:
-            if own:
-                _settings.update(count=_settings["count"] or available_cores(), gemm=OWN_BLAS)
-            _settings["settled"] = True
 
 
 def _blas_on_one_thread():
@@ -115,50 +116,43 @@ def _blas_on_one_thread():
 
 
 def one_pool() -> bool:
-    """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``)."""
-    if not _settings["settled"]:
-        _settle()
+    """Whether matrix products run on BuildingAI's threads (``set_num_threads(..., gemm=True)``,
+    or the default of enabled acceleration)."""
     return _settings["gemm"] is not None
 
 
 def own_blas() -> bool:
-    """Whether matrix products run on BuildingAI's own BLAS (one pool, with the compiled tier's
-    library: NumPy's BLAS then keeps its threads)."""
-    if not _settings["settled"]:
-        _settle()
+    """Whether matrix products run on acceleration's own BLAS (one pool with its library:
+    NumPy's BLAS then keeps its threads)."""
     return _settings["gemm"] is OWN_BLAS
 
 
 def gemm_threads() -> int:
     """How many threads a large matrix product is cut across: ``get_num_threads()`` in one
     pool, else 1 (NumPy's BLAS threads it)."""
-    return get_num_threads() if one_pool() else 1
+    return get_num_threads() if _settings["gemm"] is not None else 1
 
 
 def get_num_threads() -> int:
     """How many threads large element-wise work is split across."""
-    if not _settings["settled"]:
-        _settle()
     count = _settings["count"]
     return 1 if count is None else count
 
 
 def blas_called() -> None:
-    """Note that a BLAS call (a GEMM, a long dot product) just ran on this process's BLAS
-    threads. Call sites: ``ops/linalg``, ``ops/rnn``, ``ops/resize``, ``vector_blas``."""
+    """Note that a BLAS call (a GEMM, a long dot product) just ran on NumPy's BLAS threads."""
     _blas["last"] = time.perf_counter()
 
 
 def blas_spinning() -> bool:
-    """Whether a BLAS call ran less than ``BLAS_SPIN_SECONDS`` ago, so that its idle threads
-    may still hold the other cores: element-wise work then stays on the calling thread. In a
-    training step that is every element-wise op; a second thread there measured up to 40x
-    slower (docs/design_notes/performance.md). Never while NumPy's BLAS is held at one thread
-    (one pool without a BLAS of BuildingAI's own): it then has no threads of its own. On
-    BuildingAI's own BLAS only the calls that still reach NumPy's count (``blas_called``)."""
-    if not _settings["settled"]:
-        _settle()
-    if _settings["gemm"] is not None and _settings["gemm"] is not OWN_BLAS:
+    """Whether a BLAS call noted by ``blas_called`` ran less than ``BLAS_SPIN_SECONDS`` ago, so
+    that its idle threads may still hold the other cores: element-wise work then stays on the
+    calling thread. In a training step that is every element-wise op; a second thread there
+    measured up to 40x slower (docs/design_notes/performance.md). Never while NumPy's BLAS is
+    held at one thread (one pool without a BLAS of acceleration's own): it then has no threads
+    of its own."""
+    gemm = _settings["gemm"]
+    if gemm is not None and gemm is not OWN_BLAS:
         return False
     return time.perf_counter() - _blas["last"] < BLAS_SPIN_SECONDS
 

@@ -1,163 +1,21 @@
 """Linear algebra primitives: matmul, the fused linear layer, einsum.
 
 Every backward rule is itself written with these ops, so derivatives of any order flow through
-matrix products and contractions.
+matrix products and contractions. The array helpers ``matmul_array``, ``linear_array`` and
+``einsum_array`` are the reference computations; other ops' forwards call them too.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..accel.kernels import compiled
 from ..backend.precision import gemm_operand, gemm_result_dtype
-from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..errors import ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .base import Op
 from .reduce import SUM
-
-# A product of at least this many multiply-adds is cut across BuildingAI's threads when they run
-# the GEMMs (``set_num_threads(..., gemm=True)``): below it the hand-off costs more than it saves.
-# Handing a part to the Python pool costs several times what numba's threads take
-# (docs/design_notes/performance.md), so products stay whole longer without the compiled tier.
-SPLIT_MULTIPLY_ADDS = 1 << 22
-PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
-
-
-# NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
-# (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
-BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
-
-
-def _floats(a, b) -> bool:
-    """Whether a and b are NumPy arrays of one float dtype (float16/32/64: ml_dtypes' and CuPy
-    arrays stay whole, on NumPy's or CuPy's own call)."""
-    return (
-        a.dtype == b.dtype
-        and a.dtype.kind == "f"
-        and isinstance(a, np.ndarray)
-        and isinstance(b, np.ndarray)
-    )
-
-
-def _splits(a, b, length: int, multiply_adds: int) -> bool:
-    """Whether a product of ``multiply_adds``, cut along an output axis ``length`` long, is cut
-    across threads."""
-    threads = gemm_threads()
-    return (
-        threads > 1
-        and length >= 2 * threads
-        and multiply_adds >= SPLIT_MULTIPLY_ADDS
-        and _floats(a, b)
-    )
-
-
-def _on_own_blas(entry_work: int, a, b) -> bool:
-    """Whether a product whose matrices each take ``entry_work`` multiply-adds goes to
-    BuildingAI's own BLAS even uncut: in one pool on it, every product NumPy's BLAS would
-    thread, so that NumPy's threads never wake for BuildingAI."""
-    return own_blas() and entry_work > BLAS_THREADED_MULTIPLY_ADDS and _floats(a, b)
-
-
-def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
-    """``compiled.split_product`` cut when asked (else uncut on BuildingAI's own BLAS, when
-    ``own``); True when it ran."""
-    if cut and compiled.split_product(a, b, out, work, by_columns):
-        return True
-    return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
-
-
-# In one pool, a matrix-vector product of a matrix this large or larger runs on BuildingAI's
-# own BLAS, on one thread; a smaller one on NumPy's, whose threads share it faster than numba's
-# wake up for it (docs/design_notes/performance.md).
-OWN_GEMV_ELEMENTS = 1 << 20
-
-
-def _matrix_vector(a, b, out, work: int):
-    """``a.dot(b)`` in one pool where a has one row or b one column: one GEMV (a one-row GEMM
-    is several times slower), on BuildingAI's own BLAS for a large matrix, else on NumPy's,
-    noting the call where that BLAS may thread it."""
-    if own_blas() and work >= OWN_GEMV_ELEMENTS and _floats(a, b):
-        result = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
-        if compiled.matrix_vector(a, b, result):
-            return result
-    if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
-        blas_called()
-    return a.dot(b) if out is None else np.dot(a, b, out=out)
-
-
-def _dot(a, b, out=None):
-    """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
-    one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
-    the larger operand (each thread then reads only its part of it), on BuildingAI's threads:
-    numba's (``compiled.split_product``) where the compiled tier runs, else the Python pool."""
-    if not one_pool():  # the default: BLAS threads the product itself
-        blas_called()
-        return a.dot(b) if out is None else np.dot(a, b, out=out)
-    (rows, inner), columns = a.shape, b.shape[1]
-    work = rows * inner * columns
-    if rows == 1 or columns == 1:
-        return _matrix_vector(a, b, out, work)
-    by_columns = b.size > a.size
-    cut = _splits(a, b, columns if by_columns else rows, work)
-    own = _on_own_blas(work, a, b)
-    if not (cut or own):
-        return a.dot(b) if out is None else np.dot(a, b, out=out)
-    if out is None:
-        out = np.empty((rows, columns), a.dtype)
-    if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):
-        return out
-    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
-        blas_called()  # (NumPy's BLAS, with its threads where it is not held)
-        return np.dot(a, b, out=out)
-
-    def row_range(start: int, stop: int) -> None:
-        np.dot(a[start:stop], b, out=out[start:stop])
-
-    def column_range(start: int, stop: int) -> None:
-        out[:, start:stop] = a.dot(b[:, start:stop])
-
-    if by_columns:
-        parallel_for(column_range, columns, work=work)
-    else:
-        parallel_for(row_range, rows, work=work)
-    return out
-
-
-def _split_matmul(a, b):
-    """``np.matmul`` of two stacks with the same batch shape in one pool: cut across
-    BuildingAI's threads by batch entries, or by rows when there are fewer entries than
-    threads; or uncut on BuildingAI's own BLAS. None where it does not apply."""
-    if not one_pool() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
-        return None
-    rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
-    batch = int(np.prod(a.shape[:-2]))
-    work = batch * rows * inner * columns
-    if rows == 1 or columns == 1:  # matrix-vector products: NumPy's, faster than GEMMs
-        return None
-    cut = _splits(a, b, batch * rows, work)
-    own = _on_own_blas(rows * inner * columns, a, b)
-    if not (cut or own):
-        return None
-    out = np.empty(a.shape[:-1] + (columns,), a.dtype)
-    stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
-    results = out.reshape(batch, rows, columns)
-    if _compiled_product(*stacks, results, work, False, cut, own):
-        return out
-    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
-        blas_called()
-        np.matmul(*stacks, out=results)
-        return out
-    if batch < 2 * gemm_threads():
-        for index in range(batch):
-            _dot(stacks[0][index], stacks[1][index], out=results[index])
-        return out
-
-    def entries(start: int, stop: int) -> None:
-        np.matmul(stacks[0][start:stop], stacks[1][start:stop], out=results[start:stop])
-
-    parallel_for(entries, batch, work=work)
-    return out
 
 
 def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
@@ -172,67 +30,64 @@ def _broadcast_batch(left: tuple, right: tuple) -> tuple | None:
     return tuple(reversed(shape))
 
 
-def matrix_product(xp, a, b):
-    """``a @ b`` for a of rank >= 2, computed as few GEMMs as possible, in the math precision in
-    force (``backend/precision.py``: float16/bfloat16 operands and reduced precisions run a
-    float32 GEMM on prepared operands).
+def multiply(xp, a, b):
+    """``a @ b`` for a: (..., n, k) and b: (..., k, m), batch dimensions broadcast, in the
+    operands' dtype.
 
-    NumPy's ``matmul`` runs one GEMM per batch entry, even when ``b`` is a single matrix; with a
-    (32, 64, 128) input that is 32 small GEMMs, each paying the BLAS threading set-up. Folding the
-    batch into the rows makes one (2048, 128) GEMM. For two matrices, ``ndarray.dot`` skips the
-    ufunc machinery of ``matmul``.
+    A batch against one matrix, a: (B, n, k) and b: (k, m), is one product of all B * n rows
+    with b rather than B products of n rows: its rows are the batch folded into one matrix.
     """
-    if a.ndim < 2 or b.ndim < 2:  # NumPy would accept vectors, with other semantics
-        raise ValueError("matmul operands need rank >= 2")
-    return _in_math_precision(_folded_product, xp, a, b)
+    if b.ndim == 2:
+        if a.ndim == 2:
+            return a.dot(b)  # two matrices: ``dot`` skips matmul's broadcasting
+        if a.ndim > 2:
+            # a view when a's rows are contiguous, else one copy; the row count is explicit,
+            # as -1 cannot be inferred when the inner dimension is 0
+            rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+            return rows.dot(b).reshape(*a.shape[:-1], b.shape[1])
+    return xp.matmul(a, b)
 
 
-def _in_math_precision(product, xp, a, b):
-    """``product(xp, a, b)``, on prepared float32 operands and cast back where the math
-    precision asks for it (``gemm_result_dtype``)."""
+def in_math_precision(product, xp, a, b):
+    """``product(xp, a, b)`` in the math precision in force (``backend/precision.py``):
+    float16/bfloat16 operands, and float32 ones under "bf16"/"fp16", are multiplied as float32
+    operands and the result rounded once to the product's dtype."""
     result_dtype = gemm_result_dtype(a, b)
     if result_dtype is None:
         return product(xp, a, b)
     return product(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
 
 
-def _folded_product(xp, a, b):
-    if b.ndim == 2:
-        if a.ndim == 2:
-            return _dot(a, b)
-        # a view when a's rows are contiguous, else one copy; the row count is explicit, as -1
-        # cannot be inferred when the inner dimension is 0
-        rows = a.reshape(int(np.prod(a.shape[:-1])), a.shape[-1])
-        return _dot(rows, b).reshape(*a.shape[:-1], b.shape[1])
-    return _matmul_array(xp, a, b)
-
-
 def matmul_array(xp, a, b):
-    """``xp.matmul(a, b)`` in the operands' dtype, as PyTorch gives it, in the math precision in
-    force (as ``matrix_product``)."""
-    return _in_math_precision(_matmul_array, xp, a, b)
+    """``a @ b`` for arrays of rank >= 2 (batch dimensions broadcast), in the operands' dtype as
+    PyTorch gives it, in the math precision in force."""
+    if a.ndim < 2 or b.ndim < 2:  # xp.matmul would accept vectors, with other semantics
+        raise ValueError("matmul operands need rank >= 2")
+    return in_math_precision(multiply, xp, a, b)
 
 
-def _matmul_array(xp, a, b):
-    out = _split_matmul(a, b) if xp is np else None
-    if out is not None:
-        return out
-    if not own_blas() or a.shape[-2] * a.shape[-1] * b.shape[-1] > BLAS_THREADED_MULTIPLY_ADDS:
-        blas_called()  # (on BuildingAI's own BLAS, small products leave NumPy's threads asleep)
-    # NumPy multiplies ml_dtypes' bfloat16 matrices into float32 (while ``dot`` keeps bfloat16)
-    out = xp.matmul(a, b)
-    if out.dtype != a.dtype and a.dtype.kind == "V":
-        dtype = xp.result_type(a, b)
-        if out.dtype != dtype:
-            out = out.astype(dtype)
-    return out
+def linear_array(xp, x, weight, bias=None, product=multiply):
+    """``x @ weight.T + bias`` for x: (..., in), weight: (out, in), bias: (out,) or None, in
+    the math precision in force: the bias is added to the float32 product before its one
+    rounding. ``product(xp, a, b)`` multiplies the prepared operands (``multiply``)."""
+    result_dtype = gemm_result_dtype(x, weight)
+    if result_dtype is not None:
+        if bias is not None:
+            result_dtype = np.result_type(result_dtype, bias.dtype)
+            bias = bias.astype(np.float32) if bias.dtype.itemsize == 2 else bias
+        x, weight = gemm_operand(x), gemm_operand(weight)
+    out = product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
+    if bias is not None:
+        if out.dtype == xp.result_type(out, bias):
+            out += bias  # in place: the product is a fresh array nobody else holds
+        else:
+            out = out + bias
+    return out if result_dtype is None else out.astype(result_dtype, copy=False)
 
 
 def einsum_array(xp, equation: str, *arrays, optimize=False):
     """``xp.einsum`` that also takes ml_dtypes' floats (bfloat16), which NumPy's einsum rejects:
     those are contracted in float32 and the result given in their own dtype."""
-    if optimize:  # a contraction path hands pairs of operands to BLAS
-        blas_called()
     if not any(array.dtype.kind == "V" for array in arrays):
         return xp.einsum(equation, *arrays, optimize=optimize)
     dtype = xp.result_type(*arrays)
@@ -261,7 +116,7 @@ class MatMul(Op):
     a: (..., n, k), b: (..., k, m) -> (..., n, m). (The public ``matmul`` turns 1-D operands into
     matrices first, as NumPy does.) ``transpose_a`` / ``transpose_b`` multiply by an operand's
     transpose in its last two axes (a: (..., k, n) or b: (..., m, k)) without a transpose op, as
-    BLAS does: every gradient of a product is such a product, so backward makes one op per
+    GEMM routines do: every gradient of a product is such a product, so backward makes one op per
     gradient instead of a transpose and a product.
     """
 
@@ -297,15 +152,10 @@ class MatMul(Op):
 
     def forward(self, ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
         if transpose_a:
-            a = a.swapaxes(-1, -2)  # a strided view: BLAS reads it transposed, no copy
+            a = a.swapaxes(-1, -2)  # a strided view: the product reads it transposed, no copy
         if transpose_b:
             b = b.swapaxes(-1, -2)
-        if b.ndim == 2 and a.ndim == 2 and gemm_result_dtype(a, b) is None:  # the hottest case
-            if one_pool():
-                return _dot(a, b)
-            blas_called()
-            return a.dot(b)
-        return matrix_product(xp, a, b)
+        return matmul_array(xp, a, b)
 
     def infer(self, a, b, *, transpose_a=False, transpose_b=False):
         shape_a = swap_last_two(a.shape) if transpose_a and a.ndim >= 2 else tuple(a.shape)
@@ -409,19 +259,7 @@ class Linear(Op):
             )
 
     def forward(self, ctx, xp, x, weight, bias=None):
-        result_dtype = gemm_result_dtype(x, weight)
-        if result_dtype is not None:  # a float32 GEMM, the bias added before the one rounding
-            if bias is not None:
-                result_dtype = np.result_type(result_dtype, bias.dtype)
-                bias = bias.astype(np.float32) if bias.dtype.itemsize == 2 else bias
-            x, weight = gemm_operand(x), gemm_operand(weight)
-        out = _folded_product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
-        if bias is not None:
-            if out.dtype == xp.result_type(out, bias):
-                out += bias  # in place: the product is a fresh array nobody else holds
-            else:
-                out = out + bias
-        return out if result_dtype is None else out.astype(result_dtype, copy=False)
+        return linear_array(xp, x, weight, bias)
 
     def infer(self, x, weight, bias=None):
         if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
@@ -490,7 +328,7 @@ class Einsum(Op):
                     )
 
     def forward(self, ctx, xp, *arrays, equation):
-        return einsum_array(xp, equation, *arrays, optimize=_worth_a_path(equation, arrays))
+        return einsum_array(xp, equation, *arrays, optimize=worth_a_path(equation, arrays))
 
     def infer(self, *specs, equation):
         sizes = _label_sizes(equation, specs)
@@ -554,7 +392,7 @@ def _label_sizes(equation: str, specs) -> dict:
 _PATH_MIN_WORK = 1 << 16
 
 
-def _worth_a_path(equation: str, arrays) -> bool:
+def worth_a_path(equation: str, arrays) -> bool:
     """Whether to let the backend plan the contraction (``optimize=True``)."""
     if len(arrays) != 2:
         return len(arrays) > 2  # three or more operands: the order of contraction matters most

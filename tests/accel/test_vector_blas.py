@@ -1,15 +1,17 @@
-"""axpby through NumPy's OpenBLAS and through its array fallback give alpha * x + beta * y."""
+"""axpby through NumPy's OpenBLAS and through its array fallback give alpha * x + beta * y; with
+acceleration off the binding is not used."""
 
 import numpy as np
 import pytest
 
+import buildingai as bai
 from buildingai.accel import vector_blas
 
 LARGE = vector_blas.MIN_SIZE * 2 + 3  # large enough for BLAS, odd so no kernel tail is skipped
 
 
 @pytest.fixture(params=[True, False], ids=["blas", "arrays"])
-def enabled(request):
+def enabled(request, accel_on):
     previous = vector_blas.set_enabled(request.param)
     yield request.param
     vector_blas.set_enabled(previous)
@@ -41,7 +43,7 @@ def test_beta_zero_overwrites_nan_and_inf(enabled, dtype):
     np.testing.assert_allclose(y, 2.0 * x, rtol=1e-6)
 
 
-def test_blas_and_arrays_agree_to_rounding():
+def test_blas_and_arrays_agree_to_rounding(accel_on):
     x, y = _vectors(np.float32, LARGE)
     through_blas, through_arrays = y.copy(), y.copy()
     vector_blas.set_enabled(True)
@@ -89,7 +91,18 @@ def test_operands_blas_cannot_take_use_the_fallback(case):
     np.testing.assert_allclose(y, expected, rtol=tolerance, atol=tolerance)
 
 
-def test_the_kernels_numpy_links_are_found_in_a_numpy_wheel():
+def test_the_kernels_numpy_links_are_found_in_a_numpy_wheel(accel_on):
     if "openblas" not in str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]):
         pytest.skip("this NumPy does not link OpenBLAS")
     assert vector_blas.available()
+
+
+def test_with_acceleration_off_the_sums_are_array_operations(accel_off, monkeypatch):
+    monkeypatch.setattr(vector_blas, "_load", lambda: pytest.fail("looked up a library"))
+    x, y = _vectors(np.float32, LARGE)
+    expected = 0.5 * x + 2.0 * y
+    vector_blas.axpby(np, 0.5, x, 2.0, y)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+    assert not vector_blas.available()
+    assert vector_blas.status()["detail"].startswith("acceleration off")
+    assert not bai.accel.is_enabled()

@@ -52,11 +52,9 @@ def test_a_nested_parallel_for_runs_serially_inside_pool_threads(three_threads):
 
 
 def _default_count() -> int:
-    """The default thread count: every core in one pool where BuildingAI has a BLAS of its own
-    (numba and scipy-openblas64), else 1."""
-    from buildingai.accel.kernels import compiled
-
-    return threads.available_cores() if compiled.own_blas_ready() else 1
+    """The default thread count: every core in one pool where enabled acceleration has a BLAS
+    of its own (numba and scipy-openblas64), else 1."""
+    return threads.available_cores() if threads.own_blas() else 1
 
 
 def test_thread_counts():
@@ -82,11 +80,11 @@ def test_after_a_blas_call_work_stays_on_the_calling_thread(three_threads, monke
     assert len(calls) == 3
 
 
-def test_products_note_their_blas_call():
+def test_products_note_their_blas_call(accel_on):
     import numpy as np
 
     a = bai.tensor(np.ones((8, 8), np.float32))
-    bai.set_num_threads(1, gemm=False)  # NumPy's BLAS on its own threads runs the products
+    bai.set_num_threads(2, gemm=False)  # NumPy's BLAS on its own threads runs the products
     try:
         for product in (lambda: a @ a, lambda: bai.nn.functional.linear(a, a)):
             threads._blas["last"] = float("-inf")
@@ -106,18 +104,15 @@ def _blas_threads() -> int:
 
 
 @pytest.fixture
-def numpy_blas_held(monkeypatch):
-    """One pool on NumPy's BLAS held at one thread, as where BuildingAI has no BLAS of its own
-    (no numba or no scipy-openblas64)."""
-    monkeypatch.setattr(threads, "own_blas_probe", [None])
+def numpy_blas_held(accel_off):
+    """One pool on NumPy's BLAS held at one thread, as where acceleration is off or has no BLAS
+    of its own (no numba or no scipy-openblas64)."""
 
 
 @pytest.fixture
-def blas_of_its_own():
-    """One pool on BuildingAI's own copy of OpenBLAS; skipped where it has none."""
-    from buildingai.accel.kernels import compiled
-
-    if not compiled.own_blas_ready():
+def blas_of_its_own(accel_on):
+    """One pool on acceleration's own copy of OpenBLAS; skipped where it has none."""
+    if not threads.own_blas():
         pytest.skip("no BLAS of BuildingAI's own: pip install numba scipy-openblas64")
 
 
@@ -202,3 +197,28 @@ def test_two_threads_switching_the_mode_leave_blas_as_it_was():
         list(pool.map(switch, range(4)))
     assert threads.gemm_threads() == _default_count()
     assert _blas_threads() == before
+
+
+def test_the_default_loads_nothing_while_acceleration_is_off(accel_off):
+    bai.set_num_threads(None)
+    assert bai.get_num_threads() == 1 and not threads.one_pool() and not threads.own_blas()
+    bai.set_num_threads(2)  # gemm=None: NumPy's BLAS keeps the products
+    try:
+        assert bai.get_num_threads() == 2 and not threads.one_pool()
+    finally:
+        bai.set_num_threads(None)
+
+
+def test_acceleration_offers_one_pool_and_takes_it_back():
+    with bai.accel.enabled(False):
+        threads.offer(own_blas=True, one_pool=True)  # as accel.enable() does with its library
+        try:
+            assert threads.own_blas() and bai.get_num_threads() == threads.available_cores()
+            bai.set_num_threads(2, gemm=False)  # the user's choice stands
+            assert not threads.one_pool() and bai.get_num_threads() == 2
+            bai.set_num_threads(3)
+            assert threads.own_blas() and bai.get_num_threads() == 3
+        finally:
+            threads.offer(own_blas=False, one_pool=False)
+            bai.set_num_threads(None)
+        assert not threads.one_pool() and bai.get_num_threads() == 1

@@ -6,7 +6,6 @@ import pytest
 import buildingai as bai
 from buildingai.ops.linalg import MATMUL
 from tests.helpers import check_op, constant, torch
-from tests.ops.products import assert_linear_and_its_gradients
 
 # ----- matmul ------------------------------------------------------------------------------------
 
@@ -311,77 +310,3 @@ def test_transposed_matmul_error_names_the_effective_shapes():
         MATMUL(bai.ones(3, 4), bai.ones(4, 5), transpose_a=True)
     with pytest.raises(bai.ShapeError, match="rank >= 2"):
         MATMUL(bai.ones(3), bai.ones(3, 5))
-
-
-# ----- products cut across BuildingAI's threads (set_num_threads(n, gemm=True)) ----------------
-
-
-@pytest.fixture
-def gemm_mode(monkeypatch):
-    """GEMMs on three of BuildingAI's Python threads (the compiled tier off: numba's threads
-    are ``tests/ops/kernels/test_compiled_gemm.py``'s), whatever their size; yields the ranges
-    run."""
-    pytest.importorskip("threadpoolctl")
-    from buildingai.accel.kernels import compiled
-    from buildingai.backend import threads
-    from buildingai.ops import linalg
-
-    monkeypatch.setitem(compiled._state, "enabled", False)
-    monkeypatch.setattr(linalg, "SPLIT_MULTIPLY_ADDS", 0)
-    monkeypatch.setattr(linalg, "PYTHON_SPLIT_MULTIPLY_ADDS", 0)
-    monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
-    calls = []
-    parallel_for = threads.parallel_for
-
-    def spy(kernel, length, work=None):
-        calls.append((kernel.__name__, length))
-        return parallel_for(kernel, length, work)
-
-    monkeypatch.setattr(linalg, "parallel_for", spy)
-    bai.set_num_threads(3, gemm=True)
-    yield calls
-    bai.set_num_threads(None)
-
-
-@pytest.mark.parametrize(
-    "a_shape, b_shape, cut",
-    [
-        ((30, 7), (7, 5), "row_range"),  # a is the larger operand: each thread its rows
-        ((6, 7), (7, 40), "column_range"),  # b is larger: each thread reads its columns only
-        ((8, 9, 7), (8, 7, 5), "entries"),  # a stack: whole matrices per thread
-        ((1, 30, 7), (1, 7, 5), "row_range"),  # fewer matrices than threads: rows of each
-    ],
-)
-def test_products_cut_across_threads_equal_one_blas_call(gemm_mode, a_shape, b_shape, cut):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal(a_shape).astype(np.float32)
-    b = rng.standard_normal(b_shape).astype(np.float32)
-    got = (bai.tensor(a) @ bai.tensor(b)).numpy()
-    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
-    assert cut in [name for name, _ in gemm_mode]
-
-
-def test_linear_and_its_gradients_in_gemm_mode(gemm_mode):
-    assert_linear_and_its_gradients(seed=1)
-    assert gemm_mode  # the products were cut
-
-
-def test_integer_and_float64_products_in_gemm_mode(gemm_mode):
-    a = np.arange(12).reshape(4, 3)
-    assert np.array_equal((bai.tensor(a) @ bai.tensor(a.T)).numpy(), a @ a.T)  # not cut
-    assert gemm_mode == []
-    d = np.random.default_rng(2).standard_normal((8, 8))
-    np.testing.assert_allclose((bai.tensor(d) @ bai.tensor(d)).numpy(), d @ d, rtol=1e-12)
-
-
-def test_two_threads_multiply_at_once_in_gemm_mode(gemm_mode):
-    from concurrent.futures import ThreadPoolExecutor
-
-    rng = np.random.default_rng(3)
-    a = rng.standard_normal((64, 48)).astype(np.float32)
-    b = rng.standard_normal((48, 40)).astype(np.float32)
-    expected = (bai.tensor(a) @ bai.tensor(b)).numpy()
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: (bai.tensor(a) @ bai.tensor(b)).numpy(), range(8)))
-    for result in results:
-        np.testing.assert_allclose(result, expected, rtol=1e-6, atol=1e-6)

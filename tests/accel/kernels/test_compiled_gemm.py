@@ -76,11 +76,11 @@ def test_layouts_blas_cannot_take_are_refused():
 
 
 @pytest.fixture
-def one_pool(monkeypatch):
+def one_pool(monkeypatch, accel_on):
     """Two threads in one pool, every product cut; yields the calls that reached numba."""
-    from buildingai.ops import linalg
+    from buildingai.accel import products
 
-    monkeypatch.setattr(linalg, "SPLIT_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(products, "SPLIT_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
     calls = []
     product = gemm.product
@@ -119,8 +119,8 @@ def test_two_threads_multiply_at_once_on_numba_threads(one_pool):
 
 
 @pytest.fixture
-def own_blas_pool():
-    """One pool on BuildingAI's own copy of OpenBLAS; skipped where it has none."""
+def own_blas_pool(accel_on):
+    """One pool on acceleration's own copy of OpenBLAS; skipped where it has none."""
     from buildingai.backend import threads
 
     if not compiled.own_blas_ready():
@@ -132,7 +132,7 @@ def own_blas_pool():
 
 
 def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, monkeypatch):
-    from buildingai.ops import linalg
+    from buildingai.accel import products
 
     calls = []
     product = gemm.product
@@ -146,7 +146,7 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     rng = np.random.default_rng(4)
     a = rng.standard_normal((64, 96)).astype(np.float32)  # 64 * 96 * 80 multiply-adds: above
     b = rng.standard_normal((96, 80)).astype(np.float32)  # NumPy's threading, below the cut
-    assert linalg.BLAS_THREADED_MULTIPLY_ADDS < a.size * 80 < linalg.SPLIT_MULTIPLY_ADDS
+    assert products.BLAS_THREADED_MULTIPLY_ADDS < a.size * 80 < products.SPLIT_MULTIPLY_ADDS
     np.testing.assert_allclose((bai.tensor(a) @ bai.tensor(b)).numpy(), a @ b, rtol=1e-5, atol=1e-4)
     assert calls == [0]  # one call on the calling thread
     small = np.ones((8, 8), np.float32)
@@ -155,7 +155,7 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     assert not own_blas_pool.blas_spinning()  # NumPy's threads were never woken
     row = rng.standard_normal((1, 4096)).astype(np.float32)  # a matrix of OWN_GEMV_ELEMENTS
     weights = rng.standard_normal((4096, 256)).astype(np.float32)
-    assert weights.size >= linalg.OWN_GEMV_ELEMENTS
+    assert weights.size >= products.OWN_GEMV_ELEMENTS
     got = (bai.tensor(row) @ bai.tensor(weights)).numpy()
     np.testing.assert_allclose(got, row @ weights, rtol=1e-4, atol=1e-3)
     assert calls == [0]  # a matrix-vector product: one GEMV, faster than a one-row GEMM,

@@ -16,12 +16,14 @@ Twins take float32 arrays (and integer index arrays) of at least ``MIN_WORK`` el
 everything else (float64, CuPy, strided or small arrays) runs the NumPy kernel, so float64
 results are the reference computation itself.
 
-The tier is optional: numba is imported on the first kernel call, and where it is missing
-(``pip install buildingai[fast]`` brings it), switched off (``set_enabled(False)`` or
+The tier is part of acceleration: it runs only while ``buildingai.accel`` is enabled, which
+imports numba and starts its threads (``registry.on_enable``); with acceleration off nothing
+here imports numba and the NumPy kernels run. Where numba is missing (``pip install
+buildingai[fast]`` brings it), the tier is switched off on its own (``set_enabled(False)`` or
 ``BUILDINGAI_COMPILED_KERNELS=0`` before import), or in a child process forked after numba's
-threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. A twin that
-fails to load, compile or run is dropped with one warning, and its NumPy kernel runs from then
-on. ``status()`` says which; ``buildingai info`` and the Trainer's run record show it.
+threads started (GNU OpenMP's pool does not survive ``fork``), the NumPy kernels run. A twin
+that fails to load, compile or run is dropped with one warning, and its NumPy kernel runs from
+then on. ``status()`` says which; ``buildingai info`` and the Trainer's run record show it.
 
 Float32 CuPy arrays take the CUDA twins of ``compiled/cuda.py`` (fused element-wise kernels of
 the same names) and ``compiled/cuda_rows.py`` (row kernels as fused reductions and maps) through
@@ -39,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ....backend import threads
 from ....backend.switches import env_switch
 from ....backend.threads import blas_spinning, get_num_threads, inside_pool
+from ... import registry
 
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
@@ -75,23 +77,32 @@ def compiled_twin(name: str, params: tuple = ()):
 
 
 def set_enabled(enabled: bool) -> bool:
-    """Run twins where they apply (True, the default unless ``BUILDINGAI_COMPILED_KERNELS=0``)
-    or the NumPy kernels only (False: for comparisons and debugging), process-wide. Returns the
-    previous setting."""
+    """Run twins where they apply while acceleration is enabled (True, the default unless
+    ``BUILDINGAI_COMPILED_KERNELS=0``) or the NumPy kernels only (False: for comparisons and
+    debugging), process-wide. Returns the previous setting."""
     previous = _state["enabled"]
     _state["enabled"] = bool(enabled)
     return previous
 
 
+def _on() -> bool:
+    """Whether twins may run: acceleration is enabled and the tier is switched on (numba is
+    not imported to answer)."""
+    return _state["enabled"] and registry.is_enabled()
+
+
 def available() -> bool:
-    """Whether twins run: the tier is switched on and numba imports."""
-    return _state["enabled"] and _numba() is not None
+    """Whether twins run: acceleration is enabled, the tier is switched on and numba imports."""
+    return _on() and _numba() is not None
 
 
 def status() -> dict:
     """``{"active", "detail", "switch"}``, as the other accelerations report themselves."""
     switch = f"buildingai.accel.kernels.compiled.set_enabled(bool) or {ENV_VAR}=0/1"
-    if not _state["enabled"]:
+    if not registry.is_enabled():
+        enable = f"buildingai.accel.enable() or {registry.ENV_VAR}=1"
+        detail = f"acceleration off ({enable}): NumPy kernels run"
+    elif not _state["enabled"]:
         detail = "switched off: NumPy kernels run"
     elif _numba() is None:
         detail = f"numba not importable ({_state['error']}): NumPy kernels run; pip install numba"
@@ -132,7 +143,7 @@ def _fit(kernel, arrays):
     when ``kernel``'s twin takes ``arrays``, else None."""
     marked = kernel.func if hasattr(kernel, "func") else kernel
     spec = getattr(marked, "compiled_twin", None)
-    if spec is None or not _state["enabled"]:
+    if spec is None or not _on():
         return None
     if any(array is None for array in arrays):
         arrays = [_ABSENT if array is None else array for array in arrays]
@@ -155,7 +166,7 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
     the arrays do not fit."""
     marked = kernel.func if hasattr(kernel, "func") else kernel
     spec = getattr(marked, "compiled_twin", None)
-    if spec is None or not _state["enabled"] or spec[0] in _gpu_failures:
+    if spec is None or not _on() or spec[0] in _gpu_failures:
         return False
     present = [array for array in arrays if array is not None]
     if any(array.dtype != np.float32 for array in present):
@@ -200,7 +211,7 @@ def split_product(a, b, out, work: int, by_columns: bool = False, cut: bool = Tr
     multiply-adds. False, having done nothing, where the call does not fit or, with ``cut``,
     on one thread."""
     threads = thread_count(work) if cut else 1
-    if not _state["enabled"] or (cut and threads < 2):
+    if not _on() or (cut and threads < 2):
         return False
     twin = _twin("gemm.product")
     if twin is None:
@@ -218,7 +229,7 @@ def split_product(a, b, out, work: int, by_columns: bool = False, cut: bool = Tr
 def matrix_vector(a, b, out) -> bool:
     """out = a @ b where a has one row or b one column, as one ``gemv`` of BuildingAI's own
     BLAS (``compiled/gemm.py``); False, having done nothing, where it does not apply."""
-    twin = _twin("gemm.matrix_vector") if _state["enabled"] else None
+    twin = _twin("gemm.matrix_vector") if _on() else None
     if twin is None:
         return False
     try:
@@ -229,16 +240,14 @@ def matrix_vector(a, b, out) -> bool:
 
 
 def own_blas_ready() -> bool:
-    """Whether products can run on BuildingAI's own BLAS (``backend/own_blas.py``) from numba's
-    threads: the tier is on, numba imports, and the library loaded."""
+    """Whether products can run on acceleration's own BLAS (``accel/own_blas.py``) from numba's
+    threads: acceleration is enabled, the tier is on, numba imports, and the library loaded
+    (which this loads: ``accel/products.py`` asks when acceleration is enabled)."""
     if not available() or _twin("gemm.product") is None:
         return False
     from . import gemm
 
     return gemm.OWN_BLAS
-
-
-threads.own_blas_probe[0] = own_blas_ready
 
 
 def call(xp, kernel, arrays, **params) -> None:
@@ -358,7 +367,7 @@ def thread_count(work: int) -> int:
     """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
     element-wise thread count for large work; one inside a pool thread, for small work, or
     while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
-    if not _state["enabled"] or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
+    if not _on() or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
         return 1
     count = get_num_threads()
     numba = _numba() if count > 1 else None  # one thread asked for: numba need not load
@@ -374,9 +383,16 @@ def _use_threads(work: int) -> None:
         _threads.count = count
 
 
+def _start() -> None:
+    """What ``buildingai.accel.enable()`` starts here: numba, imported, with its threads."""
+    if _state["enabled"]:
+        _numba()
+
+
 def _off_in_forked_child() -> None:
     _state["enabled"] = False
 
 
+registry.on_enable(_start)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_off_in_forked_child)

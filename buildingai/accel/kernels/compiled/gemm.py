@@ -1,17 +1,19 @@
 """Matrix products on BuildingAI's threads: one single-threaded BLAS call per block of rows,
 columns or stacked matrices, all launched in one parallel loop on numba's threads.
 
-In one pool (``set_num_threads(n, gemm=True)``) BuildingAI's threads run the products. Handing
-parts to Python threads costs a round trip of tens of microseconds through the interpreter;
-here numba's threads, the pool the compiled kernels already run on, each call a CBLAS ``gemm``,
-so a product costs one parallel-loop launch more than a single call.
+In one pool (``set_num_threads(n, gemm=True)``, or the default while acceleration is on)
+BuildingAI's threads run the products (``accel/products.py`` routes them here). Handing parts to
+Python threads costs a round trip of tens of microseconds through the interpreter; here numba's
+threads, the pool the compiled kernels already run on, each call a CBLAS ``gemm``, so a product
+costs one parallel-loop launch more than a single call.
 
-Which BLAS: BuildingAI's own copy of OpenBLAS (``backend/own_blas.py``, the
-``scipy-openblas64`` wheel) held at one thread, so that NumPy's BLAS keeps its threads for the
-program's own products (``OWN_BLAS``); else the one NumPy calls (found in NumPy's extension module), which one pool then holds at one
-thread through threadpoolctl. Both are 64-bit-integer CBLAS (``scipy_cblas_sgemm64_``); where
-neither is found, ``ADDRESSES`` is empty and the products stay on the Python threads
-(``ops/linalg.py``).
+Which BLAS: acceleration's own copy of OpenBLAS (``accel/own_blas.py``, the ``scipy-openblas64``
+wheel) held at one thread, so that NumPy's BLAS keeps its threads for the program's own products
+(``OWN_BLAS``); else the one NumPy calls (found in NumPy's extension module), which one pool then
+holds at one thread through threadpoolctl. Both are 64-bit-integer CBLAS
+(``scipy_cblas_sgemm64_``); where neither is found, ``ADDRESSES`` is empty and the products stay
+on the Python threads. Importing this module loads the own copy: it is imported only while
+acceleration is enabled.
 
 The NumPy reference is ``a @ b``: each part is the same BLAS routine on a block of the output.
 """

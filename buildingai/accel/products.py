@@ -1,0 +1,299 @@
+"""Matrix products on BuildingAI's threads and on a BLAS of its own: the routing registered
+beside ``matmul``, ``linear`` and ``einsum`` (their records in ``ops/linalg.py`` are the
+reference, a plain ``a @ b`` on NumPy's BLAS).
+
+In one pool (``set_num_threads(n, gemm=True)``, or the default arrangement while acceleration
+is on, below) BuildingAI's threads run the products: a product of at least
+``SPLIT_MULTIPLY_ADDS`` is cut into blocks of rows, of columns (where ``b`` is the larger
+operand, so that each thread reads only its part of it) or of stacked matrices, one
+single-threaded BLAS call per block, all launched in one parallel loop on numba's threads
+(``kernels/compiled/gemm.py``), or on the Python pool (``backend.threads.parallel_for``) where
+numba is missing. On a BLAS of BuildingAI's own (``own_blas.py``: scipy-openblas64's OpenBLAS,
+a second copy held at one thread), every product NumPy's BLAS would thread runs there, cut or
+whole, so NumPy's BLAS threads never wake for BuildingAI and stay free for the program's own
+products; a matrix-vector product of a large matrix is one GEMV there.
+
+Outside one pool the products are NumPy's, and each call that may wake NumPy's BLAS threads is
+noted (``threads.blas_called``): their idle spin would hold the cores that element-wise work
+split across threads right after it needs (``threads.blas_spinning``).
+
+Registered here:
+
+- ``blas.own_copy`` (switch): load the own copy of OpenBLAS and run one pool's products, and
+  the optimizer's scaled sums (``vector_blas.py``), on it.
+- ``threads.one_pool`` (switch): with ``blas.own_copy``, one pool on every core is the default
+  arrangement (``set_num_threads(None)``).
+- ``matmul.routed``, ``linear.routed``, ``einsum.noted``: the kernels that route the products.
+
+``enable()`` starts what the switches ask (numba's threads, the library, the thread default),
+never the import or the first product; a switch changed afterwards takes effect at the next
+``enable()``. ``matmul_array`` and ``einsum_array`` here are the routed twins of ``ops/linalg``'s,
+for other accelerated kernels whose products should run in one pool too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import threads
+from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
+from ..ops import linalg
+from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
+from .kernels import compiled
+from .registry import on_enable, register, register_switch
+
+# A product of at least this many multiply-adds is cut across BuildingAI's threads in one pool:
+# below it the hand-off costs more than it saves. Handing a part to the Python pool costs several
+# times what numba's threads take (docs/design_notes/performance.md), so products stay whole
+# longer without numba.
+SPLIT_MULTIPLY_ADDS = 1 << 22
+PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
+# NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
+# (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
+BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
+# In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, on
+# one thread; a smaller one on NumPy's, whose threads share it faster than numba's wake up for it.
+OWN_GEMV_ELEMENTS = 1 << 20
+
+OWN_COPY = register_switch(
+    "blas.own_copy",
+    requires=("numba", "scipy_openblas64"),
+    description="one pool's products and the optimizer's scaled sums on a copy of OpenBLAS "
+    "of BuildingAI's own, held at one thread: NumPy's BLAS keeps its threads",
+)
+ONE_POOL = register_switch(
+    "threads.one_pool",
+    requires=("numba", "scipy_openblas64"),
+    description="with blas.own_copy, the default arrangement is one pool on every core: "
+    "BuildingAI's threads run element-wise work and the products, cut on numba's threads",
+)
+
+
+def _start() -> None:
+    """Load the own BLAS copy and start numba's threads where the switches ask, and offer the
+    arrangement they make possible to ``set_num_threads``."""
+    own = OWN_COPY.active and compiled.own_blas_ready()
+    threads.offer(own_blas=own, one_pool=own and ONE_POOL.active)
+
+
+def _stop() -> None:
+    threads.offer(own_blas=False, one_pool=False)
+
+
+on_enable(_start, _stop)
+
+
+# ----- which products go where -------------------------------------------------------------------
+
+
+def _floats(a, b) -> bool:
+    """Whether a and b are NumPy arrays of one float dtype (float16/32/64: ml_dtypes' and CuPy
+    arrays stay whole, on NumPy's or CuPy's own call)."""
+    return (
+        a.dtype == b.dtype
+        and a.dtype.kind == "f"
+        and isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+    )
+
+
+def _splits(a, b, length: int, multiply_adds: int) -> bool:
+    """Whether a product of ``multiply_adds``, cut along an output axis ``length`` long, is cut
+    across threads."""
+    count = gemm_threads()
+    return (
+        count > 1 and length >= 2 * count and multiply_adds >= SPLIT_MULTIPLY_ADDS and _floats(a, b)
+    )
+
+
+def _on_own_blas(entry_work: int, a, b) -> bool:
+    """Whether a product whose matrices each take ``entry_work`` multiply-adds goes to the own
+    BLAS even uncut: every product NumPy's BLAS would thread, so that its threads never wake."""
+    return own_blas() and entry_work > BLAS_THREADED_MULTIPLY_ADDS and _floats(a, b)
+
+
+def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
+    """``compiled.split_product`` cut when asked (else uncut on the own BLAS, when ``own``);
+    True when it ran."""
+    if cut and compiled.split_product(a, b, out, work, by_columns):
+        return True
+    return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
+
+
+def _matrix_vector(a, b, out, work: int):
+    """``a.dot(b)`` in one pool where a has one row or b one column: one GEMV (a one-row GEMM
+    is several times slower), on the own BLAS for a large matrix, else on NumPy's, noting the
+    call where that BLAS may thread it."""
+    if own_blas() and work >= OWN_GEMV_ELEMENTS and _floats(a, b):
+        result = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
+        if compiled.matrix_vector(a, b, result):
+            return result
+    if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
+        blas_called()
+    return a.dot(b) if out is None else np.dot(a, b, out=out)
+
+
+def _dot(a, b, out=None):
+    """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
+    one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
+    the larger operand, on BuildingAI's threads: numba's (``compiled.split_product``) where it
+    runs, else the Python pool."""
+    if not one_pool():  # NumPy's BLAS threads the product itself
+        blas_called()
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
+    (rows, inner), columns = a.shape, b.shape[1]
+    work = rows * inner * columns
+    if rows == 1 or columns == 1:
+        return _matrix_vector(a, b, out, work)
+    by_columns = b.size > a.size
+    cut = _splits(a, b, columns if by_columns else rows, work)
+    own = _on_own_blas(work, a, b)
+    if not (cut or own):
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
+    if out is None:
+        out = np.empty((rows, columns), a.dtype)
+    if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):
+        return out
+    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        blas_called()  # (NumPy's BLAS, with its threads where it is not held)
+        return np.dot(a, b, out=out)
+
+    def row_range(start: int, stop: int) -> None:
+        np.dot(a[start:stop], b, out=out[start:stop])
+
+    def column_range(start: int, stop: int) -> None:
+        out[:, start:stop] = a.dot(b[:, start:stop])
+
+    if by_columns:
+        parallel_for(column_range, columns, work=work)
+    else:
+        parallel_for(row_range, rows, work=work)
+    return out
+
+
+def _split_matmul(a, b):
+    """``np.matmul`` of two stacks with the same batch shape in one pool: cut across
+    BuildingAI's threads by batch entries, or by rows when there are fewer entries than
+    threads; or uncut on the own BLAS. None where it does not apply."""
+    if not one_pool() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
+        return None
+    rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = int(np.prod(a.shape[:-2]))
+    work = batch * rows * inner * columns
+    if rows == 1 or columns == 1:  # matrix-vector products: NumPy's, faster than GEMMs
+        return None
+    cut = _splits(a, b, batch * rows, work)
+    own = _on_own_blas(rows * inner * columns, a, b)
+    if not (cut or own):
+        return None
+    out = np.empty(a.shape[:-1] + (columns,), a.dtype)
+    stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
+    results = out.reshape(batch, rows, columns)
+    if _compiled_product(*stacks, results, work, False, cut, own):
+        return out
+    if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
+        blas_called()
+        np.matmul(*stacks, out=results)
+        return out
+    if batch < 2 * gemm_threads():
+        for index in range(batch):
+            _dot(stacks[0][index], stacks[1][index], out=results[index])
+        return out
+
+    def entries(start: int, stop: int) -> None:
+        np.matmul(stacks[0][start:stop], stacks[1][start:stop], out=results[start:stop])
+
+    parallel_for(entries, batch, work=work)
+    return out
+
+
+def _stacked(xp, a, b):
+    """``xp.matmul(a, b)`` of stacks: cut or on the own BLAS in one pool where it applies."""
+    out = _split_matmul(a, b) if xp is np else None
+    if out is not None:
+        return out
+    if not own_blas() or a.shape[-2] * a.shape[-1] * b.shape[-1] > BLAS_THREADED_MULTIPLY_ADDS:
+        blas_called()  # (on the own BLAS, small products leave NumPy's threads asleep)
+    return xp.matmul(a, b)
+
+
+def multiply(xp, a, b):
+    """``linalg.multiply`` routed: ``a @ b`` with a batch against one matrix folded into one
+    product of its rows, each product on BuildingAI's threads or its own BLAS where one pool
+    takes it, else on NumPy's BLAS with the call noted."""
+    if b.ndim == 2:
+        if a.ndim == 2:
+            return _dot(a, b)
+        if a.ndim > 2:
+            rows = a.reshape(int(np.prod(a.shape[:-1])), a.shape[-1])
+            return _dot(rows, b).reshape(*a.shape[:-1], b.shape[1])
+    return _stacked(xp, a, b)
+
+
+def matmul_array(xp, a, b):
+    """``linalg.matmul_array`` with its products routed (``multiply``)."""
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError("matmul operands need rank >= 2")
+    return in_math_precision(multiply, xp, a, b)
+
+
+def einsum_array(xp, equation: str, *arrays, optimize=False):
+    """``linalg.einsum_array``, noting that a planned contraction hands its pairs of operands
+    to NumPy's BLAS."""
+    if optimize:
+        blas_called()
+    return linalg.einsum_array(xp, equation, *arrays, optimize=optimize)
+
+
+# ----- the registered kernels --------------------------------------------------------------------
+
+
+def _routed(xp, *arrays, **attrs) -> bool:
+    """Whether a product is routed: NumPy arrays, in one pool or beside element-wise threads
+    that must know when NumPy's BLAS threads were woken."""
+    return xp is np and (one_pool() or threads.get_num_threads() > 1)
+
+
+def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
+    """``MatMul.forward`` with its product routed."""
+    if transpose_a:
+        a = a.swapaxes(-1, -2)
+    if transpose_b:
+        b = b.swapaxes(-1, -2)
+    if a.ndim < 2 or b.ndim < 2:
+        return NotImplemented  # the record explains the failure
+    return in_math_precision(multiply, xp, a, b)
+
+
+def routed_linear(ctx, xp, x, weight, bias=None):
+    """``Linear.forward`` with its product routed."""
+    return linear_array(xp, x, weight, bias, product=multiply)
+
+
+def noted_einsum(ctx, xp, *arrays, equation):
+    """``Einsum.forward``, noting the calls a planned contraction makes to NumPy's BLAS."""
+    return einsum_array(xp, equation, *arrays, optimize=worth_a_path(equation, arrays))
+
+
+register(
+    MATMUL,
+    _routed,
+    routed_matmul,
+    name="matmul.routed",
+    description="products cut across one pool's threads or run on the own BLAS copy; "
+    "outside one pool, NumPy's BLAS calls noted for the element-wise threads",
+)
+register(
+    LINEAR,
+    _routed,
+    routed_linear,
+    name="linear.routed",
+    description="the layer's product routed as matmul.routed",
+)
+register(
+    EINSUM,
+    _routed,
+    noted_einsum,
+    name="einsum.noted",
+    description="planned contractions noted as NumPy BLAS calls for the element-wise threads",
+)
