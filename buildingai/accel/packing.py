@@ -3,7 +3,7 @@
 An element-wise update rule (Adam, SGD, ...) costs a few Python calls per pass over its arrays,
 whatever their size. For biases, norm weights and small matrices those calls are the whole cost.
 A pack gathers a group's small parameters and their gradients into flat arrays, runs the update
-rule once over them and writes the parameters back (figures: docs/design_notes/performance.md).
+rule once over them and writes the parameters back.
 
 The pack's per-element state (Adam's moments, SGD's momentum buffer) lives in flat arrays, and
 each parameter's own state holds views of them, so ``state_dict``, ``load_state_dict`` and user
@@ -13,9 +13,9 @@ loaded checkpoint, a parameter that had no gradient this step) it is rebuilt fro
 per-parameter state, so the update never runs on stale copies.
 
 An optimizer class takes part by declaring ``updates_elementwise = True`` (its update treats
-every element on its own). Switch: ``packing.set_enabled(False)`` (or
-``BUILDINGAI_PACKED_UPDATES=0`` in the environment before BuildingAI is imported) updates every
-parameter one by one, process-wide; ``status()`` says which is in force.
+every element on its own). The switch ``optim.packed_updates`` (on with acceleration;
+``packing.set_enabled(False)``, or ``BUILDINGAI_PACKED_UPDATES=0`` before BuildingAI is imported,
+turns it off alone) decides; ``accel/optimizers.py`` calls :func:`update_small_together`.
 """
 
 from __future__ import annotations
@@ -23,47 +23,80 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.switches import env_switch
+from . import registry
 
 ENV_VAR = "BUILDINGAI_PACKED_UPDATES"
-_ENABLED = env_switch(ENV_VAR, default=True)
 
 # Parameters up to this many elements are packed. Larger ones gain nothing: their passes are
 # long enough that the call overhead is small, and gathering and scattering them would add
 # three passes over their memory.
 PACK_MAX_SIZE = 1 << 15
 
+PACKED_UPDATES = registry.register_switch(
+    "optim.packed_updates",
+    description="optimizers that declare updates_elementwise update a group's parameters of up "
+    f"to {PACK_MAX_SIZE} elements as one flat array; each parameter's state stays its own, as "
+    "views",
+)
+PACKED_UPDATES.switched_on = env_switch(ENV_VAR, default=True)
+
 
 def set_enabled(enabled: bool) -> bool:
-    """Pack small parameters (True, the default unless ``BUILDINGAI_PACKED_UPDATES=0``) or
-    update each on its own (False), process-wide. Returns the previous setting."""
-    global _ENABLED
-    previous, _ENABLED = _ENABLED, bool(enabled)
-    return previous
+    """Pack small parameters while acceleration is on (True, the default unless
+    ``BUILDINGAI_PACKED_UPDATES=0``) or update each on its own (False), process-wide. Returns
+    the previous setting."""
+    return registry.set_enabled(PACKED_UPDATES.name, enabled)
 
 
 def status() -> dict:
     """``{"active", "detail", "switch"}``: whether optimizers that declare
     ``updates_elementwise`` update their small parameters together, and how to change it."""
-    switch = f"buildingai.optim.packing.set_enabled(bool) or {ENV_VAR}=0/1"
-    if not _ENABLED:
-        detail = "switched off: every parameter is updated on its own"
-    else:
+    switch = f"buildingai.accel.packing.set_enabled(bool) or {ENV_VAR}=0/1"
+    if PACKED_UPDATES.active:
         detail = f"parameters of up to {PACK_MAX_SIZE} elements are updated as one array per group"
-    return {"active": _ENABLED, "detail": detail, "switch": switch}
+    else:
+        detail = f"{PACKED_UPDATES.reason()}: every parameter is updated on its own"
+    return {"active": PACKED_UPDATES.active, "detail": detail, "switch": switch}
 
 
 def packable(param) -> bool:
-    """Whether packing is enabled and ``param`` is a contiguous NumPy parameter of at least one
-    dimension and at most ``PACK_MAX_SIZE`` elements (0-d state values are counters, so 0-d
-    parameters stay on their own)."""
+    """Whether ``param`` is a contiguous NumPy parameter of at least one dimension and at most
+    ``PACK_MAX_SIZE`` elements (0-d state values are counters, so 0-d parameters stay on their
+    own)."""
     data = param.data
     return (
-        _ENABLED
-        and type(data) is np.ndarray
+        type(data) is np.ndarray
         and data.ndim > 0
         and data.size <= PACK_MAX_SIZE
         and data.flags.c_contiguous
     )
+
+
+def update_small_together(packs: dict, index: int, entries: list, update, group: dict) -> list:
+    """Update the packable parameters of ``entries`` (``(param, grad, state)`` of parameter
+    group ``index``, every state already created) as one flat array with ``update(param, grad,
+    state, group)``, and return the entries left to update one by one. ``packs`` keeps each
+    group's pack between steps."""
+    members, singles, dtype = [], [], None
+    for entry in entries:
+        param = entry[0]
+        if packable(param) and (dtype is None or param.data.dtype == dtype):
+            dtype = param.data.dtype
+            members.append(entry)
+        else:
+            singles.append(entry)
+    if len(members) < 2:
+        return entries
+    params = [param for param, _, _ in members]
+    states = [state for _, _, state in members]
+    pack = packs.get(index)
+    if pack is None or not pack.current(params, states):
+        pack = ParameterPack.build(params, states, dtype)
+        packs[index] = pack
+    if pack is None:  # states that differ (e.g. step counts): one by one
+        return entries
+    pack.step(update, group, [grad for _, grad, _ in members])
+    return singles
 
 
 class ParameterPack:
@@ -114,13 +147,13 @@ class ParameterPack:
         pack.state.update(scalars)
         return pack
 
-    def current(self, params: list, states: dict) -> bool:
-        """Whether this pack still stands for ``params`` with their present state: the same
-        members, and their states still holding this pack's views and scalars."""
+    def current(self, params: list, states: list[dict]) -> bool:
+        """Whether this pack still stands for ``params`` with their present ``states``: the
+        same members, and their states still holding this pack's views and scalars."""
         if len(params) != len(self.params):
             return False
-        for param, member, own in zip(params, self.params, self.states):
-            if param is not member or states.get(param) is not own:
+        for param, state, member, own in zip(params, states, self.params, self.states):
+            if param is not member or state is not own:
                 return False
         for name, (_, views) in self.flat.items():
             for own, view in zip(self.states, views):

@@ -1,14 +1,15 @@
 """Optimizers, learning-rate schedulers and gradient clipping.
 
-Each optimizer is a thin class over a pure per-parameter update function (``sgd_update``,
-``adam_update``, ...) that works in place on backend arrays.
+Each optimizer is a thin class over its textbook per-parameter rule, ``update(param, grad,
+state, group)``, in place on backend arrays. The fused forms that run with acceleration on live
+in ``buildingai/accel/optimizers.py``.
 """
 
-from ..backend.threads import get_num_threads, set_num_threads  # optimizer updates use them too
+from ..backend.threads import get_num_threads, set_num_threads  # the accelerated step uses them
 from . import schedulers
-from .adadelta import Adadelta, adadelta_update
-from .adagrad import Adagrad, adagrad_update
-from .adam import Adam, AdamW, adam_update
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
 from .clip import (
     NonFiniteNormError,
     clip_grad_hook,
@@ -16,9 +17,9 @@ from .clip import (
     clip_grad_value_,
     clip_value_hook,
 )
-from .lion import Lion, lion_update
+from .lion import Lion
 from .optimizer import OptimizerBase, OptimizerError, StepHookHandle
-from .rmsprop import RMSprop, rmsprop_update
+from .rmsprop import RMSprop
 from .schedulers import (
     CosineAnnealingLR,
     CosineAnnealingWarmRestarts,
@@ -33,7 +34,7 @@ from .schedulers import (
     StepLR,
     WarmupLR,
 )
-from .sgd import SGD, sgd_update
+from .sgd import SGD
 
 Optimizer = OptimizerBase  # PyTorch's name for the base class
 
@@ -62,17 +63,11 @@ __all__ = [
     "StepHookHandle",
     "StepLR",
     "WarmupLR",
-    "adadelta_update",
-    "adagrad_update",
-    "adam_update",
     "clip_grad_hook",
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_value_hook",
     "get_num_threads",
-    "lion_update",
-    "rmsprop_update",
     "schedulers",
     "set_num_threads",
-    "sgd_update",
 ]

@@ -6,51 +6,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
-
-
-def adadelta_update(
-    xp,
-    param,
-    grad,
-    square_avg,
-    acc_delta,
-    work,
-    *,
-    lr: float,
-    rho: float,
-    eps: float,
-    weight_decay: float,
-    maximize: bool,
-) -> None:
-    """One Adadelta step on arrays of one shape, in place (``work``: three scratch arrays).
-
-    g = ±grad + weight_decay * param
-    s = rho * s + (1 - rho) * g * g
-    delta = sqrt(acc + eps) / sqrt(s + eps) * g
-    acc = rho * acc + (1 - rho) * delta * delta
-    param -= lr * delta
-    """
-    g = effective_gradient(
-        xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize
-    )
-    std, delta = work[1], work[2]
-    xp.multiply(g, g, out=std)
-    std *= 1.0 - rho
-    square_avg *= rho
-    square_avg += std
-    xp.add(square_avg, eps, out=std)
-    xp.sqrt(std, out=std)
-    xp.add(acc_delta, eps, out=delta)
-    xp.sqrt(delta, out=delta)
-    delta /= std
-    delta *= g
-    xp.multiply(delta, delta, out=std)
-    std *= 1.0 - rho
-    acc_delta *= rho
-    acc_delta += std
-    delta *= lr
-    param -= delta
+from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter
 
 
 class Adadelta(OptimizerBase):
@@ -96,14 +52,23 @@ class Adadelta(OptimizerBase):
         }
 
     def update(self, param, grad, state, group) -> None:
+        """One Adadelta step on ``param`` (an array, in place): Zeiler (2012), Algorithm 1.
+
+        g = ±grad + weight_decay * param
+        s = rho * s + (1 - rho) * g²
+        delta = sqrt(acc + eps) / sqrt(s + eps) * g
+        acc = rho * acc + (1 - rho) * delta²
+        param -= lr * delta
+        """
+        xp = array_namespace(param)
+        rho, eps = group["rho"], group["eps"]
         state["step"] += 1
-        self._run_elementwise(
-            adadelta_update,
-            (param, grad, state["square_avg"], state["acc_delta"]),
-            3,
-            lr=group["lr"],
-            rho=group["rho"],
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            maximize=group["maximize"],
-        )
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * param
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg[...] = rho * square_avg + (1 - rho) * grad * grad
+        delta = xp.sqrt(acc_delta + eps) / xp.sqrt(square_avg + eps) * grad
+        acc_delta[...] = rho * acc_delta + (1 - rho) * delta * delta
+        param -= group["lr"] * delta

@@ -6,38 +6,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, check_hyperparameter, effective_gradient
-
-
-def adagrad_update(
-    xp,
-    param,
-    grad,
-    state_sum,
-    work,
-    *,
-    clr: float,
-    eps: float,
-    weight_decay: float,
-    maximize: bool,
-) -> None:
-    """One Adagrad step on arrays of one shape, in place (``work``: two scratch arrays).
-
-    g = ±grad + weight_decay * param
-    sum += g * g
-    param -= clr * g / (sqrt(sum) + eps),  clr = lr / (1 + (t - 1) * lr_decay)
-    """
-    g = effective_gradient(
-        xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize
-    )
-    scratch = work[1]
-    xp.multiply(g, g, out=scratch)
-    state_sum += scratch
-    xp.sqrt(state_sum, out=scratch)
-    scratch += eps
-    xp.divide(g, scratch, out=scratch)
-    scratch *= clr
-    param -= scratch
+from .optimizer import OptimizerBase, check_hyperparameter
 
 
 class Adagrad(OptimizerBase):
@@ -90,13 +59,19 @@ class Adagrad(OptimizerBase):
         }
 
     def update(self, param, grad, state, group) -> None:
+        """One Adagrad step on ``param`` (an array, in place).
+
+        g = ±grad + weight_decay * param
+        sum += g²
+        param -= lr_t * g / (sqrt(sum) + eps),  lr_t = lr / (1 + (t - 1) * lr_decay)
+        """
+        xp = array_namespace(param)
         state["step"] += 1
-        self._run_elementwise(
-            adagrad_update,
-            (param, grad, state["sum"]),
-            2,
-            clr=group["lr"] / (1.0 + (state["step"] - 1) * group["lr_decay"]),
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            maximize=group["maximize"],
-        )
+        lr_t = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * param
+        state_sum = state["sum"]
+        state_sum += grad * grad
+        param -= lr_t * grad / (xp.sqrt(state_sum) + group["eps"])

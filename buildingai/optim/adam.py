@@ -2,86 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.vector_blas import axpby
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
-
-
-@compiled_twin(
-    "optim.adam",
-    params=(
-        "lr",
-        "beta1",
-        "beta2",
-        "eps",
-        "weight_decay",
-        "decoupled_weight_decay",
-        "maximize",
-        "step_size",
-        "bias_correction2_sqrt",
-    ),
-)
-def adam_update(
-    xp,
-    param,
-    grad,
-    exp_avg,
-    exp_avg_sq,
-    max_exp_avg_sq,
-    work,
-    *,
-    lr: float,
-    beta1: float,
-    beta2: float,
-    eps: float,
-    weight_decay: float,
-    decoupled_weight_decay: bool,
-    maximize: bool,
-    step_size: float,
-    bias_correction2_sqrt: float,
-) -> None:
-    """One Adam step on arrays of one shape, in place (``work``: two scratch arrays).
-
-    g = ±grad (+ weight_decay * param unless decoupled; decoupled: param *= 1 - lr * wd)
-    m = beta1 * m + (1 - beta1) * g
-    v = beta2 * v + (1 - beta2) * g * g;  v_max = max(v_max, v) with AMSGrad
-    param -= step_size * m / (sqrt(v or v_max) / bias_correction2_sqrt + eps)
-
-    with step_size = lr / (1 - beta1**t) and bias_correction2_sqrt = sqrt(1 - beta2**t). The
-    scaled sums (m, v and the parameter step) are one ``axpby`` pass each
-    (``backend.vector_blas``); float32 parameters take the one-pass compiled twin where it is
-    available (``ops/kernels/compiled/optim.py``).
-    """
-    g = effective_gradient(
-        xp,
-        param,
-        grad,
-        work[0],
-        work[1],
-        weight_decay=0.0 if decoupled_weight_decay else weight_decay,
-        maximize=maximize,
-    )
-    scratch = work[1]
-    axpby(xp, 1.0 - beta1, g, beta1, exp_avg, scratch)
-    xp.multiply(g, g, out=scratch)
-    axpby(xp, 1.0 - beta2, scratch, beta2, exp_avg_sq, scratch)
-    second_moment = exp_avg_sq
-    if max_exp_avg_sq is not None:
-        xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-        second_moment = max_exp_avg_sq
-    # step_size * m / (sqrt(v) / bc2 + eps) = step_size * bc2 * m / (sqrt(v) + eps * bc2):
-    # one pass fewer, the same value to rounding
-    denom = scratch
-    xp.sqrt(second_moment, out=denom)
-    denom += eps * bias_correction2_sqrt
-    xp.divide(exp_avg, denom, out=denom)
-    decay = 1.0 - lr * weight_decay if decoupled_weight_decay else 1.0
-    axpby(xp, -step_size * bias_correction2_sqrt, denom, decay, param, denom)
+from .optimizer import OptimizerBase, check_betas, check_hyperparameter
 
 
 class Adam(OptimizerBase):
@@ -140,31 +65,33 @@ class Adam(OptimizerBase):
         return state
 
     def update(self, param, grad, state, group) -> None:
+        """One Adam step on ``param`` (an array, in place): Kingma & Ba (2015), Algorithm 1.
+
+        g = ±grad (+ weight_decay * param, or AdamW: param *= 1 - lr * weight_decay)
+        m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g²  (AMSGrad: max of v)
+        param -= lr * m̂ / (sqrt(v̂) + eps),  m̂ = m / (1 - beta1^t),  v̂ = v / (1 - beta2^t)
+        """
+        xp = array_namespace(param)
+        lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
         state["step"] += 1
-        step = state["step"]
-        beta1, beta2 = group["betas"]
-        if group["amsgrad"] and state.get("max_exp_avg_sq") is None:  # amsgrad switched on later
-            state["max_exp_avg_sq"] = array_namespace(param).zeros_like(param)
-        self._run_elementwise(
-            adam_update,
-            (
-                param,
-                grad,
-                state["exp_avg"],
-                state["exp_avg_sq"],
-                state["max_exp_avg_sq"] if group["amsgrad"] else None,
-            ),
-            2,
-            lr=group["lr"],
-            beta1=beta1,
-            beta2=beta2,
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            decoupled_weight_decay=group["decoupled_weight_decay"],
-            maximize=group["maximize"],
-            step_size=group["lr"] / (1.0 - beta1**step),
-            bias_correction2_sqrt=math.sqrt(1.0 - beta2**step),
-        )
+        t = state["step"]
+        if group["maximize"]:
+            grad = -grad
+        if weight_decay and group["decoupled_weight_decay"]:
+            param *= 1 - lr * weight_decay
+        elif weight_decay:
+            grad = grad + weight_decay * param
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m[...] = beta1 * m + (1 - beta1) * grad
+        v[...] = beta2 * v + (1 - beta2) * grad * grad
+        if group["amsgrad"]:  # the largest v so far (zeros if amsgrad was switched on later)
+            v_max = state.get("max_exp_avg_sq")
+            if v_max is None:
+                v_max = state["max_exp_avg_sq"] = xp.zeros_like(param)
+            v = xp.maximum(v_max, v, out=v_max)
+        m_hat = m / (1 - beta1**t)
+        v_hat = v / (1 - beta2**t)
+        param -= lr * m_hat / (xp.sqrt(v_hat) + group["eps"])
 
 
 class AdamW(Adam):

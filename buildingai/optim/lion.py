@@ -7,42 +7,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, check_betas, check_hyperparameter, effective_gradient
-
-
-def lion_update(
-    xp,
-    param,
-    grad,
-    exp_avg,
-    work,
-    *,
-    lr: float,
-    beta1: float,
-    beta2: float,
-    weight_decay: float,
-    maximize: bool,
-) -> None:
-    """One Lion step on arrays of one shape, in place (``work``: two scratch arrays).
-
-    c = beta1 * m + (1 - beta1) * g
-    param -= lr * (sign(c) + weight_decay * param)   (decoupled weight decay)
-    m = beta2 * m + (1 - beta2) * g
-    """
-    g = effective_gradient(xp, param, grad, work[0], work[1], weight_decay=0.0, maximize=maximize)
-    if weight_decay:
-        param *= 1.0 - lr * weight_decay
-    direction = work[1]
-    xp.subtract(g, exp_avg, out=direction)  # c = m + (1 - beta1) (g - m)
-    direction *= 1.0 - beta1
-    direction += exp_avg
-    xp.sign(direction, out=direction)
-    direction *= lr
-    param -= direction
-    scratch = work[1]
-    xp.subtract(g, exp_avg, out=scratch)  # m = m + (1 - beta2) (g - m)
-    scratch *= 1.0 - beta2
-    exp_avg += scratch
+from .optimizer import OptimizerBase, check_betas, check_hyperparameter
 
 
 class Lion(OptimizerBase):
@@ -79,15 +44,18 @@ class Lion(OptimizerBase):
         return {"step": 0, "exp_avg": array_namespace(param.data).zeros_like(param.data)}
 
     def update(self, param, grad, state, group) -> None:
+        """One Lion step on ``param`` (an array, in place): Chen et al. (2023), Algorithm 2.
+
+        c = beta1 * m + (1 - beta1) * g
+        param -= lr * (sign(c) + weight_decay * param)
+        m = beta2 * m + (1 - beta2) * g
+        """
+        xp = array_namespace(param)
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         state["step"] += 1
-        beta1, beta2 = group["betas"]
-        self._run_elementwise(
-            lion_update,
-            (param, grad, state["exp_avg"]),
-            2,
-            lr=group["lr"],
-            beta1=beta1,
-            beta2=beta2,
-            weight_decay=group["weight_decay"],
-            maximize=group["maximize"],
-        )
+        if group["maximize"]:
+            grad = -grad
+        m = state["exp_avg"]
+        c = beta1 * m + (1 - beta1) * grad
+        param -= lr * (xp.sign(c) + group["weight_decay"] * param)
+        m[...] = beta2 * m + (1 - beta2) * grad

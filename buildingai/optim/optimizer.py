@@ -14,51 +14,24 @@ the math, on backend arrays, in place. A new optimizer writes only its update ru
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from ..accel.kernels import compiled
+from ..accel.optimizers import update_group as accelerated_update_group
 from ..autograd import Tensor, enable_grad, no_grad
 from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
-from ..backend.threads import executor, get_num_threads
 from ..errors import BuildingAIError
-from .packing import ParameterPack, packable
+from ..utils.hooks import RemovableHandle
 
-# Elements per block of the blocked update: cache-resident across passes, few Python calls.
-BLOCK_SIZE = 1 << 19
-# Up to this many elements a parameter is updated whole: it fits in cache, blocks only add calls.
-WHOLE_SIZE = 1 << 18
-
-# From this size a parameter's blocks run on set_num_threads threads (ufuncs release the GIL).
-_THREADED_MIN_SIZE = 1 << 20
+# What register_step_pre_hook / register_step_post_hook return: ``handle.remove()``.
+StepHookHandle = RemovableHandle
 
 
 class OptimizerError(BuildingAIError, ValueError):
     """A bad optimizer or scheduler argument, or a state dict that does not fit."""
-
-
-class StepHookHandle:
-    """Returned by ``register_step_pre_hook`` / ``register_step_post_hook``;
-    ``handle.remove()`` unregisters the hook."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = next(StepHookHandle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> StepHookHandle:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.remove()
 
 
 class OptimizerBase:
@@ -87,10 +60,13 @@ class OptimizerBase:
     is then set up after its ``__init__`` (its ``register_hooks()`` included), so hooks, zero_grad
     and checkpoints work the same.
 
-    A subclass whose ``update`` treats every element on its own, and whose state holds only
-    arrays shaped like the parameter and values shared by the group (step counts), sets
-    ``updates_elementwise = True``: its small parameters are then updated together, as one
-    flat array per group (``optim/packing.py``), with the same arithmetic.
+    ``step()`` runs ``update`` on each parameter in turn. With acceleration on
+    (``buildingai.accel.enable()``), the built-in rules run in their fused forms instead
+    (``buildingai/accel/optimizers.py``), with the same results to rounding. A subclass whose
+    ``update`` treats every element on its own, and whose state holds only arrays shaped like
+    the parameter and values shared by the group (step counts), sets
+    ``updates_elementwise = True``: with acceleration on, its small parameters are then updated
+    together, as one flat array per group, with the same arithmetic.
     """
 
     updates_elementwise = False
@@ -107,9 +83,7 @@ class OptimizerBase:
     def _init_bookkeeping(self) -> None:
         self._step_pre_hooks: dict[int, Callable] = {}
         self._step_post_hooks: dict[int, Callable] = {}
-        self._workspace: dict[tuple, list] = {}  # reusable work arrays, see _run_elementwise
-        self._work_views: dict[tuple, list] = {}  # shaped views of them, see _whole_work
-        self._packs: dict[int, ParameterPack | None] = {}  # per group index, see _update_packed
+        self._accelerated: dict = {}  # what the accelerated step keeps between steps
         self._stepping = False
 
     def _as_groups(self, params) -> list:
@@ -243,16 +217,16 @@ class OptimizerBase:
                     param.grad.data.fill(0)
 
     # ----- hooks ------------------------------------------------------------------------------
-    def register_step_pre_hook(self, hook: Callable) -> StepHookHandle:
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(optimizer)`` before each step, in registration order; it may modify the
         gradients in place (clipping). Returns a handle whose ``remove()`` unregisters it."""
-        handle = StepHookHandle(self._step_pre_hooks)
+        handle = RemovableHandle(self._step_pre_hooks)
         self._step_pre_hooks[handle.id] = hook
         return handle
 
-    def register_step_post_hook(self, hook: Callable) -> StepHookHandle:
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(optimizer)`` after each step, in registration order."""
-        handle = StepHookHandle(self._step_post_hooks)
+        handle = RemovableHandle(self._step_post_hooks)
         self._step_post_hooks[handle.id] = hook
         return handle
 
@@ -308,21 +282,7 @@ class OptimizerBase:
                     hook(self)
             with no_grad():
                 for index, group in enumerate(self.param_groups):
-                    # PyTorch's foreach=False (without fused=True) asks for one-by-one updates
-                    packed = group.get("foreach") is not False or group.get("fused")
-                    if self.updates_elementwise and packed:
-                        singles = self._update_packed(index, group)
-                    else:
-                        singles = enumerate(group["params"])
-                    for position, param in singles:
-                        if param.grad is None:
-                            continue
-                        grad = _fit_gradient(param.grad.data, param, position, copy=False)
-                        state = self.state.get(param)
-                        if state is None:
-                            state = self.state[param] = self.init_state(param, group)
-                        self.update(param.data, grad, state, group)
-                        _bump_version(param, type(self).__name__)
+                    self._update_group(index, group)
             if outer:
                 for hook in list(self._step_post_hooks.values()):
                     hook(self)
@@ -330,125 +290,30 @@ class OptimizerBase:
             if outer:
                 self._stepping = False
 
-    def _update_packed(self, index: int, group: dict) -> list:
-        """Update the group's small parameters together (``packing.ParameterPack``) and return
-        the ``(position, param)`` pairs left to update one by one. Every parameter with a
-        gradient gets its state first, in group order, as the one-by-one path creates it."""
-        members, positions, singles = [], [], []
-        state, dtype = self.state, None
+    def _update_group(self, index: int, group: dict) -> None:
+        """Update every parameter of ``group`` that has a gradient: ``self.update`` on each, or
+        the accelerated step when acceleration is on (``buildingai/accel/optimizers.py``)."""
+        entries = []
         for position, param in enumerate(group["params"]):
             if param.grad is None:
                 continue
-            if param not in state:
-                state[param] = self.init_state(param, group)
-            if packable(param) and (dtype is None or param.data.dtype == dtype):
-                dtype = param.data.dtype
-                members.append(param)
-                positions.append(position)
-            else:
-                singles.append((position, param))
-        pack = None
-        if len(members) >= 2:
-            pack = self._packs.get(index)
-            if pack is None or not pack.current(members, state):
-                pack = ParameterPack.build(members, [state[p] for p in members], dtype)
-                self._packs[index] = pack
-        if pack is None:  # too few, or states that differ (e.g. step counts): one by one
-            return sorted(singles + list(zip(positions, members)), key=_position)
-        gradients = []
-        for position, param in zip(positions, members):
             grad = param.grad.data
             if (
-                type(grad) is not np.ndarray
+                type(grad) is not type(param.data)
                 or grad.shape != param.data.shape
-                or grad.dtype != dtype
+                or grad.dtype != param.data.dtype
             ):
                 grad = _fit_gradient(grad, param, position, copy=False)
-            gradients.append(grad)
-        pack.step(self.update, group, gradients)
+            state = self.state.get(param)
+            if state is None:
+                state = self.state[param] = self.init_state(param, group)
+            entries.append((param, grad, state))
+        if not accelerated_update_group(self, index, group, entries):
+            for param, grad, state in entries:
+                self.update(param.data, grad, state, group)
         name = type(self).__name__
-        for param in members:
+        for param, _, _ in entries:
             _bump_version(param, name)
-        return singles
-
-    # ----- the blocked element-wise driver ----------------------------------------------------
-    def _run_elementwise(self, update_fn: Callable, arrays: tuple, work_count: int, **scalars):
-        """Call ``update_fn(xp, *arrays, work, **scalars)`` over cache-sized blocks.
-
-        ``arrays`` (parameter, gradient, state arrays; None entries pass through) all have the
-        parameter's shape; ``work`` is a list of ``work_count`` scratch arrays of the block's
-        shape. On NumPy, contiguous arrays are cut into blocks of ``BLOCK_SIZE`` elements, so one
-        update's many passes stay in cache; a large parameter's blocks are shared among threads.
-        CuPy (and odd memory layouts) get one call over the whole arrays.
-        """
-        param = arrays[0]
-        xp = array_namespace(param)
-        contiguous = all(a is None or a.flags.c_contiguous for a in arrays)
-        if xp is not np and compiled.run_gpu(update_fn, arrays, scalars):  # one fused kernel
-            return
-        if xp is not np or not contiguous:
-            work = [xp.empty_like(param) for _ in range(work_count)]
-            update_fn(xp, *arrays, work, **scalars)
-            return
-        flat = tuple(None if a is None else a.reshape(-1) for a in arrays)
-        if compiled.run(update_fn, flat, scalars):  # one pass on numba's threads
-            return
-        size = param.size
-        if size <= WHOLE_SIZE:
-            # One block: the whole arrays, in their own shape, with work arrays of that shape
-            # cached as views of the workspace (no per-call slicing or reshaping).
-            update_fn(np, *arrays, self._whole_work(param, work_count), **scalars)
-            return
-        starts = range(0, size, BLOCK_SIZE)
-        workers = min(get_num_threads(), len(starts)) if size >= _THREADED_MIN_SIZE else 1
-        if workers == 1:
-            self._run_blocks(update_fn, flat, starts, 0, work_count, scalars)
-            return
-        per_worker = -(-len(starts) // workers)
-        pool = executor(workers)
-        jobs = [
-            pool.submit(
-                self._run_blocks,
-                update_fn,
-                flat,
-                starts[index * per_worker : (index + 1) * per_worker],
-                index,
-                work_count,
-                scalars,
-            )
-            for index in range(workers)
-        ]
-        for job in jobs:
-            job.result()
-
-    def _work_arrays(self, worker: int, dtype, needed: int, work_count: int) -> list:
-        """The flat work arrays of ``worker`` (at least ``work_count`` of ``needed`` elements)."""
-        key = (worker, dtype)
-        work = self._workspace.get(key)
-        if work is None or len(work) < work_count or work[0].size < needed:
-            length = max(needed, work[0].size if work else 0)
-            count = max(work_count, len(work) if work else 0)
-            work = self._workspace[key] = [np.empty(length, dtype) for _ in range(count)]
-            self._work_views.clear()  # views of the replaced arrays are stale
-        return work
-
-    def _whole_work(self, param, work_count: int) -> list:
-        """``work_count`` work arrays shaped like ``param`` (at most ``WHOLE_SIZE`` elements)."""
-        key = (param.shape, param.dtype, work_count)
-        views = self._work_views.get(key)
-        if views is None:
-            work = self._work_arrays(0, param.dtype, param.size, work_count)
-            views = [w[: param.size].reshape(param.shape) for w in work[:work_count]]
-            self._work_views[key] = views
-        return views
-
-    def _run_blocks(self, update_fn, flat, starts, worker, work_count, scalars) -> None:
-        size = flat[0].size
-        work = self._work_arrays(worker, flat[0].dtype, min(BLOCK_SIZE, size), work_count)
-        for start in starts:
-            stop = min(start + BLOCK_SIZE, size)
-            block = tuple(None if a is None else a[start:stop] for a in flat)
-            update_fn(np, *block, [w[: stop - start] for w in work[:work_count]], **scalars)
 
     # ----- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -582,10 +447,6 @@ def _completing_base_init(init: Callable) -> Callable:
     return wrapped
 
 
-def _position(pair: tuple) -> int:
-    return pair[0]
-
-
 def _bump_version(param: Tensor, name: str) -> None:
     """Count the in-place update, so a graph that saved the old values refuses to backward."""
     param._version[0] += 1
@@ -621,23 +482,7 @@ def _fit_gradient(grad, param: Tensor, position: int, copy: bool):
     return grad
 
 
-# ----- helpers shared by the update rules --------------------------------------------------------
-def effective_gradient(xp, param, grad, out, scratch, *, weight_decay: float, maximize: bool):
-    """The gradient an update rule follows: ``grad`` negated when maximizing, plus the L2 term
-    ``weight_decay * param``. Returns ``grad`` itself when neither applies, else ``out``
-    (``scratch`` is clobbered). All arrays share one shape."""
-    if not maximize and not weight_decay:
-        return grad
-    if maximize:
-        xp.negative(grad, out=out)
-    else:
-        xp.copyto(out, grad)
-    if weight_decay:
-        xp.multiply(param, weight_decay, out=scratch)
-        out += scratch
-    return out
-
-
+# ----- argument checks shared by the optimizers ----------------------------------------------
 def check_hyperparameter(optimizer: str, name: str, value, minimum: float = 0.0, below=None):
     """Raise ``OptimizerError`` unless ``minimum <= value`` (and ``value < below`` if given)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -6,61 +6,7 @@ from collections.abc import Iterable
 
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, check_hyperparameter, effective_gradient
-
-
-def rmsprop_update(
-    xp,
-    param,
-    grad,
-    square_avg,
-    grad_avg,
-    momentum_buffer,
-    work,
-    *,
-    lr: float,
-    alpha: float,
-    eps: float,
-    weight_decay: float,
-    momentum: float,
-    maximize: bool,
-) -> None:
-    """One RMSprop step on arrays of one shape, in place (``work``: two scratch arrays).
-
-    g = ±grad + weight_decay * param
-    s = alpha * s + (1 - alpha) * g * g
-    centered (grad_avg given): a = a + (1 - alpha) * (g - a);  rms = sqrt(s - a * a) + eps
-    otherwise rms = sqrt(s) + eps
-    momentum: buf = momentum * buf + g / rms;  param -= lr * buf
-    otherwise param -= lr * g / rms
-    """
-    g = effective_gradient(
-        xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize
-    )
-    scratch = work[1]
-    xp.multiply(g, g, out=scratch)
-    scratch *= 1.0 - alpha
-    square_avg *= alpha
-    square_avg += scratch
-    rms = work[1]
-    if grad_avg is not None:
-        xp.subtract(g, grad_avg, out=scratch)
-        scratch *= 1.0 - alpha
-        grad_avg += scratch
-        xp.multiply(grad_avg, grad_avg, out=rms)
-        xp.subtract(square_avg, rms, out=rms)
-        xp.sqrt(rms, out=rms)
-    else:
-        xp.sqrt(square_avg, out=rms)
-    rms += eps
-    xp.divide(g, rms, out=rms)
-    if momentum_buffer is not None:
-        momentum_buffer *= momentum
-        momentum_buffer += rms
-        xp.multiply(momentum_buffer, lr, out=rms)
-    else:
-        rms *= lr
-    param -= rms
+from .optimizer import OptimizerBase, check_hyperparameter
 
 
 class RMSprop(OptimizerBase):
@@ -118,27 +64,35 @@ class RMSprop(OptimizerBase):
         return state
 
     def update(self, param, grad, state, group) -> None:
-        state["step"] += 1
+        """One RMSprop step on ``param`` (an array, in place).
+
+        g = ±grad + weight_decay * param
+        s = alpha * s + (1 - alpha) * g²;  centered: a = alpha * a + (1 - alpha) * g
+        rms = sqrt(s - a²) (centered) or sqrt(s), plus eps
+        param -= lr * g / rms;  with momentum: buf = momentum * buf + g / rms, param -= lr * buf
+        """
         xp = array_namespace(param)
-        # a group may switch momentum or centering on after the first step
-        if group["momentum"] > 0 and state.get("momentum_buffer") is None:
-            state["momentum_buffer"] = xp.zeros_like(param)
-        if group["centered"] and state.get("grad_avg") is None:
-            state["grad_avg"] = xp.zeros_like(param)
-        self._run_elementwise(
-            rmsprop_update,
-            (
-                param,
-                grad,
-                state["square_avg"],
-                state["grad_avg"] if group["centered"] else None,
-                state["momentum_buffer"] if group["momentum"] > 0 else None,
-            ),
-            2,
-            lr=group["lr"],
-            alpha=group["alpha"],
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            momentum=group["momentum"],
-            maximize=group["maximize"],
-        )
+        alpha, momentum = group["alpha"], group["momentum"]
+        state["step"] += 1
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * param
+        square_avg = state["square_avg"]
+        square_avg[...] = alpha * square_avg + (1 - alpha) * grad * grad
+        if group["centered"]:  # (zeros if centering was switched on after the first step)
+            grad_avg = state.get("grad_avg")
+            if grad_avg is None:
+                grad_avg = state["grad_avg"] = xp.zeros_like(param)
+            grad_avg[...] = alpha * grad_avg + (1 - alpha) * grad
+            rms = xp.sqrt(square_avg - grad_avg * grad_avg) + group["eps"]
+        else:
+            rms = xp.sqrt(square_avg) + group["eps"]
+        if momentum > 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = xp.zeros_like(param)
+            buf[...] = momentum * buf + grad / rms
+            param -= group["lr"] * buf
+        else:
+            param -= group["lr"] * grad / rms

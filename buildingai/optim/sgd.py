@@ -4,51 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..accel.vector_blas import axpby
 from ..backend import array_namespace
 from .loop_options import LOOP_OPTIONS_DOC, loop_options
-from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter, effective_gradient
-
-
-def sgd_update(
-    xp,
-    param,
-    grad,
-    momentum_buffer,
-    work,
-    *,
-    lr: float,
-    momentum: float,
-    dampening: float,
-    nesterov: bool,
-    weight_decay: float,
-    maximize: bool,
-    first_step: bool,
-) -> None:
-    """One SGD step on arrays of one shape, in place (``work``: two scratch arrays).
-
-    g = ±grad + weight_decay * param
-    buf = g on the first step, else momentum * buf + (1 - dampening) * g
-    d = g + momentum * buf (Nesterov) or buf (momentum) or g (plain)
-    param -= lr * d
-    """
-    g = effective_gradient(
-        xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize
-    )
-    direction = g
-    if momentum:
-        if first_step:
-            xp.copyto(momentum_buffer, g)
-        else:
-            axpby(xp, 1.0 - dampening, g, momentum, momentum_buffer, work[1])
-        if nesterov:
-            xp.multiply(momentum_buffer, momentum, out=work[1])
-            xp.add(g, work[1], out=work[1])
-            direction = work[1]
-        else:
-            direction = momentum_buffer
-    # the fallback's scratch: whichever work array the direction is not (g is spent by now)
-    axpby(xp, -lr, direction, 1.0, param, work[0] if direction is work[1] else work[1])
+from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter
 
 
 class SGD(OptimizerBase):
@@ -99,19 +57,23 @@ class SGD(OptimizerBase):
         return {"momentum_buffer": None}
 
     def update(self, param, grad, state, group) -> None:
-        first_step = False
-        if group["momentum"] and state.get("momentum_buffer") is None:
-            state["momentum_buffer"] = array_namespace(param).empty_like(param)
-            first_step = True
-        self._run_elementwise(
-            sgd_update,
-            (param, grad, state.get("momentum_buffer")),
-            2,
-            lr=group["lr"],
-            momentum=group["momentum"],
-            dampening=group["dampening"],
-            nesterov=group["nesterov"],
-            weight_decay=group["weight_decay"],
-            maximize=group["maximize"],
-            first_step=first_step,
-        )
+        """One SGD step on ``param`` (an array, in place).
+
+        g = ±grad + weight_decay * param
+        buf = g on the first step, then momentum * buf + (1 - dampening) * g
+        param -= lr * (g + momentum * buf if nesterov else buf)   (with momentum; else lr * g)
+        """
+        xp = array_namespace(param)
+        lr, momentum = group["lr"], group["momentum"]
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * param
+        if momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = xp.copy(grad)
+            else:
+                buf[...] = momentum * buf + (1 - group["dampening"]) * grad
+            grad = grad + momentum * buf if group["nesterov"] else buf
+        param -= lr * grad

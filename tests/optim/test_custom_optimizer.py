@@ -9,6 +9,8 @@ import pytest
 import buildingai
 from buildingai.optim import OptimizerBase, OptimizerError, clip_grad_hook
 
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 
 # The snippet exactly as users write it (only the import adapted).
 # fmt: off

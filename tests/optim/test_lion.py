@@ -6,6 +6,8 @@ import pytest
 import buildingai as bai
 from tests.optim._compare import make_problem, max_difference, run_ours
 
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 
 def lion_reference(init, grads, lr, betas, weight_decay, maximize=False):
     """Chen et al. (2023), Algorithm 2, written out directly."""

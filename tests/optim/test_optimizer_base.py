@@ -10,6 +10,8 @@ import buildingai as bai
 from buildingai.optim import OptimizerBase, OptimizerError
 from tests.optim._compare import make_problem, max_difference, run_torch
 
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 
 def _params(values=((1.0, 2.0), (3.0,))):
     return [bai.tensor(list(v), dtype="float64", requires_grad=True) for v in values]

@@ -6,6 +6,8 @@ import torch
 import buildingai as bai
 from tests.optim._compare import make_problem, max_difference, run_ours, run_torch
 
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 CASES = [
     # (our class, torch class, options)
     ("SGD", {"lr": 0.1}),
@@ -111,14 +113,14 @@ def test_skipped_parameters_and_changing_lr_match_torch():
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
-def test_blocks_split_across_threads_match_torch(monkeypatch, name):
+def test_blocks_split_across_threads_match_torch(monkeypatch, accel_on, name):
+    from buildingai.accel import optimizers as accelerated
     from buildingai.accel import vector_blas
-    from buildingai.optim import optimizer as optimizer_module
 
     # small blocks, BLAS for all but the last, shared among three threads
-    monkeypatch.setattr(optimizer_module, "_THREADED_MIN_SIZE", 0)
-    monkeypatch.setattr(optimizer_module, "WHOLE_SIZE", 0)
-    monkeypatch.setattr(optimizer_module, "BLOCK_SIZE", 4096)
+    monkeypatch.setattr(accelerated, "THREADED_MIN_SIZE", 0)
+    monkeypatch.setattr(accelerated, "WHOLE_SIZE", 0)
+    monkeypatch.setattr(accelerated, "BLOCK_SIZE", 4096)
     monkeypatch.setattr(vector_blas, "MIN_SIZE", 2048)
     bai.optim.set_num_threads(3)
     try:

@@ -1,6 +1,6 @@
 """Compiled twins of optimizer updates: one pass over the parameter, its gradient and its
-state, where the NumPy reference (``optim/adam.py``) makes about ten. Flat float32 arrays of
-one length; an absent optional array (AMSGrad's maximum) arrives empty."""
+state, where the NumPy form (``adam_update`` in ``accel/optimizers.py``) makes about ten. Flat
+float32 arrays of one length; an absent optional array (AMSGrad's maximum) arrives empty."""
 
 from __future__ import annotations
 
