@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ..autograd.tensor import Tensor
 from ..errors import ArgumentError
-from .module import Module
+from .module import Module, replace_tensors, tensor_entries
 
 
 def functional_call(module: Module, params: Mapping | tuple, *args, strict: bool = False, **kwargs):
@@ -27,39 +27,35 @@ def functional_call(module: Module, params: Mapping | tuple, *args, strict: bool
     given = _merged(params)
     if len(args) == 1 and isinstance(args[0], tuple):
         args = args[0]
-    slots = _slots(module)
-    unknown = [name for name in given if name not in slots]
+    entries = tensor_entries(module)
+    unknown = [name for name in given if name not in entries]
     if unknown:
         raise ArgumentError(
             f"[functional_call] {type(module).__name__} has no parameter or buffer named "
             + ", ".join(repr(name) for name in unknown),
             help="use the names of named_parameters() / named_buffers(), e.g. "
-            + ", ".join(repr(name) for name in list(slots)[:3]),
+            + ", ".join(repr(name) for name in list(entries)[:3]),
         )
     if strict:
-        missing = [name for name in slots if name not in given]
+        missing = [name for name in entries if name not in given]
         if missing:
             raise ArgumentError(
                 "[functional_call] strict=True but no value was given for "
                 + ", ".join(repr(name) for name in missing),
                 help="pass every parameter and buffer, or strict=False to keep the module's own",
             )
-    saved = []
+    for name, value in given.items():
+        if value is not None and not isinstance(value, Tensor):
+            raise ArgumentError(
+                f"[functional_call] the value for '{name}' is a {type(value).__name__}, "
+                "not a Tensor",
+                help="wrap it with buildingai.tensor(...)",
+            )
+    own = replace_tensors(entries, given)
     try:
-        for name, value in given.items():
-            owner, store, key = slots[name]
-            if value is not None and not isinstance(value, Tensor):
-                raise ArgumentError(
-                    f"[functional_call] the value for '{name}' is a {type(value).__name__}, "
-                    "not a Tensor",
-                    help="wrap it with buildingai.tensor(...)",
-                )
-            saved.append((store, key, store[key]))
-            store[key] = value
         return module(*args, **kwargs)
     finally:
-        for store, key, original in reversed(saved):
-            store[key] = original
+        replace_tensors(entries, own)
 
 
 def _merged(params) -> dict:
@@ -78,15 +74,3 @@ def _merged(params) -> dict:
                 raise ArgumentError(f"[functional_call] '{name}' is given twice")
             merged[name] = value
     return merged
-
-
-def _slots(module: Module) -> dict:
-    """Every parameter and buffer name (shared ones under each of their names) ->
-    ``(owning module, its store, key)``."""
-    slots = {}
-    for prefix, owner in module.named_modules(remove_duplicate=False):
-        for store in (owner._parameters, owner._buffers):
-            for key, value in store.items():
-                if value is not None:
-                    slots[prefix + "." + key if prefix else key] = (owner, store, key)
-    return slots

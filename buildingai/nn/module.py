@@ -60,9 +60,19 @@ class Module:
 
             def forward(self, x):                # x: (N, 784) -> (N, 10)
                 return self.fc2(self.fc1(x).relu())
+
+    ``super().__init__()`` may be left out: ``__new__`` sets the module up before any
+    ``__init__`` runs.
     """
 
     training: bool
+
+    def __new__(cls, *args, **kwargs):
+        # The stores exist before any __init__ runs: a subclass whose __init__ does not call
+        # super().__init__() works all the same (the one place that allows it).
+        module = super().__new__(cls)
+        Module.__init__(module)
+        return module
 
     def __init__(self) -> None:
         # Written into __dict__ directly: our __setattr__ needs these stores to exist.
@@ -170,16 +180,12 @@ class Module:
     # ----- registration --------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         stores = self.__dict__
-        if "_parameters" not in stores and isinstance(value, (Tensor, Module)):
-            Module.__init__(self)  # a subclass that skipped super().__init__(): set up now
-        parameters = stores.get("_parameters")
+        parameters, modules, buffers = stores["_parameters"], stores["_modules"], stores["_buffers"]
         if isinstance(value, Parameter):
-            if parameters is None:
-                raise AttributeError(_BEFORE_INIT.format(what="parameters"))
-            _remove_from(name, stores, self._buffers, self._modules)
+            _remove_from(name, stores, buffers, modules)
             self._non_persistent_buffers.discard(name)
             self.register_parameter(name, value)
-        elif parameters is not None and name in parameters:
+        elif name in parameters:
             if value is not None:
                 raise TypeError(
                     f"cannot assign {type(value).__name__} as parameter '{name}' (a Parameter or "
@@ -187,39 +193,30 @@ class Module:
                     "first to store a plain tensor in its place"
                 )
             self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            _remove_from(name, stores, parameters, buffers)
+            self._non_persistent_buffers.discard(name)
+            modules[name] = value
+        elif name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as sub-module '{name}' (a Module "
+                    "or None is expected)"
+                )
+            modules[name] = value
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as buffer '{name}' (a Tensor or "
+                    "None is expected)"
+                )
+            buffers[name] = value
         else:
-            modules = stores.get("_modules")
-            if isinstance(value, Module):
-                if modules is None:
-                    raise AttributeError(_BEFORE_INIT.format(what="sub-modules"))
-                _remove_from(name, stores, self._parameters, self._buffers)
-                self._non_persistent_buffers.discard(name)
-                modules[name] = value
-            elif modules is not None and name in modules:
-                if value is not None:
-                    raise TypeError(
-                        f"cannot assign {type(value).__name__} as sub-module '{name}' (a Module "
-                        "or None is expected)"
-                    )
-                modules[name] = value
-            else:
-                buffers = stores.get("_buffers")
-                if buffers is not None and name in buffers:
-                    if value is not None and not isinstance(value, Tensor):
-                        raise TypeError(
-                            f"cannot assign {type(value).__name__} as buffer '{name}' (a Tensor or "
-                            "None is expected)"
-                        )
-                    buffers[name] = value
-                else:
-                    object.__setattr__(self, name, value)
+            object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and sub-modules live here.
         stores = self.__dict__
-        if name in _INIT_STORES and "_parameters" not in stores:
-            Module.__init__(self)  # a subclass that skipped super().__init__() and is now used
-            return stores[name]
         for kind in ("_parameters", "_buffers", "_modules"):
             store = stores.get(kind)
             if store is not None and name in store:
@@ -244,8 +241,6 @@ class Module:
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add ``param`` (a Parameter or None) under ``name``; same as ``self.name = param``."""
-        if "_parameters" not in self.__dict__:
-            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._parameters, "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
@@ -257,8 +252,6 @@ class Module:
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a tensor that is part of the module's state but is not trained (running
         statistics, masks...). Persistent buffers are saved in ``state_dict``; moved by ``to``."""
-        if "_buffers" not in self.__dict__:
-            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._buffers, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
@@ -275,8 +268,6 @@ class Module:
         """Add a sub-module under ``name`` (which may be any string without dots, e.g. ``'0'``)."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        if "_modules" not in self.__dict__:
-            Module.__init__(self)  # a subclass that skipped super().__init__()
         _check_name(self, name, self._modules, "module")
         self._modules[name] = module
 
@@ -669,11 +660,11 @@ class Module:
                     help="pass the gradients in parameters() order, as grad() returns them",
                 )
             stepped[id(param)] = param - lr * grad
-        for module in self.modules():
-            entries = module._parameters
-            for name, param in entries.items():
-                if param is not None and id(param) in stepped:
-                    entries[name] = stepped[id(param)]
+        entries = tensor_entries(self)  # a parameter shared by sub-modules: each of its names
+        replace_tensors(entries, {
+            name: stepped[id(store[key])]
+            for name, (store, key) in entries.items() if id(store[key]) in stepped
+        })  # fmt: skip
         return self
 
     # ----- printing ------------------------------------------------------------------------------
@@ -698,22 +689,32 @@ class Module:
 
 
 # ----- helpers -------------------------------------------------------------------------------------
-_INIT_STORES = frozenset(
-    (
-        "training",
-        "_parameters",
-        "_buffers",
-        "_non_persistent_buffers",
-        "_modules",
-        "_forward_pre_hooks",
-        "_forward_hooks",
-        "_child_names",
-    )
-)
-_BEFORE_INIT = (
-    "cannot assign {what} before Module.__init__() has run; call super().__init__() first in "
-    "your module's __init__"
-)
+# ----- tensors replaced by name: functional_call runs with them, update keeps them ----------------
+def tensor_entries(module: Module) -> dict[str, tuple[dict, str]]:
+    """Every parameter and buffer of ``module`` by dotted name -> ``(store, key)``: the dict of
+    the sub-module that holds it, and its key there. A tensor shared by sub-modules is listed
+    under each of its names; empty (None) entries are left out."""
+    entries = {}
+    for prefix, owner in module.named_modules(remove_duplicate=False):
+        for store in (owner._parameters, owner._buffers):
+            for key, value in store.items():
+                if value is not None:
+                    entries[f"{prefix}.{key}" if prefix else key] = (store, key)
+    return entries
+
+
+def replace_tensors(
+    entries: dict[str, tuple[dict, str]], values: Mapping[str, Tensor | None]
+) -> dict[str, Tensor | None]:
+    """Put ``values`` in the named ``entries`` (of ``tensor_entries``): the entries change, no
+    tensor is written to, so a graph through the new values stays intact. Returns what the
+    entries held: ``replace_tensors(entries, returned)`` puts it back."""
+    previous = {}
+    for name, value in values.items():
+        store, key = entries[name]
+        previous[name] = store[key]
+        store[key] = value
+    return previous
 
 
 def _add_hook(hooks: dict, entry: tuple, prepend: bool) -> RemovableHandle:

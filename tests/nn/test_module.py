@@ -487,3 +487,33 @@ def test_module_moves_to_the_gpu_and_back():
     assert net.clone().embed.weight.device.type == "cuda"
     net.cpu()
     assert all(t.device.type == "cpu" for t in [*net.parameters(), *net.buffers()])
+
+
+def test_tensor_entries_name_shared_tensors_under_each_name_and_replace_tensors_swaps_back():
+    from buildingai.nn.module import replace_tensors, tensor_entries
+
+    shared = Linear(2, 2)
+    model = Sequential(shared, shared)
+    entries = tensor_entries(model)
+    assert list(entries) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    new_weight = bai.zeros(2, 2)
+    own = replace_tensors(entries, {"1.weight": new_weight})
+    assert model[1].weight is new_weight  # the entry of the shared layer, under that name
+    replace_tensors(entries, own)
+    assert model[1].weight is own["1.weight"] and isinstance(model[1].weight, Parameter)
+
+
+def test_a_module_that_skips_super_init_copies():
+    import copy
+
+    class Forgetful(Module):
+        def __init__(self):
+            self.fc = Linear(2, 1)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    model = Forgetful()
+    for twin in (copy.deepcopy(model), model.clone()):
+        assert [name for name, _ in twin.named_parameters()] == ["fc.weight", "fc.bias"]
+        np.testing.assert_array_equal(twin(bai.ones(3, 2)).numpy(), model(bai.ones(3, 2)).numpy())
