@@ -9,13 +9,8 @@ finite even there, where the chain rule through a clamped log would give 0 or na
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.row_reduce import row_sum
-from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import ArgumentError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost, total
 from .base import Op
@@ -101,44 +96,27 @@ class CrossEntropy(Op):
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
         valid = target != ignore_index
-        all_valid = bool(valid.all())
-        safe = xp.expand_dims(target if all_valid else xp.where(valid, target, 0), axis)
-        rows = None
-        if x.dtype == np.float32 and x.size:
-            probs = xp.empty_like(x)
-            peak, log_total = xp.empty(safe.shape, x.dtype), xp.empty(safe.shape, x.dtype)
-            rows = trailing_rows((axis,), x, probs, peak, log_total)
-        if rows is not None:  # classes along the last axis: one pass over each row
-            split_rows(xp, _cross_entropy_rows, *rows)
-            picked = _at_targets(xp, x, safe, axis) - peak - log_total
+        index = xp.expand_dims(xp.where(valid, target, 0), axis)  # ignored samples: class 0
+        shifted = x - x.max(axis=axis, keepdims=True)  # every exponential is at most 1
+        probs = xp.exp(shifted)
+        total = probs.sum(axis=axis, keepdims=True)  # at least 1: its log is finite
+        probs /= total  # softmax(x), kept for the gradient
+        log_probs = xp.take_along_axis(shifted, index, axis=axis) - xp.log(total)
+        return self.weighted_losses(
+            ctx, xp, log_probs, probs, index, valid, weight, axis=axis, reduction=reduction
+        )
+
+    def weighted_losses(self, ctx, xp, log_probs, probs, index, valid, weight, *, axis, reduction):
+        """The losses ``-log_probs`` (log_softmax at the targets: x's shape with 1 along
+        ``axis``) weighted and reduced; keeps on ``ctx`` what backward reads: the softmax
+        ``probs``, the target ``index`` and each sample's share of the result, ``scale``."""
+        dtype = probs.dtype
+        if weight is None:  # the weight of each sample: 0 where ignored
+            scale = valid.astype(dtype)
         else:
-            shifted = x - x.max(axis=axis, keepdims=True)
-            probs = xp.exp(shifted)
-            total = probs.sum(axis=axis, keepdims=True)
-            probs /= total
-            picked = _at_targets(xp, shifted, safe, axis) - xp.log(total)
-        if weight is None and all_valid:
-            # every sample counts once: the common case, without the masks below
-            count = target.size
-            losses = -picked.squeeze(axis)
-            if reduction == "none":
-                out, share = losses, 1.0
-            elif reduction == "sum":
-                out, share = losses.sum(), 1.0
-            elif count:
-                out, share = losses.sum() / x.dtype.type(count), 1.0 / count
-            else:  # the mean of nothing
-                out, share = x.dtype.type("nan"), 1.0
-            scale = xp.full(target.shape, share, dtype=x.dtype)
-            ctx.probs, ctx.index, ctx.scale = probs, safe, scale
-            return xp.asarray(out, dtype=x.dtype)
-        # the weight of each sample: 0 where ignored
-        if weight is None:
-            scale = valid.astype(x.dtype)
-        else:
-            scale = xp.where(valid, weight.astype(x.dtype, copy=False)[safe.squeeze(axis)], 0)
-            scale = scale.astype(x.dtype, copy=False)
-        losses = picked.squeeze(axis) * -scale
+            scale = xp.where(valid, weight.astype(dtype, copy=False)[index.squeeze(axis)], 0)
+            scale = scale.astype(dtype, copy=False)
+        losses = log_probs.squeeze(axis) * -scale
         if reduction == "none":
             out = losses
         else:
@@ -148,9 +126,9 @@ class CrossEntropy(Op):
                 with xp.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
                     out = out / normalizer
                     # ignored samples get no gradient even then (as with the composite form)
-                    scale = xp.where(valid, scale / normalizer, 0).astype(x.dtype, copy=False)
-        ctx.probs, ctx.index, ctx.scale = probs, safe, scale
-        return xp.asarray(out, dtype=x.dtype)
+                    scale = xp.where(valid, scale / normalizer, 0).astype(dtype, copy=False)
+        ctx.probs, ctx.index, ctx.scale = probs, index, scale
+        return xp.asarray(out, dtype=dtype)
 
     def infer(self, x, target, weight=None, *, axis, ignore_index, reduction):
         expected = tuple(extent for k, extent in enumerate(x.shape) if k != axis % x.ndim)
@@ -224,21 +202,9 @@ class CrossEntropyGrad(Op):
 
     def forward(self, ctx, xp, grad, x, probs, scale, *, index, axis):
         coefficient = xp.expand_dims(grad * scale, axis)  # x's shape with 1 along the axis
-        out = None
-        if probs.dtype == coefficient.dtype == np.float32 and probs.ndim == 2 and axis == 1:
-            out = xp.empty_like(probs)
-            rows = trailing_rows((axis,), probs, coefficient, out)
-            if rows is not None:  # (N, C), N >= 2: rows split across threads
-                split_rows(xp, _scale_rows, *rows)
-            else:
-                out = None
-        if out is None:
-            out = probs * coefficient
-        if out.ndim == 2 and axis == 1:  # (N, C): one fancy-indexed subtraction
-            out[_row_numbers(xp, out.shape[0]), index[:, 0]] -= coefficient[:, 0]
-            return out
+        out = probs * coefficient
         at_target = xp.take_along_axis(out, index, axis=axis)
-        at_target -= coefficient
+        at_target -= coefficient  # the one-hot part, at each sample's target class
         xp.put_along_axis(out, index, at_target, axis=axis)
         return out
 
@@ -270,42 +236,3 @@ class CrossEntropyGrad(Op):
 
 
 CROSS_ENTROPY, CROSS_ENTROPY_GRAD = CrossEntropy(), CrossEntropyGrad()
-
-
-@compiled_twin("rows.cross_entropy_rows")
-def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
-    """For rows of logits x (rows, C): probs = softmax(x), and per row (rows, 1) the maximum
-    ``peak`` and ``log_total = log(sum(exp(x - peak)))``, so log_softmax(x) = x - peak -
-    log_total."""
-    xp.max(x, axis=1, keepdims=True, out=peak)
-    xp.subtract(x, peak, out=probs)
-    xp.exp(probs, out=probs)
-    total = row_sum(xp, probs)
-    probs /= total
-    xp.log(total, out=log_total)
-
-
-@compiled_twin("rows.scale_rows")
-def _scale_rows(xp, a, coefficient, out) -> None:
-    """out = a * coefficient for rows a (rows, n) and coefficient (rows, 1)."""
-    xp.multiply(a, coefficient, out=out)
-
-
-def _at_targets(xp, array, index, axis: int):
-    """``take_along_axis(array, index, axis)``; (N, C) along 1 as one fancy index (NumPy's
-    take_along_axis builds its index grids in Python)."""
-    if array.ndim == 2 and axis == 1:
-        return array[_row_numbers(xp, array.shape[0]), index[:, 0]][:, None]
-    return xp.take_along_axis(array, index, axis=axis)
-
-
-def _row_numbers(xp, count: int):
-    """0, 1, ..., count - 1 (cached for NumPy: the same few batch sizes recur every step)."""
-    return _numpy_rows(count) if xp is np else xp.arange(count)
-
-
-@functools.lru_cache(maxsize=16)
-def _numpy_rows(count: int) -> np.ndarray:
-    rows = np.arange(count)
-    rows.flags.writeable = False
-    return rows

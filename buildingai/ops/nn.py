@@ -2,19 +2,14 @@
 
 These are fat primitives: each is one op (one dispatch, one pass over memory where possible)
 instead of a chain of small ones, because they sit on every training step's hot path. Their
-backward rules are still written with differentiable Tensor ops.
+backward rules are still written with differentiable Tensor ops; the gradients of softmax and
+log_softmax are ops of their own (``softmax_grad``, ``log_softmax_grad``), one dispatch each.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..accel.kernels import compiled
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.row_reduce import row_dot, row_sum
-from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import DTypeError, IndexingError, ShapeError
 from .abstract import ValueSpec, bytes_of, memory_cost
 from .base import Op
@@ -26,6 +21,13 @@ def _check_floating(name: str, x) -> None:
             f"[{name}] expects a floating-point tensor, got {x.dtype} of shape {tuple(x.shape)}",
             help="convert first, e.g. x.astype('float32')",
         )
+
+
+def _shifted(xp, x, axis: int):
+    """``x - max(x)`` along ``axis``: every exponential of it is at most exp(0) = 1, so none
+    overflows, and the sum of them is at least 1."""
+    with xp.errstate(invalid="ignore"):  # a row of -inf only: -inf - (-inf) is nan, as in PyTorch
+        return x - x.max(axis=axis, keepdims=True)
 
 
 class Softmax(Op):
@@ -48,22 +50,9 @@ class Softmax(Op):
     def forward(self, ctx, xp, x, *, axis):
         if x.size == 0:
             return xp.empty_like(x)
-        out = xp.empty_like(x)
-        rows = trailing_rows((axis,), x, out)
-        if rows is None:
-            _softmax_kernel(xp, x, out, axis=axis)
-        elif (
-            xp is np
-            and x.dtype in _SHARED_SHIFT_FLOOR
-            and not compiled.takes(_softmax_kernel, rows)
-        ):
-            # independent rows: split across threads (a twin takes each row's own maximum in
-            # cache instead, with no shared shift to compute first)
-            kernel = functools.partial(_softmax_rows_shifted, shift=x.max())
-            split_rows(xp, kernel, *rows)
-        else:
-            split_rows(xp, _softmax_kernel, *rows)
-        return out
+        exps = xp.exp(_shifted(xp, x, axis))
+        exps /= exps.sum(axis=axis, keepdims=True)
+        return exps
 
     def backward(self, ctx, grad):
         return (SOFTMAX_GRAD(grad, ctx.output, axis=ctx.attrs["axis"]),)
@@ -72,65 +61,9 @@ class Softmax(Op):
         emit.node("Softmax", inputs, output, axis=int(attrs["axis"]))
 
 
-@compiled_twin("rows.softmax_rows")
-def _softmax_kernel(xp, x, out, axis=-1):
-    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
-    xp.exp(out, out=out)
-    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
-    out /= row_sum(xp, out) if rows else out.sum(axis=axis, keepdims=True)
-
-
-@compiled_twin("rows.softmax_rows_shifted", params=("shift",))
-def _softmax_rows_shifted(xp, x, out, *, shift):
-    """Softmax of the rows of x (rows, n) shifted by ``shift``, the maximum of the whole input,
-    instead of each row's own: a contiguous subtraction of a scalar instead of a per-row maximum
-    and a broadcast one.
-
-    exp(x - shift) keeps its full relative precision while it stays a normal number, and a
-    row's sum is at least its largest term, so a sum at or above tiny / eps means every term
-    that can matter to that row was computed exactly. Rows below that (far under the input's
-    maximum), or with inf or nan, are computed with their own maximum. Each
-    row's result depends on the shift and its own values only, so it does not change with how
-    rows are split across threads.
-    """
-    if not np.isfinite(shift):  # an inf or nan somewhere: every row with its own maximum
-        with np.errstate(invalid="ignore"):  # inf - inf: the row is nan, as in PyTorch
-            _softmax_kernel(xp, x, out)
-        return
-    xp.subtract(x, shift, out=out)
-    xp.exp(out, out=out)
-    sums = row_sum(xp, out)
-    redo = ~(sums[:, 0] >= _SHARED_SHIFT_FLOOR[x.dtype])
-    if redo.any():
-        again = x[redo]
-        with np.errstate(invalid="ignore"):  # -inf - (-inf) in fully masked rows: nan
-            _softmax_kernel(xp, again, again)
-        out[redo] = again
-        sums[redo] = 1
-    out /= sums
-
-
-# the smallest row sum for which a shared shift loses no precision: tiny / eps of the dtype
-_SHARED_SHIFT_FLOOR = {
-    np.dtype(kind): np.finfo(kind).tiny / np.finfo(kind).eps for kind in ("float32", "float64")
-}
-
-
-@compiled_twin("rows.softmax_grad_rows")
-def _softmax_grad_kernel(xp, grad, out, result, axis=-1):
-    if out.ndim == 2 and axis in (-1, 1):
-        projection = row_dot(xp, grad, out)
-    else:
-        xp.multiply(grad, out, out=result)
-        projection = result.sum(axis=axis, keepdims=True)
-    xp.subtract(grad, projection, out=result)
-    result *= out
-
-
 class _RowGradient(Op):
-    """What softmax_grad and log_softmax_grad share: (g, out) -> an array of out's shape made
-    row by row along ``axis`` by the class's ``row_kernel(xp, grad, out, result, axis)``, split
-    across threads when the rows are contiguous."""
+    """What softmax_grad and log_softmax_grad share: (g, out) -> an array of out's shape, made
+    along ``axis`` from the upstream gradient g and the forward's output."""
 
     save_inputs = True
 
@@ -140,21 +73,10 @@ class _RowGradient(Op):
     def cost(self, grad, out, *, axis):
         return memory_cost((grad, out), self.infer(grad, out, axis=axis), 4)  # 4 per element
 
-    def forward(self, ctx, xp, grad, out, *, axis):
-        if grad.shape != out.shape:
-            grad = xp.broadcast_to(grad, out.shape)
-        result = xp.empty(out.shape, xp.result_type(grad, out))
-        rows = trailing_rows((axis,), grad, out, result)
-        if rows is None:
-            self.row_kernel(xp, grad, out, result, axis=axis)
-        else:
-            split_rows(xp, self.row_kernel, *rows)
-        return result
-
 
 class SoftmaxGrad(_RowGradient):
     """The gradient of ``softmax`` given its output: ``out * (g - sum(g * out))`` along
-    ``axis``; one op (split across threads for large inputs) instead of four.
+    ``axis``; one op instead of four.
 
     Inputs: g (upstream gradient) and out (the softmax output, one shape). Its Jacobian in g is
     symmetric, so the gradient there is this op again; the gradient in ``out`` is
@@ -162,7 +84,10 @@ class SoftmaxGrad(_RowGradient):
     """
 
     name = "softmax_grad"
-    row_kernel = staticmethod(_softmax_grad_kernel)  # g*out, sum, -, *
+
+    def forward(self, ctx, xp, grad, out, *, axis):
+        projection = (grad * out).sum(axis=axis, keepdims=True)  # g's component along out
+        return (grad - projection) * out
 
     def backward(self, ctx, grad_of_result):
         grad, out = ctx.inputs
@@ -196,17 +121,9 @@ class LogSoftmax(Op):
     def forward(self, ctx, xp, x, *, axis):
         if x.size == 0:
             return xp.empty_like(x)
-        if x.dtype == np.float32:
-            out = xp.empty_like(x)
-            rows = trailing_rows((axis,), x, out)
-            if rows is not None:  # the last axis of a contiguous input: rows split across threads
-                split_rows(xp, _log_softmax_kernel, *rows)
-                return out
-        shifted = x - x.max(axis=axis, keepdims=True)
-        # exp of the shifted values: the largest term is exp(0) = 1, so the sum is >= 1 and its
-        # log is finite
-        log_sum = xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
-        shifted -= log_sum
+        shifted = _shifted(xp, x, axis)
+        # the sum is >= 1 (its largest term is exp(0)), so its log is finite
+        shifted -= xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
         return shifted
 
     def backward(self, ctx, grad):
@@ -216,35 +133,20 @@ class LogSoftmax(Op):
         emit.node("LogSoftmax", inputs, output, axis=int(attrs["axis"]))
 
 
-@compiled_twin("rows.log_softmax_rows")
-def _log_softmax_kernel(xp, x, out):
-    """log_softmax of the rows of x (rows, n) into out: x - max - log(sum(exp(x - max)))."""
-    xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
-    # the largest term is exp(0) = 1: the sum is >= 1 and its log finite (nan rows stay nan)
-    with np.errstate(invalid="ignore"):  # -inf - (-inf) in rows of -inf only: nan
-        out -= xp.log(row_sum(xp, xp.exp(out)))
-
-
-@compiled_twin("rows.log_softmax_grad_rows")
-def _log_softmax_grad_kernel(xp, grad, out, result, axis=-1):
-    """``grad - exp(out) * sum(grad)`` along ``axis`` into result."""
-    rows = out.ndim == 2 and axis in (-1, 1)  # split_rows' (rows, n) blocks: einsum sums
-    total = row_sum(xp, grad) if rows else grad.sum(axis=axis, keepdims=True)
-    xp.exp(out, out=result)
-    result *= total
-    xp.subtract(grad, result, out=result)
-
-
 class LogSoftmaxGrad(_RowGradient):
     """The gradient of ``log_softmax`` given its output: ``g - exp(out) * sum(g)`` along
-    ``axis``; one op (split across threads for large inputs) instead of four.
+    ``axis``; one op instead of four.
 
     Inputs: g (upstream gradient) and out (the log_softmax output, one shape). Its gradient in g
     is ``G - sum(G * exp(out))``, in out ``-G * exp(out) * sum(g)``, written with Tensor ops.
     """
 
     name = "log_softmax_grad"
-    row_kernel = staticmethod(_log_softmax_grad_kernel)  # sum, exp, *, -
+
+    def forward(self, ctx, xp, grad, out, *, axis):
+        if grad.shape != out.shape:  # a broadcast gradient sums as the full one it stands for
+            grad = xp.broadcast_to(grad, out.shape)
+        return grad - xp.exp(out) * grad.sum(axis=axis, keepdims=True)
 
     def backward(self, ctx, grad_of_result):
         grad, out = ctx.inputs

@@ -3,10 +3,10 @@ adjoint ``standardize_grad``.
 
 Layer, group and batch normalisation all reduce to ``(x - mean) / sqrt(var + eps)`` over some
 axes followed by a per-feature affine map. Written with mean/var/sub/mul/rsqrt the normalisation
-costs about eight ops forward and twice as many backward; as one primitive it is one dispatch and
-five passes over memory forward, and one dispatch backward. Layer normalisation with an affine
-map is its own op (``ops/layer_norm.py``) built on these kernels;
-batch and group normalisation keep the composite ``xhat * w + b``.
+costs about eight ops forward and twice as many backward; as one primitive it is one dispatch
+forward and one backward. Layer normalisation with an affine map is its own op
+(``ops/layer_norm.py``) built on these; batch and group normalisation keep the composite
+``xhat * w + b``.
 
 The backward rule calls ``standardize_grad``, whose own backward is written with differentiable
 Tensor ops (and ``standardize_grad`` again), so derivatives of any order are exact.
@@ -14,13 +14,8 @@ Tensor ops (and ``standardize_grad`` again), so derivatives of any order are exa
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.row_reduce import row_dot, row_sum
-from ..accel.kernels.split import split_rows, trailing_rows
 from ..errors import DTypeError
 from .abstract import memory_cost
 from .base import Op
@@ -60,14 +55,6 @@ class Standardize(Op):
         if x.size == 0:
             ctx.rstd = xp.empty(kept_shape(x.shape, axes), dtype=work.dtype)
             return xp.empty_like(x)
-        if work is x:  # trailing axes (layer norm) of a large input: rows split across threads
-            out = xp.empty_like(x)
-            rstd = xp.empty(kept_shape(x.shape, axes), dtype=x.dtype)
-            rows = trailing_rows(axes, x, out, rstd)
-            if rows is not None:
-                split_rows(xp, functools.partial(_standardize_rows, eps=eps), *rows)
-                ctx.rstd = rstd
-                return out
         centered = work - work.mean(axis=axes, keepdims=True)
         variance = xp.square(centered).mean(axis=axes, keepdims=True)
         variance += work.dtype.type(eps)
@@ -114,12 +101,6 @@ class StandardizeGrad(Op):
         if g.size == 0:
             return xp.zeros_like(x)
         dtype = _compute_dtype(g.dtype)
-        if dtype == g.dtype == xhat.dtype == rstd.dtype == x.dtype and g.shape == xhat.shape:
-            out = xp.empty_like(g)
-            rows = trailing_rows(axes, g, xhat, rstd, out)
-            if rows is not None:  # large layer-norm gradients: rows split across threads
-                split_rows(xp, _standardize_grad_rows, *rows)
-                return out
         g = g.astype(dtype, copy=False)
         xhat = xhat.astype(dtype, copy=False)
         projection = (g * xhat).mean(axis=axes, keepdims=True)
@@ -138,38 +119,23 @@ class StandardizeGrad(Op):
     def backward(self, ctx, grad):
         g, x, xhat, rstd = ctx.inputs
         axes, eps = ctx.attrs["axes"], ctx.attrs["eps"]
-        # rstd as a function of x: d rstd / dx = -rstd^2 * xhat / N
-        r = (x.var(axis=axes, correction=0, keepdims=True) + eps).rsqrt()
-        grad_g = STANDARDIZE_GRAD(grad, x, xhat, rstd, axes=axes, eps=eps)
-        grad_xhat = -r * (
-            grad * (g * xhat).mean(axis=axes, keepdims=True)
-            + g * (grad * xhat).mean(axis=axes, keepdims=True)
-        )
-        grad_x = -r * (grad * ctx.output).mean(axis=axes, keepdims=True) * xhat
-        return grad_g, grad_x, grad_xhat, None
+        grads = standardize_grad_vjp(grad, g, x, xhat, rstd, ctx.output, axes=axes, eps=eps)
+        return (*grads, None)
 
 
-@compiled_twin("rows.standardize_rows", params=("eps",))
-def _standardize_rows(xp, x, out, rstd, *, eps):
-    """Standardize each row of x (rows, features) into out; rstd (rows, 1) receives
-    1 / sqrt(var + eps)."""
-    scale = x.dtype.type(1 / x.shape[1])
-    xp.subtract(x, row_sum(xp, x) * scale, out=out)
-    variance = row_dot(xp, out, out) * scale
-    variance += x.dtype.type(eps)
-    xp.sqrt(variance, out=variance)
-    xp.reciprocal(variance, out=rstd)
-    out *= rstd
-
-
-@compiled_twin("rows.standardize_grad_rows")
-def _standardize_grad_rows(xp, g, xhat, rstd, out):
-    """``rstd * (g - mean(g) - xhat * mean(g * xhat))`` per row of (rows, features) arrays."""
-    scale = g.dtype.type(1 / g.shape[1])
-    projection = row_dot(xp, g, xhat) * scale
-    xp.subtract(g, row_sum(xp, g) * scale, out=out)
-    out -= xhat * projection
-    out *= rstd
+def standardize_grad_vjp(grad, g, x, xhat, rstd, dx, *, axes, eps) -> tuple:
+    """The gradients of ``dx = standardize_grad(g, x, xhat, rstd)`` given ``grad`` (dx's
+    upstream gradient): in g, in x through rstd, and in xhat, as Tensors that are
+    differentiable again. ``layer_norm``'s gradient records chain the last into x themselves."""
+    # rstd as a function of x: d rstd / dx = -rstd^2 * xhat / N
+    r = (x.var(axis=axes, correction=0, keepdims=True) + eps).rsqrt()
+    grad_g = STANDARDIZE_GRAD(grad, x, xhat, rstd, axes=axes, eps=eps)
+    grad_xhat = -r * (
+        grad * (g * xhat).mean(axis=axes, keepdims=True)
+        + g * (grad * xhat).mean(axis=axes, keepdims=True)
+    )
+    grad_x = -r * (grad * dx).mean(axis=axes, keepdims=True) * xhat
+    return grad_g, grad_x, grad_xhat
 
 
 STANDARDIZE, STANDARDIZE_GRAD = Standardize(), StandardizeGrad()

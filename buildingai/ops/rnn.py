@@ -4,27 +4,32 @@ Composed from primitives, an LSTM step costs about fifteen dispatched ops forwar
 backward, and the gradient of every per-step slice of the input gates is a full-size tensor;
 at the sizes of a recurrent step that overhead, not arithmetic, sets the speed. This op runs
 the loop on backend arrays and writes its backward (back-propagation through time) with
-Tensor ops: the recurrent-weight gradient becomes one GEMM over all steps, and the gate
-gradients are stacked once. When a graph of the backward is requested (second derivatives),
-the activations are recomputed from the inputs with Tensor ops, so that every saved value
-depends on the inputs in the graph. ``nn.functional.rnn`` builds LSTM layers on it.
+Tensor ops: the recurrent-weight gradient becomes one product over all steps, and the gate
+gradients are stacked once. The backward reads the forward's gate activations through
+``lstm_activations``, which ties them to the inputs they were computed from, so the same rule
+gives first derivatives and, recorded, derivatives of every higher order.
+``nn.functional.rnn`` builds LSTM layers on it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend.threads import blas_called
 from ..errors import ShapeError
-from .abstract import ValueSpec, bytes_of
+from .abstract import ValueSpec, bytes_of, memory_cost
 from .base import Op
 from .shape import CONCATENATE
-from .special import sigmoid_array
 
 
 def _concatenate(tensors: list, axis: int = 0):
     """Tensors joined along an existing axis, through dispatch."""
     return CONCATENATE(*tensors, axis=axis)
+
+
+def _sigmoid(xp, x):
+    """1 / (1 + exp(-x)); 0 where exp(-x) overflows, as in PyTorch."""
+    with xp.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-x))
 
 
 def _stack(tensors: list):
@@ -52,14 +57,12 @@ class LSTMRecurrence(Op):
         w_hh_t = w_hh.T
         h, c = h0, c0
         for t in range(length - 1, -1, -1) if reverse else range(length):
-            pre = h @ w_hh_t
-            blas_called()
-            pre += gates_x[t]
+            pre = h @ w_hh_t + gates_x[t]
             if b_hh is not None:
                 pre += b_hh
             act = acts[t]
-            act[...] = sigmoid_array(xp, pre)
-            act[:, 2 * size : 3 * size] = xp.tanh(pre[:, 2 * size : 3 * size])
+            act[...] = _sigmoid(xp, pre)  # the input, forget and output gates
+            act[:, 2 * size : 3 * size] = xp.tanh(pre[:, 2 * size : 3 * size])  # the cell input
             c = act[:, size : 2 * size] * c + act[:, :size] * act[:, 2 * size : 3 * size]
             h = act[:, 3 * size :] * xp.tanh(c)
             out[t, :, :size] = h
@@ -96,17 +99,14 @@ class LSTMRecurrence(Op):
 
     def backward(self, ctx, grad):
         gates_x, h0, c0, w_hh = ctx.inputs[:4]
+        bias = ctx.inputs[4:]
         reverse = ctx.attrs["reverse"]
         size = h0.shape[-1]
-        if ctx.create_graph:
-            # A graph of this backward is being recorded: recompute the activations from the
-            # inputs, so that second derivatives see how they depend on them.
-            acts, hs, cs = _recompute(ctx.inputs, reverse)
-        else:
-            out = ctx.out_data
-            acts = ctx.tensor(ctx.acts)
-            hs, cs = ctx.tensor(out[..., :size]), ctx.tensor(out[..., size:])
-        return _backpropagate_through_time(grad, ctx.inputs, acts, hs, cs, reverse)
+        out = ctx.output  # [h_t, c_t], tied to this node: its dependence on the inputs counts
+        hs, cs = out[..., :size], out[..., size:]
+        h_prev, c_prev = _previous(hs, h0, reverse), _previous(cs, c0, reverse)
+        acts = LSTM_ACTIVATIONS(ctx.tensor(ctx.acts), gates_x, h_prev, w_hh, *bias)
+        return _backpropagate_through_time(grad, ctx.inputs, acts, cs, h_prev, c_prev, reverse)
 
     def to_onnx(self, emit, inputs, output, attrs):
         # ONNX's LSTM returns the cell state of the last step only, while this op returns every
@@ -133,7 +133,54 @@ class LSTMRecurrence(Op):
         emit.ranks[output] = 3
 
 
-LSTM_RECURRENCE = LSTMRecurrence()
+class LSTMActivations(Op):
+    """The gate activations of an LSTM at every step, i, f, g, o =
+    sigmoid, sigmoid, tanh, sigmoid of ``pre = gates_x + h_prev @ w_hh^T + b_hh``, given as the
+    values ``lstm_recurrence``'s forward computed.
+
+    Inputs: acts (L, N, 4H), the activations kept by the forward (a value); gates_x (L, N, 4H);
+    h_prev (L, N, H), the state before each step; w_hh (4H, H); b_hh (4H,) optional -> acts.
+    The output is ``acts`` itself; the backward is that of the formula, written with Tensor ops
+    on the output (sigmoid' = a (1 - a), tanh' = 1 - a^2), so second derivatives of the
+    recurrence see how the activations depend on its inputs.
+    """
+
+    name = "lstm_activations"
+    save_inputs, save_output = True, True
+
+    def forward(self, ctx, xp, acts, gates_x, h_prev, w_hh, b_hh=None):
+        return acts
+
+    def infer(self, acts, gates_x, h_prev, w_hh, b_hh=None):
+        return acts
+
+    def cost(self, acts, gates_x, h_prev, w_hh, b_hh=None):
+        return memory_cost((acts,), acts)  # the values are the forward's: nothing is computed
+
+    def backward(self, ctx, grad):
+        _, gates_x, h_prev, w_hh = ctx.inputs[:4]
+        acts = ctx.output
+        length, batch, gate_size = acts.shape
+        size = gate_size // 4
+        slope = acts * (1 - acts)  # sigmoid's derivative, in terms of its output
+        cell_input = acts[..., 2 * size : 3 * size]
+        slope = _concatenate(
+            [slope[..., : 2 * size], 1 - cell_input * cell_input, slope[..., 3 * size :]], axis=2
+        )
+        grad_pre = grad * slope  # (L, N, 4H)
+        flat_pre = grad_pre.reshape(length * batch, gate_size)
+        grads = [
+            None,
+            grad_pre,
+            grad_pre @ w_hh,
+            flat_pre.T @ h_prev.reshape(length * batch, size),
+        ]
+        if len(ctx.inputs) > 4:
+            grads.append(flat_pre.sum(axis=0))
+        return tuple(grads)
+
+
+LSTM_RECURRENCE, LSTM_ACTIVATIONS = LSTMRecurrence(), LSTMActivations()
 
 
 def _scan_body(emit, w_hh_t: str, b_hh: str | None, size: int, dtype):
@@ -188,38 +235,22 @@ _STEP_VALUES = (
 )  # fmt: skip
 
 
-def _recompute(inputs: tuple, reverse: bool) -> tuple:
-    """The forward loop in Tensor ops: activations (L, N, 4H), h and c (L, N, H)."""
-    gates_x, h, c, w_hh = inputs[:4]
-    b_hh = inputs[4] if len(inputs) > 4 else None
-    size = h.shape[-1]
-    length = gates_x.shape[0]
-    order = range(length - 1, -1, -1) if reverse else range(length)
-    acts, hs, cs = [None] * length, [None] * length, [None] * length
-    for t in order:
-        pre = (h @ w_hh.T if b_hh is None else h @ w_hh.T + b_hh) + gates_x[t]
-        sig = pre.sigmoid()
-        act = _concatenate(
-            [sig[:, : 2 * size], pre[:, 2 * size : 3 * size].tanh(), sig[:, 3 * size :]], axis=1
-        )
-        c = act[:, size : 2 * size] * c + act[:, :size] * act[:, 2 * size : 3 * size]
-        h = act[:, 3 * size :] * c.tanh()
-        acts[t], hs[t], cs[t] = act, h, c
-    return _stack(acts), _stack(hs), _stack(cs)
+def _previous(states, initial, reverse: bool):
+    """h_{t-1} (or c_{t-1}) at every step t, in input order: the initial state at the first
+    step processed, the state of the step processed before it elsewhere."""
+    if reverse:
+        return _concatenate([states[1:], initial.unsqueeze(0)])
+    return _concatenate([initial.unsqueeze(0), states[:-1]])
 
 
-def _backpropagate_through_time(grad, inputs: tuple, acts, hs, cs, reverse: bool) -> tuple:
-    """Gradients of (gates_x, h0, c0, w_hh[, b_hh]) from grad (L, N, 2H) of [h_t, c_t]."""
+def _backpropagate_through_time(
+    grad, inputs: tuple, acts, cs, h_prev, c_prev, reverse: bool
+) -> tuple:
+    """Gradients of (gates_x, h0, c0, w_hh[, b_hh]) from grad (L, N, 2H) of [h_t, c_t], given
+    the gate activations (L, N, 4H), the cell states and the states before each step."""
     gates_x, h0, c0, w_hh = inputs[:4]
     size = h0.shape[-1]
     length = gates_x.shape[0]
-    # c_{t-1} and h_{t-1} in processing order: the initial state, then the steps before.
-    if reverse:
-        c_prev = _concatenate([cs[1:], c0.unsqueeze(0)])
-        h_prev = _concatenate([hs[1:], h0.unsqueeze(0)])
-    else:
-        c_prev = _concatenate([c0.unsqueeze(0), cs[:-1]])
-        h_prev = _concatenate([h0.unsqueeze(0), hs[:-1]])
     i, f, g, o = (acts[..., k * size : (k + 1) * size] for k in range(4))
     tanh_c = cs.tanh()
     # Everything that does not depend on the incoming gradient, for all steps at once:

@@ -202,20 +202,37 @@ CASES = {
     ),
     "layer_norm_input_grad": (
         layer_norm.LAYER_NORM_INPUT_GRAD,
-        (floats(BATCH, 3, 4), floats(4), floats(BATCH, 3, 4), floats(BATCH, 3, 1)),
-        {"axes": (2,)},
+        (
+            floats(BATCH, 3, 4),
+            floats(BATCH, 3, 4),
+            floats(4),
+            floats(BATCH, 3, 4),
+            floats(BATCH, 3, 1),
+        ),
+        {"axes": (2,), "eps": 1e-5},
         True,
     ),
     "layer_norm_weight_grad": (
         layer_norm.LAYER_NORM_WEIGHT_GRAD,
-        (floats(BATCH, 3, 4, dtype=F64), floats(BATCH, 3, 4)),
-        {"axes": (1, 2)},
+        (
+            floats(BATCH, 3, 4, dtype=F64),
+            floats(BATCH, 3, 4),
+            floats(BATCH, 3, 4),
+            floats(BATCH, 1, 1),
+        ),
+        {"axes": (1, 2), "eps": 1e-5},
         True,
     ),
     "lstm_recurrence": (
         rnn.LSTM_RECURRENCE,
         (floats(3, BATCH, 8), floats(BATCH, 2), floats(BATCH, 2), floats(8, 2), floats(8)),
         {"reverse": False},
+        True,
+    ),
+    "lstm_activations": (
+        rnn.LSTM_ACTIVATIONS,
+        (floats(3, BATCH, 8), floats(3, BATCH, 8), floats(3, BATCH, 2), floats(8, 2), floats(8)),
+        {},
         True,
     ),
 }
@@ -358,6 +375,7 @@ def test_all_ops_lists_the_fused_lstm_and_the_gradient_records():
     names = {op.name for op in bai.ops.all_ops()}
     assert {
         "lstm_recurrence",
+        "lstm_activations",
         "layer_norm_input_grad",
         "layer_norm_weight_grad",
         "max_pool2d_choice",

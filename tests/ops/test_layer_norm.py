@@ -1,6 +1,7 @@
-"""layer_norm's first-order backward runs through dispatch: its gradient ops
-(``layer_norm_input_grad``, ``layer_norm_weight_grad``, ``sum``) are seen by interceptors, and
-their results equal PyTorch's in float64, on the fused row layout and on the general one."""
+"""layer_norm's backward runs through dispatch: its gradient ops (``layer_norm_input_grad``,
+``layer_norm_weight_grad``, ``sum``) are seen by dispatch modes, and their results equal PyTorch's
+in float64, on the row layout and on the general one. First and higher derivatives take the same
+gradient records, whose own backward gives second derivatives equal to PyTorch's."""
 
 from __future__ import annotations
 
@@ -94,12 +95,41 @@ def test_gradient_ops_infer_and_cost():
     f32 = np.dtype(np.float32)
     grad, xhat = ValueSpec((4, 3, 8), f32), ValueSpec((4, 3, 8), f32)
     weight, rstd = ValueSpec((8,), f32), ValueSpec((4, 3, 1), f32)
-    assert LAYER_NORM_INPUT_GRAD.infer(grad, weight, xhat, rstd, axes=(2,)) == xhat
-    assert LAYER_NORM_WEIGHT_GRAD.infer(grad, xhat, axes=(2,)) == ValueSpec((8,), f32)
-    assert LAYER_NORM_WEIGHT_GRAD.infer(grad, xhat, axes=(1, 2)) == ValueSpec((3, 8), f32)
-    flops, read, written = LAYER_NORM_WEIGHT_GRAD.cost(grad, xhat, axes=(2,))
+    attrs = {"axes": (2,), "eps": 1e-5}
+    assert LAYER_NORM_INPUT_GRAD.infer(grad, xhat, weight, xhat, rstd, **attrs) == xhat
+    assert LAYER_NORM_WEIGHT_GRAD.infer(grad, xhat, xhat, rstd, **attrs) == ValueSpec((8,), f32)
+    two_axes = {"axes": (1, 2), "eps": 1e-5}
+    assert LAYER_NORM_WEIGHT_GRAD.infer(grad, xhat, xhat, rstd, **two_axes) == ValueSpec(
+        (3, 8), f32
+    )
+    flops, read, written = LAYER_NORM_WEIGHT_GRAD.cost(grad, xhat, xhat, rstd, **attrs)
     assert (flops, read, written) == (2 * 96, 2 * 96 * 4, 8 * 4)
-    assert not LAYER_NORM_INPUT_GRAD.differentiable and not LAYER_NORM_WEIGHT_GRAD.differentiable
+    assert LAYER_NORM_INPUT_GRAD.differentiable and LAYER_NORM_WEIGHT_GRAD.differentiable
+
+
+@pytest.mark.parametrize(
+    "shape, normalized", [((4, 6, 8), (8,)), ((3, 4, 5), (4, 5))], ids=["rows", "two-axes"]
+)
+def test_second_derivatives_take_the_same_gradient_records(shape, normalized):
+    x, w, b = _inputs(shape, normalized, seed=2)
+    ours = [bai.tensor(a, requires_grad=True) for a in (x, w, b)]
+    upstream = np.random.default_rng(3).standard_normal(shape)
+    recorder = OpNames()
+    out = F.layer_norm(ours[0], normalized, ours[1], ours[2])
+    with dispatch_mode(recorder):
+        grads = bai.grad((out * bai.tensor(upstream)).sum(), ours, create_graph=True)
+    assert {"layer_norm_input_grad", "layer_norm_weight_grad"} <= set(recorder.names)
+    assert "standardize_grad" not in recorder.names  # no second, composite first-order rule
+    second = bai.grad(sum((g * g).sum() for g in grads[:2]), ours[:2])
+
+    theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    out_t = torch.nn.functional.layer_norm(theirs[0], normalized, theirs[1], theirs[2])
+    grads_t = torch.autograd.grad((out_t * torch.tensor(upstream)).sum(), theirs, create_graph=True)
+    for mine, reference in zip(grads, grads_t):
+        np.testing.assert_allclose(mine.numpy(), reference.detach().numpy(), rtol=1e-10, atol=1e-12)
+    second_t = torch.autograd.grad(sum((g * g).sum() for g in grads_t[:2]), theirs[:2])
+    for mine, reference in zip(second, second_t):
+        np.testing.assert_allclose(mine.numpy(), reference.numpy(), rtol=1e-9, atol=1e-11)
 
 
 def test_empty_batch_gives_zero_gradients_as_in_pytorch():

@@ -1,5 +1,6 @@
-"""Ops that cut large inputs across threads give PyTorch's values and derivatives when the cut
-happens: here the threshold is lowered to zero, so every call below runs split on 3 threads."""
+"""Ops that cut large inputs across threads (their kernels registered in ``buildingai.accel``,
+on here) give PyTorch's values and derivatives when the cut happens: the threshold is lowered to
+zero, so every call below runs split on 3 threads."""
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from tests.helpers import check_op, torch
 F = torch.nn.functional
 
 
-pytestmark = pytest.mark.usefixtures("three_threads")  # tests/conftest.py
+pytestmark = pytest.mark.usefixtures("three_threads", "accel_on")  # tests/conftest.py
 
 
 def test_the_split_path_is_taken(monkeypatch, numpy_kernels):

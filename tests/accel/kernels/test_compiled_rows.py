@@ -1,7 +1,7 @@
 """The compiled twins of the row kernels (softmax, log_softmax, layer normalisation,
-cross-entropy) against their NumPy references on random rows with edge rows (NaN, +-inf, rows of
--inf only, large magnitudes), and the ops that use them against PyTorch, forward and backward,
-at one and two threads."""
+cross-entropy) against their NumPy references (``accel/rows.py``) on random rows with edge rows
+(NaN, +-inf, rows of -inf only, large magnitudes), and the ops that use them, with acceleration
+on, against PyTorch, forward and backward, at one and two threads."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel import rows as row_kernels
 from buildingai.accel.kernels import compiled, row_reduce
 from buildingai.nn import functional as F
-from buildingai.ops import layer_norm, loss, nn, norm
 
 pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def _accelerated(accel_on):
+    """The ops below run their registered row kernels."""
+
 
 # (rows, n): n = 1, odd and even sizes, long rows; the last ones above compiled.MIN_PARALLEL_WORK
 SHAPES = [(7, 1), (9, 3), (16, 64), (33, 127), (6, 5000), (600, 129), (2000, 64)]
@@ -58,13 +64,13 @@ def _reference(kernel, *arrays, **params):
 
 def _softmax_of(x):
     out = np.empty_like(x)
-    _reference(nn._softmax_kernel, x, out)
+    _reference(row_kernels._softmax_kernel, x, out)
     return out
 
 
 def _standardized(x):
     out, rstd = np.empty_like(x), np.empty((len(x), 1), np.float32)
-    _reference(norm._standardize_rows, x, out, rstd, eps=1e-5)
+    _reference(row_kernels._standardize_rows, x, out, rstd, eps=1e-5)
     return out, rstd
 
 
@@ -91,7 +97,7 @@ def _case_softmax_grad(rng, rows, n):
 
 def _case_log_softmax_grad(rng, rows, n):
     out = np.empty((rows, n), np.float32)
-    _reference(nn._log_softmax_kernel, _logits(rng, rows, n, edges=False), out)
+    _reference(row_kernels._log_softmax_kernel, _logits(rng, rows, n, edges=False), out)
     grad = _grad(rng, rows, n)
     if rows >= 2:
         grad[0, 0], out[1, 0] = np.nan, np.nan
@@ -144,22 +150,22 @@ CASES = {
     # sums over up to 2000 rows in blocks: relative to the largest column's magnitude
     "column_sum": (row_reduce._column_sum_into, _case_column_sum, 2e-6),
     "column_dot": (row_reduce.column_dot_into, _case_column_dot, 2e-6),
-    "softmax_rows": (nn._softmax_kernel, _case_softmax, 4e-7),
+    "softmax_rows": (row_kernels._softmax_kernel, _case_softmax, 4e-7),
     # the reference's shared shift rounds x - shift at the input's largest magnitude
-    "softmax_rows_shifted": (nn._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),
-    "softmax_grad_rows": (nn._softmax_grad_kernel, _case_softmax_grad, 1e-6),
-    "log_softmax_rows": (nn._log_softmax_kernel, _case_softmax, 4e-7),
-    "log_softmax_grad_rows": (nn._log_softmax_grad_kernel, _case_log_softmax_grad, 1e-6),
-    "standardize_rows": (norm._standardize_rows, _case_standardize, 1e-6),
-    "layer_norm_rows": (layer_norm._layer_norm_rows, _case_layer_norm, 1e-6),
-    "standardize_grad_rows": (norm._standardize_grad_rows, _case_standardize_grad, 2e-6),
+    "softmax_rows_shifted": (row_kernels._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),
+    "softmax_grad_rows": (row_kernels._softmax_grad_kernel, _case_softmax_grad, 1e-6),
+    "log_softmax_rows": (row_kernels._log_softmax_kernel, _case_softmax, 4e-7),
+    "log_softmax_grad_rows": (row_kernels._log_softmax_grad_kernel, _case_log_softmax_grad, 1e-6),
+    "standardize_rows": (row_kernels._standardize_rows, _case_standardize, 1e-6),
+    "layer_norm_rows": (row_kernels._layer_norm_rows, _case_layer_norm, 1e-6),
+    "standardize_grad_rows": (row_kernels._standardize_grad_rows, _case_standardize_grad, 2e-6),
     "layer_norm_input_grad_rows": (
-        layer_norm._layer_norm_input_grad_rows,
+        row_kernels._layer_norm_input_grad_rows,
         _case_layer_norm_input_grad,
         2e-6,
     ),
-    "cross_entropy_rows": (loss._cross_entropy_rows, _case_cross_entropy, 4e-7),
-    "scale_rows": (loss._scale_rows, _case_scale_rows, 1e-7),
+    "cross_entropy_rows": (row_kernels._cross_entropy_rows, _case_cross_entropy, 4e-7),
+    "scale_rows": (row_kernels._scale_rows, _case_scale_rows, 1e-7),
 }
 FLOORED = {  # rows of values that are differences of larger ones: errors relative to at least 1
     "cross_entropy_rows",  # log_total: log of a sum >= 1
@@ -226,7 +232,7 @@ def test_twin_gives_the_same_bits_on_one_and_two_threads(name):
 def test_softmax_of_edge_rows_is_the_reference_s():
     x = np.float32([[1.0, np.nan, 2.0], [np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf]])
     x = np.concatenate([x, np.float32([[-np.inf, 0.0, -np.inf]])])
-    for kernel in (nn._softmax_kernel, nn._log_softmax_kernel):
+    for kernel in (row_kernels._softmax_kernel, row_kernels._log_softmax_kernel):
         expected, got = np.empty_like(x), np.empty_like(x)
         _reference(kernel, x, expected)
         assert compiled.run(kernel, [x, got])

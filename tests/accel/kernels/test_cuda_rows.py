@@ -117,7 +117,9 @@ class _FakeDevice:
     """Stands for CuPy in the dispatch test: split_rows only compares it with NumPy."""
 
 
-def test_split_rows_hands_device_rows_to_run_gpu_and_falls_back_to_the_kernel(monkeypatch):
+def test_split_rows_hands_device_rows_to_run_gpu_and_falls_back_to_the_kernel(
+    monkeypatch, accel_on
+):
     seen = []
 
     def run_gpu(kernel, arrays, keywords=None):
@@ -137,7 +139,7 @@ def test_split_rows_hands_device_rows_to_run_gpu_and_falls_back_to_the_kernel(mo
     assert calls == [_FakeDevice]
 
 
-def test_run_gpu_sends_row_twins_to_their_plan_with_the_partial_keywords(monkeypatch):
+def test_run_gpu_sends_row_twins_to_their_plan_with_the_partial_keywords(monkeypatch, accel_on):
     ran = []
     monkeypatch.setattr(
         cuda_rows, "run", lambda name, arrays, keywords: ran.append((name, keywords))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import buildingai.nn.functional as F
+from buildingai.nn.functional.rnn_fused import lstm_recurrence
 
 from .base import (
     NO_ONNX_MAPPING,
-    NOT_DIFFERENTIABLE,
     TF,
     Draw,
     Sample,
@@ -238,7 +238,7 @@ def _layer_norm_grads(name: str) -> Callable:
         normalized = d.sizes(1, 2, 2, 4)
         x = d.floats("n", *normalized, grad=True)
         weight = d.floats(*normalized, grad=True)
-        positions = {"layer_norm_input_grad": (0, 2, 3), "layer_norm_weight_grad": (0, 1)}
+        positions = {"layer_norm_input_grad": (0, 1, 3, 4), "layer_norm_weight_grad": (0, 1, 2, 3)}
         return d.capture(
             name,
             lambda: backward_of(lambda a, w: F.layer_norm(a, normalized, w), x, weight),
@@ -248,9 +248,14 @@ def _layer_norm_grads(name: str) -> Callable:
     return make
 
 
-# their values: through layer_norm's first derivatives against PyTorch
+# xhat and rstd are the forward's values, which the backward recomputes from x
 for _name in ("layer_norm_input_grad", "layer_norm_weight_grad"):
-    case(_name, _layer_norm_grads(_name), no_grad=NOT_DIFFERENTIABLE, onnx=NO_ONNX_MAPPING)
+    case(
+        _name,
+        _layer_norm_grads(_name),
+        no_grad=tested_through("layer_norm"),
+        onnx=NO_ONNX_MAPPING,
+    )
 
 
 # ----- special functions' gradients ---------------------------------------------------------------
@@ -332,4 +337,27 @@ case(
     _lstm_recurrence,
     torch=_torch_lstm_recurrence,
     gradgrad=True,
+)
+
+
+def _lstm_activations(d: Draw) -> Sample:
+    hidden = d.size(1, 3)
+    gates_x = d.floats(d.size(1, 3), "n", 4 * hidden, low=-1.0, high=1.0, grad=True)
+    h0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    c0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(4 * hidden, hidden, low=-1.0, high=1.0, grad=True)
+    return d.capture(
+        "lstm_activations",
+        lambda: backward_of(
+            lambda g, w: lstm_recurrence(g, h0, c0, w, reverse=False), gates_x, w_hh
+        ),
+        symbols={(0, 1): "n", (1, 1): "n", (2, 1): "n"},
+    )
+
+
+case(
+    "lstm_activations",
+    _lstm_activations,
+    no_grad=tested_through("lstm_recurrence"),  # its first input is the forward's values
+    onnx=NO_ONNX_MAPPING,
 )

@@ -11,9 +11,9 @@ and one map.
 
 A plan is data (``TWINS``): each step names its target and a CUDA expression in the twin's
 arrays, its scalars (``scale`` = 1 / n, ``eps``, ``weight``, ``bias``) and earlier targets, so
-``tests/ops/kernels/test_cuda_rows.py`` runs every plan in NumPy on the CPU and compares it with
+``tests/accel/kernels/test_cuda_rows.py`` runs every plan in NumPy on the CPU and compares it with
 the NumPy reference kernel of the same name. Kernels are built on first use (CuPy compiles them
-with NVRTC and caches them on disk); ``tests/ops/kernels/test_cuda_compile.py`` compiles every
+with NVRTC and caches them on disk); ``tests/accel/kernels/test_cuda_compile.py`` compiles every
 step with NVRTC on the CPU. No GPU was available where this module was written:
 ``tests/gpu/test_cuda_twins.py`` and ``benchmarks/gpu_check.sh`` run the plans on one.
 """

@@ -3,10 +3,11 @@ cross-entropy, forward and backward. Each takes (rows, n) float32 arrays (and (r
 per-row values), runs its rows on numba's threads and each row in a few passes over that row,
 which stays in cache between them: one read of the inputs and one write of the outputs.
 
-The NumPy references (same arguments, plus ``xp`` first) are in ``ops/nn.py``, ``ops/norm.py``,
-``ops/layer_norm.py`` and ``ops/loss.py``. Row sums are float32 like the references' (einsum's
+The NumPy row kernels they twin (same arguments, plus ``xp`` first) are in ``accel/rows.py``,
+registered for the ops of ``ops/nn.py``, ``ops/norm.py``, ``ops/layer_norm.py`` and
+``ops/loss.py``. Row sums are float32 like the references' (einsum's
 running sums), here reordered into vector lanes; every other formula is the reference's, so
-results agree to a few units in the last place (``tests/ops/kernels/test_compiled_rows.py``).
+results agree to a few units in the last place (``tests/accel/kernels/test_compiled_rows.py``).
 NaN and inf propagate as in the references: a row holding NaN or +inf gives NaN (inf - inf), a
 row of only -inf gives NaN (-inf - -inf), -inf entries of a finite row give 0 (log: -inf).
 """
@@ -109,14 +110,14 @@ def _softmax_row(x, out):
 
 @kernel
 def softmax_rows(x, out):
-    """out = exp(x - max) / sum(exp(x - max)) per row (``nn._softmax_kernel``)."""
+    """out = exp(x - max) / sum(exp(x - max)) per row (``rows._softmax_kernel``)."""
     for r in prange(x.shape[0]):
         _softmax_row(x[r], out[r])
 
 
 @kernel
 def softmax_rows_shifted(x, out, shift):
-    """``nn._softmax_rows_shifted``: the same softmax, each row shifted by its own maximum. The
+    """``rows._softmax_rows_shifted``: the same softmax, each row shifted by its own maximum. The
     reference's shared ``shift`` saves NumPy a per-row maximum; here that maximum is one more
     pass over a row already in cache, and it needs no fallback for rows far below ``shift``."""
     for r in prange(x.shape[0]):
@@ -125,7 +126,7 @@ def softmax_rows_shifted(x, out, shift):
 
 @kernel
 def softmax_grad_rows(grad, out, result):
-    """result = out * (grad - sum(grad * out)) per row (``nn._softmax_grad_kernel``)."""
+    """result = out * (grad - sum(grad * out)) per row (``rows._softmax_grad_kernel``)."""
     for r in prange(grad.shape[0]):
         g, o, res = grad[r], out[r], result[r]
         projection = _dot(g, o)
@@ -138,7 +139,7 @@ def softmax_grad_rows(grad, out, result):
 
 @kernel
 def log_softmax_rows(x, out):
-    """out = x - max - log(sum(exp(x - max))) per row (``nn._log_softmax_kernel``)."""
+    """out = x - max - log(sum(exp(x - max))) per row (``rows._log_softmax_kernel``)."""
     for r in prange(x.shape[0]):
         row, res = x[r], out[r]
         m, total = _exp_shifted(row, res)
@@ -149,7 +150,7 @@ def log_softmax_rows(x, out):
 
 @kernel
 def log_softmax_grad_rows(grad, out, result):
-    """result = grad - exp(out) * sum(grad) per row (``nn._log_softmax_grad_kernel``)."""
+    """result = grad - exp(out) * sum(grad) per row (``rows._log_softmax_grad_kernel``)."""
     for r in prange(grad.shape[0]):
         g, o, res = grad[r], out[r], result[r]
         total = _sum(g)
@@ -175,7 +176,7 @@ def _standardize_row(x, out, eps, scale):
 
 @kernel
 def standardize_rows(x, out, rstd, eps):
-    """out = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) per row (``norm._standardize_rows``)."""
+    """out = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) per row (``rows._standardize_rows``)."""
     eps = np.float32(eps)
     scale = np.float32(1 / x.shape[1])
     for r in prange(x.shape[0]):
@@ -185,7 +186,7 @@ def standardize_rows(x, out, rstd, eps):
 @kernel
 def layer_norm_rows(x, xhat, out, rstd, weight, bias, eps):
     """xhat = standardize(x), out = xhat * weight + bias per row, rstd as ``standardize_rows``
-    (``layer_norm._layer_norm_rows``); ``bias`` may be None."""
+    (``rows._layer_norm_rows``); ``bias`` may be None."""
     eps = np.float32(eps)
     scale = np.float32(1 / x.shape[1])
     for r in prange(x.shape[0]):
@@ -211,7 +212,7 @@ def _standardize_grad_row(g, h, rstd, out, scale):
 @kernel
 def standardize_grad_rows(g, xhat, rstd, out):
     """out = rstd * (g - mean(g) - xhat * mean(g * xhat)) per row
-    (``norm._standardize_grad_rows``)."""
+    (``rows._standardize_grad_rows``)."""
     scale = np.float32(1 / g.shape[1])
     for r in prange(g.shape[0]):
         _standardize_grad_row(g[r], xhat[r], rstd[r, 0], out[r], scale)
@@ -219,7 +220,7 @@ def standardize_grad_rows(g, xhat, rstd, out):
 
 @kernel
 def layer_norm_input_grad_rows(grad, xhat, rstd, out, weight):
-    """out = standardize_grad(grad * weight) per row (``layer_norm._layer_norm_input_grad_rows``):
+    """out = standardize_grad(grad * weight) per row (``rows._layer_norm_input_grad_rows``):
     the product written into out, then its standardize gradient over it."""
     scale = np.float32(1 / grad.shape[1])
     for r in prange(grad.shape[0]):
@@ -235,7 +236,7 @@ def layer_norm_input_grad_rows(grad, xhat, rstd, out, weight):
 @kernel
 def cross_entropy_rows(x, probs, peak, log_total):
     """probs = softmax(x), peak = max(x), log_total = log(sum(exp(x - peak))) per row
-    (``loss._cross_entropy_rows``)."""
+    (``rows._cross_entropy_rows``)."""
     for r in prange(x.shape[0]):
         p = probs[r]
         m, total = _exp_shifted(x[r], p)
@@ -249,7 +250,7 @@ def cross_entropy_rows(x, probs, peak, log_total):
 
 @kernel
 def scale_rows(a, coefficient, out):
-    """out = a * coefficient per row, coefficient (rows, 1) (``loss._scale_rows``)."""
+    """out = a * coefficient per row, coefficient (rows, 1) (``rows._scale_rows``)."""
     for r in prange(a.shape[0]):
         c = coefficient[r, 0]
         row, res = a[r], out[r]
