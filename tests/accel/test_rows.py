@@ -1,0 +1,182 @@
+"""The row kernels of ``accel/rows.py`` and ``accel/recurrence.py`` against the records they
+speed up: every op run with acceleration off (the record's forward) and on (the registered
+kernel, which is checked to have run), values and first derivatives compared, float32 and
+float64, on layouts the kernels take and on ones they hand back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+import buildingai.nn.functional as F
+from buildingai.accel import registry
+from buildingai.nn.functional.rnn_fused import lstm_recurrence
+
+
+def _logits(shape, dtype, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
+
+
+def _lstm_inputs(dtype):
+    rng = np.random.default_rng(1)
+    length, batch, size = 5, 6, 7
+    shapes = [(length, batch, 4 * size), (batch, size), (batch, size), (4 * size, size)]
+    return [rng.uniform(-1, 1, shape).astype(dtype) for shape in [*shapes, (4 * size,)]]
+
+
+TARGETS = np.random.default_rng(2).integers(0, 33, 64)
+IGNORED = np.where(np.arange(64) % 5 == 0, -100, TARGETS)
+CLASS_WEIGHT = np.random.default_rng(3).random(33)
+
+# case -> (function of Tensors, input arrays for a dtype, the kernels that must run)
+CASES = {
+    "softmax": (
+        lambda x: F.softmax(x, -1),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("softmax.rows", "softmax_grad.rows"),
+    ),
+    "softmax_3d": (
+        lambda x: F.softmax(x, 2),
+        lambda dtype: [_logits((4, 16, 33), dtype)],
+        ("softmax.rows", "softmax_grad.rows"),
+    ),
+    "log_softmax": (
+        lambda x: F.log_softmax(x, -1),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("log_softmax_grad.rows",),  # the forward kernel takes float32 (below)
+    ),
+    "standardize": (
+        lambda x: F.standardize(x, (-1,)),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("standardize.rows", "standardize_grad.rows"),
+    ),
+    "layer_norm": (
+        lambda x, w, b: F.layer_norm(x, (33,), w, b),
+        lambda dtype: [
+            _logits((4, 16, 33), dtype),
+            _logits((33,), dtype, 1),
+            _logits((33,), dtype, 2),
+        ],
+        ("layer_norm.rows", "layer_norm_input_grad.rows", "layer_norm_weight_grad.columns"),
+    ),
+    "layer_norm_two_axes": (
+        lambda x, w: F.layer_norm(x, (16, 33), w),
+        lambda dtype: [_logits((4, 16, 33), dtype), _logits((16, 33), dtype, 1)],
+        ("layer_norm.rows", "layer_norm_input_grad.rows", "layer_norm_weight_grad.columns"),
+    ),
+    "cross_entropy": (
+        lambda x: F.cross_entropy(x, bai.tensor(TARGETS)),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("cross_entropy_grad.rows",),  # the forward kernel takes float32 (below)
+    ),
+    "cross_entropy_weighted": (
+        lambda x: F.cross_entropy(
+            x, bai.tensor(IGNORED), weight=bai.tensor(CLASS_WEIGHT.astype(x.data.dtype))
+        ),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("cross_entropy_grad.rows",),
+    ),
+    "cross_entropy_sum_none": (
+        lambda x: (
+            F.cross_entropy(x, bai.tensor(TARGETS), reduction="none").sum()
+            + F.cross_entropy(x, bai.tensor(TARGETS), reduction="sum")
+        ),
+        lambda dtype: [_logits((64, 33), dtype)],
+        ("cross_entropy_grad.rows",),
+    ),
+    "lstm_recurrence": (
+        lambda *tensors: lstm_recurrence(*tensors, reverse=True),
+        _lstm_inputs,
+        ("lstm_recurrence.loop",),
+    ),
+}
+FLOAT32_ONLY = {"log_softmax": "log_softmax.rows", "cross_entropy": "cross_entropy.rows"}
+FLOAT32_ONLY |= {"cross_entropy_weighted": "cross_entropy.rows"}
+FLOAT32_ONLY |= {"cross_entropy_sum_none": "cross_entropy.rows"}
+
+
+def _run(function, arrays):
+    """The output and the gradients of every input for a fixed upstream gradient."""
+    inputs = [bai.tensor(a, requires_grad=True) for a in arrays]
+    out = function(*inputs)
+    upstream = np.random.default_rng(9).standard_normal(out.shape).astype(out.dtype)
+    grads = bai.grad(out, inputs, grad_outputs=bai.tensor(upstream))
+    return [out.numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    """The names of the registered kernels that computed a call (returned something other than
+    NotImplemented)."""
+    names = []
+    for entry in registry.kernels():
+        if entry.run is None:
+            continue
+
+        def spy(*args, _entry=entry, _run=entry.run, **kwargs):
+            result = _run(*args, **kwargs)
+            if result is not NotImplemented:
+                names.append(_entry.name)
+            return result
+
+        monkeypatch.setattr(entry, "run", spy)
+    return names
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernels_agree_with_the_records(name, dtype, ran):
+    function, make, kernels = CASES[name]
+    arrays = make(dtype)
+    with bai.accel.enabled(False):
+        reference = _run(function, arrays)
+    assert not ran
+    with bai.accel.enabled(True):
+        fast = _run(function, arrays)
+    expected = set(kernels)
+    if dtype == np.float32 and name in FLOAT32_ONLY:
+        expected.add(FLOAT32_ONLY[name])
+    assert expected <= set(ran), f"not run: {expected - set(ran)}"
+    tolerance = 2e-5 if dtype == np.float32 else 1e-12
+    for got, want in zip(fast, reference):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * scale)
+
+
+def test_layouts_the_kernels_do_not_take_run_the_record(ran):
+    """A reduced axis that is not the last, a broadcast gradient, a single row: the kernels
+    hand the call back and the record computes it."""
+    x = bai.tensor(_logits((6, 5, 4), np.float32), requires_grad=True)
+    with bai.accel.enabled(True):
+        softmax = F.softmax(x, 1)
+        softmax.sum().backward()  # a broadcast gradient of ones
+        single = F.log_softmax(bai.tensor(_logits((1, 9), np.float32)), -1)
+    with bai.accel.enabled(False):
+        x_ref = bai.tensor(x.data, requires_grad=True)
+        softmax_ref = F.softmax(x_ref, 1)
+        softmax_ref.sum().backward()
+        single_ref = F.log_softmax(bai.tensor(_logits((1, 9), np.float32)), -1)
+    assert "softmax.rows" not in ran and "softmax_grad.rows" not in ran
+    np.testing.assert_allclose(softmax.numpy(), softmax_ref.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), x_ref.grad.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(single.numpy(), single_ref.numpy())
+
+
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_second_derivatives_are_the_same_with_and_without_kernels(accelerated):
+    arrays = [_logits((4, 16, 33), np.float64), _logits((33,), np.float64, 1)]
+
+    def second(*tensors):
+        out = F.layer_norm(F.softmax(tensors[0], -1), (33,), tensors[1])
+        out = F.log_softmax(out, -1)
+        grads = bai.grad((out * out).sum(), tensors, create_graph=True)
+        return bai.grad(sum((g * g).sum() for g in grads), tensors)
+
+    with bai.accel.enabled(accelerated):
+        got = second(*[bai.tensor(a, requires_grad=True) for a in arrays])
+    with bai.accel.enabled(False):
+        want = second(*[bai.tensor(a, requires_grad=True) for a in arrays])
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
