@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import mlflow, tensorboard, wandb
 from .callbacks import Callback, TrainerView
 from .config import ConfigError
 
@@ -29,20 +30,14 @@ class WandbLogger(Callback):
         self.project, self.init_kwargs = project, init_kwargs
 
     def on_fit_start(self, trainer: TrainerView) -> None:
-        from .. import wandb
-
         if trainer.run_dir is not None:
             self.init_kwargs.setdefault("dir", str(trainer.run_dir))
         wandb.init(self.project, config=_config_of(trainer), **self.init_kwargs)
 
     def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
-        from .. import wandb
-
         wandb.log(dict(metrics), step=trainer.step)
 
     def on_fit_end(self, trainer: TrainerView) -> None:
-        from .. import wandb
-
         wandb.finish()
 
 
@@ -57,12 +52,10 @@ class MLflowLogger(Callback):
         self._context = self._run = None
 
     def on_fit_start(self, trainer: TrainerView) -> None:
-        from ..mlflow import log_experiment
-
         uri = self.uri
         if uri is None and not os.environ.get("MLFLOW_TRACKING_URI") and trainer.run_dir:
             uri = (Path(trainer.run_dir) / "mlruns").resolve().as_uri()
-        self._context = log_experiment(self.experiment, self.run_name, uri=uri)
+        self._context = mlflow.log_experiment(self.experiment, self.run_name, uri=uri)
         self._run = self._context.__enter__()
         self._run.log_params(_config_of(trainer))
 
@@ -83,12 +76,10 @@ class TensorBoardLogger(Callback):
         self.logdir, self.writer = logdir, None
 
     def on_fit_start(self, trainer: TrainerView) -> None:
-        from ..tensorboard import SummaryWriter
-
         logdir = self.logdir
         if logdir is None and trainer.run_dir is not None:
             logdir = Path(trainer.run_dir) / "tensorboard"
-        self.writer = SummaryWriter(logdir)
+        self.writer = tensorboard.SummaryWriter(logdir)
 
     def on_log(self, trainer: TrainerView, metrics: dict[str, float]) -> None:
         self.writer.add_scalars_from(dict(metrics), step=trainer.step)
