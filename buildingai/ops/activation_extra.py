@@ -3,21 +3,18 @@
 ``threshold``, ``prelu``) and the smooth ones (``mish``, ``softsign``, ``logsigmoid``).
 
 Each follows PyTorch's formula and its derivative at the kinks (and at NaN: a comparison with
-NaN is false, so the gradient takes PyTorch's branch). Forwards and first derivatives run as
-array kernels (``kernels/activations_extra.py``) cut across threads; when the backward is itself
-recorded (``create_graph``) the rules are Tensor expressions, so second derivatives come free.
-Masks that do not depend on x almost everywhere are constants.
+NaN is false, so the gradient takes PyTorch's branch). Where a first derivative is more than a
+product or a mask, it is a gradient record of its own (``exponential_linear_grad``,
+``hardswish_grad``, ``mish_grad``, ``softsign_grad``): one op for ``grad * f'(x)``, whose own
+backward gives the second derivative in Tensor ops. Masks that do not depend on x almost
+everywhere are constants.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..accel.kernels import activations_extra as kernels
-from ..accel.kernels.split import elementwise
-from ..backend.device import array_namespace
+from .activation import RELU_GRAD
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
 from .promotion import as_float
 
@@ -26,26 +23,10 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _run(xp, kernel, x, **params):
-    """``kernel(xp, x, out, **params)`` into a new array, cut across threads when large."""
-    out = xp.empty_like(x)
-    elementwise(xp, functools.partial(kernel, **params) if params else kernel, (x,), (out,))
-    return out
-
-
-def _times_derivative(ctx, grad, kernel, **params):
-    """grad * f'(x) with f'(x) from an array kernel: a constant, for first derivatives only."""
-    x = ctx.inputs[0].data
-    return grad * ctx.tensor(_run(array_namespace(x), kernel, x, **params))
-
-
-def _masked(ctx, grad, passes: np.ndarray):
-    """grad where ``passes``, else 0. A product with the mask is several times faster than
-    where over an irregular mask, and equal to it while every gradient is finite."""
-    data = grad.data
-    if type(data) is np.ndarray and data.dtype.kind == "f" and bool(np.isfinite(data).all()):
-        return grad * ctx.tensor(passes.astype(data.dtype))
-    return grad.where(ctx.tensor(passes), 0.0)
+def _gate(ctx, grad, passes):
+    """grad where the boolean array ``passes`` holds, else 0: relu's gradient gate
+    (``relu_grad``) with a constant mask."""
+    return RELU_GRAD(grad, ctx.tensor(passes.astype(grad.data.dtype)))
 
 
 # ----- the exponential-linear family ------------------------------------------------------------
@@ -63,21 +44,45 @@ class _ExponentialLinear(FloatFunction):
 
     def forward(self, ctx, xp, x, **attrs):
         alpha, scale, input_scale = self.constants(attrs)
-        constants = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
-        return _run(xp, kernels.exponential_linear, as_float(x), **constants)
+        x = as_float(x)
+        # min(x, 0): the branch not taken must not overflow
+        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+        return xp.where(x <= 0, negative, x * scale)  # NaN takes the linear branch
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
         alpha, scale, input_scale = self.constants(ctx.attrs)
-        if not ctx.create_graph:
-            constants = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
-            return (
-                _times_derivative(ctx, grad, kernels.exponential_linear_derivative, **constants),
-            )
-        negative = grad * ((x * input_scale).exp() * (alpha * scale * input_scale))
-        positive = grad * scale if scale != 1 else grad
-        above = ctx.tensor(~(x.data <= 0))  # NaN takes the linear branch, as in PyTorch
-        return (positive.where(above, negative),)
+        constants = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
+        return (EXPONENTIAL_LINEAR_GRAD(grad, x, **constants),)
+
+
+class ExponentialLinearGrad(FloatFunction):
+    """The gradient of elu, selu and celu: ``grad * f'(x)`` with
+    f'(x) = alpha * scale * input_scale * exp(input_scale * x) up to 0, then scale (NaN: scale,
+    as in PyTorch)."""
+
+    name = "exponential_linear_grad"
+    flops_per_element = 5
+
+    def forward(self, ctx, xp, grad, x, *, alpha, scale, input_scale):
+        x = as_float(x)
+        slope = xp.exp(xp.minimum(x, 0) * input_scale) * (alpha * scale * input_scale)
+        return xp.where(x <= 0, grad * slope, grad * scale)
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        attrs = ctx.attrs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = EXPONENTIAL_LINEAR_GRAD(grad_of_output, x, **attrs)
+        if x.requires_grad:
+            # f''(x) = alpha * scale * input_scale^2 * exp(input_scale * x) up to 0, then 0
+            input_scale = attrs["input_scale"]
+            curvature = attrs["alpha"] * attrs["scale"] * input_scale * input_scale
+            below = ctx.tensor(x.data <= 0)
+            exponential = (x.clamp(None, 0.0) * input_scale).exp()
+            grad_x = (grad_of_output * grad * exponential * curvature).where(below, 0.0)
+        return grad_grad, grad_x
 
 
 class Elu(_ExponentialLinear):
@@ -135,7 +140,7 @@ class Hardtanh(SameDtypeFunction):
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        return (_masked(ctx, grad, _inside(x.data, ctx.attrs["min_val"], ctx.attrs["max_val"])),)
+        return (_gate(ctx, grad, _inside(x.data, ctx.attrs["min_val"], ctx.attrs["max_val"])),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         dtype = emit.dtype(output)
@@ -143,6 +148,11 @@ class Hardtanh(SameDtypeFunction):
         low = emit.constant(np.asarray(attrs["min_val"], dtype=dtype))
         high = emit.constant(np.asarray(attrs["max_val"], dtype=dtype))
         emit.node("Clip", [x, low, high], output)
+
+
+def _ramp(xp, x):
+    """min(max(x + 3, 0), 6); NaN stays NaN."""
+    return xp.minimum(xp.maximum(x + 3, 0), 6)
 
 
 # PyTorch's hardsigmoid gradient uses 1/6 rounded to float32, in every dtype
@@ -156,10 +166,12 @@ class Hardsigmoid(FloatFunction):
     flops_per_element = 3
 
     def forward(self, ctx, xp, x):
-        return _run(xp, kernels.hardsigmoid, as_float(x))
+        return _ramp(xp, as_float(x)) / 6
 
     def backward(self, ctx, grad):  # the derivative is constant where it exists
-        return (_times_derivative(ctx, grad, kernels.hardsigmoid_derivative, one_sixth=_ONE_SIXTH),)
+        (x,) = ctx.inputs
+        strictly_inside = (x.data > -3) & (x.data < 3)  # NaN: 0, as PyTorch
+        return (_gate(ctx, grad * _ONE_SIXTH, strictly_inside),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("HardSigmoid", inputs, output, alpha=1.0 / 6.0, beta=0.5)
@@ -173,19 +185,37 @@ class Hardswish(FloatFunction):
     flops_per_element = 4
 
     def forward(self, ctx, xp, x):
-        return _run(xp, kernels.hardswish, as_float(x))
+        x = as_float(x)
+        return x * _ramp(xp, x) / 6
 
     def backward(self, ctx, grad):
-        if not ctx.create_graph:
-            return (_times_derivative(ctx, grad, kernels.hardswish_derivative),)
         (x,) = ctx.inputs
-        below = ctx.tensor(x.data <= -3)
-        above = ctx.tensor(~(x.data < 3))  # NaN takes the identity branch, as in PyTorch
-        middle = grad * (x / 3.0 + 0.5)
-        return (grad.where(above, middle).where(~below, 0.0),)
+        return (HARDSWISH_GRAD(grad, x),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("HardSwish", inputs, output)
+
+
+class HardswishGrad(FloatFunction):
+    """hardswish's gradient: 0 where x <= -3, ``grad * (x / 3 + 0.5)`` inside (-3, 3), ``grad``
+    from 3 up (and at NaN, as in PyTorch)."""
+
+    name = "hardswish_grad"
+    flops_per_element = 4
+
+    def forward(self, ctx, xp, grad, x):
+        x = as_float(x)
+        inside = xp.where(x < 3, grad * (x / 3 + 0.5), grad)
+        return xp.where(x <= -3, 0, inside)
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = HARDSWISH_GRAD(grad_of_output, x)
+        if x.requires_grad:  # the slope x / 3 + 0.5 has derivative 1/3 inside (-3, 3)
+            grad_x = _gate(ctx, grad_of_output * grad / 3.0, _inside(x.data, -3, 3))
+        return grad_grad, grad_x
 
 
 class Threshold(SameDtypeFunction):
@@ -196,13 +226,11 @@ class Threshold(SameDtypeFunction):
     save_inputs = True
 
     def forward(self, ctx, xp, x, *, threshold, value):
-        if x.dtype.kind != "f":
-            return xp.where(x <= threshold, xp.asarray(value, dtype=x.dtype), x)
-        return _run(xp, kernels.threshold, x, threshold=threshold, value=value)
+        return xp.where(x <= threshold, xp.asarray(value, dtype=x.dtype), x)
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        return (_masked(ctx, grad, ~(x.data <= ctx.attrs["threshold"])),)
+        return (_gate(ctx, grad, ~(x.data <= ctx.attrs["threshold"])),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         # ONNX's ThresholdedRelu replaces with 0 only: a Where serves any value
@@ -214,15 +242,6 @@ class Threshold(SameDtypeFunction):
         emit.node("Where", [replaced, value, x], output)
 
 
-def _slopes(xp, x, weight, dtype):
-    """1 where x > 0, else weight (broadcast to x's shape), in ``dtype``."""
-    positive = xp.greater(x, 0).astype(dtype)
-    slopes = 1 - positive
-    slopes *= xp.asarray(weight, dtype=dtype)
-    slopes += positive
-    return slopes
-
-
 class Prelu(ElementwiseOp):
     """x where x > 0, else weight * x; ``weight`` broadcasts against x (the functional form
     shapes it to x's channel axis)."""
@@ -232,25 +251,10 @@ class Prelu(ElementwiseOp):
 
     def forward(self, ctx, xp, x, weight):
         dtype = self.output_dtype(x, weight)
-        if dtype.kind != "f":
-            return xp.where(x > 0, x, weight * x).astype(dtype, copy=False)
-        # x times its slope (1 or weight): a product, where `where` over the sign pattern is
-        # many times slower; 1 * x and weight * x are exact, so the values are where's
-        slopes = _slopes(xp, x, weight, dtype)
-        slopes *= x
-        return slopes
+        return xp.where(x > 0, x, weight * x).astype(dtype, copy=False)
 
     def backward(self, ctx, grad):
         x, weight = ctx.inputs
-        arrays = (grad.data, x.data, weight.data)
-        if not ctx.create_graph and all(
-            type(a) is np.ndarray and a.dtype.kind == "f" and bool(np.isfinite(a).all())
-            for a in arrays
-        ):  # finite values: the products equal the where below (0 * inf would not)
-            dtype = np.dtype(grad.dtype)
-            slopes = ctx.tensor(_slopes(np, x.data, weight.data, dtype))
-            negative = ctx.tensor((x.data <= 0).astype(dtype))
-            return grad * slopes, (grad * x) * negative
         positive = ctx.tensor(x.data > 0)
         grad_x = grad.where(positive, grad * weight)
         grad_weight = (grad * x).where(~positive, 0.0)
@@ -270,15 +274,12 @@ class Mish(FloatFunction):
     flops_per_element = 5
 
     def forward(self, ctx, xp, x):
-        return _run(xp, kernels.mish, as_float(x))
+        x = as_float(x)
+        return x * xp.tanh(xp.logaddexp(0, x))  # softplus(x) = log(1 + exp(x)), no overflow
 
     def backward(self, ctx, grad):
-        if not ctx.create_graph:
-            return (_times_derivative(ctx, grad, kernels.mish_derivative),)
         (x,) = ctx.inputs
-        tanh_softplus = x.softplus().tanh()
-        slope = tanh_softplus + x * x.sigmoid() * (1.0 - tanh_softplus * tanh_softplus)
-        return (grad * slope,)
+        return (MISH_GRAD(grad, x),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         if emit.opset >= 18:
@@ -288,6 +289,33 @@ class Mish(FloatFunction):
         emit.node("Mul", [x, emit.node("Tanh", [emit.node("Softplus", [x])])], output)
 
 
+class MishGrad(FloatFunction):
+    """mish's gradient: ``grad * (t + x s (1 - t^2))`` with t = tanh(softplus(x)) and
+    s = sigmoid(x), the derivative of softplus."""
+
+    name = "mish_grad"
+    flops_per_element = 10
+
+    def forward(self, ctx, xp, grad, x):
+        x = as_float(x)
+        t = xp.tanh(xp.logaddexp(0, x))
+        with xp.errstate(over="ignore"):  # exp(-x) = inf: the sigmoid is 0
+            s = 1 / (1 + xp.exp(-x))
+        return grad * (t + x * s * (1 - t * t))
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = MISH_GRAD(grad_of_output, x)
+        if x.requires_grad:
+            # mish'' = s (1 - t^2) (2 + x (1 - s) - 2 x s t)
+            t, s = x.softplus().tanh(), x.sigmoid()
+            second = s * (1 - t * t) * (2 + x * (1 - s) - 2 * x * s * t)
+            grad_x = grad_of_output * grad * second
+        return grad_grad, grad_x
+
+
 class Softsign(FloatFunction):
     """x / (1 + |x|)."""
 
@@ -295,18 +323,40 @@ class Softsign(FloatFunction):
     flops_per_element = 3
 
     def forward(self, ctx, xp, x):
-        return _run(xp, kernels.softsign, as_float(x))
+        x = as_float(x)
+        return x / (1 + xp.abs(x))
 
     def backward(self, ctx, grad):
-        if not ctx.create_graph:
-            return (_times_derivative(ctx, grad, kernels.softsign_derivative),)
         (x,) = ctx.inputs
-        # PyTorch's derivative of x / (1 + |x|) term by term (NaN at infinities, as there)
-        denominator = x.abs() + 1.0
-        return (grad / denominator - grad * x * x.sign() / (denominator * denominator),)
+        return (SOFTSIGN_GRAD(grad, x),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("Softsign", inputs, output)
+
+
+class SoftsignGrad(FloatFunction):
+    """softsign's gradient, ``grad / (1 + |x|)^2``, written as PyTorch's derivative of
+    x / (1 + |x|) term by term (the quotient rule), which is NaN at infinities."""
+
+    name = "softsign_grad"
+    flops_per_element = 6
+
+    def forward(self, ctx, xp, grad, x):
+        x = as_float(x)
+        denominator = 1 + xp.abs(x)
+        with xp.errstate(over="ignore", invalid="ignore"):  # inf / inf at infinities: NaN
+            return grad / denominator - grad * x * xp.sign(x) / (denominator * denominator)
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = SOFTSIGN_GRAD(grad_of_output, x)
+        if x.requires_grad:  # softsign'' = -2 sign(x) / (1 + |x|)^3
+            denominator = x.abs() + 1.0
+            second = x.sign() * -2.0 / (denominator * denominator * denominator)
+            grad_x = grad_of_output * grad * second
+        return grad_grad, grad_x
 
 
 class Logsigmoid(FloatFunction):
@@ -316,11 +366,10 @@ class Logsigmoid(FloatFunction):
     flops_per_element = 6
 
     def forward(self, ctx, xp, x):
-        return _run(xp, kernels.logsigmoid, as_float(x))
+        x = as_float(x)
+        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
-    def backward(self, ctx, grad):
-        if not ctx.create_graph:
-            return (_times_derivative(ctx, grad, kernels.logsigmoid_derivative),)
+    def backward(self, ctx, grad):  # d/dx log(sigmoid(x)) = 1 - sigmoid(x) = sigmoid(-x)
         (x,) = ctx.inputs
         return (grad * (-x).sigmoid(),)
 
@@ -341,3 +390,5 @@ HARDTANH, HARDSIGMOID, HARDSWISH, THRESHOLD, PRELU = (
     Prelu(),
 )
 MISH, SOFTSIGN, LOGSIGMOID = Mish(), Softsign(), Logsigmoid()
+EXPONENTIAL_LINEAR_GRAD, HARDSWISH_GRAD = ExponentialLinearGrad(), HardswishGrad()
+MISH_GRAD, SOFTSIGN_GRAD = MishGrad(), SoftsignGrad()

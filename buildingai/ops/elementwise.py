@@ -16,7 +16,6 @@ import math
 
 import numpy as np
 
-from ..accel.kernels.scalar_loops import extremum_with_scalar
 from ..errors import BuildingAIError
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
 from .promotion import (
@@ -304,8 +303,8 @@ class Clamp(ElementwiseOp):
                     out = xp.clip(*cast_operands((x, low, high), want)).astype(want, copy=False)
             return out
         if low is not None:
-            return torch_dtype(xp.maximum, x, low, extremum_with_scalar(xp, xp.maximum, x, low))
-        return torch_dtype(xp.minimum, x, high, extremum_with_scalar(xp, xp.minimum, x, high))
+            return torch_dtype(xp.maximum, x, low, xp.maximum(x, low))
+        return torch_dtype(xp.minimum, x, high, xp.minimum(x, high))
 
     def backward(self, ctx, grad):
         x, low, high = ctx.inputs

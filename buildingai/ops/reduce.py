@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 
-from ..accel.kernels.row_reduce import sum_axes
 from ..errors import ShapeError
 from .abstract import ValueSpec
 from .base import Op
@@ -80,9 +79,6 @@ class Sum(ReductionOp):
         ctx.input_shape = x.shape
         if x.dtype.kind in INTEGRAL:  # int64 for every integer, as PyTorch (NumPy: uint64 too)
             return xp.sum(x, axis=axes, keepdims=keepdims, dtype=xp.int64)
-        if axes and x.ndim:  # trailing axes summed as rows where that is faster
-            out = sum_axes(xp, x, axes)
-            return out if keepdims else out.reshape(_dropped_shape(x.shape, axes))
         return xp.sum(x, axis=axes, keepdims=keepdims)
 
     def backward(self, ctx, grad):
@@ -93,7 +89,7 @@ class Sum(ReductionOp):
         emit.reduce("ReduceSum", x, attrs["axes"], attrs["keepdims"], output)
 
 
-def _sum_to_axes(have: tuple, shape: tuple) -> tuple:
+def sum_to_axes(have: tuple, shape: tuple) -> tuple:
     """The axes of an array shaped ``have`` that ``sum_to(shape)`` sums over."""
     lead = len(have) - len(shape)
     return tuple(range(lead)) + tuple(
@@ -108,7 +104,7 @@ class SumTo(CopyOp):
     save_inputs = False
 
     def infer(self, x, *, shape) -> ValueSpec:
-        summed = _sum_to_axes(x.shape, shape)
+        summed = sum_to_axes(x.shape, shape)
         dtype = accumulator_dtype(x.dtype) if summed else x.dtype
         return ValueSpec(tuple(shape), dtype, x.device)
 
@@ -124,12 +120,12 @@ class SumTo(CopyOp):
 
     def forward(self, ctx, xp, x, *, shape):
         ctx.input_shape = x.shape
-        axes = _sum_to_axes(x.shape, shape)
+        axes = sum_to_axes(x.shape, shape)
         if not axes:
             return x.reshape(shape)
         if x.dtype.kind in INTEGRAL:
             return xp.sum(x, axis=axes, dtype=xp.int64).reshape(shape)
-        return sum_axes(xp, x, axes).reshape(shape)
+        return xp.sum(x, axis=axes).reshape(shape)
 
     def backward(self, ctx, grad):
         return (grad.expand(ctx.input_shape),)

@@ -10,15 +10,8 @@ exp, tanh and erf as one operation each.
 
 from __future__ import annotations
 
-import functools
 import math
 
-import numpy as np
-
-from ..accel.kernels import compiled, gelu32
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.split import elementwise
-from .elementwise import in_place
 from .families import FloatFunction
 from .promotion import as_float
 
@@ -219,57 +212,17 @@ def _erf_float64(xp, x):
 
 
 def sigmoid_array(xp, x):
-    """1 / (1 + exp(-x)), with one ``exp``.
+    """1 / (1 + exp(-x)).
 
     There is no cancellation: 1 + exp(-x) is a sum of positives, so the result keeps full
     relative precision wherever it is a normal number. Where exp(-x) overflows (x below about
     -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
-    normal float. One ``exp``, since it costs far more than the add and divide around it.
+    normal float.
     """
-    if x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, _sigmoid_kernel, x):
-        out = xp.empty_like(x)
-        elementwise(xp, _sigmoid_kernel, (x,), (out,))  # split across threads when large
-        return out
     with xp.errstate(over="ignore"):
-        out = in_place(xp.exp, xp.negative(x))
-    out += 1
-    return _reciprocal(xp, out)
-
-
-@compiled_twin("activations.silu")
-def _silu_kernel(xp, x, sigmoid, out):
-    """sigmoid = 1 / (1 + exp(-x)) and out = x * sigmoid, for NumPy arrays of one shape."""
-    _sigmoid_kernel(xp, x, sigmoid)
-    xp.multiply(x, sigmoid, out=out)
-
-
-@compiled_twin("activations.sigmoid")
-def _sigmoid_kernel(xp, x, out):
-    """out = 1 / (1 + exp(-x)) for NumPy arrays of one shape."""
-    xp.negative(x, out=out)
-    with xp.errstate(over="ignore"):
-        xp.exp(out, out=out)
-    out += 1
-    xp.divide(1, out, out=out)
-
-
-def _reciprocal(xp, array):
-    """1 / array, in place where it can be: ``divide(1, a)`` is faster than NumPy's
-    ``reciprocal`` on float32 and rounds the same."""
-    if array.ndim:
-        return xp.divide(1, array, out=array)
-    return xp.divide(1, array)
-
-
-def _kernel_runs(xp, kernel, x) -> bool:
-    """Whether ``kernel`` takes x: NumPy arrays always, float32 CuPy arrays through its CUDA
-    twin (its NumPy form is written for host arrays)."""
-    return xp.__name__ == "numpy" or (x.dtype == np.float32 and compiled.has_gpu_twin(kernel))
-
-
-def _float32_numpy(xp, *arrays) -> bool:
-    """Whether every one of ``arrays`` is a float32 NumPy array (the fast kernels' domain)."""
-    return xp.__name__ == "numpy" and all(array.dtype == xp.float32 for array in arrays)
+        denominator = xp.exp(-x)
+    denominator += 1
+    return xp.divide(1, denominator)
 
 
 SQRT_HALF = math.sqrt(0.5)
@@ -320,13 +273,8 @@ class Silu(FloatFunction):
 
     def forward(self, ctx, xp, x):
         x = as_float(x)
-        if x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, _silu_kernel, x):
-            sigmoid, out = xp.empty_like(x), xp.empty_like(x)
-            elementwise(xp, _silu_kernel, (x,), (sigmoid, out))
-            ctx.sigmoid = sigmoid  # kept for backward, which would otherwise recompute it
-            return out
-        ctx.sigmoid = sigmoid = sigmoid_array(xp, x)
-        return sigmoid * x
+        ctx.sigmoid = sigmoid = sigmoid_array(xp, x)  # kept: backward would recompute it
+        return x * sigmoid
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
@@ -346,11 +294,6 @@ class Softplus(FloatFunction):
     def forward(self, ctx, xp, x, *, beta, threshold):
         x = as_float(x)
         scaled = x * x.dtype.type(beta) if beta != 1 else x  # (bfloat16 stays bfloat16)
-        if _float32_numpy(xp, x) and x.ndim and threshold < _EXP32_FINITE:
-            out = xp.empty_like(x)
-            kernel = functools.partial(_softplus_float32, beta=beta, threshold=threshold)
-            elementwise(xp, kernel, (x,), (out,))
-            return out
         # logaddexp(0, y) = max(y, 0) + log1p(exp(-|y|)): no overflow, no cancellation
         out = xp.logaddexp(0, scaled)
         if beta != 1:
@@ -372,86 +315,14 @@ class Softplus(FloatFunction):
         emit.node("Where", [above, x, soft], output)
 
 
-# float32 exp overflows above 88.7: softplus's fast path needs every kept value below it
-_EXP32_FINITE = 80.0
-
-
-def _softplus_kernel(xp, y, out):
-    """out = log(1 + exp(y)), for NumPy arrays; exp(y) may overflow to inf above any threshold
-    (those values are replaced)."""
-    with xp.errstate(over="ignore"):
-        xp.exp(y, out=out)
-    xp.log1p(out, out=out)
-
-
-@compiled_twin("activations.softplus", params=("beta", "threshold"))
-def _softplus_float32(xp, x, out, *, beta, threshold):
-    """out = log(1 + exp(beta x)) / beta, and x where beta x > threshold, for float32 NumPy
-    arrays of one shape and a threshold below exp's overflow. log1p(exp(y)): exp cannot
-    overflow below the threshold, and NumPy's logaddexp is twenty times slower on float32;
-    the rare values above the threshold are copied."""
-    scaled = x * x.dtype.type(beta) if beta != 1 else x
-    _softplus_kernel(xp, scaled, out)
-    if beta != 1:
-        out /= beta
-    _replace_above(xp, out, scaled, threshold, x)
-
-
-@compiled_twin("activations.softplus_grad", params=("beta", "threshold"))
-def _softplus_grad_float32(xp, grad, x, out, *, beta, threshold):
-    """out = grad * sigmoid(beta x), and grad where beta x > threshold (float32 NumPy arrays
-    of one shape)."""
-    scaled = x * x.dtype.type(beta) if beta != 1 else x
-    _sigmoid_kernel(xp, scaled, out)
-    out *= grad
-    _replace_above(xp, out, scaled, threshold, grad)
-
-
-def _replace_above(xp, out, scaled, threshold, replacement):
-    """out where scaled <= threshold, else replacement (all one shape): a masked copy of the
-    few values above, where NumPy's ``where`` over the whole array is far slower."""
-    above = scaled > threshold
-    if above.any():
-        out[above] = replacement[above]
-    return out
-
-
-@compiled_twin("activations.gelu_tanh")
-def _gelu_tanh_kernel(xp, x, out, gate):
-    """out = 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); gate is
-    set to sigmoid(2u). One exp instead of a tanh: NumPy's float32 tanh is about twice as slow
-    as its exp, and the identity is exact."""
-    # Overflow is harmless here and its warning is silenced (a clamp would be one more pass, as
-    # long as five multiplies): x^3 and exp(-2u) may reach inf, and 1 / (1 + inf) = 0 is the
-    # sigmoid there, so out = x sigmoid(2u) comes out as x or 0 (of x's sign) at the extremes.
-    with xp.errstate(over="ignore"):
-        xp.multiply(x, x, out=gate)
-        gate *= -2 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
-        gate -= 2 * SQRT_2_OVER_PI
-        gate *= x  # -2u
-        xp.exp(gate, out=gate)
-    gate += 1
-    _reciprocal(xp, gate)
-    xp.multiply(x, gate, out=out)
-
-
-@compiled_twin("activations.gelu_tanh_grad")
-def _gelu_tanh_grad_kernel(xp, grad, x, gate, out):
-    """out = grad * d/dx[x s(2u)] = grad * s (1 + 2 x u' (1 - s)), s = gate = sigmoid(2u),
-    u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
-    xp.multiply(x, x, out=out)
-    out *= 6 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
-    out += 2 * SQRT_2_OVER_PI
-    out *= x  # 2 x u'
-    out *= 1 - gate
-    out += 1
-    out *= gate
-    out *= grad
-
-
 class Gelu(FloatFunction):
     """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` uses
-    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Large inputs are split across threads."""
+    0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+
+    ``ctx.cache`` keeps what the gradient needs again: Phi(x), or the tanh form's gate
+    (1 + tanh(u)) / 2 = sigmoid(2u), written as a sigmoid so that it does not cancel to 0
+    for large negative u.
+    """
 
     name = "gelu"  # ONNX Gelu (opset 20) has the same ``approximate`` attribute
     flops_per_element = 8  # tanh form: 7 multiply-adds and an exp; erf form: 4 and an erf
@@ -459,19 +330,14 @@ class Gelu(FloatFunction):
     def forward(self, ctx, xp, x, *, approximate):
         x = as_float(x)
         if approximate == "tanh":
-            out, gate = xp.empty_like(x), xp.empty_like(x)
-            elementwise(xp, _gelu_tanh_kernel, (x,), (out, gate))
-            ctx.cache = gate  # kept for backward: recomputing it is the gradient's costliest part
-            return out
-        if x.dtype == np.float32 and _kernel_runs(xp, gelu32.gelu_forward, x):
-            out, cdf = xp.empty_like(x), xp.empty_like(x)
-            elementwise(xp, gelu32.gelu_forward, (x,), (out, cdf))
-            ctx.cache = cdf  # Phi(x), kept for backward
-            return out
-        cdf = erf_array(xp, x * x.dtype.type(SQRT_HALF))  # (bfloat16 stays bfloat16)
-        cdf += 1
-        cdf *= 0.5
-        ctx.cache = cdf  # Phi(x), kept for backward
+            with xp.errstate(over="ignore"):  # x^3 may reach inf: the gate is then 0 or 1
+                two_u = x * (1 + GELU_TANH_CUBIC * x * x) * (2 * SQRT_2_OVER_PI)
+            cdf = sigmoid_array(xp, two_u)
+        else:
+            cdf = erf_array(xp, x * x.dtype.type(SQRT_HALF))  # (bfloat16 stays bfloat16)
+            cdf += 1
+            cdf *= 0.5
+        ctx.cache = cdf
         return cdf * x
 
     def backward(self, ctx, grad):
@@ -497,17 +363,17 @@ class Gelu(FloatFunction):
 
 
 # ----- gradients of the activations -------------------------------------------------------------
-# Each is one op instead of a chain of Tensor ops: a single pass of in-place array arithmetic,
-# reusing what the forward kept (tanh, Phi, sigmoid). Every one is linear in the upstream
-# gradient, so its gradient there is the op itself again; its gradient in x is written with Tensor
-# ops that recompute the kept values from x, so derivatives of every order stay exact.
+# Each is one op instead of a chain of Tensor ops, reusing what the forward kept (the gate, Phi,
+# the sigmoid). Every one is linear in the upstream gradient, so its gradient there is the op
+# itself again; its gradient in x is written with Tensor ops that recompute the kept values from
+# x, so derivatives of every order stay exact.
 
 
 class GeluGrad(FloatFunction):
     """``grad * gelu'(x)``.
 
     Inputs: grad and x (one shape), and ``cache``, a constant Tensor of x's shape: the gate
-    sigmoid(2u) = (1 + tanh(u)) / 2 of the forward for ``approximate="tanh"``
+    s = sigmoid(2u) = (1 + tanh(u)) / 2 of the forward for ``approximate="tanh"``
     (u = sqrt(2/pi) (x + 0.044715 x^3)), Phi(x) otherwise.
     """
 
@@ -517,29 +383,12 @@ class GeluGrad(FloatFunction):
     def forward(self, ctx, xp, grad, x, cache, *, approximate):
         x = as_float(x)
         if approximate == "tanh":
-            derivative = xp.empty(xp.broadcast_shapes(grad.shape, x.shape), x.dtype)
-            if grad.shape == x.shape == cache.shape:
-                elementwise(xp, _gelu_tanh_grad_kernel, (grad, x, cache), (derivative,))
-            else:
-                _gelu_tanh_grad_kernel(xp, grad, x, cache, derivative)
-            return derivative
-        if (
-            grad.dtype == x.dtype == cache.dtype == np.float32
-            and grad.shape == x.shape == cache.shape
-            and _kernel_runs(xp, gelu32.gelu_backward, x)
-        ):
-            derivative = xp.empty_like(x)
-            elementwise(xp, gelu32.gelu_backward, (grad, x, cache), (derivative,))
-            return derivative
-        # Phi(x) + x phi(x)
-        derivative = x * x
-        derivative *= -0.5
-        derivative = in_place(xp.exp, derivative)
-        derivative *= INV_SQRT_2PI
-        derivative *= x
-        derivative += cache
-        derivative *= grad
-        return derivative
+            # d/dx [x s] = s (1 + 2 x u' (1 - s)), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+            two_x_du = x * (1 + 3 * GELU_TANH_CUBIC * x * x) * (2 * SQRT_2_OVER_PI)
+            return grad * (cache * (1 + two_x_du * (1 - cache)))
+        # d/dx [x Phi(x)] = Phi(x) + x phi(x)
+        density = xp.exp(x * x * -0.5) * INV_SQRT_2PI
+        return grad * (cache + x * density)
 
     def backward(self, ctx, grad_of_output):
         grad, x, cache = ctx.inputs
@@ -571,10 +420,6 @@ class SigmoidGrad(FloatFunction):
     flops_per_element = 3
 
     def forward(self, ctx, xp, grad, out):
-        if grad.shape == out.shape and grad.dtype == out.dtype and out.dtype.kind == "f":
-            derivative = xp.empty_like(out)
-            elementwise(xp, _sigmoid_grad_kernel, (grad, out), (derivative,))
-            return derivative
         return grad * (out * (1 - out))
 
     def backward(self, ctx, grad_of_output):
@@ -587,24 +432,6 @@ class SigmoidGrad(FloatFunction):
         return grad_grad, grad_out
 
 
-@compiled_twin("activations.sigmoid_grad")
-def _sigmoid_grad_kernel(xp, grad, s, out):
-    """out = grad * s (1 - s); arrays of one shape and dtype."""
-    xp.subtract(1, s, out=out)
-    out *= s
-    out *= grad
-
-
-@compiled_twin("activations.silu_grad")
-def _silu_grad_kernel(xp, grad, x, s, out):
-    """out = grad * s (1 + x (1 - s)), s = sigmoid(x); arrays of one shape and dtype."""
-    xp.subtract(1, s, out=out)
-    out *= x
-    out += 1
-    out *= s
-    out *= grad
-
-
 class SiluGrad(FloatFunction):
     """``grad * silu'(x)`` with silu' = s (1 + x (1 - s)); ``cache`` is the constant s = sigmoid(x)
     of the forward."""
@@ -614,16 +441,7 @@ class SiluGrad(FloatFunction):
 
     def forward(self, ctx, xp, grad, x, cache):
         x = as_float(x)
-        if grad.shape == x.shape == cache.shape and grad.dtype == x.dtype == cache.dtype:
-            derivative = xp.empty_like(x)
-            elementwise(xp, _silu_grad_kernel, (grad, x, cache), (derivative,))
-            return derivative
-        derivative = 1 - cache
-        derivative *= x
-        derivative += 1
-        derivative *= cache
-        derivative *= grad
-        return derivative
+        return grad * (cache * (1 + x * (1 - cache)))
 
     def backward(self, ctx, grad_of_output):
         grad, x, cache = ctx.inputs
@@ -645,21 +463,8 @@ class SoftplusGrad(FloatFunction):
 
     def forward(self, ctx, xp, grad, x, *, beta, threshold):
         x = as_float(x)
-        if _float32_numpy(xp, grad, x) and x.ndim and grad.shape == x.shape:
-            derivative = xp.empty_like(x)
-            kernel = functools.partial(_softplus_grad_float32, beta=beta, threshold=threshold)
-            elementwise(xp, kernel, (grad, x), (derivative,))
-            return derivative
         scaled = x * x.dtype.type(beta) if beta != 1 else x
-        derivative = sigmoid_array(xp, scaled)
-        derivative *= grad
-        if (
-            xp.__name__ == "numpy"
-            and getattr(derivative, "ndim", 0)
-            and derivative.shape == grad.shape == scaled.shape
-        ):
-            return _replace_above(xp, derivative, scaled, threshold, grad)
-        return xp.where(scaled > threshold, grad, derivative)
+        return xp.where(scaled > threshold, grad, grad * sigmoid_array(xp, scaled))
 
     def backward(self, ctx, grad_of_output):
         grad, x = ctx.inputs

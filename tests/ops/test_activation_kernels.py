@@ -1,5 +1,6 @@
-"""The float32 fast paths of the activations (exact GELU's tanh-form Phi, leaky_relu's slopes,
-softplus without logaddexp, the threaded sigmoid) against PyTorch, at one and two threads."""
+"""The activations against PyTorch at one and two threads, on the records' reference path and
+with their registered kernels (exact GELU's tanh-form Phi for float32, leaky_relu's slopes,
+softplus without logaddexp, the threaded sigmoid) on."""
 
 import numpy as np
 import pytest
@@ -10,6 +11,12 @@ from buildingai.nn import functional as BF
 from tests.helpers import torch
 
 F = torch.nn.functional
+
+
+@pytest.fixture(params=[False, True], ids=["reference", "accelerated"])
+def acceleration(request):
+    with bai.accel.enabled(request.param):
+        yield request.param
 
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
@@ -27,7 +34,7 @@ def _wide_float32():
     return np.concatenate([dense, tiny, -tiny, [0.0, -0.0, 10.0, -10.0]]).astype(np.float32)
 
 
-def test_exact_gelu_float32_within_1e_6_of_torch_and_exact(threads):
+def test_exact_gelu_float32_within_1e_6_of_torch_and_exact(threads, acceleration):
     x = _wide_float32()
     ours = BF.gelu(bai.tensor(x)).numpy()
     assert ours.dtype == np.float32
@@ -47,7 +54,7 @@ def test_exact_gelu_float32_within_1e_6_of_torch_and_exact(threads):
     assert np.signbit(tiny[1])
 
 
-def test_exact_gelu_float32_gradient_matches_torch_float64(threads):
+def test_exact_gelu_float32_gradient_matches_torch_float64(threads, acceleration):
     x = _wide_float32()
     g = np.random.default_rng(0).standard_normal(x.shape).astype(np.float32)
     ours = bai.tensor(x, requires_grad=True)
@@ -57,7 +64,7 @@ def test_exact_gelu_float32_gradient_matches_torch_float64(threads):
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=2e-6, atol=2e-6)
 
 
-def test_exact_gelu_float32_special_values():
+def test_exact_gelu_float32_special_values(acceleration):
     x = np.float32([np.inf, np.nan, 1e30, -1e30, 3e38, -3e38, 20.0, -20.0])
     with np.errstate(all="raise"):
         out = BF.gelu(bai.tensor(x)).numpy()
@@ -67,7 +74,7 @@ def test_exact_gelu_float32_special_values():
 
 
 @pytest.mark.parametrize("twins", [False, True], ids=["numpy-kernels", "compiled-twins"])
-def test_gelu_kernel_threads_give_the_same_bits(twins):
+def test_gelu_kernel_threads_give_the_same_bits(twins, accel_on):
     x = _wide_float32()
     previous = compiled.set_enabled(twins)
     try:
@@ -89,7 +96,7 @@ def test_gelu_kernel_threads_give_the_same_bits(twins):
 @pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")  # -inf * 0, slope 0
 @pytest.mark.parametrize("slope", [0.01, 0.2, 0.0, 1.0, -0.5, 3.0, 1e10, 1 / 3])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_leaky_relu_is_bitwise_torch(slope, dtype, threads):
+def test_leaky_relu_is_bitwise_torch(slope, dtype, threads, acceleration):
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.standard_normal(300_000) * 100, [0.0, -0.0, np.inf, -np.inf, np.nan]])
     x = x.astype(dtype)
@@ -104,7 +111,7 @@ def test_leaky_relu_is_bitwise_torch(slope, dtype, threads):
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
 
 
-def test_leaky_relu_first_derivative_is_a_constant_in_x():
+def test_leaky_relu_first_derivative_is_a_constant_in_x(acceleration):
     x = bai.tensor([-2.0, 3.0], requires_grad=True)
     g = bai.tensor([2.0, 5.0], requires_grad=True)
     (first,) = bai.grad(BF.leaky_relu(x, 0.1), [x], grad_outputs=g, create_graph=True)
@@ -114,7 +121,7 @@ def test_leaky_relu_first_derivative_is_a_constant_in_x():
 
 
 @pytest.mark.parametrize("beta, threshold", [(1.0, 20.0), (2.0, 5.0), (0.5, 1.0), (1.0, 100.0)])
-def test_softplus_float32_matches_torch(beta, threshold, threads):
+def test_softplus_float32_matches_torch(beta, threshold, threads, acceleration):
     rng = np.random.default_rng(2)
     x = np.concatenate([rng.standard_normal(300_000) * 30, [0.0, 200.0, -200.0, 1e4, -1e4]])
     x = x.astype(np.float32)
@@ -134,7 +141,7 @@ def test_softplus_float32_matches_torch(beta, threshold, threads):
 
 
 @pytest.mark.parametrize("name", ["sigmoid", "silu"])
-def test_sigmoid_and_silu_threaded_match_torch(name, threads):
+def test_sigmoid_and_silu_threaded_match_torch(name, threads, acceleration):
     x = (np.random.default_rng(3).standard_normal(600_000) * 20).astype(np.float32)
     ours = bai.tensor(x, requires_grad=True)
     out = getattr(BF, name)(ours) if name == "silu" else ours.sigmoid()

@@ -1,11 +1,14 @@
 """Cases of the activation records of ``ops/activation_extra.py``: elu, selu, celu, hardtanh,
-hardsigmoid, hardswish, threshold, prelu, mish, softsign, logsigmoid."""
+hardsigmoid, hardswish, threshold, prelu, mish, softsign, logsigmoid, and the gradient records
+exponential_linear_grad, hardswish_grad, mish_grad, softsign_grad."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import buildingai as bai
 
-from .base import TF, Draw, Sample, case, trailing_sizes
+from .base import NO_ONNX_MAPPING, TF, Draw, Sample, backward_of, case, torch, trailing_sizes
 from .elementwise import unary
 
 unary(
@@ -69,3 +72,55 @@ def _torch_prelu(x, weight):
 
 
 case("prelu", _prelu, torch=_torch_prelu, gradgrad=True)
+
+
+# ----- gradient records, captured from the backward pass of their forward op -------------------
+
+
+def _activation_grad(name: str, forward: Callable, low=-2.0, high=2.0) -> Callable:
+    def make(d: Draw) -> Sample:
+        x = d.floats("n", *trailing_sizes(d), low=low, high=high, grad=True)
+        symbols = {(0, 0): "n", (1, 0): "n"}
+        return d.capture(name, lambda: backward_of(forward, x), symbols=symbols)
+
+    return make
+
+
+def _torch_exponential_linear_grad(grad, x, *, alpha, scale, input_scale):
+    negative = grad * (alpha * scale * input_scale) * torch.exp(x * input_scale)
+    return torch.where(x <= 0, negative, grad * scale)
+
+
+def _torch_hardswish_grad(grad, x):
+    inside = torch.where(x < 3, grad * (x / 3 + 0.5), grad)
+    return torch.where(x <= -3, torch.zeros_like(grad), inside)
+
+
+def _torch_mish_grad(grad, x):
+    t = torch.tanh(TF.softplus(x))
+    return grad * (t + x * torch.sigmoid(x) * (1 - t * t))
+
+
+def _torch_softsign_grad(grad, x):
+    return grad / (1 + x.abs()) ** 2
+
+
+# values and both inputs' gradients (finite differences and PyTorch's autograd of the formula)
+for _name, _forward, _torch, _range in (
+    (
+        "exponential_linear_grad",
+        lambda t: bai.celu(t, alpha=0.5),
+        _torch_exponential_linear_grad,
+        (-2.0, 2.0),
+    ),
+    ("hardswish_grad", lambda t: bai.hardswish(t), _torch_hardswish_grad, (-4.0, 4.0)),
+    ("mish_grad", lambda t: bai.mish(t), _torch_mish_grad, (-4.0, 4.0)),
+    ("softsign_grad", lambda t: bai.softsign(t), _torch_softsign_grad, (-3.0, 3.0)),
+):
+    case(
+        _name,
+        _activation_grad(_name, _forward, *_range),
+        torch=_torch,
+        gradcheck=True,
+        onnx=NO_ONNX_MAPPING,
+    )

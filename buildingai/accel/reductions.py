@@ -1,0 +1,53 @@
+"""Faster sums of ``ops/reduce.py``, registered against the record they speed up: sums over
+leading axes as one matrix-vector product with ones (a bias gradient), sums over trailing axes
+as rows through ``einsum`` (``kernels/row_reduce.py``), where NumPy reduces row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import reduce
+from .kernels.row_reduce import sum_axes
+from .registry import register
+
+
+def _float_numpy(x) -> bool:
+    return type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4
+
+
+def _sum_fits(xp, x, *, axes, keepdims) -> bool:
+    return bool(axes) and x.ndim > 0 and _float_numpy(x)
+
+
+def _sum(ctx, xp, x, *, axes, keepdims):
+    ctx.input_shape = x.shape
+    out = sum_axes(np, x, axes)
+    if keepdims:
+        return out
+    return out.reshape(tuple(extent for axis, extent in enumerate(x.shape) if axis not in axes))
+
+
+def _sum_to_fits(xp, x, *, shape) -> bool:
+    return _float_numpy(x) and bool(reduce.sum_to_axes(x.shape, shape))
+
+
+def _sum_to(ctx, xp, x, *, shape):
+    ctx.input_shape = x.shape
+    return sum_axes(np, x, reduce.sum_to_axes(x.shape, shape)).reshape(shape)
+
+
+register(
+    reduce.SUM,
+    _sum_fits,
+    _sum,
+    name="sum.rows_and_columns",
+    description="leading axes as a product with ones, trailing ones as einsum rows",
+)
+register(
+    reduce.SUM_TO,
+    _sum_to_fits,
+    _sum_to,
+    name="sum_to.rows_and_columns",
+    description="leading axes as a product with ones, trailing ones as einsum rows",
+)

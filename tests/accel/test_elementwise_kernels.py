@@ -1,0 +1,219 @@
+"""Every kernel registered by ``accel/activations.py``, ``accel/elementwise.py`` and
+``accel/reductions.py`` against its record's reference forward: the same call through the
+kernel (acceleration on) and through ``forward``, on edge values and random data, in float32
+(where the compiled twins run) and float64; and the public functions with acceleration on and
+off, values and gradients."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.accel import registry
+from buildingai.accel.kernels import scalar_loops
+
+N = 70_001  # odd, above the sizes where work is cut across threads and twins take it
+
+EDGES = [0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0, 3.0, -3.0, 20.0, -20.0, 100.0, -100.0]
+EDGES += [1e30, -1e30, np.inf, -np.inf, np.nan]
+
+
+def _x(rng, dtype, scale=4.0):
+    body = rng.standard_normal(N - len(EDGES)) * scale
+    return np.concatenate([EDGES, body]).astype(dtype)
+
+
+def _grad(rng, dtype):
+    return rng.standard_normal(N).astype(dtype)
+
+
+def _unit(rng, dtype):
+    return rng.random(N).astype(dtype)
+
+
+# kernel name -> (input makers, attrs); each call is one the kernel applies to
+UNARY = ([_x], {})
+GRAD_X = ([_grad, _x], {})
+CASES = {
+    "relu.fused": UNARY,
+    "relu_grad.fused": ([_grad, lambda r, d: np.maximum(_x(r, d), 0)], {}),
+    "leaky_relu.fused": ([_x], {"negative_slope": 0.01}),
+    "leaky_relu_grad.fused": ([_grad, _x], {"negative_slope": 0.2}),
+    "sigmoid.fused": UNARY,
+    "sigmoid_grad.fused": ([_grad, _unit], {}),
+    "silu.fused": UNARY,
+    "silu_grad.fused": ([_grad, _x, _unit], {}),
+    "softplus.float32": ([_x], {"beta": 2.0, "threshold": 10.0}),
+    "softplus_grad.float32": ([_grad, _x], {"beta": 2.0, "threshold": 10.0}),
+    "gelu.tanh_fused": ([_x], {"approximate": "tanh"}),
+    "gelu.float32_polynomial": ([_x], {"approximate": "none"}),
+    "gelu_grad.tanh_fused": ([_grad, _x, _unit], {"approximate": "tanh"}),
+    "gelu_grad.float32_polynomial": ([_grad, _x, _unit], {"approximate": "none"}),
+    "elu.fused": ([_x], {"alpha": 0.5}),
+    "selu.fused": UNARY,
+    "celu.fused": ([_x], {"alpha": 2.0}),
+    "exponential_linear_grad.fused": (
+        [_grad, _x],
+        {"alpha": 1.5, "scale": 1.05, "input_scale": 0.5},
+    ),
+    "hardsigmoid.fused": UNARY,
+    "hardswish.fused": UNARY,
+    "hardswish_grad.fused": GRAD_X,
+    "mish.fused": UNARY,
+    "mish_grad.fused": GRAD_X,
+    "softsign.fused": UNARY,
+    "softsign_grad.fused": GRAD_X,
+    "logsigmoid.fused": UNARY,
+    "threshold.fused": ([_x], {"threshold": 0.5, "value": -2.0}),
+    "prelu.fused": ([_x, lambda r, d: np.asarray(0.25, d)], {}),
+    "clamp.scalar_rows": ([_x, lambda r, d: 0.25, lambda r, d: None], {}),
+    "sum.rows_and_columns": (
+        [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
+        {"axes": (0, 1), "keepdims": False},
+    ),
+    "sum_to.rows_and_columns": (
+        [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
+        {"shape": (64, 1, 1)},
+    ),
+}
+FLOAT32_ONLY = {"softplus", "softplus_grad", "gelu.float32_polynomial"}
+FLOAT32_ONLY |= {"gelu_grad.float32_polynomial", "softplus.float32", "softplus_grad.float32"}
+MODULES = {"buildingai.accel.activations", "buildingai.accel.elementwise"}
+MODULES |= {"buildingai.accel.reductions"}
+
+
+def _ours():
+    return [
+        entry
+        for entry in registry.kernels()
+        if entry.run is not None and entry.run.__module__ in MODULES
+    ]
+
+
+def test_every_kernel_of_these_modules_has_a_case():
+    names = {entry.name for entry in _ours()}
+    assert names == set(CASES), f"missing: {names - set(CASES)}, stale: {set(CASES) - names}"
+
+
+def _tolerance(name, dtype) -> float:
+    if name.startswith("sum"):  # float32 sums of thousands of values, added in another order
+        return 1e-12 if dtype == np.float64 else 5e-5
+    if dtype == np.float64:
+        return 1e-13
+    # the polynomial Phi against erf; log1p(exp) against logaddexp; twins' exp and FMAs
+    return 2e-6 if "gelu" in name or "mish" in name else 1e-6
+
+
+def _compare(name, reference, got, tolerance):
+    reference, got = np.asarray(reference), np.asarray(got)
+    assert reference.shape == got.shape and reference.dtype == got.dtype, name
+    assert np.array_equal(np.isnan(reference), np.isnan(got)), f"{name}: NaN positions differ"
+    infinite = np.isinf(reference)
+    assert np.array_equal(reference[infinite], got[infinite]), f"{name}: infinities differ"
+    finite = np.isfinite(reference)
+    scale = np.maximum(1.0, np.abs(reference[finite]))
+    error = (np.abs(got[finite] - reference[finite]) / scale).max(initial=0.0)
+    assert error <= tolerance, f"{name}: relative error {error:.3g} > {tolerance:.3g}"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow and inf - inf at the edges
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_matches_the_reference_forward(name, dtype, accel_on):
+    if dtype == np.float64 and name in FLOAT32_ONLY:
+        pytest.skip("a float32 kernel")
+    entry = registry.kernel(name)
+    makers, attrs = CASES[name]
+    rng = np.random.default_rng(0)
+    inputs = [make(rng, np.dtype(dtype)) for make in makers]
+    assert entry.active and entry.applies(np, *inputs, **attrs), f"{name} does not apply"
+    reference_ctx, kernel_ctx = types.SimpleNamespace(), types.SimpleNamespace()
+    with np.errstate(all="ignore"):
+        expected = entry.op.forward(reference_ctx, np, *inputs, **attrs)
+        got = entry.run(kernel_ctx, np, *inputs, **attrs)
+    assert got is not NotImplemented
+    tolerance = _tolerance(name, dtype)
+    _compare(name, expected, got, tolerance)
+    for kept in ("cache", "sigmoid", "input_shape"):  # what backward reads from the context
+        if hasattr(reference_ctx, kept):
+            assert hasattr(kernel_ctx, kept), f"{name} does not keep ctx.{kept}"
+            if kept != "input_shape":
+                _compare(
+                    f"{name} ctx.{kept}",
+                    getattr(reference_ctx, kept),
+                    getattr(kernel_ctx, kept),
+                    tolerance,
+                )
+
+
+def test_clamp_takes_the_rows_for_large_arrays_only():
+    fits = registry.kernel("clamp.scalar_rows").applies
+    large = np.ones(2 * scalar_loops.ROW, np.float32)
+    assert fits(np, large, 0.5, None) and fits(np, large, None, 2)
+    assert not fits(np, large[:-1], 0.5, None)
+    assert not fits(np, large, 0.5, 1.0) and not fits(np, large, large, None)
+
+
+FUNCTIONS = {
+    "relu": lambda t: t.relu(),
+    "leaky_relu": lambda t: bai.nn.functional.leaky_relu(t, 0.1),
+    "sigmoid": lambda t: t.sigmoid(),
+    "silu": lambda t: t.silu(),
+    "softplus": lambda t: t.softplus(beta=1.5, threshold=8.0),
+    "gelu": lambda t: t.gelu(),
+    "gelu_tanh": lambda t: t.gelu(approximate="tanh"),
+    "elu": lambda t: bai.elu(t, alpha=0.7),
+    "selu": lambda t: bai.selu(t),
+    "celu": lambda t: bai.celu(t, alpha=1.5),
+    "hardtanh": lambda t: bai.hardtanh(t, -1.0, 2.0),
+    "hardsigmoid": lambda t: bai.hardsigmoid(t),
+    "hardswish": lambda t: bai.hardswish(t),
+    "threshold": lambda t: bai.threshold(t, 0.5, -1.0),
+    "mish": lambda t: bai.mish(t),
+    "softsign": lambda t: bai.softsign(t),
+    "logsigmoid": lambda t: bai.logsigmoid(t),
+    "prelu": lambda t: bai.prelu(t, bai.tensor(np.float32([0.25, 0.5, 0.1]))),
+    "clamp_low": lambda t: t.clamp(-0.5, None),
+    "clamp_high": lambda t: t.clamp(None, 0.5),
+    "sum_leading": lambda t: t.sum(0),
+    "sum_trailing": lambda t: t.sum((1, 2)),
+}
+
+
+def _run(function, x, g, flag):
+    with bai.accel.enabled(flag):
+        t = bai.tensor(x, requires_grad=True)
+        out = function(t)
+        out.backward(bai.tensor(g[: out.numel()].reshape(out.shape)))
+        return out.numpy(), t.grad.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_accelerated_function_values_and_gradients_match_the_reference(name):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((600, 3, 40)) * 3).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    reference = _run(FUNCTIONS[name], x, g, False)
+    accelerated = _run(FUNCTIONS[name], x, g, True)
+    tolerance = 5e-5 if name.startswith("sum") else 2e-6  # sums of 1,800 values
+    for what, a, b in zip(("value", "gradient"), reference, accelerated):
+        np.testing.assert_allclose(b, a, rtol=tolerance, atol=tolerance, err_msg=f"{name} {what}")
+
+
+@pytest.mark.parametrize("name", ["elu", "hardswish", "mish", "softsign", "gelu", "silu"])
+def test_second_derivatives_match_with_acceleration_on_and_off(name):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(4000) * 3).astype(np.float64)
+
+    def second(flag):
+        with bai.accel.enabled(flag):
+            t = bai.tensor(x, requires_grad=True)
+            (first,) = bai.grad(FUNCTIONS[name](t).sum(), [t], create_graph=True)
+            (again,) = bai.grad((first * first).sum(), [t])
+            return first.numpy(), again.numpy()
+
+    for a, b in zip(second(False), second(True)):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
