@@ -12,14 +12,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..nn.module import Module
 from .callbacks import Callback, TrainerView
-
-if TYPE_CHECKING:
-    from ..nn import Module
 
 CHECKSUMS = "checksums.jsonl"
 

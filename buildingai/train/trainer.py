@@ -27,6 +27,8 @@ from ..backend.random import Generator, get_rng_state, manual_seed, set_rng_stat
 from ..backend.threads import get_num_threads, set_num_threads
 from ..data import DataLoader, ResumableSampler
 from ..errors import BuildingAIError, CheckpointError
+from ..graph import TensorSpec
+from ..graph import compile as compile_step
 from ..nn.loss import CrossEntropyLoss
 from ..serialization import load, save
 from . import callbacks as cb
@@ -296,9 +298,6 @@ class Trainer:
     def _compiled_update(self, batch) -> tuple[Tensor, Any]:
         """``_update`` as a static graph traced once per batch shape (``buildingai.compile``);
         returns ``(loss, outputs)``."""
-        from ..graph import TensorSpec
-        from ..graph import compile as compile_step
-
         if not (isinstance(batch, (tuple, list)) and len(batch) == 2
                 and all(isinstance(part, Tensor) for part in batch)):  # fmt: skip
             raise BuildingAIError(
