@@ -297,13 +297,7 @@ class OptimizerBase:
         for position, param in enumerate(group["params"]):
             if param.grad is None:
                 continue
-            grad = param.grad.data
-            if (
-                type(grad) is not type(param.data)
-                or grad.shape != param.data.shape
-                or grad.dtype != param.data.dtype
-            ):
-                grad = _fit_gradient(grad, param, position, copy=False)
+            grad = _fit_gradient(param.grad.data, param, position, copy=False)
             state = self.state.get(param)
             if state is None:
                 state = self.state[param] = self.init_state(param, group)
@@ -467,7 +461,11 @@ def _array_like_param(value, param: Tensor):
 
 def _fit_gradient(grad, param: Tensor, position: int, copy: bool):
     """Check a gradient's shape against its parameter; cast it to the parameter's dtype."""
-    xp = array_namespace(param.data)
+    data = param.data
+    fits = type(grad) is type(data) and grad.shape == data.shape and grad.dtype == data.dtype
+    if fits and not copy:
+        return grad
+    xp = array_namespace(data)
     if not hasattr(grad, "shape"):
         grad = np.asarray(grad)
     if tuple(grad.shape) != tuple(param.shape):
