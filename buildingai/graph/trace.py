@@ -1,6 +1,6 @@
 """``freeze``: trace one call through dispatch into a static ``Graph``.
 
-The tracer is an ``DispatchMode``: it sees every op call (op record, inputs, attributes, output)
+The tracer is a ``DispatchMode``: it sees every op call (op record, inputs, attributes, output)
 and nothing else, so a frozen graph holds exactly the ops eager execution ran.
 
 Symbolic sizes. The call runs once, on sample inputs in which each symbolic dimension of the
@@ -25,8 +25,10 @@ value. Arrays computed from the inputs' values behind dispatch's back (with ``.d
 mark (``_Traced``, a NumPy subclass that survives NumPy operations), so a constant or an index
 made from them is refused too.
 
-Only the tracing thread is affected: the Tensor hooks installed for the trace check a
-thread-local tracer, and another thread running eager code meanwhile sees plain tensors.
+The tracer is a dispatch mode that makes the trace's inputs and every op output a
+``SymbolicTensor``: their shapes read in symbolic sizes and reading their values is refused. Only
+those tensors, and only on the tracing thread, behave differently: the Tensor class is never
+changed, and another thread running eager code meanwhile sees plain tensors.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ..autograd.tensor import Tensor, _Size
 from ..backend.random import get_rng_state, set_rng_state
 from ..errors import BuildingAIError
 from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
-from . import symbolic
+from . import symbolic as symbolic_sizes
 from .graph import Graph, GraphError, Literal, Node, Value
 from .spec import TensorSpec
 from .symbolic import (
@@ -170,7 +172,7 @@ class Tracer(DispatchMode):
             data = output.data
             if type(data) is np.ndarray:
                 output.data = data.view(_Traced)
-        value_id = self.add(output, "op", "", shape)
+        value_id = self.add(symbolic(output), "op", "", shape)
         self.graph.nodes.append(Node(op, tuple(refs), symbolic_attrs, value_id, _module_path()))
 
     def spec(self, value_id: int) -> ValueSpec:
@@ -320,59 +322,28 @@ def _underived(value, op, what: str) -> GraphError:
     )
 
 
-# ----- hooks on Tensor while a trace runs ------------------------------------------------------
+# ----- the tensors of a trace ----------------------------------------------------------------
 
 _GUARDED = ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__")
 
 
-class _TensorHooks:
-    """Install the trace's Tensor hooks while at least one thread traces.
+class SymbolicTensor(Tensor):
+    """A tensor of a traced call: the trace's inputs and every output of a traced op.
 
-    The hooks read the calling thread's tracer (``_tracing.tracer``); on a thread that is not
-    tracing they do exactly what the original methods do.
+    Its ``shape``, ``size()`` and ``numel()`` read in the trace's symbolic sizes, and reading its
+    values (``bool``, ``item``, ``numpy``...) is refused when they depend on the inputs. Other
+    tensors (parameters, constants, every tensor of another thread) stay plain ``Tensor`` s: the
+    Tensor class itself is never changed. Outside the trace that made it, a symbolic tensor acts
+    as a plain one.
     """
 
-    lock = threading.Lock()
-    users = 0
-    saved: dict = {}
+    __slots__ = ()  # the layout of Tensor, so that an op's output can become one in place
 
-    def __init__(self, tracer: Tracer) -> None:
-        self.tracer = tracer
-        self.previous = None
-
-    def __enter__(self):
-        with _TensorHooks.lock:
-            if _TensorHooks.users == 0:
-                _install()
-            _TensorHooks.users += 1
-        self.previous = _tracing.tracer, symbolic.tracing.active
-        _tracing.tracer, symbolic.tracing.active = self.tracer, True
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        _tracing.tracer, symbolic.tracing.active = self.previous
-        with _TensorHooks.lock:
-            _TensorHooks.users -= 1
-            if _TensorHooks.users == 0:
-                for name, original in _TensorHooks.saved.items():
-                    setattr(Tensor, name, original)
-                _TensorHooks.saved.clear()
-
-
-def _install() -> None:
-    saved = _TensorHooks.saved
-    for name in _GUARDED:
-        saved[name] = Tensor.__dict__[name]
-        setattr(Tensor, name, _guarded(name, saved[name]))
-    for name in ("shape", "size", "numel"):
-        saved[name] = Tensor.__dict__[name]
-
+    @property
     def shape(self):
         tracer = _tracing.tracer
         actual = self.data.shape
-        if tracer is None:
-            return actual
-        value_id = tracer.ids.get(id(self))
+        value_id = None if tracer is None else tracer.ids.get(id(self))
         if value_id is None:
             return actual
         return tuple(
@@ -380,21 +351,20 @@ def _install() -> None:
             for size, extent in zip(actual, tracer.graph.values[value_id].shape)
         )
 
+    @property
     def size(self):
-        return _Size(shape(self))
+        return _Size(self.shape)
 
     def numel(self):
         count = 1
-        for extent in shape(self):
+        for extent in self.shape:
             count = extent * count
         return count
 
-    Tensor.shape = property(shape, doc=saved["shape"].__doc__)
-    Tensor.size = property(size, doc=saved["size"].__doc__)
-    Tensor.numel = numel
 
+def _guarded(name: str):
+    original = getattr(Tensor, name)
 
-def _guarded(name: str, original):
     def method(self, *args, **kwargs):
         tracer = _tracing.tracer
         if tracer is not None and id(self) in tracer.dependent:
@@ -409,7 +379,59 @@ def _guarded(name: str, original):
         return original(self, *args, **kwargs)
 
     method.__name__ = name
+    method.__doc__ = original.__doc__
     return method
+
+
+for _name in _GUARDED:
+    setattr(SymbolicTensor, _name, _guarded(_name))
+
+
+# each tensor class and its symbolic twin (``SymbolicParameter`` for ``Parameter``...), both ways
+_SYMBOLIC: dict[type, type] = {Tensor: SymbolicTensor}
+_PLAIN: dict[type, type] = {SymbolicTensor: Tensor}
+
+
+def symbolic(tensor: Tensor) -> Tensor:
+    """Make ``tensor`` symbolic in place: its class becomes the symbolic twin of its own (a
+    subclass of both, with the same layout), so a ``Parameter`` stays a ``Parameter``."""
+    kind = type(tensor)
+    if kind in _PLAIN:
+        return tensor
+    twin = _SYMBOLIC.get(kind)
+    if twin is None:
+        attributes = {"__slots__": (), "__module__": __name__, "__doc__": SymbolicTensor.__doc__}
+        twin = _SYMBOLIC.setdefault(
+            kind, type(f"Symbolic{kind.__name__}", (SymbolicTensor, kind), attributes)
+        )
+        _PLAIN[twin] = kind
+    tensor.__class__ = twin
+    return tensor
+
+
+def plain(tensor: Tensor) -> Tensor:
+    """Give a tensor made symbolic by ``symbolic`` its own class back."""
+    kind = _PLAIN.get(type(tensor))
+    if kind is not None:
+        tensor.__class__ = kind
+    return tensor
+
+
+class tracing_thread:  # noqa: N801 - a context manager, used as a function call
+    """Make ``tracer`` this thread's trace for the block: symbolic tensors read their sizes from
+    it, and symbolic ints (``graph/symbolic.py``) refuse to be branched on."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+        self.previous = None
+
+    def __enter__(self):
+        self.previous = _tracing.tracer, symbolic_sizes.tracing.active
+        _tracing.tracer, symbolic_sizes.tracing.active = self.tracer, True
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _tracing.tracer, symbolic_sizes.tracing.active = self.previous
 
 
 # ----- freezing --------------------------------------------------------------------------------
@@ -439,7 +461,7 @@ def _sample_inputs(specs: list, sizes: dict) -> list:
             array = rng.random(shape) < 0.25
         else:
             array = rng.integers(0, 2, size=shape).astype(spec.dtype)
-        tensors.append(Tensor(array.view(_Traced)))
+        tensors.append(symbolic(Tensor(array.view(_Traced))))
     return tensors
 
 
@@ -499,7 +521,7 @@ def _trace(function, specs: list, parameter_names: dict) -> Tracer:
     tracer = Tracer(specs, *sample_sizes(specs), parameter_names)
     inputs = traced_inputs(tracer, specs)
     # random sample inputs may be outside an op's domain (log of a negative): quietly nan
-    with no_grad(), dispatch_mode(tracer), _TensorHooks(tracer), np.errstate(all="ignore"):
+    with no_grad(), dispatch_mode(tracer), tracing_thread(tracer), np.errstate(all="ignore"):
         try:
             result = function(*inputs)
         except SymbolicSizeError as error:  # a branch on a symbolic size

@@ -33,7 +33,16 @@ from ..ops.abstract import ValueSpec, bytes_of
 from ..ops.base import Op
 from .graph import GraphError, Node
 from .symbolic import where
-from .trace import Tracer, _TensorHooks, _Traced, sample_sizes, set_outputs, traced_inputs
+from .trace import (
+    Tracer,
+    _Traced,
+    plain,
+    sample_sizes,
+    set_outputs,
+    symbolic,
+    traced_inputs,
+    tracing_thread,
+)
 
 
 class OptimizerUpdate(Op):
@@ -215,6 +224,7 @@ class TrainingTracer(Tracer):
         self.names = names  # id(parameter) -> a readable name
         self.params: list = []  # (value id, Tensor) of each trainable leaf, in first-read order
         self.saved: list = []  # (Tensor, its array before the trace, the array's copy)
+        self.made_symbolic: list = []  # tensors from before the trace, symbolic while it runs
         self.updates = 0
         self.deferred: list = []  # work held for the next optimizer update (clipping)
         self.kept: dict = {}  # id(array) -> (producer value id, holder, key, array)
@@ -246,6 +256,7 @@ class TrainingTracer(Tracer):
             self.versions[value_id] = (target._version, target._version[0])
             self.dependent.add(id(target))  # its value now exists only when the graph runs
             self.keep[id(target)] = target
+            self.made_symbolic.append(symbolic(target))
 
     def write_back(self) -> None:
         """For every live tensor the step changed in place (a buffer, or a parameter changed by
@@ -331,6 +342,7 @@ class TrainingTracer(Tracer):
             # values computed from parameters behind dispatch's back are caught like inputs'
             tensor.data = original.view(_Traced)
             self.dependent.add(id(tensor))
+            self.made_symbolic.append(symbolic(tensor))
             self.arrays[id(tensor.data)] = (value_id, tensor.data)
             return value_id
         value_id = super().capture(tensor, op)
@@ -342,7 +354,7 @@ class TrainingTracer(Tracer):
         the next recorded optimizer update. Its result's stand-in cannot be read (that raises,
         naming the line): the value exists only when the graph runs."""
         self.deferred.append(action)
-        stand_in = Tensor(np.full((), np.nan, dtype=np.float32))
+        stand_in = symbolic(Tensor(np.full((), np.nan, dtype=np.float32)))
         self.dependent.add(id(stand_in))
         self.keep[id(stand_in)] = stand_in
         return stand_in
@@ -373,8 +385,10 @@ class TrainingTracer(Tracer):
         self.updates += 1
 
     def restore(self) -> list:
-        """Put every parameter's own array back; return the names of those the step wrote
+        """Put every parameter's own array and class back; return the names of those the step wrote
         behind dispatch's back (a trace must change nothing)."""
+        for tensor in self.made_symbolic:
+            plain(tensor)
         changed = []
         for tensor, original, copy in self.saved:
             tensor.data = original
@@ -472,7 +486,7 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
 
         with (
             dispatch_mode(tracer),
-            _TensorHooks(tracer),
+            tracing_thread(tracer),
             recording_backward(tracer.defer),
             _RecordOptimizerSteps(tracer),
             np.errstate(all="ignore"),

@@ -360,6 +360,41 @@ def test_another_thread_runs_eager_code_unaffected_during_a_freeze():
     assert type(bai.tensor(_x(2, 3)).shape[0]) is int  # and nothing is left installed
 
 
+def test_tracing_returns_symbolic_tensors_and_leaves_the_tensor_class_alone():
+    from buildingai.graph.symbolic import SymbolicInt
+    from buildingai.graph.trace import SymbolicTensor
+
+    attributes = {name: bai.Tensor.__dict__[name] for name in ("shape", "size", "numel", "item")}
+    seen = {}
+
+    def function(x):
+        seen["class"] = type(x)
+        y = x.exp()
+        seen["output"], seen["rows"] = type(y), y.shape[0]
+        seen["tensor_class"] = {name: bai.Tensor.__dict__[name] for name in attributes}
+        return y
+
+    freeze(function, [TensorSpec((None, 3))])
+    assert seen["class"] is SymbolicTensor and seen["output"] is SymbolicTensor
+    assert isinstance(seen["rows"], SymbolicInt) and seen["rows"] == 13  # the sample size
+    assert seen["tensor_class"] == attributes  # nothing patched, during or after
+
+
+def test_a_compiled_step_gives_parameters_their_own_class_back():
+    model = nn.Linear(3, 2)
+    optimizer = bai.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        optimizer.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    bai.compile(step, [TensorSpec((4, 3))])
+    assert {type(parameter) for parameter in model.parameters()} == {nn.Parameter}
+
+
 def test_lazy_layers_are_built_from_the_signature_without_moving_the_random_state():
     model = nn.Sequential(nn.Linear(6, 8), nn.DenseClassifier(3, hidden=5, dropout=0.2)).eval()
     state = bai.backend.random.get_rng_state()
