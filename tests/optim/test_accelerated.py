@@ -172,3 +172,21 @@ def test_the_textbook_step_loads_no_compiled_tier():
     )
     env = {"BUILDINGAI_ACCEL": "0", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch):
+    pytest.importorskip("numba")
+    ran = []
+    run = accelerated.compiled.run
+
+    def watched(kernel, arrays, keywords=None):
+        done = run(kernel, arrays, keywords)
+        ran.append((kernel, done))
+        return done
+
+    monkeypatch.setattr(accelerated.compiled, "run", watched)
+    options = {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}
+    fast, _ = _run("Adam", options, accelerate=True, dtype=np.float32, shapes=[(200, 100)])
+    plain, _ = _run("Adam", options, accelerate=False, dtype=np.float32, shapes=[(200, 100)])
+    assert (accelerated.adam_update, True) in ran
+    np.testing.assert_allclose(fast[0].numpy(), plain[0].numpy(), rtol=2e-5, atol=2e-6)
