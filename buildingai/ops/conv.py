@@ -6,18 +6,13 @@ also uses), and with respect to the weight ``conv2d_weight_grad(x, g)``. The thr
 bilinear and each one's gradients are the other two, so derivatives of any order are again
 these three records.
 
-Float32 stride-1 calls with one group go to the compiled tier's direct convolution twins
-(``kernels/compiled/conv.py``: register tiles that read the input in place) when two of numba's
-threads are free; ``correlate`` and ``correlate_weight_grad`` below are their references.
-Everything else, and those references, share the im2col machinery: the zero-padded input is
-viewed (no copy) through ``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape
-gathers them into columns ``(groups, C/groups * kh * kw, N * Ho * Wo)``, and one GEMM per
-group with the weight reshaped
-to ``(groups, O/groups, K)`` yields the output (O, N, Ho, Wo), put in NCHW order by one copy.
-The input gradient runs the GEMM the other way and scatters the columns back (col2im) with one
-strided add per kernel offset, or, for stride 1, one contiguous add per offset on the flat
-grid of ``ops/kernels/conv_grid.py``. Depthwise convolutions (one input channel per group), whose
-per-group GEMMs are tiny, instead loop over the kernel offsets with whole-array multiply-adds.
+All three are im2col and one matrix product per group. The zero-padded input is viewed (no
+copy) through ``as_strided`` as windows ``(N, C, kh, kw, Ho, Wo)``; one reshape gathers them
+into columns ``(groups, C/groups * kh * kw, N * Ho * Wo)``, and the weight reshaped to
+``(groups, O/groups, C/groups * kh * kw)`` times the columns is the output (O, N, Ho, Wo), put in
+NCHW order by one copy. The input gradient runs the product the other way and adds the columns
+back where their windows read (col2im); the weight gradient multiplies the output gradient by
+the columns, which the forward keeps for it.
 
 Attributes (normalised by ``nn.functional``): ``stride``, ``padding`` (symmetric, per side),
 ``dilation`` as ``(h, w)`` int pairs, ``groups`` an int; ``input_size`` / ``weight_size`` the
@@ -26,16 +21,11 @@ spatial ``(h, w)`` size of the tensor an adjoint produces.
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..accel.kernels import compiled
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.conv_grid import grid_col2im, grid_for, to_grid
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
 from .base import Op
-from .linalg import einsum_array, matmul_array
+from .linalg import matmul_array
 from .reduce import SUM
 
 # ----- sizes and checks ---------------------------------------------------------------------------
@@ -189,7 +179,8 @@ def _infer_check_channels(op: str, got, expected, first, second) -> None:
 # ----- im2col and col2im --------------------------------------------------------------------------
 
 
-def _pad_image(xp, x, padding):
+def pad_image(xp, x, padding):
+    """x (N, C, H, W) inside zeros (N, C, H + 2*ph, W + 2*pw)."""
     ph, pw = padding
     if ph == 0 and pw == 0:
         return x
@@ -210,33 +201,29 @@ def windows(xp, padded, kernel, out_hw, stride, dilation):
     )
 
 
-def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
-    """Columns ``(groups, C/groups * kh * kw, N * Ho * Wo)`` of ``x`` (N, C, H, W): the one copy.
-
-    The batch goes into the columns, so each convolution is one large GEMM per group: one GEMM
-    per sample would keep fewer BLAS threads busy with its small products.
-    """
-    view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
+def im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
+    """Columns ``(groups, C/groups * kh * kw, N * Ho * Wo)`` of x (N, C, H, W): one column per
+    output position, holding the window it reads. The reshape of the window view is the one
+    copy; the batch goes into the columns, so each group is one large product."""
+    view = windows(xp, pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
     n, c = x.shape[:2]
     columns = view.transpose(1, 2, 3, 0, 4, 5)  # (C, kh, kw, N, Ho, Wo), still a view
     return columns.reshape(groups, c // groups * kernel[0] * kernel[1], n * out_hw[0] * out_hw[1])
 
 
-def _grad_rows(xp, grad, groups):
-    """The output gradient (N, O, Ho, Wo) as GEMM rows ``(groups, O/groups, N * Ho * Wo)``."""
+def grad_rows(xp, grad, groups):
+    """The output gradient (N, O, Ho, Wo) as product rows ``(groups, O/groups, N * Ho * Wo)``."""
     n, out_channels, ho, wo = grad.shape
     rows = grad.reshape(n, groups, out_channels // groups, ho * wo).transpose(1, 2, 0, 3)
     return rows.reshape(groups, out_channels // groups, n * ho * wo)
 
 
-def _col2im(xp, cols, input_hw, stride, padding, dilation):
+def col2im(xp, cols, input_hw, stride, padding, dilation):
     """The adjoint of im2col: add ``cols`` (C, kh, kw, N, Ho, Wo) back into an image (N, C, H, W).
 
-    One strided add per kernel offset (kh * kw of them), each over the whole batch. The sums run
-    in the columns' own channel-major layout, (C, N, H, W), so every add reads its operand
-    sequentially; one copy turns the result into (N, C, H, W) at the end. Sums in the
-    (N, C, H, W) layout would read the columns with a stride of kh * kw * N * Ho * Wo between
-    channels.
+    One strided add per kernel offset, each over the whole batch. The sums run in the columns'
+    own channel-major layout, (C, N, H, W), so every add reads its operand in order; one copy
+    turns the result into (N, C, H, W) at the end.
     """
     c, kh, kw, n, ho, wo = cols.shape
     ph, pw = padding
@@ -251,167 +238,66 @@ def _col2im(xp, cols, input_hw, stride, padding, dilation):
     return xp.ascontiguousarray(image.transpose(1, 0, 2, 3))
 
 
-def _is_depthwise(weight_shape, groups: int) -> bool:
-    """One input channel per group, several groups: per-group GEMMs would have an inner size of
-    only kh * kw, so the work is done as whole-array multiply-adds per kernel offset instead
-    (not yet timed against the GEMM path; see benchmarks/layers.py)."""
-    return groups > 1 and weight_shape[1] == 1
+def to_nchw(xp, out, bias=None):
+    """The product (O, N, Ho, Wo) in NCHW order, plus bias (O,) or None. The bias is added by
+    the copy into NCHW order: one pass instead of a copy and an add."""
+    out_channels, n = out.shape[:2]
+    nchw = out.transpose(1, 0, 2, 3)
+    if bias is None:
+        return xp.ascontiguousarray(nchw)
+    result = xp.empty(nchw.shape, dtype=out.dtype)
+    xp.add(nchw, bias.reshape(out_channels, 1, 1), out=result)
+    return result
+
+
+def keep_columns(ctx, columns) -> None:
+    """Keep x's im2col columns on ``ctx`` for the weight gradient's product (making them again
+    would copy the whole im2col), where the weight gets a gradient. A forward that made no
+    columns keeps none: the weight gradient then makes them from x."""
+    inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
+    if inputs is not None and inputs[1].requires_grad:
+        ctx.columns = columns
 
 
 # ----- the forward computations, shared by the three records --------------------------------------
 
 
-# The direct twins run on at least this many of numba's threads: on one (BLAS's threads still
-# spinning after a GEMM, or one element-wise thread) they are no faster than im2col with a
-# GEMM on BLAS's threads (docs/design_notes/performance.md).
-DIRECT_MIN_THREADS = 2
-
-
-def _direct(xp, first, second, stride, dilation, groups, outputs: int) -> bool:
-    """Whether a call may go to the direct convolution twins (``kernels/compiled/conv.py``):
-    float32 NumPy arrays, stride 1, no dilation, one group, and ``DIRECT_MIN_THREADS`` of
-    numba's threads free now for its ``outputs`` output values."""
-    return (
-        xp is np
-        and first.dtype == second.dtype == np.float32
-        and tuple(stride) == tuple(dilation) == (1, 1)
-        and groups == 1
-        and compiled.thread_count(first.size + second.size + outputs) >= DIRECT_MIN_THREADS
-    )
-
-
-@compiled_twin("conv.correlate", params=("padding",))
-def correlate(xp, x, taps, bias, out, *, padding) -> None:
-    """out (N, O, Ho, Wo) = x (N, C, H, W) correlated with taps (O, C, kh, kw) at stride 1
-    with zero padding ``padding``, plus bias (O,) or None: im2col and one GEMM, the reference
-    of the direct twin."""
-    out[...] = _im2col_conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)[0]
-
-
-@compiled_twin("conv.correlate_weight_grad", params=("padding",))
-def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
-    """out (O, C, kh, kw) = the weight gradient of ``correlate`` for x (N, C, H, W) and the
-    output gradient (N, O, Ho, Wo): im2col and one GEMM, the reference of the direct twin."""
-    out[...] = _im2col_weight_grad(xp, x, grad, out.shape[2:], (1, 1), padding, (1, 1), 1)
-
-
 def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
     """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw), bias (O,) or None ->
-    (N, O, Ho, Wo), and the im2col columns it multiplied (None where it made none: the direct
-    and depthwise convolutions)."""
-    out_hw = _output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
-    outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
-    if _direct(xp, x, weight, stride, dilation, groups, outputs):
-        out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
-        if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}):
-            return out, None
-    return _im2col_conv(xp, x, weight, stride, padding, dilation, groups, bias)
+    (N, O, Ho, Wo), and the im2col columns it multiplied.
 
-
-def _im2col_conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
-    """``_conv`` through im2col and one GEMM per group (or, depthwise, per-offset adds)."""
-    n = x.shape[0]
-    out_channels = weight.shape[0]
-    kernel = weight.shape[2:]
+    Each output value is the dot product of a filter with the window it sees, so the whole
+    convolution is one product per group: filters (O/groups, C/groups * kh * kw) times columns
+    (C/groups * kh * kw, N * Ho * Wo).
+    """
+    out_channels, kernel = weight.shape[0], weight.shape[2:]
     out_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
-    if _is_depthwise(weight.shape, groups):
-        view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
-        per_group = out_channels // groups
-        taps = weight.reshape(1, groups, per_group, kernel[0], kernel[1], 1, 1)
-        out = xp.zeros((n, groups, per_group) + out_hw, dtype=x.dtype)
-        for i in range(kernel[0]):
-            for j in range(kernel[1]):
-                out += taps[:, :, :, i, j] * view[:, :, None, i, j]
-        out = out.reshape((n, out_channels) + out_hw)
-        if bias is not None:
-            out += bias.reshape(out_channels, 1, 1)
-        return out, None
-    cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-    matrix = weight.reshape(groups, out_channels // groups, -1)
-    out = matmul_array(xp, matrix, cols).reshape((out_channels, n) + out_hw)  # (O, N, Ho, Wo)
-    if bias is None:
-        return xp.ascontiguousarray(out.transpose(1, 0, 2, 3)), cols
-    # The bias is added by the copy into NCHW order: one pass instead of a copy and an add.
-    result = xp.empty((n, out_channels) + out_hw, dtype=out.dtype)
-    xp.add(out.transpose(1, 0, 2, 3), bias.reshape(out_channels, 1, 1), out=result)
-    return result, cols
+    columns = im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    filters = weight.reshape(groups, out_channels // groups, -1)
+    out = matmul_array(xp, filters, columns)  # (groups, O/groups, N * Ho * Wo)
+    out = out.reshape((out_channels, x.shape[0]) + out_hw)
+    return to_nchw(xp, out, bias), columns
 
 
 def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
     """The transposed convolution: grad (N, O, Ho, Wo), weight (O, C/groups, kh, kw) ->
-    (N, C, H, W) with (H, W) = ``input_hw``."""
+    (N, C, H, W) with (H, W) = ``input_hw``. The filters, transposed, turn the output gradient
+    into columns; col2im adds each column back onto the window it came from."""
     n, out_channels, ho, wo = grad.shape
-    per_group_in = weight.shape[1]
-    kh, kw = weight.shape[2:]
-    full_hw = _output_hw(input_hw, (kh, kw), stride, padding, dilation)
-    turn = (kh - 1 - padding[0], kw - 1 - padding[1])  # the correlation's padding
-    outputs = n * per_group_in * prod(input_hw)
-    if (
-        full_hw == (ho, wo)
-        and min(turn) >= 0
-        and _direct(xp, grad, weight, stride, dilation, groups, outputs)
-    ):
-        # The correlation of the output gradient with the turned filters (O and C swapped).
-        turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
-        out = np.empty((n, per_group_in) + tuple(input_hw), np.float32)
-        if compiled.run(correlate, (grad, turned, None, out), {"padding": turn}):
-            return out
-    if _is_depthwise(weight.shape, groups):
-        # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
-        grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
-        taps = weight.reshape(groups, out_channels // groups, kh, kw)
-        cols = einsum_array(xp, "ngohw,goij->gijnhw", grouped, taps)
-        return _col2im(xp, cols, input_hw, stride, padding, dilation)
-    matrix = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
-    # Stride 1: col2im as contiguous adds on the flat grid (ops/kernels/conv_grid.py).
-    grid = grid_for(n, input_hw, (kh, kw), full_hw, stride, padding, dilation)
-    if grid is not None:
-        rows = grid.positions(to_grid(xp, grad, grid))
-        rows = rows.reshape(groups, out_channels // groups, grid.length)
-        cols = matmul_array(xp, matrix, rows)  # (groups, K, grid.length)
-        return grid_col2im(xp, cols.reshape(groups * per_group_in, kh, kw, -1), grid)
-    cols = matmul_array(xp, matrix, _grad_rows(xp, grad, groups))  # (groups, K, N * Ho * Wo)
+    per_group_in, kh, kw = weight.shape[1:]
+    filters = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
+    cols = matmul_array(xp, filters, grad_rows(xp, grad, groups))  # (groups, K, N * Ho * Wo)
     cols = cols.reshape(groups * per_group_in, kh, kw, n, ho, wo)
-    return _col2im(xp, cols, input_hw, stride, padding, dilation)
+    return col2im(xp, cols, input_hw, stride, padding, dilation)
 
 
-def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols=None):
-    """The weight gradient: x (N, C, H, W), grad (N, O, Ho, Wo) -> (O, C/groups, kh, kw).
-    ``cols``: x's im2col columns if the forward kept them (else they are made again, or the
-    direct twin reads x in place)."""
-    full_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
-    outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
-    if (
-        cols is None
-        and full_hw == grad.shape[2:]
-        and _direct(xp, x, grad, stride, dilation, groups, outputs)
-    ):
-        out = np.empty((grad.shape[1], x.shape[1]) + tuple(kernel), np.float32)
-        if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
-            return out
-    return _im2col_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols)
-
-
-def _im2col_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, cols=None):
-    """``_conv_weight_grad`` through im2col and one GEMM per group (or, depthwise, einsum)."""
-    n, channels = x.shape[:2]
-    out_channels, out_hw = grad.shape[1], grad.shape[2:]
-    per_group_out = out_channels // groups
-    if _is_depthwise((out_channels, channels // groups), groups):
-        view = windows(xp, _pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
-        grouped = grad.reshape((n, groups, per_group_out) + tuple(out_hw))
-        out = einsum_array(xp, "ngohw,ngijhw->goij", grouped, view)
-        return out.reshape(out_channels, 1, kernel[0], kernel[1])
-    if cols is None:
-        cols = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-    # One GEMM per group whose inner dimension runs over every position of every sample. With
-    # that dimension at least as long as the columns' rows, OpenBLAS runs the product faster
-    # with the columns as its left operand (transposed result: a small copy).
-    rows = _grad_rows(xp, grad, groups)
-    if cols.shape[-1] >= cols.shape[-2]:
-        out = matmul_array(xp, cols, rows.swapaxes(-1, -2)).swapaxes(-1, -2)
-    else:
-        out = matmul_array(xp, rows, cols.swapaxes(-1, -2))
+def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, columns=None):
+    """The weight gradient: x (N, C, H, W), grad (N, O, Ho, Wo) -> (O, C/groups, kh, kw), the
+    output gradient times x's im2col ``columns`` (those the forward kept, or made again)."""
+    channels, out_channels = x.shape[1], grad.shape[1]
+    if columns is None:
+        columns = im2col(xp, x, kernel, grad.shape[2:], stride, padding, dilation, groups)
+    out = matmul_array(xp, grad_rows(xp, grad, groups), columns.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(kernel))
 
 
@@ -446,11 +332,8 @@ class Conv2d(Op):
         _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
 
     def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-        # Kept for the weight gradient's GEMM: remaking the columns is a copy of the whole im2col.
         out, columns = _conv(xp, x, weight, stride, padding, dilation, groups, bias)
-        inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
-        if columns is not None and inputs is not None and inputs[1].requires_grad:
-            ctx.columns = columns
+        keep_columns(ctx, columns)
         return out
 
     def infer(self, x, weight, bias=None, *, stride, padding, dilation, groups):

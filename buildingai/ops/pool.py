@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accel.kernels import compiled
-from ..accel.kernels.compiled import compiled_twin
-from ..accel.kernels.pool_flat import fits_flat, scatter_to_choice, window_max
 from .abstract import DimExpr, SymbolicSizeError, bytes_of, memory_cost, simplify
 from .base import Op
 from .conv import floor_divide_size
@@ -67,7 +64,7 @@ def _infer_pool_size(size, kernel, stride, padding, dilation, ceil, axis_name: s
     return out - 1 if overhang >= 0 else out
 
 
-def _geometry(size_hw, out_hw, kernel, stride, padding, dilation) -> tuple[int, int]:
+def padded_size(size_hw, out_hw, kernel, stride, padding, dilation) -> tuple[int, int]:
     """The padded image's (H', W'): the left/top padding and the image, then on the right/bottom
     as far as the last window reaches (ceil mode may reach past the symmetric padding)."""
     return tuple(
@@ -79,7 +76,7 @@ def _geometry(size_hw, out_hw, kernel, stride, padding, dilation) -> tuple[int, 
     )
 
 
-def _offsets(kernel, stride, dilation, out_hw):
+def window_offsets(kernel, stride, dilation, out_hw):
     """``(index, i, j, rows, cols)`` for every window offset: the slices of the padded image that
     hold element (i, j) of every window, an (Ho, Wo) strided view."""
     for i in range(kernel[0]):
@@ -118,7 +115,7 @@ def _real(xp, size_hw, out_hw, i, j, stride, padding, dilation):
     return masks[0][:, None] & masks[1][None, :]
 
 
-def _choice_dtype(xp, kernel):
+def choice_dtype(xp, kernel):
     return xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int32
 
 
@@ -128,12 +125,14 @@ def window_choice(xp, x, out, kernel, stride, padding, dilation):
     first real element, as PyTorch does."""
     out_hw = out.shape[2:]
     size_hw = x.shape[2:]
-    padded = _pad(xp, x, _geometry(size_hw, out_hw, kernel, stride, padding, dilation), padding, 0)
+    padded = _pad(
+        xp, x, padded_size(size_hw, out_hw, kernel, stride, padding, dilation), padding, 0
+    )
     # NaN is the maximum (out holds it, and x == NaN is false): test for it only when present.
     has_nan = x.dtype.kind in "fV" and bool(xp.isnan(out).any())
-    choice = xp.zeros(out.shape, dtype=_choice_dtype(xp, kernel))
+    choice = xp.zeros(out.shape, dtype=choice_dtype(xp, kernel))
     found = None  # whether a window's maximum was seen at an earlier offset
-    for index, i, j, rows, cols in _offsets(kernel, stride, dilation, out_hw):
+    for index, i, j, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
         view = padded[:, :, rows, cols]
         winner = view == out
         if has_nan:
@@ -152,21 +151,6 @@ def window_choice(xp, x, out, kernel, stride, padding, dilation):
     return choice
 
 
-@compiled_twin("pooling.window_first_max", params=("size", "stride", "dilation"))
-def _first_max_inside(xp, x, out, choice, *, size, stride, dilation) -> None:
-    """``window_choice`` into ``choice`` for windows that lie inside the image (no padding)."""
-    choice[...] = window_choice(xp, x, out, size, stride, (0, 0), dilation)
-
-
-def _pool_kernel(xp, kernel, arrays, geometry) -> None:
-    """``kernel(xp, *arrays, **geometry)``; 2x2 windows of stride 2 through its compiled twin
-    where it applies (``ops/kernels/compiled/pooling.py``)."""
-    if geometry["size"] == geometry["stride"] == (2, 2) and geometry["dilation"] == (1, 1):
-        compiled.call(xp, kernel, arrays, **geometry)
-    else:
-        kernel(xp, *arrays, **geometry)
-
-
 def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
     """The flat positions ``h * W + w`` in x (N, C, H, W) of the chosen elements (int64)."""
     offset = choice.astype(xp.int64)
@@ -174,18 +158,6 @@ def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
     rows = xp.arange(ho).reshape(-1, 1) * stride[0] - padding[0] + offset // kernel[1] * dilation[0]
     cols = xp.arange(wo) * stride[1] - padding[1] + offset % kernel[1] * dilation[1]
     return rows * size_hw[1] + cols
-
-
-def _all_finite(xp, array) -> bool:
-    """Whether ``_masked`` may multiply: NumPy arrays of finite floats only (NumPy's where over an
-    irregular mask is much slower than a product with it; CuPy's is not)."""
-    return type(array) is np.ndarray and array.dtype.kind == "f" and bool(np.isfinite(array).all())
-
-
-def _masked(xp, mask, values, finite: bool):
-    """``values`` where ``mask``, else 0. The product with the mask is the same unless an inf or
-    NaN value sits where the mask is off (0 * inf is NaN), which ``finite`` rules out."""
-    return values * mask if finite else xp.where(mask, values, 0)
 
 
 # ----- the records --------------------------------------------------------------------------------
@@ -205,16 +177,10 @@ class MaxPool2d(Op):
             pool_output_size(size_hw[a], kernel[a], stride[a], padding[a], dilation[a], ceil_mode)
             for a in range(2)
         )
-        if fits_flat(x.shape, out_hw, kernel, stride, padding, dilation):
-            x = xp.ascontiguousarray(x)
-            out = xp.empty(x.shape[:2] + out_hw, dtype=x.dtype)
-            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
-            _pool_kernel(xp, window_max, [x, out], geometry)
-            return out
-        geometry = _geometry(size_hw, out_hw, kernel, stride, padding, dilation)
+        geometry = padded_size(size_hw, out_hw, kernel, stride, padding, dilation)
         padded = _pad(xp, x, geometry, padding, _lowest(xp, x.dtype))
         out = None
-        for _, _, _, rows, cols in _offsets(kernel, stride, dilation, out_hw):
+        for _, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
             view = padded[:, :, rows, cols]
             if out is None:
                 out = view.copy()
@@ -272,15 +238,10 @@ class MaxPool2dChoice(Op):
     differentiable = False
 
     def forward(self, ctx, xp, x, out, *, kernel, stride, padding, dilation):
-        if fits_flat(x.shape, out.shape[2:], kernel, stride, padding, dilation):
-            choice = xp.empty(out.shape, dtype=_choice_dtype(xp, kernel))
-            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
-            _pool_kernel(xp, _first_max_inside, [x, out, choice], geometry)
-            return choice
         return window_choice(xp, x, out, kernel, stride, padding, dilation)
 
     def infer(self, x, out, *, kernel, stride, padding, dilation):
-        return out.with_dtype(_choice_dtype(np, kernel))
+        return out.with_dtype(choice_dtype(np, kernel))
 
     def cost(self, x, out, *, kernel, stride, padding, dilation):
         # a comparison, a mask and an update per window element
@@ -300,22 +261,10 @@ class MaxPool2dScatter(Op):
 
     def forward(self, ctx, xp, grad, choice, *, input_size, kernel, stride, padding, dilation):
         out_hw = grad.shape[2:]
-        image_shape = tuple(grad.shape[:2]) + tuple(input_size)
-        disjoint = all(stride[a] >= dilation[a] * (kernel[a] - 1) + 1 for a in range(2))
-        if disjoint and fits_flat(image_shape, out_hw, kernel, stride, padding, dilation):
-            image = xp.empty(image_shape, dtype=grad.dtype)
-            geometry = {"size": kernel, "stride": stride, "dilation": dilation}
-            _pool_kernel(xp, scatter_to_choice, [grad, choice, image], geometry)
-            return image
-        geometry = _geometry(input_size, out_hw, kernel, stride, padding, dilation)
+        geometry = padded_size(input_size, out_hw, kernel, stride, padding, dilation)
         padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
-        finite = _all_finite(xp, grad)
-        for index, _, _, rows, cols in _offsets(kernel, stride, dilation, out_hw):
-            picked = _masked(xp, choice == index, grad, finite)
-            if disjoint:  # every position belongs to at most one window: no add needed
-                padded[:, :, rows, cols] = picked
-            else:
-                padded[:, :, rows, cols] += picked
+        for index, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
+            padded[:, :, rows, cols] += xp.where(choice == index, grad, 0)
         ph, pw = padding
         return padded[:, :, ph : ph + input_size[0], pw : pw + input_size[1]]
 
@@ -351,10 +300,10 @@ class MaxPool2dGather(Op):
     def forward(self, ctx, xp, x, choice, *, kernel, stride, padding, dilation):
         out_hw = choice.shape[2:]
         padded = _pad(
-            xp, x, _geometry(x.shape[2:], out_hw, kernel, stride, padding, dilation), padding, 0
+            xp, x, padded_size(x.shape[2:], out_hw, kernel, stride, padding, dilation), padding, 0
         )
         out = xp.empty(x.shape[:2] + tuple(out_hw), dtype=x.dtype)
-        for index, _, _, rows, cols in _offsets(kernel, stride, dilation, out_hw):
+        for index, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
             view = padded[:, :, rows, cols]
             if index == 0:
                 out[...] = view

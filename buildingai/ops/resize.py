@@ -4,8 +4,7 @@ transpose ``interpolate_grad``.
 Every mode is separable and linear in the input: along each spatial axis, output = W @ input
 with a sparse (out, in) matrix W built from PyTorch's coordinate rule for that mode (nearest,
 nearest-exact, linear, cubic, area). W is applied axis by axis as a few weighted gathers (an
-output row mixes 1, 2, 4 or about in/out + 1 inputs), or as a matrix product where rows are
-long. The gradient applies W transposed the same way, and the gradient of that applies W again,
+output row mixes 1, 2, 4 or about in/out + 1 inputs). The gradient applies W transposed the same way, and the gradient of that applies W again,
 so every derivative order is exact.
 
 Attributes: ``size`` (the output's spatial sizes), ``mode`` ("nearest", "nearest-exact",
@@ -20,7 +19,6 @@ import math
 
 import numpy as np
 
-from ..backend.threads import blas_called
 from .abstract import SymbolicSizeError, ValueSpec, memory_cost
 from .base import Op
 from .promotion import as_float, float_dtype
@@ -129,11 +127,10 @@ def resize_matrix(
 @functools.lru_cache(maxsize=256)
 def axis_map(key: tuple, transpose: bool) -> tuple:
     """How to apply W (or W^T) of ``axis_entries(*key)`` along an axis: ``(columns, weights,
-    unit, padded, dense)``, (rows, K) arrays such that output row r is the sum over k of
+    unit, padded)``, (rows, K) arrays such that output row r is the sum over k of
     ``weights[r, k] * input[columns[r, k]]``; ``unit`` when every weight is 1. Rows with fewer
     than K entries are ``padded`` with column ``n_columns``: a zero row appended to the input,
     so an inf or NaN elsewhere never reaches an output that does not read it (0 * inf is NaN).
-    ``dense``: the matrix itself where rows are long, or None.
     """
     rows, columns, weights = axis_entries(*key)
     _, in_size, out_size = key[:3]
@@ -150,14 +147,10 @@ def axis_map(key: tuple, transpose: bool) -> tuple:
     gathered[rows, slot], scaled[rows, slot] = columns, weights
     padded = bool((counts < width).any())
     unit = bool(np.all(scaled[counts > 0] == 1.0))
-    dense = None
-    if 8 * width > n_columns:  # long rows (area pooling to a few pixels): BLAS runs them faster
-        matrix = resize_matrix(*key)
-        dense = np.ascontiguousarray(matrix.T if transpose else matrix)
-    return gathered, scaled, unit, padded, dense
+    return gathered, scaled, unit, padded
 
 
-def _axis_keys(in_sizes, attrs) -> list:
+def axis_keys(in_sizes, attrs) -> list:
     scales = attrs["scales"] or (None,) * len(in_sizes)
     shortcut = len(in_sizes) == 2
     return [
@@ -170,21 +163,13 @@ def _attrs_of(size, mode, align_corners, scales) -> dict:
     return {"size": size, "mode": mode, "align_corners": align_corners, "scales": scales}
 
 
-def _along(xp, x, plan: tuple, axis: int):
+def along(xp, x, plan: tuple, axis: int):
     """W (as ``axis_map`` plans it) applied along ``axis`` of x: K weighted gathers."""
-    columns, weights, unit, padded, dense = plan
+    columns, weights, unit, padded = plan
     out_shape = list(x.shape)
     out_shape[axis] = columns.shape[0]
     if columns.shape[1] == 0:  # an empty axis: nothing to gather
         return xp.zeros(out_shape, dtype=x.dtype)
-    if dense is not None and x.dtype.kind == "f" and bool(xp.isfinite(x).all()):
-        # the same sums (up to rounding) as the gathers; with an inf or NaN in x its zero
-        # weights would spread NaN along the axis, so such x takes the gathers
-        moved = xp.moveaxis(x, axis, -1)
-        # bfloat16 products come back as float32 from NumPy: the result keeps x's dtype
-        product = (moved @ xp.asarray(dense, dtype=x.dtype).T).astype(x.dtype, copy=False)
-        blas_called()
-        return xp.moveaxis(product, -1, axis)
     if padded:
         zero_shape = list(x.shape)
         zero_shape[axis] = 1
@@ -210,7 +195,7 @@ def _resize_cost(read, written, in_sizes, out_sizes, mode: str) -> tuple:
     return memory_cost([read], written, 2 * sum(per_axis))
 
 
-def _output_dtype(dtype: np.dtype, mode: str) -> np.dtype:
+def output_dtype(dtype: np.dtype, mode: str) -> np.dtype:
     """The nearest modes copy pixels, so integer images keep their dtype (PyTorch's uint8
     images); the weighted modes give integers the default float dtype."""
     if mode in ("nearest", "nearest-exact") and dtype.kind in "iu":
@@ -228,7 +213,7 @@ class Interpolate(Op):
     save_inputs = False
 
     def infer(self, x, **attrs) -> ValueSpec:
-        dtype = _output_dtype(np.dtype(x.dtype), attrs["mode"])
+        dtype = output_dtype(np.dtype(x.dtype), attrs["mode"])
         return ValueSpec(tuple(x.shape[:2]) + tuple(attrs["size"]), dtype, x.device)
 
     def cost(self, x, **attrs) -> tuple:
@@ -236,12 +221,12 @@ class Interpolate(Op):
         return _resize_cost(x, out, x.shape[2:], attrs["size"], attrs["mode"])
 
     def forward(self, ctx, xp, x, *, size, mode, align_corners, scales):
-        if _output_dtype(x.dtype, mode) != x.dtype:
+        if output_dtype(x.dtype, mode) != x.dtype:
             x = as_float(x)
         ctx.input_size = input_size = tuple(x.shape[2:])
-        keys = _axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
+        keys = axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
         for axis, key in enumerate(keys, start=2):
-            x = _along(xp, x, axis_map(key, transpose=False), axis)
+            x = along(xp, x, axis_map(key, transpose=False), axis)
         return xp.ascontiguousarray(x)
 
     def backward(self, ctx, grad):
@@ -259,7 +244,7 @@ class Interpolate(Op):
                 "channels may be symbolic there)",
             )
         if attrs["mode"] == "area":  # ONNX has no adaptive pooling: the matrices themselves
-            matrices = [resize_matrix(*key) for key in _axis_keys(in_sizes, attrs)]
+            matrices = [resize_matrix(*key) for key in axis_keys(in_sizes, attrs)]
             _matrices_to_onnx(emit, x, output, matrices)
         else:
             _resize_to_onnx(emit, x, output, in_sizes, attrs)
@@ -280,9 +265,9 @@ class InterpolateGrad(Op):
         return _resize_cost(grad, out, attrs["input_size"], attrs["size"], attrs["mode"])
 
     def forward(self, ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
-        keys = _axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
+        keys = axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
         for axis, key in enumerate(keys, start=2):
-            grad = _along(xp, grad, axis_map(key, transpose=True), axis)
+            grad = along(xp, grad, axis_map(key, transpose=True), axis)
         return xp.ascontiguousarray(grad)
 
     def backward(self, ctx, grad):

@@ -1,6 +1,6 @@
-"""conv2d and its adjoints through the direct convolution twins: float32 values, first and
-second derivatives equal to the im2col path's (and to PyTorch's), the calls that keep to
-im2col, and two threads convolving at once."""
+"""conv2d and its adjoints through the direct convolution kernels (``accel/convolution.py``):
+float32 values, first and second derivatives equal to the records' im2col reference (and to
+PyTorch's), the calls that keep to im2col, and two threads convolving at once."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
+from buildingai.accel import convolution
 from buildingai.accel.kernels import compiled
-from buildingai.ops import conv
 from tests.ops.test_conv import CONV2D_CASES
 
 pytest.importorskip("numba")
@@ -20,17 +20,17 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.fixture
-def direct_calls(monkeypatch):
-    """The direct twins take every call they can (one thread is enough); yields the names of
-    the reference kernels whose twins ran."""
-    monkeypatch.setattr(conv, "DIRECT_MIN_THREADS", 1)
+def direct_calls(monkeypatch, accel_on):
+    """Acceleration on, and the direct twins take every call they can (one thread is enough);
+    yields the names of the reference kernels whose twins ran."""
+    monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
     ran = []
     run = compiled.run
 
     def spy(kernel, arrays, keywords=None):
         done = run(kernel, arrays, keywords)
-        if done and kernel in (conv.correlate, conv.correlate_weight_grad):
+        if done and kernel in (convolution.correlate, convolution.correlate_weight_grad):
             ran.append(kernel.__name__)
         return done
 
@@ -39,15 +39,13 @@ def direct_calls(monkeypatch):
 
 
 def _forward_backward(x, w, b, kwargs, twins: bool):
-    """(y, dx, dw, db) of sum(y * y) for y = conv2d(x, w, b, **kwargs), float32."""
-    previous = compiled.set_enabled(twins)
-    try:
+    """(y, dx, dw, db) of sum(y * y) for y = conv2d(x, w, b, **kwargs), float32, with
+    acceleration on (``twins``) or on the records' reference."""
+    with bai.accel.enabled(twins):
         xs = [bai.tensor(a, requires_grad=True) for a in (x, w, b)]
         y = F.conv2d(*xs, **kwargs)
         (y * y).sum().backward()
         return [y.numpy()] + [t.grad.numpy() for t in xs]
-    finally:
-        compiled.set_enabled(previous)
 
 
 def _inputs(x_shape, w_shape, seed=0):
@@ -99,15 +97,12 @@ def test_second_derivatives_through_the_direct_twins(direct_calls):
     v = np.random.default_rng(3).standard_normal(w.shape).astype(np.float32)
     results = []
     for twins in (True, False):
-        previous = compiled.set_enabled(twins)
-        try:
+        with bai.accel.enabled(twins):
             xt, wt = bai.tensor(x, requires_grad=True), bai.tensor(w, requires_grad=True)
             y = F.conv2d(xt, wt, bai.tensor(b), padding=1)
             (gw,) = bai.grad((y * y).sum(), [wt], create_graph=True)
             (gx,) = bai.grad((gw * bai.tensor(v)).sum(), [xt])
             results.append(gx.numpy())
-        finally:
-            compiled.set_enabled(previous)
     np.testing.assert_allclose(
         results[0], results[1], rtol=1e-4, atol=1e-4 * np.abs(results[1]).max()
     )
@@ -123,7 +118,7 @@ def test_calls_that_keep_to_im2col(direct_calls):
     assert direct_calls == []
 
 
-def test_one_thread_keeps_to_im2col(monkeypatch):
+def test_one_thread_keeps_to_im2col(monkeypatch, accel_on):
     ran = []
     run = compiled.run
     monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
@@ -133,7 +128,7 @@ def test_one_thread_keeps_to_im2col(monkeypatch):
         _forward_backward(x, w, b, {"padding": 1}, True)
     finally:
         bai.set_num_threads(None)
-    assert conv.correlate not in ran
+    assert convolution.correlate not in ran
 
 
 def test_two_threads_convolve_at_once(direct_calls):

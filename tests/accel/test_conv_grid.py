@@ -1,4 +1,5 @@
-"""col2im on the flat grid of stride-1 convolutions against the strided col2im it replaces."""
+"""col2im on the flat grid of stride-1 convolutions (``accel/kernels/conv_grid.py``) against the
+record's strided col2im."""
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ def test_grid_col2im_matches_the_strided_col2im(shape, kernel, padding, dilation
         n, (h, w), kernel, out_hw, (1, 1), padding, dilation, max_waste=float("inf")
     )
     cols = np.random.default_rng(0).standard_normal((c, *kernel, n, *out_hw))
-    expected = conv._col2im(np, cols, (h, w), (1, 1), padding, dilation)
+    expected = conv.col2im(np, cols, (h, w), (1, 1), padding, dilation)
     # The same columns on the grid: (C * kh * kw) images of the output size, zero elsewhere.
     images = cols.reshape(-1, n, *out_hw).transpose(1, 0, 2, 3)
     on_grid = grid.positions(conv_grid.to_grid(np, images, grid))

@@ -6,7 +6,6 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.accel.kernels import conv_grid
 from buildingai.ops import conv as ops
 from tests.helpers import check_op
 
@@ -31,28 +30,16 @@ CONV2D_CASES = [
     ((2, 3, 5, 6), (6, 1, 3, 2), {"groups": 3, "stride": 2, "dilation": (1, 2)}),  # multiplier 2
     ((1, 1, 4, 4), (2, 1, 4, 4), {}),  # kernel as large as the input: 1x1 output
     ((2, 3, 1, 6), (2, 3, 1, 3), {}),  # height 1
-    # Stride-1 layouts (ops/kernels/conv_grid.py): output larger than the input, no padding with
-    # dilation, padding wider than the kernel's reach along one axis only.
+    # Stride 1 with an output larger than the input, no padding with dilation, padding wider than
+    # the kernel's reach along one axis only (edges of the flat col2im grid of accel/convolution).
     ((2, 3, 4, 5), (2, 3, 1, 1), {"padding": 2}),
     ((2, 3, 7, 6), (4, 3, 2, 3), {"dilation": (2, 1)}),
     ((2, 3, 5, 6), (4, 3, 3, 2), {"padding": (0, 3), "dilation": (1, 2)}),
 ]
 
 
-@pytest.fixture(params=["gathered", "grid"])
-def layout(request, monkeypatch):
-    """Run a test with each col2im: the flat grid of stride-1 input gradients
-    (ops/kernels/conv_grid.py) is taken for every stride-1 case when any waste is allowed, and for none
-    when none is."""
-    if request.param == "grid":
-        monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
-    else:
-        monkeypatch.setattr(conv_grid, "MAX_WASTE", 0.0)
-    return request.param
-
-
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES, ids=str)
-def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs, layout):
+def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
     check_op(
         lambda x, w: F.conv2d(x, w, **kwargs),
         x_shape,
@@ -115,7 +102,7 @@ TRANSPOSE_CASES = [
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES, ids=str)
-def test_conv_transpose2d_matches_pytorch(x_shape, w_shape, kwargs, layout):
+def test_conv_transpose2d_matches_pytorch(x_shape, w_shape, kwargs):
     groups = kwargs.get("groups", 1)
     check_op(
         lambda x, w, b: F.conv_transpose2d(x, w, b, **kwargs),
@@ -154,7 +141,7 @@ def test_weight_grad_primitive_is_the_adjoint_of_conv2d():
     assert np.isclose(product, float((x * dx).sum().item()))
 
 
-def test_third_derivative_flows(layout):
+def test_third_derivative_flows():
     """Every op's gradient is again one of the three ops, so any order works."""
     rng = np.random.default_rng(2)
     x = bai.Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True)

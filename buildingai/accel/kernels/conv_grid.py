@@ -21,6 +21,7 @@ every slot, ``L = N * (H + sep_h) * (W + sep_w)`` columns for ``N * Ho * Wo`` ou
 multiply-adds for a 28x28 image with padding 1, 17% for 26x26 without, which the contiguous adds
 repay (figures: docs/design_notes/performance.md). The forward and the weight gradient keep the
 gathered im2col: there the grid's extra multiply-adds cost as much as its cheaper copy saves.
+``accel/convolution.py`` registers it for ``conv2d_input_grad``.
 """
 
 from __future__ import annotations

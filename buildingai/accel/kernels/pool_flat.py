@@ -1,7 +1,7 @@
 """Max pooling on the flat image: window maxima with contiguous passes, and the gradient
 scatter as one indexed assignment.
 
-The general path in ``ops/pool.py`` works one kernel offset at a time on strided (Ho, Wo)
+The records in ``ops/pool.py`` work one kernel offset at a time on strided (Ho, Wo)
 views. For 2x2 windows of stride 2 every such view reads every other element, and NumPy runs a
 strided inner loop per output row (12-14 values for the benchmark's images), so the passes cost
 more than their bytes. When the windows lie inside the image (no padding, no ceil-mode
@@ -28,6 +28,7 @@ import functools
 import numpy as np
 
 from ...backend.device import strided_view
+from ...ops.pool import window_choice
 from .compiled import compiled_twin
 
 
@@ -75,6 +76,12 @@ def window_max(xp, x, out, *, size, stride, dilation) -> None:
         shift = i * dilation[0] * x.shape[3]
         best = xp.maximum(best, rows[shift : shift + length])
     out[...] = _origins(xp, best, x.shape, out.shape[2:], stride)
+
+
+@compiled_twin("pooling.window_first_max", params=("size", "stride", "dilation"))
+def first_max_inside(xp, x, out, choice, *, size, stride, dilation) -> None:
+    """``window_choice`` into ``choice`` for windows that lie inside the image (no padding)."""
+    choice[...] = window_choice(xp, x, out, size, stride, (0, 0), dilation)
 
 
 @compiled_twin("pooling.scatter_to_choice", params=("size", "stride", "dilation"))

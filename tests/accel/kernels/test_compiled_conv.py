@@ -1,8 +1,8 @@
 """The direct convolution twins (``compiled/conv.py``) against their NumPy references
-(``ops/conv.correlate`` and ``correlate_weight_grad``: im2col and one GEMM), over geometries
-that exercise every edge of the register tiles: channel counts that are not a multiple of the
-tile's rows, rows shorter and longer than a tile, 1x1 to 5x5 kernels, uneven padding, inf and
-NaN inputs, and one and two threads."""
+(``accel/convolution.correlate`` and ``correlate_weight_grad``: the records' im2col and one
+GEMM), over geometries that exercise every edge of the register tiles: channel counts that are
+not a multiple of the tile's rows, rows shorter and longer than a tile, 1x1 to 5x5 kernels,
+uneven padding, inf and NaN inputs, and one and two threads."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel import convolution as conv
 from buildingai.accel.kernels import compiled
-from buildingai.ops import conv
 
 pytest.importorskip("numba")
+pytestmark = pytest.mark.usefixtures("accel_on")
 
 # (N, C, H, W, O, kh, kw, padding, bias)
 GEOMETRIES = {
@@ -168,7 +169,7 @@ def test_the_tile_shapes_fit_the_registers():
 
 _OTHER_WIDTH = """
 import numpy as np
-from buildingai.ops import conv
+from buildingai.accel import convolution as conv
 from buildingai.accel.kernels.compiled import conv as direct, tile_ir
 from tests.accel.kernels.test_compiled_conv import GEOMETRIES, _arrays, _close
 

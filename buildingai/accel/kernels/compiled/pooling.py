@@ -1,10 +1,10 @@
 """Compiled twins of 2x2 max pooling with stride 2 (no padding, no dilation), the common case:
 the window maximum, the choice of each window's first maximum, and the gradient scatter, each
 one pass over its arrays on numba's threads, one (sample, channel) plane per task. The NumPy
-references (``pool_flat.window_max``, ``pool._first_max_inside``,
+references (``pool_flat.window_max``, ``pool_flat.first_max_inside``,
 ``pool_flat.scatter_to_choice``) cover every geometry whose windows lie inside the image;
-``ops/pool.py`` hands only this one to the twins, whose fixed stride lets each row's pairs be
-read as whole vectors. x and the image are float32 (N, C, H, W), the pooled arrays
+``accel/pooling.py`` registers the twins for this one only, whose fixed stride lets each row's
+pairs be read as whole vectors. x and the image are float32 (N, C, H, W), the pooled arrays
 (N, C, H // 2, W // 2); the geometry parameters are accepted for the references' signature."""
 
 from __future__ import annotations

@@ -1,0 +1,333 @@
+"""Faster kernels of the convolution records (``ops/conv.py``: ``conv2d``, ``conv2d_input_grad``,
+``conv2d_weight_grad``), registered beside them. The records' im2col and one product per group
+stay the reference; these compute the same values another way, each where it pays:
+
+- ``*.direct`` (numba): float32 stride-1 convolutions with one group, on the register tiles of
+  ``kernels/compiled/conv.py``, which read the input in place (no im2col columns, no padded
+  copy). The input gradient is the correlation of the output gradient with the turned filters.
+  They run where two of numba's threads are free: on one they are no faster than im2col.
+  ``correlate`` and ``correlate_weight_grad`` below are their NumPy references.
+- ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
+  multiply-adds per kernel offset, or one small contraction.
+- ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
+  flat grid of ``kernels/conv_grid.py`` instead of a strided add.
+- ``*.im2col``: the records' im2col, with the product routed as ``matmul.routed`` routes it
+  (``products.matmul_array``: one pool, the own BLAS copy) and, for the weight gradient, the
+  operand order OpenBLAS runs faster.
+
+A forward that makes no im2col columns keeps none on ``ctx``; the weight gradient then makes
+them from x (or reads x in place).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import conv
+from ..ops.abstract import prod
+from .kernels import compiled
+from .kernels.compiled import compiled_twin
+from .kernels.conv_grid import grid_col2im, grid_for, to_grid
+from .products import einsum_array
+from .products import matmul_array as product
+from .registry import register
+
+# The direct twins run on at least this many of numba's threads: on one (BLAS's threads still
+# spinning after a product, or one element-wise thread) they are no faster than im2col.
+DIRECT_MIN_THREADS = 2
+
+
+# ----- direct convolution (numba) -----------------------------------------------------------------
+
+
+@compiled_twin("conv.correlate", params=("padding",))
+def correlate(xp, x, taps, bias, out, *, padding) -> None:
+    """out (N, O, Ho, Wo) = x (N, C, H, W) correlated with taps (O, C, kh, kw) at stride 1
+    with zero padding ``padding``, plus bias (O,) or None: the reference of the direct twin."""
+    out[...] = conv._conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)[0]
+
+
+@compiled_twin("conv.correlate_weight_grad", params=("padding",))
+def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
+    """out (O, C, kh, kw) = the weight gradient of ``correlate`` for x (N, C, H, W) and the
+    output gradient (N, O, Ho, Wo): the reference of the direct twin."""
+    out[...] = conv._conv_weight_grad(xp, x, grad, out.shape[2:], (1, 1), padding, (1, 1), 1)
+
+
+def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int) -> bool:
+    """float32 NumPy arrays, stride 1, no dilation, one group, and ``DIRECT_MIN_THREADS`` of
+    numba's threads free now for ``outputs`` output values."""
+    return (
+        xp is np
+        and first.dtype == second.dtype == np.float32
+        and tuple(stride) == tuple(dilation) == (1, 1)
+        and groups == 1
+        and compiled.thread_count(first.size + second.size + outputs) >= DIRECT_MIN_THREADS
+    )
+
+
+def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    out_hw = conv._output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
+    return _direct_fits(xp, x, weight, stride, dilation, groups, outputs)
+
+
+def _direct_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    out_hw = conv._output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
+    if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}):
+        return out
+    return NotImplemented
+
+
+def _turned_padding(weight, padding) -> tuple:
+    """The padding of the input gradient as a correlation with the turned filters."""
+    return (weight.shape[2] - 1 - padding[0], weight.shape[3] - 1 - padding[1])
+
+
+def _direct_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    full_hw = conv._output_hw(input_size, weight.shape[2:], stride, padding, dilation)
+    outputs = grad.shape[0] * weight.shape[1] * prod(input_size)
+    return (
+        full_hw == tuple(grad.shape[2:])
+        and min(_turned_padding(weight, padding)) >= 0
+        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs)
+    )
+
+
+def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    # The correlation of the output gradient with the turned filters (O and C swapped).
+    turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    out = np.empty((grad.shape[0], weight.shape[1]) + tuple(input_size), np.float32)
+    turn = _turned_padding(weight, padding)
+    if compiled.run(correlate, (grad, turned, None, out), {"padding": turn}):
+        return out
+    return NotImplemented
+
+
+def _direct_weight_grad_fits(
+    xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
+):
+    full_hw = conv._output_hw(x.shape[2:], weight_size, stride, padding, dilation)
+    outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
+    return (
+        columns is None
+        and full_hw == tuple(grad.shape[2:])
+        and _direct_fits(xp, x, grad, stride, dilation, groups, outputs)
+    )
+
+
+def _direct_weight_grad(
+    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
+):
+    out = np.empty((grad.shape[1], x.shape[1]) + tuple(weight_size), np.float32)
+    if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
+        return out
+    return NotImplemented
+
+
+# ----- depthwise ----------------------------------------------------------------------------------
+
+
+def _is_depthwise(weight_shape, groups: int) -> bool:
+    """One input channel per group, several groups: per-group products would have an inner size
+    of only kh * kw."""
+    return groups > 1 and weight_shape[1] == 1
+
+
+def _depthwise_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    return _is_depthwise(weight.shape, groups)
+
+
+def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    """Whole-array multiply-adds, one per kernel offset, over the windows view."""
+    n, out_channels = x.shape[0], weight.shape[0]
+    kernel = weight.shape[2:]
+    out_hw = conv._output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    view = conv.windows(xp, conv.pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
+    per_group = out_channels // groups
+    taps = weight.reshape(1, groups, per_group, kernel[0], kernel[1], 1, 1)
+    out = xp.zeros((n, groups, per_group) + out_hw, dtype=x.dtype)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            out += taps[:, :, :, i, j] * view[:, :, None, i, j]
+    out = out.reshape((n, out_channels) + out_hw)
+    if bias is not None:
+        out += bias.reshape(out_channels, 1, 1)
+    return out
+
+
+def _depthwise_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    return _is_depthwise(weight.shape, groups)
+
+
+def _depthwise_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
+    n, out_channels, ho, wo = grad.shape
+    kh, kw = weight.shape[2:]
+    grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
+    taps = weight.reshape(groups, out_channels // groups, kh, kw)
+    cols = einsum_array(xp, "ngohw,goij->gijnhw", grouped, taps)
+    return conv.col2im(xp, cols, input_size, stride, padding, dilation)
+
+
+def _depthwise_weight_grad_fits(
+    xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
+):
+    return _is_depthwise((grad.shape[1], x.shape[1] // groups), groups)
+
+
+def _depthwise_weight_grad(
+    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
+):
+    n, out_channels = grad.shape[:2]
+    out_hw = grad.shape[2:]
+    view = conv.windows(xp, conv.pad_image(xp, x, padding), weight_size, out_hw, stride, dilation)
+    grouped = grad.reshape((n, groups, out_channels // groups) + tuple(out_hw))
+    out = einsum_array(xp, "ngohw,ngijhw->goij", grouped, view)
+    return out.reshape(out_channels, 1, weight_size[0], weight_size[1])
+
+
+# ----- stride-1 input gradient on the flat grid ---------------------------------------------------
+
+
+def _grid_for_call(grad, weight, input_size, stride, padding, dilation):
+    kernel = weight.shape[2:]
+    full_hw = conv._output_hw(input_size, kernel, stride, padding, dilation)
+    return grid_for(grad.shape[0], input_size, kernel, full_hw, stride, padding, dilation)
+
+
+def _grid_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    return _grid_for_call(grad, weight, input_size, stride, padding, dilation) is not None
+
+
+def _grid_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    out_channels, per_group_in, kh, kw = weight.shape
+    grid = _grid_for_call(grad, weight, input_size, stride, padding, dilation)
+    filters = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
+    rows = grid.positions(to_grid(xp, grad, grid))
+    rows = rows.reshape(groups, out_channels // groups, grid.length)
+    cols = product(xp, filters, rows)  # (groups, K, grid.length)
+    return grid_col2im(xp, cols.reshape(groups * per_group_in, kh, kw, -1), grid)
+
+
+# ----- im2col with routed products ----------------------------------------------------------------
+
+
+def _always(xp, *arrays, **attrs) -> bool:
+    return True
+
+
+def _im2col_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    out_channels, kernel = weight.shape[0], weight.shape[2:]
+    out_hw = conv._output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    columns = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    out = product(xp, weight.reshape(groups, out_channels // groups, -1), columns)
+    conv.keep_columns(ctx, columns)
+    return conv.to_nchw(xp, out.reshape((out_channels, x.shape[0]) + out_hw), bias)
+
+
+def _im2col_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    n, out_channels, ho, wo = grad.shape
+    per_group_in, kh, kw = weight.shape[1:]
+    filters = weight.reshape(groups, out_channels // groups, -1).swapaxes(-1, -2)
+    cols = product(xp, filters, conv.grad_rows(xp, grad, groups))
+    cols = cols.reshape(groups * per_group_in, kh, kw, n, ho, wo)
+    return conv.col2im(xp, cols, input_size, stride, padding, dilation)
+
+
+def _im2col_weight_grad(
+    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
+):
+    channels, out_channels = x.shape[1], grad.shape[1]
+    if columns is None:
+        columns = conv.im2col(xp, x, weight_size, grad.shape[2:], stride, padding, dilation, groups)
+    rows = conv.grad_rows(xp, grad, groups)
+    # With the inner dimension (every position of every sample) at least as long as the
+    # columns' rows, OpenBLAS runs the product faster with the columns as its left operand
+    # (a transposed result: a small copy).
+    if columns.shape[-1] >= columns.shape[-2]:
+        out = product(xp, columns, rows.swapaxes(-1, -2)).swapaxes(-1, -2)
+    else:
+        out = product(xp, rows, columns.swapaxes(-1, -2))
+    return out.reshape((out_channels, channels // groups) + tuple(weight_size))
+
+
+# ----- registrations, in the order they are tried -------------------------------------------------
+
+NUMBA = ("numba",)
+register(
+    conv.CONV2D,
+    _direct_conv_fits,
+    _direct_conv,
+    name="conv2d.direct",
+    requires=NUMBA,
+    description="float32 stride-1 one-group convolution on register tiles, no im2col",
+)
+register(
+    conv.CONV2D,
+    _depthwise_conv_fits,
+    _depthwise_conv,
+    name="conv2d.depthwise",
+    description="depthwise convolution as multiply-adds per kernel offset",
+)
+register(
+    conv.CONV2D,
+    _always,
+    _im2col_conv,
+    name="conv2d.im2col",
+    description="im2col with its product routed as matmul.routed",
+)
+
+register(
+    conv.CONV2D_INPUT_GRAD,
+    _direct_input_grad_fits,
+    _direct_input_grad,
+    name="conv2d_input_grad.direct",
+    requires=NUMBA,
+    description="the turned filters' direct correlation on register tiles",
+)
+register(
+    conv.CONV2D_INPUT_GRAD,
+    _depthwise_input_grad_fits,
+    _depthwise_input_grad,
+    name="conv2d_input_grad.depthwise",
+    description="depthwise input gradient: one small contraction, then col2im",
+)
+register(
+    conv.CONV2D_INPUT_GRAD,
+    _grid_input_grad_fits,
+    _grid_input_grad,
+    name="conv2d_input_grad.grid",
+    description="stride-1 col2im as contiguous adds on a flat grid",
+)
+register(
+    conv.CONV2D_INPUT_GRAD,
+    _always,
+    _im2col_input_grad,
+    name="conv2d_input_grad.im2col",
+    description="col2im with its product routed as matmul.routed",
+)
+
+register(
+    conv.CONV2D_WEIGHT_GRAD,
+    _direct_weight_grad_fits,
+    _direct_weight_grad,
+    name="conv2d_weight_grad.direct",
+    requires=NUMBA,
+    description="float32 stride-1 weight gradient on register tiles, reading x in place",
+)
+register(
+    conv.CONV2D_WEIGHT_GRAD,
+    _depthwise_weight_grad_fits,
+    _depthwise_weight_grad,
+    name="conv2d_weight_grad.depthwise",
+    description="depthwise weight gradient: one contraction over the windows view",
+)
+register(
+    conv.CONV2D_WEIGHT_GRAD,
+    _always,
+    _im2col_weight_grad,
+    name="conv2d_weight_grad.im2col",
+    description="im2col with its product routed as matmul.routed, faster operand order",
+)

@@ -1,0 +1,168 @@
+"""Every kernel registered for the convolution, max-pooling and resize records against the
+records' reference: each case runs forward and backward with acceleration off and on, the
+results agree to round-off, and every registered kernel computed at least one case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+import buildingai.nn.functional as F
+from buildingai.accel import convolution, registry
+from buildingai.accel.kernels import compiled, conv_grid
+from tests.ops.test_conv import CONV2D_CASES, TRANSPOSE_CASES
+
+CONV_OPS = ("conv2d", "conv2d_input_grad", "conv2d_weight_grad")
+POOL_OPS = ("max_pool2d", "max_pool2d_choice", "max_pool2d_scatter", "max_pool2d_gather")
+RESIZE_OPS = ("interpolate", "interpolate_grad")
+
+
+@pytest.fixture
+def kernels_ran(monkeypatch):
+    """Every kernel takes every call it can (twins whatever the size and thread count); yields
+    a function giving the names of the kernels of some ops that computed a call."""
+    monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
+    monkeypatch.setattr(compiled, "MIN_WORK", 0)
+    ran = set()
+    for entry in registry.kernels():
+        if entry.op is None:
+            continue
+
+        def spy(ctx, xp, *arrays, _run=entry.run, _name=entry.name, **attrs):
+            result = _run(ctx, xp, *arrays, **attrs)
+            if result is not NotImplemented:
+                ran.add(_name)
+            return result
+
+        monkeypatch.setattr(entry, "run", spy)
+
+    def names(ops) -> set:
+        return {
+            entry.name for entry in registry.kernels() if entry.name in ran and entry.op.name in ops
+        }
+
+    return names
+
+
+def _registered(ops) -> set:
+    """The kernels of ``ops`` that can run here (their packages are installed)."""
+    return {
+        entry.name
+        for entry in registry.kernels()
+        if entry.op is not None and entry.op.name in ops and not entry.missing()
+    }
+
+
+def _forward_backward(fn, arrays, accel: bool) -> list:
+    """[y, *gradients] of sum(y * y) for y = fn(*arrays), with acceleration on or off."""
+    with bai.accel.enabled(accel):
+        tensors = [bai.tensor(a, requires_grad=True) for a in arrays]
+        y = fn(*tensors)
+        (y * y).sum().backward()
+        return [y.numpy()] + [t.grad.numpy() for t in tensors]
+
+
+def _agree(fn, arrays, tolerance: float) -> None:
+    expected = _forward_backward(fn, arrays, accel=False)
+    got = _forward_backward(fn, arrays, accel=True)
+    for index, (a, e) in enumerate(zip(got, expected)):
+        assert a.dtype == e.dtype and a.shape == e.shape, index
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(e))
+        finite = np.isfinite(e)
+        np.testing.assert_array_equal(a[~finite], e[~finite])
+        scale = max(1.0, float(np.abs(e[finite]).max(initial=0.0)))
+        np.testing.assert_allclose(a[finite], e[finite], rtol=0, atol=tolerance * scale)
+
+
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-11}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dtype):
+    if dtype is np.float64:  # the direct kernels are float32 only: the grid takes every stride 1
+        monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
+    rng = np.random.default_rng(0)
+    for x_shape, w_shape, kwargs in CONV2D_CASES:
+        x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
+        b = rng.standard_normal(w_shape[0]).astype(dtype)
+        _agree(lambda x, w, b, kw=kwargs: F.conv2d(x, w, b, **kw), (x, w, b), TOLERANCE[dtype])
+    for x_shape, w_shape, kwargs in TRANSPOSE_CASES:
+        x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
+        _agree(lambda x, w, kw=kwargs: F.conv_transpose2d(x, w, **kw), (x, w), TOLERANCE[dtype])
+    direct = {name for name in _registered(CONV_OPS) if name.endswith(".direct")}
+    assert kernels_ran(CONV_OPS) == _registered(CONV_OPS) - (
+        direct if dtype is np.float64 else set()
+    )
+
+
+# (input shape, keyword arguments of max_pool2d)
+POOL_CASES = [
+    ((2, 3, 8, 8), {"kernel_size": 2}),  # 2x2 windows of stride 2
+    ((2, 3, 13, 12), {"kernel_size": 2}),  # an odd height leaves the last row out
+    ((2, 3, 9, 9), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ((2, 3, 7, 6), {"kernel_size": 3, "stride": 1}),  # overlapping windows
+    ((2, 3, 9, 8), {"kernel_size": (3, 2), "stride": (3, 2)}),
+    ((2, 3, 9, 9), {"kernel_size": 2, "stride": 2, "dilation": 2}),
+    ((2, 3, 7, 7), {"kernel_size": 2, "stride": 2, "ceil_mode": True}),
+    ((1, 2, 5, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+]
+
+
+def test_pooling_kernels_agree_with_the_records(kernels_ran):
+    rng = np.random.default_rng(2)
+    for shape, kwargs in POOL_CASES:
+        x = rng.integers(-4, 5, shape).astype(np.float32)  # ties: the first maximum wins
+        _agree(lambda x, kw=kwargs: F.max_pool2d(x, **kw), (x,), 0.0)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x[0, 0, :2, :2] = -np.inf
+    x[1, 2, 3, 3] = np.nan
+    x[0, 1, 4, 4] = np.inf
+    for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
+        with np.errstate(invalid="ignore"):
+            _agree(lambda x, kw=kwargs: F.max_pool2d(x, **kw), (x,), 0.0)
+    assert kernels_ran(POOL_OPS) == _registered(POOL_OPS)
+
+
+def test_max_pooling_second_derivative_agrees_with_the_records(kernels_ran):
+    x = np.random.default_rng(3).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    results = []
+    for accel in (False, True):
+        with bai.accel.enabled(accel):
+            xt = bai.tensor(x, requires_grad=True)
+            (gx,) = bai.grad((F.max_pool2d(xt, 2) ** 3).sum(), [xt], create_graph=True)
+            (gxx,) = bai.grad((gx * gx).sum(), [xt])
+            results.append(gxx.numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+# (input shape, keyword arguments of interpolate)
+RESIZE_CASES = [
+    ((2, 3, 32, 30), {"size": (2, 3), "mode": "area"}),  # long rows: one product per axis
+    ((2, 3, 32, 8), {"size": (3, 8), "mode": "area"}),  # one axis long, one copied
+    ((2, 3, 6, 5), {"size": (9, 7), "mode": "bilinear"}),
+    ((2, 3, 6, 5), {"scale_factor": 2, "mode": "nearest"}),
+]
+
+
+def test_resize_kernels_agree_with_the_records(kernels_ran):
+    rng = np.random.default_rng(4)
+    for shape, kwargs in RESIZE_CASES:
+        x = rng.standard_normal(shape).astype(np.float32)
+        _agree(lambda x, kw=kwargs: F.interpolate(x, **kw), (x,), 1e-6)
+    x = rng.standard_normal((1, 2, 24, 24)).astype(np.float32)
+    x[0, 1, 3, 5] = np.inf  # the gathers keep an inf from spreading NaN along the axis
+    _agree(lambda x: F.interpolate(x, size=(2, 2), mode="area"), (x,), 1e-6)
+    assert kernels_ran(RESIZE_OPS) == _registered(RESIZE_OPS)
+
+
+def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(kernels_ran):
+    pytest.importorskip("numba")
+    x = np.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x = bai.tensor(x, requires_grad=True)
+    with bai.accel.enabled(True):
+        (F.max_pool2d(x, 3, 2) ** 2).sum().backward()
+        assert not any("twin" in name for name in kernels_ran(POOL_OPS))
+        (F.max_pool2d(x, 2) ** 2).sum().backward()
+    twins = {"max_pool2d.twin_2x2", "max_pool2d_choice.twin_2x2", "max_pool2d_scatter.twin_2x2"}
+    assert kernels_ran(POOL_OPS) >= twins
