@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import threads
+from ..backend.precision import gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..ops import linalg
 from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
@@ -260,6 +261,8 @@ def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
         a = a.swapaxes(-1, -2)
     if transpose_b:
         b = b.swapaxes(-1, -2)
+    if a.ndim == 2 and b.ndim == 2 and gemm_result_dtype(a, b) is None:  # the commonest call
+        return _dot(a, b)
     if a.ndim < 2 or b.ndim < 2:
         return NotImplemented  # the record explains the failure
     return in_math_precision(multiply, xp, a, b)

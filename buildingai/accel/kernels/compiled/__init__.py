@@ -257,9 +257,10 @@ def call(xp, kernel, arrays, **params) -> None:
 
 
 def twin_of(kernel):
-    """The compiled function ``kernel`` names (loaded, so compiled on first call), or None."""
+    """The compiled function ``kernel`` names (loaded, so compiled on first call), or None
+    (also while acceleration is off)."""
     spec = getattr(kernel, "compiled_twin", None)
-    return None if spec is None else _twin(spec[0])
+    return None if spec is None or not _on() else _twin(spec[0])
 
 
 def _twin(name: str):
