@@ -124,48 +124,67 @@ def _handled(state, op, inputs: tuple, attrs: dict):
 def apply(op, *inputs, **attrs) -> Tensor:
     """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
     state = _current_state()
-    if state.handling:
-        output = _handled(state, op, inputs, attrs)
-        if output is not None:
-            return output
-    arrays = []
-    needs_grad = False
-    for value in inputs:
-        if isinstance(value, Tensor):
-            arrays.append(value.data)
-            if value.requires_grad:
-                needs_grad = True
-        elif isinstance(value, np.generic):
-            # a NumPy scalar acts like a Python scalar (weakly typed), as in PyTorch:
-            # float32_tensor * np.float64(2) stays float32
-            arrays.append(value.item())
+    if state.observed:
+        if state.handling:  # a mode may replace or run the op
+            output = _handled(state, op, inputs, attrs)
+            if output is not None:
+                return output
+    elif (
+        len(inputs) == 2 and not attrs and op.check is None and not op.accelerated
+    ) and _device._cupy is None:
+        # the commonest call of all, a binary op on the CPU that nothing watches: the same
+        # steps as below, without the general loop and branches (benchmarks/dispatch.py)
+        first, second = inputs
+        kind = type(first)
+        if kind is Tensor:
+            left, needs_grad = first.data, first.requires_grad
+        elif kind is float or kind is int:
+            left, needs_grad = first, False
         else:
-            arrays.append(value)
+            left, needs_grad = None, False
+        kind = type(second)
+        if kind is Tensor:
+            right = second.data
+            needs_grad = needs_grad or second.requires_grad
+        elif kind is float or kind is int:
+            right = second
+        else:
+            left = None
+        if left is not None:
+            if needs_grad and state.grad_enabled and op.differentiable:
+                ctx = node = Node(op, inputs, attrs)
+            else:
+                ctx, node = _SCRATCH, None
+            try:
+                data = op.forward(ctx, np, left, right)
+            except BuildingAIError as error:
+                raise _with_module_path(error) from None
+            except (ValueError, TypeError, IndexError) as exc:
+                raise _with_module_path(op.describe_failure(exc, [left, right], attrs)) from exc
+            if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
+                data = np.asarray(data)
+            return output_tensor(op, data, first, node)
 
+    arrays, needs_grad = _unwrap(inputs)
     observers = state.observers
     if observers:
         for observer in observers:
             observer.before_op(op, inputs, attrs)
 
-    node = None
     if needs_grad and state.grad_enabled and op.differentiable:
         ctx = node = Node(op, inputs, attrs)
     else:
-        ctx = _SCRATCH
+        ctx, node = _SCRATCH, None
     xp = np if _device._cupy is None else _namespace_of(arrays)
     check = op.check
     try:
+        if check is not None:
+            check(*arrays, **attrs)
         if op.accelerated:  # a faster kernel registered in buildingai.accel may take the call
-            if check is not None:
-                check(*arrays, **attrs)
             data = run_accelerated(op, ctx, xp, arrays, attrs)
         elif attrs:
-            if check is not None:
-                check(*arrays, **attrs)
             data = op.forward(ctx, xp, *arrays, **attrs)
-        else:  # calling without **{} is cheaper, and this runs twice per op
-            if check is not None:
-                check(*arrays)
+        else:  # calling without **{} is cheaper
             data = op.forward(ctx, xp, *arrays)
     except BuildingAIError as error:
         raise _with_module_path(error) from None
@@ -181,50 +200,34 @@ def apply(op, *inputs, **attrs) -> Tensor:
     return out
 
 
-def apply_binary(op, a, b) -> Tensor:
-    """``apply(op, a, b)``, with a short path for the commonest calls of all: Tensors, Python
-    numbers or NumPy scalars, on the CPU, with no dispatch mode, registered kernel or ``check``.
+def run_forward(op, ctx, xp, *arrays, **attrs):
+    """``op``'s output array from backend arrays, outside the graph and the mode stack: the
+    first registered kernel of ``buildingai.accel`` that applies, else the record's forward.
 
-    It saves the general path's input loop and branches (benchmarks/dispatch.py). Anything else,
-    and any failure (which the general path then explains), goes through ``apply``, so modes
-    see the same ops whichever path runs.
+    What ``apply`` computes once it has unwrapped the inputs, and the one entry through which
+    executors and graph passes (frozen graphs, compiled steps, constant folding) run an op.
     """
-    state = _current_state()
-    if state.observed or _device._cupy is not None or op.check is not None or op.accelerated:
-        return apply(op, a, b)
+    if op.accelerated:
+        return run_accelerated(op, ctx, xp, arrays, attrs)
+    return op.forward(ctx, xp, *arrays, **attrs)
+
+
+def _unwrap(inputs: tuple) -> tuple[list, bool]:
+    """The backend arrays (and Python scalars) of ``inputs``, and whether any requires grad."""
+    arrays = []
     needs_grad = False
-    kind = type(a)
-    if kind is Tensor:
-        needs_grad = a.requires_grad
-        left = a.data
-    elif kind is float or kind is int:
-        left = a
-    elif isinstance(a, np.generic):  # weakly typed like a Python scalar, as in apply
-        left = a.item()
-    else:
-        return apply(op, a, b)
-    kind = type(b)
-    if kind is Tensor:
-        needs_grad = needs_grad or b.requires_grad
-        right = b.data
-    elif kind is float or kind is int:
-        right = b
-    elif isinstance(b, np.generic):
-        right = b.item()
-    else:
-        return apply(op, a, b)
-    node = None
-    if needs_grad and state.grad_enabled and op.differentiable:
-        ctx = node = Node(op, (a, b), {})
-    else:
-        ctx = _SCRATCH
-    try:
-        data = op.forward(ctx, np, left, right)
-    except Exception:
-        return apply(op, a, b)  # runs it again, and raises an error that names the op
-    if type(data) is not np.ndarray:
-        return apply(op, a, b)
-    return output_tensor(op, data, a, node)
+    for value in inputs:
+        if isinstance(value, Tensor):
+            arrays.append(value.data)
+            if value.requires_grad:
+                needs_grad = True
+        elif isinstance(value, np.generic):
+            # a NumPy scalar acts like a Python scalar (weakly typed), as in PyTorch:
+            # float32_tensor * np.float64(2) stays float32
+            arrays.append(value.item())
+        else:
+            arrays.append(value)
+    return arrays, needs_grad
 
 
 def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None):

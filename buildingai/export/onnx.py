@@ -39,7 +39,7 @@ def export_onnx(
                 "export_onnx needs an input_signature to freeze a model or function",
                 help="pass input_signature=[TensorSpec((None, 784))], or freeze it first",
             )
-        from ..graph.trace import freeze
+        from ..graph.freezing import freeze
 
         static = freeze(static_or_model, input_signature)
     missing = check_onnx(static)

@@ -4,10 +4,10 @@ with passes, run it with a fast executor, and run independent branches concurren
 from ..ops.abstract import DimExpr
 from .compile import CompiledStep, compile
 from .executor import StaticGraph
+from .freezing import freeze
 from .graph import Graph, GraphError, Literal, Node, Value
 from .parallel import parallel
 from .spec import TensorSpec
-from .trace import freeze
 
 __all__ = [
     "CompiledStep",

@@ -1,8 +1,9 @@
 """Run a static graph fast: a flat plan of op-record forwards over a list of array slots.
 
-No Tensor is made per node and no autograd state is kept: each step calls the op record's own
-``forward(ctx, xp, *arrays, **attrs)`` (the code eager execution runs, so results agree by
-construction) and stores the array in its slot. Slots are released right after their last
+No Tensor is made per node and no autograd state is kept: each step runs its op through
+``dispatch.run_forward`` (the record's ``forward``, or the kernel ``buildingai.accel`` registered
+for it: what eager execution runs, so results agree by construction) and stores the array in its
+slot. Slots are released right after their last
 reader ran, so NumPy's allocator can hand the memory to the next op; a fused element-wise kernel
 may even write into a dying input buffer (see ``passes.buffer_reuse``).
 """
@@ -10,13 +11,17 @@ may even write into a dying input buffer (see ``passes.buffer_reuse``).
 from __future__ import annotations
 
 import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
 
+from ..autograd.dispatch import run_forward
+from ..autograd.state import inherit, run_inherited
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
 from ..errors import BuildingAIError, ShapeError, SignatureError, dimensions
 from .graph import Graph, GraphError, Literal
+from .passes import optimize
 from .symbolic import is_symbolic, resolve
 
 
@@ -27,10 +32,10 @@ class _Scratch:
 class Step:
     """One node of the plan (see ``compile_plan``)."""
 
-    __slots__ = ("forward", "args", "attrs", "symbolic", "out", "free", "donate", "node")
+    __slots__ = ("op", "args", "attrs", "symbolic", "out", "free", "donate", "node")
 
-    def __init__(self, forward, args, attrs, symbolic, out, free, donate, node) -> None:
-        self.forward, self.args, self.attrs, self.symbolic = forward, args, attrs, symbolic
+    def __init__(self, op, args, attrs, symbolic, out, free, donate, node) -> None:
+        self.op, self.args, self.attrs, self.symbolic = op, args, attrs, symbolic
         self.out, self.free, self.donate, self.node = out, free, donate, node
 
 
@@ -75,7 +80,7 @@ class Plan:
             donated = graph.donations.get(index)
             steps.append(
                 Step(
-                    node.op.forward,
+                    node.op,
                     tuple(args),
                     node.attrs,
                     is_symbolic(node.attrs),
@@ -109,8 +114,6 @@ class StaticGraph:
         arrays, sizes = self.bind(inputs)
         xp = np if _device._cupy is None else _namespace(arrays)
         if self.workers > 1:
-            from .parallel import run_concurrently
-
             outputs = run_concurrently(self, arrays, sizes, xp)
         else:
             outputs = self.run(arrays, sizes, xp)
@@ -126,7 +129,6 @@ class StaticGraph:
         for position, array in zip(plan.input_slots, arrays):
             slots[position] = array
         scratch = _Scratch()
-        ndarray = np.ndarray
         result = None
         for step in plan.steps:
             attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
@@ -134,18 +136,7 @@ class StaticGraph:
             if step.donate is not None:
                 result = None  # the previous step's result may be the donated buffer
                 attrs = dict(attrs, out=_donated(slots, step.donate))
-            try:
-                result = step.forward(scratch, xp, *args, **attrs)
-            except BuildingAIError:
-                raise
-            except (ValueError, TypeError, IndexError) as exc:
-                node = step.node
-                raise GraphError(
-                    f"[{node.op.name}] failed while running the frozen graph"
-                    f"{' in ' + node.module if node.module else ''}: {exc}"
-                ) from exc
-            if type(result) is not ndarray and result is not None:  # None: an absent saved value
-                result = xp.asarray(result)
+            result = _run_step(step, scratch, xp, args, attrs)
             slots[step.out] = result
             for index in step.free:
                 slots[index] = None
@@ -203,8 +194,6 @@ class StaticGraph:
     # ----- views -------------------------------------------------------------------------------
     def optimized(self) -> StaticGraph:
         """The same computation after the optimisation passes (see ``passes.optimize``)."""
-        from .passes import optimize
-
         return StaticGraph(optimize(self.graph), workers=self.workers)
 
     def with_workers(self, workers: int) -> StaticGraph:
@@ -219,6 +208,64 @@ class StaticGraph:
 
     def __repr__(self) -> str:
         return f"<StaticGraph {self.graph!r}>"
+
+
+def _run_step(step: Step, scratch, xp, args: list, attrs: dict):
+    """One step's output array (None for an absent saved value), failures named by node."""
+    try:
+        result = run_forward(step.op, scratch, xp, *args, **attrs)
+    except BuildingAIError:
+        raise
+    except (ValueError, TypeError, IndexError) as exc:
+        node = step.node
+        raise GraphError(
+            f"[{node.op.name}] failed while running the frozen graph"
+            f"{' in ' + node.module if node.module else ''}: {exc}"
+        ) from exc
+    if type(result) is not np.ndarray and result is not None:
+        result = xp.asarray(result)
+    return result
+
+
+def run_concurrently(static: StaticGraph, arrays: list, sizes: dict, xp) -> list:
+    """Execute ``static``'s plan with each step submitted as soon as its inputs exist, on
+    ``static.workers`` threads (NumPy releases the GIL inside its kernels)."""
+    plan = static.plan
+    slots = list(plan.initial)
+    for position, array in zip(plan.input_slots, arrays):
+        slots[position] = array
+    producer = {step.out: index for index, step in enumerate(plan.steps)}
+    waiting = []
+    dependents: list = [[] for _ in plan.steps]
+    for index, step in enumerate(plan.steps):
+        needs = {producer[a] for a in step.args if a in producer}
+        waiting.append(len(needs))
+        for need in needs:
+            dependents[need].append(index)
+
+    def run(index):
+        step = plan.steps[index]
+        attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
+        slots[step.out] = _run_step(step, _Scratch(), xp, [slots[i] for i in step.args], attrs)
+        return index
+
+    with ThreadPoolExecutor(max_workers=static.workers) as pool:
+        # the workers run with the caller's dispatch state (grad mode, modes, module path)
+        inherited = inherit()
+        running = {
+            pool.submit(run_inherited, inherited, run, i)
+            for i, count in enumerate(waiting)
+            if count == 0
+        }
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                finished = future.result()  # re-raises an op's error here
+                for index in dependents[finished]:
+                    waiting[index] -= 1
+                    if waiting[index] == 0:
+                        running.add(pool.submit(run_inherited, inherited, run, index))
+    return [slots[index] for index in plan.output_slots]
 
 
 def _donated(slots: list, index: int):

@@ -1,5 +1,5 @@
-"""Run independent branches concurrently: in frozen graphs (``StaticGraph(..., workers=n)``) and
-in eager code (``with parallel(): ...``).
+"""Run independent branches of eager code concurrently: ``with parallel(): ...`` (frozen graphs
+run theirs with ``StaticGraph(..., workers=n)``, in ``executor.py``).
 
 NumPy releases the GIL inside its kernels (BLAS calls, ufunc loops), so two branches that spend
 their time in large kernels overlap on two cores even from Python threads.
@@ -18,62 +18,11 @@ import contextlib
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-import numpy as np
-
 from ..autograd import dispatch
 from ..autograd.state import inherit, run_inherited
 from ..autograd.tensor import Tensor
 from ..ops.abstract import ValueSpec, spec_of
 from .graph import GraphError
-
-# ----- frozen graphs -----------------------------------------------------------------------
-
-
-def run_concurrently(static, arrays: list, sizes: dict, xp) -> list:
-    """Execute ``static``'s plan with each step submitted as soon as its inputs exist."""
-    from .executor import _Scratch
-    from .symbolic import resolve
-
-    plan = static.plan
-    slots = list(plan.initial)
-    for position, array in zip(plan.input_slots, arrays):
-        slots[position] = array
-    producer = {step.out: index for index, step in enumerate(plan.steps)}
-    waiting = []
-    dependents: list = [[] for _ in plan.steps]
-    for index, step in enumerate(plan.steps):
-        needs = {producer[a] for a in step.args if a in producer}
-        waiting.append(len(needs))
-        for need in needs:
-            dependents[need].append(index)
-
-    def run(index):
-        step = plan.steps[index]
-        attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
-        result = step.forward(_Scratch(), xp, *[slots[i] for i in step.args], **attrs)
-        slots[step.out] = (
-            result if type(result) is np.ndarray or result is None else xp.asarray(result)
-        )
-        return index
-
-    with ThreadPoolExecutor(max_workers=static.workers) as pool:
-        # the workers run with the caller's dispatch state (grad mode, modes, module path)
-        inherited = inherit()
-        running = {
-            pool.submit(run_inherited, inherited, run, i)
-            for i, count in enumerate(waiting)
-            if count == 0
-        }
-        while running:
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                finished = future.result()  # re-raises an op's error here
-                for index in dependents[finished]:
-                    waiting[index] -= 1
-                    if waiting[index] == 0:
-                        running.add(pool.submit(run_inherited, inherited, run, index))
-    return [slots[index] for index in plan.output_slots]
-
 
 # ----- eager deferral ------------------------------------------------------------------------
 

@@ -25,14 +25,17 @@ import threading
 
 import numpy as np
 
+from ..autograd.dispatch import dispatch_mode, run_forward
 from ..autograd.engine import recording_backward
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import is_floating
 from ..backend.random import get_rng_state, set_rng_state
-from ..ops.abstract import ValueSpec, bytes_of
+from ..nn.module import Module
+from ..ops.abstract import SymbolicSizeError, ValueSpec, bytes_of
 from ..ops.base import Op
+from ..optim.optimizer import OptimizerBase
 from .graph import GraphError, Node
-from .symbolic import where
+from .symbolic import resolve, where
 from .trace import (
     Tracer,
     _Traced,
@@ -148,7 +151,7 @@ class KeepContext(Op):
         context = _RunContext()
         context.inputs, context.attrs = self.holder.stand_ins, attrs
         self.holder.ctx = context
-        return self.op.forward(context, xp, *arrays, **attrs)
+        return run_forward(self.op, context, xp, *arrays, **attrs)
 
     def infer(self, *specs, **attrs):
         return self.op.infer(*specs, **attrs)
@@ -195,7 +198,7 @@ class WithSavedAttributes(Op):
 
     def forward(self, ctx, xp, *arrays, **attrs):
         arrays, attrs = self._split(arrays, attrs)
-        return self.op.forward(ctx, xp, *arrays, **attrs)
+        return run_forward(self.op, ctx, xp, *arrays, **attrs)
 
     def infer(self, *specs, **attrs):
         specs, attrs = self._split(specs, attrs)
@@ -418,8 +421,6 @@ class _RecordOptimizerSteps:
         self.tracer = tracer
 
     def __enter__(self):
-        from ..optim.optimizer import OptimizerBase
-
         with _RecordOptimizerSteps.lock:
             if _RecordOptimizerSteps.users == 0:
                 original = _RecordOptimizerSteps.original = OptimizerBase._apply
@@ -436,8 +437,6 @@ class _RecordOptimizerSteps:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        from ..optim.optimizer import OptimizerBase
-
         _TRACING.tracer = self.previous
         with _RecordOptimizerSteps.lock:
             _RecordOptimizerSteps.users -= 1
@@ -448,8 +447,6 @@ class _RecordOptimizerSteps:
 def parameter_names(function) -> dict:
     """``{id(parameter): name}`` for the Modules a step function reads (closure cells, globals
     it names, and ``self`` of a bound method), so summaries name parameters as state dicts do."""
-    from ..nn.module import Module
-
     found: dict = {}
     candidates: list = []
     owner = getattr(function, "__self__", None)
@@ -481,9 +478,6 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
     random_state = get_rng_state()
     result = None
     try:
-        from ..autograd.dispatch import dispatch_mode
-        from ..ops.abstract import SymbolicSizeError
-
         with (
             dispatch_mode(tracer),
             tracing_thread(tracer),
@@ -543,7 +537,6 @@ def memory_plan(graph, sizes: dict) -> dict:
     """Bytes of the values alive at each node when the plan runs (slots are freed after their
     last reader), at symbol ``sizes``: ``{"peak": bytes, "peak_node": index, "parameters":
     bytes, "inputs": bytes}``. Parameters and inputs are held by the caller, not the plan."""
-    from .symbolic import resolve
 
     def size_of(value_id) -> int:
         value = graph.values[value_id]

@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 from ..graph.executor import StaticGraph
+from ..graph.freezing import freeze
 from ..graph.graph import Graph, GraphError, Literal
 from ..graph.symbolic import show_shape
-from ..graph.trace import freeze
 from ..nn.module import Module
 from .runs import is_recorded, last_run, record_call, record_runs
 

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ...autograd.dispatch import run_forward
 from ...ops.abstract import ValueSpec, bytes_of
 from ..graph import Graph, Literal, Node, Value
 from ..symbolic import is_symbolic
@@ -45,7 +46,7 @@ def fold_constants(graph: Graph) -> Graph:
         arrays = [
             ref.value if isinstance(ref, Literal) else out.constants[ref] for ref in node.inputs
         ]
-        result = node.op.forward(_Scratch(), np, *arrays, **node.attrs)
+        result = run_forward(node.op, _Scratch(), np, *arrays, **node.attrs)
         result = np.asarray(result)
         value = graph.values[node.output]
         out.constants[node.output] = result
