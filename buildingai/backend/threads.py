@@ -62,7 +62,8 @@ def set_num_threads(count: int | str | None, *, gemm: bool | None = None) -> Non
 
     The default arrangement, until this is called (or after ``set_num_threads(None)``): one
     thread, with NumPy's BLAS on its own threads. ``buildingai.accel.enable()`` makes it one
-    pool on every available core where acceleration has a BLAS of its own, and says so.
+    pool on every available core where acceleration has a BLAS of its own (its
+    ``threads.one_pool`` switch, listed by ``buildingai.accel.status()``).
     """
     if count == "all":
         count = available_cores()
@@ -75,12 +76,13 @@ def offer(*, own_blas: bool, one_pool: bool) -> None:
     """What ``buildingai.accel`` offers while it is enabled (both False when it is disabled):
     ``own_blas``, a BLAS of its own held at one thread for the products of one pool;
     ``one_pool``, one pool on every core as the default arrangement (``gemm=None``)."""
-    _arrange(_asked, {"own_blas": own_blas, "one_pool": one_pool})
+    _arrange(_asked, {"own_blas": own_blas, "one_pool": one_pool}, strict=False)
 
 
-def _arrange(asked: dict, offered: dict, new_pool: bool = False) -> None:
+def _arrange(asked: dict, offered: dict, new_pool: bool = False, strict: bool = True) -> None:
     """Settle the arrangement ``asked`` (set_num_threads's count and gemm) under what
-    acceleration ``offered``, releasing what the previous arrangement held."""
+    acceleration ``offered``, releasing what the previous arrangement held. Not ``strict``:
+    where NumPy's BLAS cannot be held at one thread (no threadpoolctl), it keeps its threads."""
     with _lock:
         count, gemm = asked["count"], asked["gemm"]
         default_pool = gemm is None and offered["one_pool"] and offered["own_blas"]
@@ -88,7 +90,7 @@ def _arrange(asked: dict, offered: dict, new_pool: bool = False) -> None:
         if (gemm or default_pool) and offered["own_blas"]:
             arrangement = OWN_BLAS
         elif gemm:  # (already held: keep the limits that know BLAS's count)
-            arrangement = held if held not in (None, OWN_BLAS) else _blas_on_one_thread()
+            arrangement = held if held not in (None, OWN_BLAS) else _blas_on_one_thread(strict)
         else:
             arrangement = None
         if count is None and default_pool:
@@ -104,11 +106,14 @@ def _arrange(asked: dict, offered: dict, new_pool: bool = False) -> None:
         released.restore_original_limits()
 
 
-def _blas_on_one_thread():
-    """Limit BLAS to one thread; the returned threadpoolctl limits restore the previous count."""
+def _blas_on_one_thread(strict: bool = True):
+    """Limit BLAS to one thread; the returned threadpoolctl limits restore the previous count.
+    Without threadpoolctl: an error, or None (BLAS keeps its threads) when not ``strict``."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
+        if not strict:
+            return None
         raise ImportError(
             "set_num_threads(..., gemm=True) needs threadpoolctl: pip install threadpoolctl"
         ) from None
