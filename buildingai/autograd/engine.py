@@ -20,7 +20,7 @@ from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
 from ..ops.reduce import SUM_TO
-from .dispatch import apply, apply_binary
+from .dispatch import apply
 from .gradients import Gradients
 from .mode import set_grad_enabled
 from .node import Node
@@ -230,7 +230,7 @@ def _run(
         else:
             previous = node_grads.get(root._node)
             node_grads[root._node] = (
-                gradient if previous is None else apply_binary(ADD, previous, gradient)
+                gradient if previous is None else apply(ADD, previous, gradient)
             )
 
     dependencies = _count_dependencies(list(node_grads))
@@ -282,7 +282,7 @@ def _run(
                 if input_grad is not None:
                     previous = node_grads.get(child)
                     node_grads[child] = (
-                        input_grad if previous is None else apply_binary(ADD, previous, input_grad)
+                        input_grad if previous is None else apply(ADD, previous, input_grad)
                     )
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
@@ -410,7 +410,7 @@ def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor) -> None:
     if entry is None:
         leaf_grads[id(leaf)] = [leaf, gradient]
     else:
-        entry[1] = apply_binary(ADD, entry[1], gradient)
+        entry[1] = apply(ADD, entry[1], gradient)
 
 
 def _run_hooks(hooks: list, gradient: Tensor, node: Node | None) -> Tensor:
@@ -454,7 +454,7 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
     """Add ``gradient`` into ``leaf.grad``. A stored gradient gets its own writable memory, so
     in-place updates of one ``.grad`` (clipping, optimizers) can never change another."""
     if leaf.grad is not None:
-        leaf.grad = apply_binary(ADD, leaf.grad, gradient)
+        leaf.grad = apply(ADD, leaf.grad, gradient)
         return
     if not create_graph:
         data = gradient.data
@@ -462,3 +462,15 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
         gradient = Tensor(data.copy() if shared else data)
     assigned.add(id(gradient.data))
     leaf.grad = gradient
+
+
+def tensor_backward(
+    self: Tensor, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
+) -> None:
+    """``loss.backward()``: accumulate d(self)/d(leaf) into every leaf's ``.grad``; see
+    ``buildingai.backward``."""
+    backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+
+# Tensor.backward lives beside the engine it runs: tensor.py sits below the engine
+Tensor.backward = tensor_backward

@@ -14,11 +14,8 @@ import numpy as np
 from ..backend import accounting as _accounting
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
-from ..backend.dtypes import as_dtype, is_floating
+from ..backend.dtypes import is_floating
 from ..errors import AutogradError, DTypeError
-from ..ops.cast import CAST, TO_DEVICE
-from ..ops.elementwise import ADD
-from ..ops.index import GETITEM
 from ..utils.hooks import RemovableHandle
 from .state import MODULE_CALLS
 
@@ -142,12 +139,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.data.shape[0]
 
-    def __iter__(self):
-        from .dispatch import apply
-
-        for index in range(len(self)):
-            yield apply(GETITEM, self, index=(index, Ellipsis))
-
     def __bool__(self) -> bool:
         if self.data.size != 1:
             raise ValueError(
@@ -249,57 +240,14 @@ class Tensor:
         """Keep ``.grad`` for a non-leaf tensor after backward."""
         if self._node is None:
             return
-        from .dispatch import apply_binary
-
         ref = weakref.ref(self)
 
         def keep(grad):
             tensor = ref()
-            if tensor is not None:
-                tensor.grad = grad if tensor.grad is None else apply_binary(ADD, tensor.grad, grad)
+            if tensor is not None:  # (Tensor.__add__ is buildingai.add, attached by functions)
+                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
 
         self.register_hook(keep)
-
-    def backward(
-        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
-    ) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``buildingai.backward``."""
-        from .engine import backward
-
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
-
-    # ----- moving and converting -------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
-        """Convert to a dtype and/or move to a device: ``x.to("cuda")``, ``x.to(float64)``."""
-        for arg in args:
-            if isinstance(arg, (_device.Device,)) or (
-                isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda")
-            ):
-                device = arg
-            else:
-                dtype = arg
-        from .dispatch import apply
-
-        out = self
-        if dtype is not None:
-            dtype = as_dtype(dtype)
-            if copy or out.data.dtype != dtype:
-                out = apply(CAST, out, dtype=dtype)
-                copy = False  # the cast made new memory
-        if device is not None:
-            device = _device.Device(device)
-            if out.device != device:
-                out = apply(TO_DEVICE, out, device=device)
-                copy = False
-        if copy and out is self:
-            out = apply(CAST, out, dtype=out.data.dtype)
-        return out
-
-    def cpu(self) -> Tensor:
-        return self.to("cpu")
-
-    def cuda(self, index: int = 0) -> Tensor:
-        return self.to(f"cuda:{index}")
 
     # ----- printing ----------------------------------------------------------------------------
     def __repr__(self) -> str:

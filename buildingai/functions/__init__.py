@@ -43,4 +43,4 @@ __all__ = [
 __all__ += activation.__all__
 __all__ += gamma.__all__
 
-attach_tensor_methods()
+attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

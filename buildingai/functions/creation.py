@@ -309,12 +309,37 @@ def to_device(x: Tensor, device) -> Tensor:
     return apply(ops.TO_DEVICE, x, device=device)
 
 
+def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
+    """``x`` converted to a dtype and/or moved to a device: ``x.to("cuda")``,
+    ``x.to(float64)``, ``x.to(device, dtype)``; ``copy=True`` always returns new memory."""
+    for arg in args:
+        if isinstance(arg, _device.Device) or (
+            isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda")
+        ):
+            device = arg
+        else:
+            dtype = arg
+    out = x
+    if dtype is not None:
+        dtype = as_dtype(dtype)
+        if copy or out.data.dtype != dtype:
+            out = apply(ops.CAST, out, dtype=dtype)
+            copy = False  # the cast made new memory
+    if device is not None:
+        out = to_device(out, device)
+        copy = copy and out is x
+    if copy and out is x:
+        out = apply(ops.CAST, out, dtype=out.data.dtype)
+    return out
+
+
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
            "randint", "astype", "to_device"]  # fmt: skip
 
 TENSOR_METHODS = {
     "astype": astype,
+    "to": to, "cpu": lambda x: to(x, "cpu"), "cuda": lambda x, index=0: to(x, f"cuda:{index}"),
     "float": lambda x: astype(x, "float32"), "double": lambda x: astype(x, "float64"),
     "half": lambda x: astype(x, "float16"), "long": lambda x: astype(x, "int64"),
     "int": lambda x: astype(x, "int32"), "bool": lambda x: astype(x, "bool"),

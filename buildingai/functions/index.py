@@ -432,7 +432,17 @@ __all__ = [
     "zeros_index_add",
 ]
 
+
+def iterate(x: Tensor):
+    """``for row in x``: the entries of ``x`` along its first axis, each of shape x.shape[1:]."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    for position in range(x.shape[0]):
+        yield apply(ops.GETITEM, x, index=(position, Ellipsis))
+
+
 TENSOR_METHODS = {
+    "__iter__": iterate,
     "__getitem__": getitem,
     "__setitem__": setitem,
     "getitem": getitem,

@@ -12,15 +12,14 @@ import pkgutil
 from ..autograd.tensor import Tensor
 
 
-def attach_tensor_methods() -> list[str]:
-    """Set every family's ``TENSOR_METHODS`` on ``Tensor``; return the names attached."""
-    from .. import functions
-
+def attach_tensor_methods(package: str, folders: list[str]) -> list[str]:
+    """Set the ``TENSOR_METHODS`` of every family module of ``package`` (found in ``folders``)
+    on ``Tensor``; return the names attached."""
     attached = []
-    for info in pkgutil.iter_modules(functions.__path__):
+    for info in pkgutil.iter_modules(folders):
         if info.name.startswith("_") or info.name == "methods":
             continue
-        module = importlib.import_module(f"{functions.__name__}.{info.name}")
+        module = importlib.import_module(f"{package}.{info.name}")
         for name, function in getattr(module, "TENSOR_METHODS", {}).items():
             if name in attached:
                 raise RuntimeError(f"Tensor method {name!r} is defined by two families")
