@@ -6,7 +6,7 @@ semantics (and dtype rules) where NumPy and PyTorch differ.
 
 from __future__ import annotations
 
-from ..autograd.dispatch import apply, apply_binary
+from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
 from ..ops import activation, special
@@ -23,20 +23,20 @@ TensorLike = Tensor | float | int | bool
 def add(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
     """a + alpha * b (``alpha`` as in ``torch.add``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
-        b = apply_binary(ops.MUL, b, alpha)
-    return apply_binary(ops.ADD, a, b)
+        b = apply(ops.MUL, b, alpha)
+    return apply(ops.ADD, a, b)
 
 
 def sub(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
     """a - alpha * b (``alpha`` as in ``torch.sub``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
-        b = apply_binary(ops.MUL, b, alpha)
-    return apply_binary(ops.SUB, a, b)
+        b = apply(ops.MUL, b, alpha)
+    return apply(ops.SUB, a, b)
 
 
 def mul(a: TensorLike, b: TensorLike) -> Tensor:
     """a * b. a, b: broadcastable -> the broadcast shape."""
-    return apply_binary(ops.MUL, a, b)
+    return apply(ops.MUL, a, b)
 
 
 def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
@@ -45,7 +45,7 @@ def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Te
     (``floor_divide``) and ``"trunc"`` towards zero, both keeping an integer dtype. A rounded
     quotient has a zero gradient for floats ("trunc") or none ("floor", as ``floor_divide``)."""
     if rounding_mode is None:
-        return apply_binary(ops.DIV, a, b)
+        return apply(ops.DIV, a, b)
     return rounded_division(a, b, rounding_mode)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from ..autograd.dispatch import apply, apply_binary
+from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..backend.dtypes import is_floating
@@ -22,7 +22,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # (the common case) have their ranks read from the arrays: no property calls.
     plain = type(a) is Tensor and type(b) is Tensor
     if (a.data.ndim >= 2 and b.data.ndim >= 2) if plain else (a.ndim >= 2 and b.ndim >= 2):
-        return apply_binary(ops.MATMUL, a, b)
+        return apply(ops.MATMUL, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             f"[matmul] operands must have at least one dimension, got {tuple(a.shape)} and "
