@@ -152,3 +152,47 @@ def test_sigmoid_and_silu_threaded_match_torch(name, threads, acceleration):
     np.testing.assert_allclose(out.numpy(), theirs_out.detach().numpy(), rtol=5e-7, atol=1e-37)
     # both gradients take 1 - s, which cancels where s is near 1
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=2e-6, atol=2e-7)
+
+
+ONE_BACKWARD = {
+    "elu": lambda t: BF.elu(t, 0.7),
+    "selu": BF.selu,
+    "celu": lambda t: BF.celu(t, 1.5),
+    "hardtanh": lambda t: BF.hardtanh(t, -1.0, 1.0),
+    "hardsigmoid": BF.hardsigmoid,
+    "hardswish": BF.hardswish,
+    "threshold": lambda t: BF.threshold(t, 0.5, -1.0),
+    "mish": BF.mish,
+    "softsign": BF.softsign,
+    "logsigmoid": BF.logsigmoid,
+    "leaky_relu": lambda t: BF.leaky_relu(t, 0.1),
+    "gelu": BF.gelu,
+    "silu": BF.silu,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_BACKWARD))
+def test_a_recorded_backward_runs_the_same_records_as_a_plain_one(name, monkeypatch):
+    """One backward per op: with and without create_graph, the first derivative is computed by
+    the same op records (a traced or compiled step records what an eager step runs)."""
+    from buildingai.ops import all_ops
+
+    calls = []
+    for op in all_ops():
+        forward = op.forward
+
+        def spy(*args, _op=op, _forward=forward, **kwargs):
+            calls.append(_op.name)
+            return _forward(*args, **kwargs)
+
+        monkeypatch.setattr(op, "forward", spy)
+    x = bai.tensor(np.linspace(-4, 4, 33), requires_grad=True)
+    g = bai.tensor(np.cos(np.arange(33.0)))
+    out = ONE_BACKWARD[name](x)
+    records = {}
+    with bai.accel.enabled(False):
+        for create_graph in (False, True):
+            calls.clear()
+            bai.grad(out, [x], grad_outputs=g, retain_graph=True, create_graph=create_graph)
+            records[create_graph] = list(calls)
+    assert records[False] and records[False] == records[True]

@@ -1,7 +1,8 @@
 """Array kernels of the activations in ``ops/activation_extra.py``: each forward and each first
 derivative in a few in-place passes over preallocated arrays, so ``split.elementwise`` can cut
 them across threads. ``kernel(xp, x, out)`` writes f(x) or f'(x) into ``out`` (x's shape and
-float dtype); the comparisons send NaN to the branch PyTorch's kernels send it to.
+float dtype); the comparisons send NaN to the branch PyTorch's kernels send it to. They are
+registered against their records in ``accel/activations.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Compiled twins of the activation kernels: each reads its inputs once and writes its outputs
-once, on numba's threads. The NumPy references (same arguments, plus ``xp`` first) are in
-``ops/activation.py``, ``ops/special.py`` and ``ops/kernels/gelu32.py``; arrays are flat float32
-of one length, and every formula is the reference's, so results agree to a few units in the
-last place (``tests/ops/kernels/test_compiled.py``).
+once, on numba's threads. The NumPy kernels they stand in for (same arguments, plus ``xp``
+first) are in ``accel/kernels/activations.py`` and ``accel/kernels/gelu32.py``; arrays are flat
+float32 of one length, and every formula is the NumPy kernel's, so results agree to a few units
+in the last place (``tests/accel/kernels/test_compiled.py``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Names match the numba twins ("activations.gelu", "optim.adam"): :func:`run` look
 kernel's twin name up here. The row kernels (softmax, layer norm, ...) have their CUDA twins in
 ``cuda_rows.py``, as plans of reductions and maps. Kernels are built on first use (CuPy compiles them with NVRTC and
 caches them on disk). No GPU was available where this module was written: each source compiles
-with NVRTC on the CPU (``tests/ops/kernels/test_cuda_compile.py``), ``tests/gpu`` compares every
+with NVRTC on the CPU (``tests/accel/kernels/test_cuda_compile.py``), ``tests/gpu`` compares every
 kernel with its NumPy reference and ``benchmarks/gpu_check.sh`` runs them; until then they are
 unproven.
 """
