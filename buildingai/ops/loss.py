@@ -39,7 +39,7 @@ class BinaryCrossEntropy(Op):
 
     def forward(self, ctx, xp, x, t):
         floor = x.dtype.type(LOG_FLOOR)
-        with xp.errstate(divide="ignore"):  # log(0) = -inf is clamped just below
+        with np.errstate(divide="ignore"):  # log(0) = -inf is clamped just below
             log_x = xp.maximum(xp.log(x), floor)
             log_not_x = xp.maximum(xp.log1p(-x), floor)
         return (t - 1) * log_not_x - t * log_x
@@ -123,7 +123,7 @@ class CrossEntropy(Op):
             out = losses.sum()
             if reduction == "mean":
                 normalizer = scale.sum()
-                with xp.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
+                with np.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
                     out = out / normalizer
                     # ignored samples get no gradient even then (as with the composite form)
                     scale = xp.where(valid, scale / normalizer, 0).astype(dtype, copy=False)

@@ -25,8 +25,8 @@ def _check_floating(name: str, x) -> None:
 
 def _shifted(xp, x, axis: int):
     """``x - max(x)`` along ``axis``: every exponential of it is at most exp(0) = 1, so none
-    overflows, and the sum of them is at least 1."""
-    with xp.errstate(invalid="ignore"):  # a row of -inf only: -inf - (-inf) is nan, as in PyTorch
+    overflows, and the sum of them is at least 1. (NumPy's error state: CuPy warns of nothing.)"""
+    with np.errstate(invalid="ignore"):  # a row of -inf only: -inf - (-inf) is nan, as in PyTorch
         return x - x.max(axis=axis, keepdims=True)
 
 

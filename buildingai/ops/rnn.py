@@ -28,7 +28,7 @@ def _concatenate(tensors: list, axis: int = 0):
 
 def _sigmoid(xp, x):
     """1 / (1 + exp(-x)); 0 where exp(-x) overflows, as in PyTorch."""
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         return 1 / (1 + xp.exp(-x))
 
 
@@ -147,6 +147,7 @@ class LSTMActivations(Op):
 
     name = "lstm_activations"
     save_inputs, save_output = True, True
+    view = True  # the output is its first input
 
     def forward(self, ctx, xp, acts, gates_x, h_prev, w_hh, b_hh=None):
         return acts
@@ -155,7 +156,7 @@ class LSTMActivations(Op):
         return acts
 
     def cost(self, acts, gates_x, h_prev, w_hh, b_hh=None):
-        return memory_cost((acts,), acts)  # the values are the forward's: nothing is computed
+        return memory_cost((acts,), acts, 0)  # nothing computed: the forward's values
 
     def backward(self, ctx, grad):
         _, gates_x, h_prev, w_hh = ctx.inputs[:4]
