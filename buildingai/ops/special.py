@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .families import FloatFunction
 from .promotion import as_float
 
@@ -219,7 +221,7 @@ def sigmoid_array(xp, x):
     -88 in float32) the result is 0, as in PyTorch; the exact value there is below the smallest
     normal float.
     """
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         denominator = xp.exp(-x)
     denominator += 1
     return xp.divide(1, denominator)
@@ -330,7 +332,7 @@ class Gelu(FloatFunction):
     def forward(self, ctx, xp, x, *, approximate):
         x = as_float(x)
         if approximate == "tanh":
-            with xp.errstate(over="ignore"):  # x^3 may reach inf: the gate is then 0 or 1
+            with np.errstate(over="ignore"):  # x^3 may reach inf: the gate is then 0 or 1
                 two_u = x * (1 + GELU_TANH_CUBIC * x * x) * (2 * SQRT_2_OVER_PI)
             cdf = sigmoid_array(xp, two_u)
         else:

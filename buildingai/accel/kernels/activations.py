@@ -81,7 +81,7 @@ def reciprocal(xp, array):
 def sigmoid(xp, x, out) -> None:
     """out = 1 / (1 + exp(-x)) for arrays of one shape."""
     xp.negative(x, out=out)
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         xp.exp(out, out=out)
     out += 1
     xp.divide(1, out, out=out)
@@ -134,7 +134,7 @@ def softplus_float32(xp, x, out, *, beta, threshold) -> None:
     overflow below the threshold, and NumPy's logaddexp is twenty times slower on float32;
     the rare values above the threshold are copied."""
     scaled = x * x.dtype.type(beta) if beta != 1 else x
-    with xp.errstate(over="ignore"):  # above the threshold: replaced below
+    with np.errstate(over="ignore"):  # above the threshold: replaced below
         xp.exp(scaled, out=out)
     xp.log1p(out, out=out)
     if beta != 1:
@@ -163,7 +163,7 @@ def gelu_tanh(xp, x, out, gate) -> None:
     # Overflow is harmless here and its warning is silenced (a clamp would be one more pass, as
     # long as five multiplies): x^3 and exp(-2u) may reach inf, and 1 / (1 + inf) = 0 is the
     # sigmoid there, so out = x sigmoid(2u) comes out as x or 0 (of x's sign) at the extremes.
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         xp.multiply(x, x, out=gate)
         gate *= -2 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
         gate -= 2 * SQRT_2_OVER_PI

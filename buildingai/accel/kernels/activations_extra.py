@@ -7,6 +7,8 @@ registered against their records in ``accel/activations.py``.
 
 from __future__ import annotations
 
+import numpy as np
+
 # Branches are blended arithmetically (masked writes over irregular masks are slow; see
 # docs/design_notes/performance.md); the rare NaN is patched with copyto over a near-empty mask.
 
@@ -92,7 +94,7 @@ def threshold(xp, x, out, *, threshold, value) -> None:
     """value where x <= threshold, else x (NaN stays NaN)."""
     replaced = xp.less_equal(x, threshold, out=xp.empty_like(out))  # 1.0 or 0.0
     xp.subtract(1, replaced, out=out)
-    with xp.errstate(invalid="ignore"):  # -inf * 0, patched below
+    with np.errstate(invalid="ignore"):  # -inf * 0, patched below
         out *= x
     if value != 0:
         replaced *= value
@@ -107,7 +109,7 @@ def threshold(xp, x, out, *, threshold, value) -> None:
 
 def mish(xp, x, out) -> None:
     """x * tanh(log1p(exp(x))); where exp overflows, log1p gives inf and tanh 1: x itself."""
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         xp.exp(x, out=out)
     xp.log1p(out, out=out)
     xp.tanh(out, out=out)
@@ -117,7 +119,7 @@ def mish(xp, x, out) -> None:
 def mish_derivative(xp, x, out) -> None:
     """t + x * sigmoid(x) * (1 - t^2) with t = tanh(softplus(x))."""
     gate = xp.empty_like(out)
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         xp.exp(x, out=gate)
         xp.log1p(gate, out=gate)
         xp.tanh(gate, out=gate)  # t
@@ -141,7 +143,7 @@ def logsigmoid(xp, x, out) -> None:
 
 def logsigmoid_derivative(xp, x, out) -> None:
     """sigmoid(-x) = 1 / (1 + exp(x)): 0 where exp overflows."""
-    with xp.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
         xp.exp(x, out=out)
     out += 1
     xp.reciprocal(out, out=out)
