@@ -25,7 +25,7 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 def _gate(ctx, grad, passes):
     """grad where the boolean array ``passes`` holds, else 0: relu's gradient gate
-    (``relu_grad``) with a constant mask."""
+    (``relu_grad``) with a constant mask, in grad's dtype as relu's output is."""
     return RELU_GRAD(grad, ctx.tensor(passes.astype(grad.data.dtype)))
 
 
