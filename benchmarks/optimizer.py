@@ -6,7 +6,7 @@ Candidates:
 - ``buildingai``: the shipped path (small parameters packed into one flat array per group,
   larger ones updated in cache-sized blocks, large ones split across threads).
 - ``bai one by one``: the shipped path with every parameter updated on its own
-  (``optimizer.updates_elementwise = False``, see ``optim/packing.py``).
+  (``optimizer.updates_elementwise = False``, see ``accel/packing.py``).
 - ``bai 1 thread``: the shipped path on one thread.
 - ``bai no BLAS``: the shipped path with its scaled sums as NumPy ufuncs instead of OpenBLAS's
   ``axpby`` (``buildingai.accel.vector_blas``).

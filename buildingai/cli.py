@@ -114,6 +114,9 @@ def _info(args: argparse.Namespace) -> int:
             continue
         if key == "accelerations":
             for name, state in value.items():
+                if "." in name:  # a registered kernel: its switch is set_enabled(name, ...)
+                    print(f"  {name:<34} {'on ' if state['active'] else 'off'}  {state['detail']}")
+                    continue
                 print(f"{name:<20} {'on ' if state['active'] else 'off'}  {state['detail']}"
                       f"  (switch: {state['switch']})")  # fmt: skip
             continue

@@ -39,3 +39,16 @@ def accel_off():
     """Run the block on the op records' reference path only."""
     with bai.accel.enabled(False):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _acceleration_restored():
+    """A test that turns acceleration on or off (directly, or through a Trainer's config) leaves
+    the next test the setting it found: the switch is process-wide."""
+    before = bai.accel.is_enabled()
+    yield
+    if bai.accel.is_enabled() != before:
+        if before:
+            bai.accel.enable(quiet=True)
+        else:
+            bai.accel.disable()

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import buildingai as bai
+
 pytest.importorskip("yaml")
 pytest.importorskip("safetensors")
 
@@ -59,37 +61,40 @@ def test_info():
         assert word in result.stdout
     report = json.loads(run("info", "--json").stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
+    # acceleration is off unless asked for: one thread, NumPy's BLAS threads its products
+    assert report["intra_op_threads"] == 1
+    assert report["one_pool"] is False and report["own_blas"] is False
+    report = json.loads(run("info", "--json", env_changes={"BUILDINGAI_ACCEL": "1"}).stdout)
     from buildingai.accel.kernels import compiled
     from buildingai.backend.threads import available_cores
 
-    own = compiled.own_blas_ready()  # the default: one pool on every core where it has its BLAS
+    with bai.accel.enabled(True):
+        own = compiled.own_blas_ready()  # one pool on every core where it has its BLAS
     assert report["intra_op_threads"] == (available_cores() if own else 1)
     assert report["one_pool"] is own and report["own_blas"] is own
 
 
-def test_info_lists_each_acceleration_and_its_switch():
+def test_info_lists_every_registered_kernel_and_its_switch():
     report = json.loads(run("info", "--json").stdout)["accelerations"]
-    assert set(report) == {
-        "vector_blas",
-        "packed_updates",
-        "retain_freed_memory",
-        "compiled_kernels",
-    }
-    assert report["packed_updates"]["active"] is True
+    names = {entry["name"] for entry in bai.accel.status()["kernels"]}
+    assert set(report) == names | {"accel", "retain_freed_memory"}
+    assert {"compiled.twins", "blas.vector", "optim.packed_updates", "conv2d.direct"} <= names
+    assert report["accel"]["active"] is False and "BUILDINGAI_ACCEL" in report["accel"]["switch"]
     assert report["retain_freed_memory"]["active"] is False  # info applies nothing
-    assert "BUILDINGAI_VECTOR_BLAS" in report["vector_blas"]["switch"]
-    assert "BUILDINGAI_PACKED_UPDATES" in report["packed_updates"]["switch"]
-
-    assert "BUILDINGAI_COMPILED_KERNELS" in report["compiled_kernels"]["switch"]
+    assert not any(report[name]["active"] for name in names)
+    assert report["optim.packed_updates"]["detail"] == "acceleration off"
 
     switched_off = {
+        "BUILDINGAI_ACCEL": "1",
         "BUILDINGAI_VECTOR_BLAS": "0",
         "BUILDINGAI_PACKED_UPDATES": "off",
         "BUILDINGAI_COMPILED_KERNELS": "no",
     }
     result = run("info", env_changes=switched_off)
-    lines = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()}
-    assert lines["vector_blas"] == lines["packed_updates"] == lines["compiled_kernels"] == "off"
+    lines = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()}
+    assert lines["accel"][0] == "on" and lines["optim.fused_updates"][0] == "on"
+    for name in ("blas.vector", "optim.packed_updates", "compiled.twins"):
+        assert lines[name][:3] == ["off", "switched", "off"]
 
     result = run("info", env_changes={"BUILDINGAI_PACKED_UPDATES": "maybe"}, check=False)
     assert result.returncode != 0

@@ -1,10 +1,14 @@
 """Every module that registers kernels, imported once so that their kernels are known."""
+
 from . import (  # noqa: F401
+    activations,
     convolution,
-    optimizers,  # noqa: F401
+    elementwise,
+    optimizers,
     pooling,
-    products,  # noqa: F401
+    products,
+    recurrence,
+    reductions,
     resize,
+    rows,
 )
-from . import activations, elementwise, reductions  # noqa: F401
-from . import recurrence, rows  # noqa: F401

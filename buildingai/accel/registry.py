@@ -67,7 +67,7 @@ class Kernel:
     def reason(self) -> str:
         """Why the entry is active or not, in a few words."""
         if not _state["enabled"]:
-            return f"acceleration off (buildingai.accel.enable() or {ENV_VAR}=1)"
+            return "acceleration off"
         if not self.switched_on:
             return f"switched off (buildingai.accel.set_enabled({self.name!r}, True))"
         missing = self.missing()

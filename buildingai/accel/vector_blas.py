@@ -34,7 +34,11 @@ from ..backend.threads import own_blas as on_own_blas
 from . import own_blas, registry
 
 ENV_VAR = "BUILDINGAI_VECTOR_BLAS"
-_ENABLED = env_switch(ENV_VAR, default=True)
+VECTOR_BLAS = registry.register_switch(
+    "blas.vector",
+    description="scaled sums (the optimizers' axpby) of large NumPy arrays through OpenBLAS",
+)
+VECTOR_BLAS.switched_on = env_switch(ENV_VAR, default=True)
 # Below this many elements the ctypes call and its pointer lookups cost more than the passes saved.
 MIN_SIZE = 1 << 15
 _kernels: dict | None = None  # dtype -> (axpby, axpy); {} when the library has none
@@ -44,15 +48,13 @@ _library: str | None = None  # the path the kernels were bound from
 def set_enabled(enabled: bool) -> bool:
     """Use BLAS (True, the default unless ``BUILDINGAI_VECTOR_BLAS=0``) or array operations
     only (False: for comparisons and debugging), process-wide. Returns the previous setting."""
-    global _ENABLED
-    previous, _ENABLED = _ENABLED, bool(enabled)
-    return previous
+    return registry.set_enabled(VECTOR_BLAS.name, enabled)
 
 
 def available() -> bool:
     """Whether the BLAS kernels run: acceleration is on, the binding is switched on, and the
     kernels were found."""
-    return _ENABLED and registry.is_enabled() and bool(_load())
+    return VECTOR_BLAS.active and bool(_load())
 
 
 def status() -> dict:
@@ -64,13 +66,13 @@ def status() -> dict:
             f"acceleration off (buildingai.accel.enable() or {registry.ENV_VAR}=1): "
             "scaled sums run as array operations"
         )
-    elif not _ENABLED:
+    elif not VECTOR_BLAS.switched_on:
         detail = "switched off: scaled sums run as array operations"
     elif not _load():
         detail = "no OpenBLAS with axpby found: scaled sums run as array operations"
     else:
         detail = f"OpenBLAS axpby from {_library}"
-    active = _ENABLED and registry.is_enabled() and bool(_kernels)
+    active = VECTOR_BLAS.active and bool(_kernels)
     return {"active": active, "detail": detail, "switch": switch}
 
 
@@ -83,7 +85,7 @@ def axpby(xp, alpha: float, x, beta: float, y, scratch=None) -> None:
     itself when the caller no longer needs x.
     """
     own = on_own_blas()  # one pool on the own BLAS copy: its one-thread copy, NumPy's asleep
-    useful = _ENABLED and xp is np and y.size >= MIN_SIZE and registry.is_enabled()
+    useful = VECTOR_BLAS.active and xp is np and y.size >= MIN_SIZE
     kernels = (_own() if own else _load()) if useful else None
     if kernels:
         pair = kernels.get(y.dtype)

@@ -1,6 +1,6 @@
 """Reading the environment variables that set a process-wide switch's starting value.
 
-Each acceleration that changes how work is done (``vector_blas``, ``optim.packing``) has one
+Each acceleration that changes how work is done (``accel.vector_blas``, ``accel.packing``) has one
 function to turn it on or off and one environment variable for its value at start-up; both are
 documented in the README, and ``buildingai info`` and the Trainer's run record list the result.
 """

@@ -469,6 +469,9 @@ DEFAULTS = Config(
     # keep freed host memory for the next step instead of returning it to the OS
     # (buildingai.backend.retain_freed_memory: a process-wide malloc setting)
     retain_freed_memory=True,
+    # the faster kernels of buildingai.accel (process-wide, said once on standard error when
+    # turned on); false runs every op on its record's reference code; null leaves it as set
+    accel=True,
     # BuildingAI's threads (buildingai.set_num_threads: process-wide); null leaves them as set
     threads=None,
     # one pool: the matrix products on those threads too (set_num_threads(threads, gemm=...));
@@ -546,6 +549,7 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("progress", "true or false", _is_bool),
     ("compile", "true or false", _is_bool),
     ("retain_freed_memory", "true or false", _is_bool),
+    ("accel", "null, true or false", _optional(_is_bool)),
     ("threads", "null or an integer >= 1", _optional(_int_at_least(1))),
     ("one_pool", "null, true or false", _optional(_is_bool)),
     ("data.num_workers", "an integer >= 0", _int_at_least(0)),

@@ -16,11 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accel import vector_blas
-from ..accel.kernels import compiled
+from .. import accel
 from ..backend import cuda_is_available, memory
 from ..backend.threads import get_num_threads, one_pool, own_blas
-from ..optim import packing
 from ..version import __version__
 
 RUN_RECORD = "run.json"
@@ -28,13 +26,25 @@ RUN_RECORD = "run.json"
 
 def accelerations() -> dict[str, dict]:
     """Each switchable acceleration that changes how work is done, with whether it is active,
-    what it does here and its switch: ``{"vector_blas": {"active": True, ...}, ...}``."""
-    return {
-        "vector_blas": vector_blas.status(),
-        "packed_updates": packing.status(),
-        "retain_freed_memory": memory.status(),
-        "compiled_kernels": compiled.status(),
+    what it does or why it is off, and its switch: ``{"accel": {...}, "matmul.routed": {...}}``.
+    ``accel`` is the one switch of every registered kernel (``buildingai.accel``)."""
+    report = {
+        "accel": {
+            "active": accel.is_enabled(),
+            "detail": "the faster kernels registered beside the op records",
+            "switch": f"buildingai.accel.enable() / disable(), or {accel.ENV_VAR}=1/0",
+        }
     }
+    for entry in accel.status()["kernels"]:
+        reason = entry["reason"]
+        detail = entry["description"] if reason == "on" else reason
+        report[entry["name"]] = {
+            "active": entry["active"],
+            "detail": detail,
+            "switch": f"buildingai.accel.set_enabled({entry['name']!r}, True/False)",
+        }
+    report["retain_freed_memory"] = memory.status()
+    return report
 
 
 def machine_report() -> dict:

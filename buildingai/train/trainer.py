@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import nn, optim
+from .. import accel, nn, optim
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from ..backend.memory import retain_freed_memory
@@ -83,6 +83,9 @@ class Trainer:
         compile: run each training step as a static graph (``buildingai.compile``) traced
             from ``compute_loss`` on the first batch of each shape; batches are
             ``(inputs, targets)`` tensors. Results equal eager steps to float round-off.
+        accel: turn the faster kernels of ``buildingai.accel`` on (True) or off (False) when
+            ``fit`` starts, process-wide; None leaves the setting as it is. The run record lists
+            every registered kernel and whether it ran.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Trainer:
         verbose: bool = True,
         config: Config | None = None,
         compile: bool = False,  # noqa: A002 - the config key users write
+        accel: bool | None = None,
     ) -> None:
         self.model, self.optimizer = model, optimizer
         self._scheduler, self._build_scheduler = scheduler, None
@@ -130,6 +134,7 @@ class Trainer:
         self.plateau_metric = plateau_metric
         self.show_progress, self.config = show_progress, config
         self.compile = compile
+        self.accel = accel  # True/False: buildingai.accel on/off when fit starts; None: as set
         self._compiled = None  # the compiled step, made on the first compiled train_step
         self.run_dir = Path(run_dir) if run_dir is not None else None
 
@@ -234,6 +239,8 @@ class Trainer:
         returns the last evaluation's metrics."""
         if self.run_dir is not None and not (self._continuing or self.step > 0):
             check_run_dir_is_free(self.run_dir)  # before any data is read or file written
+        if self.accel is not None:  # process-wide, said once on standard error when turned on
+            accel.enable() if self.accel else accel.disable()
         self.prepare()
         self._start_run()
         self._call("on_fit_start")
@@ -527,7 +534,7 @@ class Trainer:
             keep_best=checkpoint.keep_best, keep_best_mode=checkpoint.mode,
             grad_clip=config.grad_clip, log_every=config.log_every, seed=config.seed,
             device=config.device, show_progress=config.progress, config=config,
-            compile=config.compile,
+            compile=config.compile, accel=config.accel,
             callbacks=stopping + trackers_from_config(config.trackers)
             + list(overrides.pop("callbacks", [])), **overrides,
         )  # fmt: skip

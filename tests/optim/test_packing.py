@@ -1,4 +1,4 @@
-"""Small parameters updated together (optim/packing.py): the same results as one by one, with
+"""Small parameters updated together (accel/packing.py): the same results as one by one, with
 per-parameter state that stays each parameter's own."""
 
 import numpy as np

@@ -53,7 +53,14 @@ MIN_PARALLEL_WORK = 1 << 16
 MIN_WORK = 1 << 14
 SPIN_COUNT = 3000  # rounds an idle numba thread spins before it sleeps (see _start_threads)
 
-_state = {"enabled": env_switch(ENV_VAR, default=True), "numba": None, "error": None}
+TWINS = registry.register_switch(
+    "compiled.twins",
+    requires=("numba",),
+    description="one-pass numba loops for the hottest element-wise and row-wise kernels, each "
+    "the twin of a NumPy kernel that stays the reference",
+)
+TWINS.switched_on = env_switch(ENV_VAR, default=True)
+_state = {"numba": None, "error": None}
 _twins: dict = {}  # "module.function" -> the compiled function, once loaded
 _threads = threading.local()  # the numba thread count last set from this thread
 _starting = threading.Lock()
@@ -80,15 +87,13 @@ def set_enabled(enabled: bool) -> bool:
     """Run twins where they apply while acceleration is enabled (True, the default unless
     ``BUILDINGAI_COMPILED_KERNELS=0``) or the NumPy kernels only (False: for comparisons and
     debugging), process-wide. Returns the previous setting."""
-    previous = _state["enabled"]
-    _state["enabled"] = bool(enabled)
-    return previous
+    return registry.set_enabled(TWINS.name, enabled)
 
 
 def _on() -> bool:
     """Whether twins may run: acceleration is enabled and the tier is switched on (numba is
     not imported to answer)."""
-    return _state["enabled"] and registry.is_enabled()
+    return TWINS.switched_on and registry.is_enabled()
 
 
 def available() -> bool:
@@ -102,7 +107,7 @@ def status() -> dict:
     if not registry.is_enabled():
         enable = f"buildingai.accel.enable() or {registry.ENV_VAR}=1"
         detail = f"acceleration off ({enable}): NumPy kernels run"
-    elif not _state["enabled"]:
+    elif not TWINS.switched_on:
         detail = "switched off: NumPy kernels run"
     elif _numba() is None:
         detail = f"numba not importable ({_state['error']}): NumPy kernels run; pip install numba"
@@ -386,12 +391,13 @@ def _use_threads(work: int) -> None:
 
 def _start() -> None:
     """What ``buildingai.accel.enable()`` starts here: numba, imported, with its threads."""
-    if _state["enabled"]:
+    if TWINS.switched_on:
         _numba()
 
 
 def _off_in_forked_child() -> None:
-    _state["enabled"] = False
+    TWINS.switched_on = False  # GNU OpenMP's pool does not survive fork
+    registry.set_enabled(TWINS.name, False)
 
 
 registry.on_enable(_start)
