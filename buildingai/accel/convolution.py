@@ -67,13 +67,13 @@ def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int) -> b
 
 
 def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    out_hw = conv._output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
     return _direct_fits(xp, x, weight, stride, dilation, groups, outputs)
 
 
 def _direct_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    out_hw = conv._output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
     if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}):
         return out
@@ -86,7 +86,7 @@ def _turned_padding(weight, padding) -> tuple:
 
 
 def _direct_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
-    full_hw = conv._output_hw(input_size, weight.shape[2:], stride, padding, dilation)
+    full_hw = conv.output_hw(input_size, weight.shape[2:], stride, padding, dilation)
     outputs = grad.shape[0] * weight.shape[1] * prod(input_size)
     return (
         full_hw == tuple(grad.shape[2:])
@@ -108,7 +108,7 @@ def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
 def _direct_weight_grad_fits(
     xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
 ):
-    full_hw = conv._output_hw(x.shape[2:], weight_size, stride, padding, dilation)
+    full_hw = conv.output_hw(x.shape[2:], weight_size, stride, padding, dilation)
     outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
     return (
         columns is None
@@ -143,7 +143,7 @@ def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation,
     """Whole-array multiply-adds, one per kernel offset, over the windows view."""
     n, out_channels = x.shape[0], weight.shape[0]
     kernel = weight.shape[2:]
-    out_hw = conv._output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
     view = conv.windows(xp, conv.pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
     per_group = out_channels // groups
     taps = weight.reshape(1, groups, per_group, kernel[0], kernel[1], 1, 1)
@@ -193,7 +193,7 @@ def _depthwise_weight_grad(
 
 def _grid_for_call(grad, weight, input_size, stride, padding, dilation):
     kernel = weight.shape[2:]
-    full_hw = conv._output_hw(input_size, kernel, stride, padding, dilation)
+    full_hw = conv.output_hw(input_size, kernel, stride, padding, dilation)
     return grid_for(grad.shape[0], input_size, kernel, full_hw, stride, padding, dilation)
 
 
@@ -220,7 +220,7 @@ def _always(xp, *arrays, **attrs) -> bool:
 
 def _im2col_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     out_channels, kernel = weight.shape[0], weight.shape[2:]
-    out_hw = conv._output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
     columns = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     out = product(xp, weight.reshape(groups, out_channels // groups, -1), columns)
     conv.keep_columns(ctx, columns)

@@ -127,7 +127,8 @@ def _crop_to(out, size: tuple):
     return out.getitem((slice(None), slice(None), slice(0, size[0]), slice(0, size[1])))
 
 
-def _output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
+def output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
+    """The output (Ho, Wo) of a convolution of an input of spatial size ``size``."""
     return tuple(
         output_size(size[a], kernel[a], stride[a], padding[a], dilation[a]) for a in range(2)
     )
@@ -149,7 +150,7 @@ def floor_divide_size(op: str, size, divisor: int, what: str):
 
 
 def _infer_output_hw(op: str, size, kernel, stride, padding, dilation) -> tuple:
-    """``_output_hw`` on sizes that may be symbolic (see ``floor_divide_size``)."""
+    """``output_hw`` on sizes that may be symbolic (see ``floor_divide_size``)."""
     out = []
     for axis in range(2):
         span = size[axis] + 2 * padding[axis] - dilation[axis] * (kernel[axis] - 1) - 1
@@ -271,7 +272,7 @@ def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
     (C/groups * kh * kw, N * Ho * Wo).
     """
     out_channels, kernel = weight.shape[0], weight.shape[2:]
-    out_hw = _output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    out_hw = output_hw(x.shape[2:], kernel, stride, padding, dilation)
     columns = im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     filters = weight.reshape(groups, out_channels // groups, -1)
     out = matmul_array(xp, filters, columns)  # (groups, O/groups, N * Ho * Wo)
@@ -410,7 +411,7 @@ class Conv2dInputGrad(Op):
         _check_fits(
             "conv2d_input_grad", input_size, weight.shape[2:], stride, padding, dilation, shapes
         )
-        expected = _output_hw(input_size, weight.shape[2:], stride, padding, dilation)
+        expected = output_hw(input_size, weight.shape[2:], stride, padding, dilation)
         if not _covers(expected, grad.shape[2:], stride, dilation):
             raise ShapeError(
                 f"[conv2d_input_grad] output size {tuple(input_size)} does not fit: a convolution "
@@ -509,7 +510,7 @@ class Conv2dWeightGrad(Op):
         _check_dtypes(op, x, grad, ("input", "output gradient"))
         _check_fits(op, x.shape[2:], weight_size, stride, padding, dilation, shapes)
         if not _covers(
-            _output_hw(x.shape[2:], weight_size, stride, padding, dilation),
+            output_hw(x.shape[2:], weight_size, stride, padding, dilation),
             grad.shape[2:],
             stride,
             dilation,

@@ -19,7 +19,7 @@ CASES = [
 @pytest.mark.parametrize("shape, kernel, padding, dilation", CASES, ids=str)
 def test_grid_col2im_matches_the_strided_col2im(shape, kernel, padding, dilation):
     n, c, h, w = shape
-    out_hw = conv._output_hw((h, w), kernel, (1, 1), padding, dilation)
+    out_hw = conv.output_hw((h, w), kernel, (1, 1), padding, dilation)
     grid = conv_grid.grid_for(
         n, (h, w), kernel, out_hw, (1, 1), padding, dilation, max_waste=float("inf")
     )
