@@ -180,7 +180,7 @@ ADAM_SETTINGS = {
 
 @pytest.mark.parametrize("setting", sorted(ADAM_SETTINGS))
 def test_adam_twin_matches_the_numpy_update(setting):
-    from buildingai.optim.adam import adam_update
+    from buildingai.accel.optimizers import adam_update
 
     options = {"weight_decay": 0.0, "decoupled_weight_decay": False, "maximize": False}
     options.update(ADAM_SETTINGS[setting])
