@@ -19,10 +19,10 @@ from .registry import (
     enabled,
     is_enabled,
     kernel,
-    kernels,
     on_enable,
     register,
     register_switch,
+    registered,
     set_enabled,
     status,
 )

@@ -209,7 +209,7 @@ def kernel(name: str) -> Kernel:
     return entry
 
 
-def kernels() -> list[Kernel]:
+def registered() -> list[Kernel]:
     """Every registered kernel and switch, in registration order."""
     return list(_entries.values())
 

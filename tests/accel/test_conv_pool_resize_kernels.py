@@ -25,7 +25,7 @@ def kernels_ran(monkeypatch):
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
     ran = set()
-    for entry in registry.kernels():
+    for entry in registry.registered():
         if entry.op is None:
             continue
 
@@ -39,7 +39,7 @@ def kernels_ran(monkeypatch):
 
     def names(ops) -> set:
         return {
-            entry.name for entry in registry.kernels() if entry.name in ran and entry.op.name in ops
+            entry.name for entry in registry.registered() if entry.name in ran and entry.op.name in ops
         }
 
     return names
@@ -49,7 +49,7 @@ def _registered(ops) -> set:
     """The kernels of ``ops`` that can run here (their packages are installed)."""
     return {
         entry.name
-        for entry in registry.kernels()
+        for entry in registry.registered()
         if entry.op is not None and entry.op.name in ops and not entry.missing()
     }
 

@@ -88,7 +88,7 @@ MODULES |= {"buildingai.accel.reductions"}
 def _ours():
     return [
         entry
-        for entry in registry.kernels()
+        for entry in registry.registered()
         if entry.run is not None and entry.run.__module__ in MODULES
     ]
 

@@ -110,7 +110,7 @@ def ran(monkeypatch):
     """The names of the registered kernels that computed a call (returned something other than
     NotImplemented)."""
     names = []
-    for entry in registry.kernels():
+    for entry in registry.registered():
         if entry.run is None:
             continue
 

@@ -168,12 +168,55 @@ def test_sweeps_named_by_cases_exist_and_mention_their_op():
 # ----- values and derivatives ---------------------------------------------------------------------
 
 
+@pytest.fixture(params=[False, True], ids=["reference", "accelerated"])
+def acceleration(request):
+    """Every record runs with buildingai.accel off (its own forward) and on (its registered
+    kernels, where they apply)."""
+    with bai.accel.enabled(request.param):
+        yield request.param
+
+
 @pytest.mark.parametrize("name", RECORDS)
-def test_values_and_gradients_against_reference(name):
+def test_values_and_gradients_against_reference(name, acceleration):
     case = CASES[name]
     dtype = np.float64 if np.float64 in case.dtypes else case.dtypes[0]
     for seed in SEEDS:
         _check_against_reference(OPS[name], case, _draw(name, seed, dtype), seed)
+
+
+ACCELERATED = sorted({entry.op.name for entry in bai.accel.registered() if entry.op is not None})
+
+
+@pytest.mark.parametrize("name", [name for name in ACCELERATED if name in CASES])
+def test_registered_kernels_agree_with_the_record_in_float32(name):
+    """Kernels apply mostly to float32: there, values and first derivatives with acceleration on
+    equal the record's own to float32 round-off."""
+    case = CASES[name]
+    dtype = np.float32 if np.float32 in case.dtypes else case.dtypes[0]
+    op = OPS[name]
+    for seed in SEEDS[:4]:
+        sample = _draw(name, seed, dtype)
+        grads = _grad_positions(op, case, sample) if case.no_grad is None else []
+        results = []
+        for on in (False, True):
+            with bai.accel.enabled(on), np.errstate(all="ignore"):
+                inputs = _tensors(sample, grads)
+                out = op(*inputs, **sample.attrs)
+                outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+                values = [o.numpy() for o in outputs if isinstance(o, bai.Tensor)]
+                floating = [o for o in outputs if isinstance(o, bai.Tensor) and o.requires_grad]
+                if floating:
+                    seed_grads = [bai.ones(*o.shape, dtype=o.dtype) for o in floating]
+                    bai.backward(floating, seed_grads)
+                    values += [inputs[i].grad.numpy() for i in grads if inputs[i].grad is not None]
+                results.append(values)
+        reference, accelerated = results
+        assert len(reference) == len(accelerated), f"[{name}] seed {seed}"
+        for left, right in zip(reference, accelerated):
+            tolerance = 1e-4 if left.dtype == np.float32 else 1e-10
+            np.testing.assert_allclose(
+                right, left, rtol=tolerance, atol=tolerance, err_msg=f"[{name}] seed {seed}"
+            )
 
 
 def _check_against_reference(op, case, sample, seed: int) -> None:
