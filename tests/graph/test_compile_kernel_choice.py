@@ -48,16 +48,7 @@ def _direct_weight_grads(monkeypatch) -> list:
     return calls
 
 
-# Run with acceleration on, a step traced without it must take the registered kernels too.
-EXECUTOR_SKIPS_KERNELS = pytest.mark.xfail(
-    reason="the graph executor runs each record's forward, not the kernels registered for it",
-    strict=False,
-)
-
-
-@pytest.mark.parametrize(
-    "traced_with_accel", [pytest.param(False, marks=EXECUTOR_SKIPS_KERNELS), True]
-)
+@pytest.mark.parametrize("traced_with_accel", [False, True])
 def test_compiled_step_agrees_when_the_convolution_kernel_changes(monkeypatch, traced_with_accel):
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)  # the kernel, whatever the threads
     direct = _direct_weight_grads(monkeypatch)
