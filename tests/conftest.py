@@ -1,10 +1,37 @@
-"""Fixtures shared across test packages."""
+"""Fixtures shared across test packages.
+
+``BUILDINGAI_TEST_WITHOUT=numba,scipy_openblas64`` runs the suite as on an install without
+those packages (a NumPy-only install, without the ``fast`` extra): importing them fails, as it
+would there. CI runs the op table and the kernel tests this way too.
+"""
+
+import importlib.abc
+import os
+import sys
 
 import pytest
 
-import buildingai as bai
-from buildingai.accel.kernels import compiled
-from buildingai.backend import threads
+
+class _Absent(importlib.abc.MetaPathFinder):
+    """Makes the listed top-level packages (and their submodules) fail to import."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = set(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {fullname!r} (BUILDINGAI_TEST_WITHOUT)")
+        return None
+
+
+_WITHOUT = [name for name in os.environ.get("BUILDINGAI_TEST_WITHOUT", "").split(",") if name]
+if _WITHOUT:
+    assert not any(name in sys.modules for name in _WITHOUT), "already imported"
+    sys.meta_path.insert(0, _Absent(_WITHOUT))
+
+import buildingai as bai  # noqa: E402 - after the finder above
+from buildingai.accel.kernels import compiled  # noqa: E402
+from buildingai.backend import threads  # noqa: E402
 
 
 @pytest.fixture

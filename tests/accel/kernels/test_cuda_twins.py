@@ -63,7 +63,7 @@ def test_without_a_gpu_no_cuda_twin_is_tried():
     ids=["plain", "l2-maximize", "decoupled"],
 )
 def test_cuda_adam_with_its_scalars_computes_the_numpy_update(options):
-    from buildingai.optim.adam import adam_update
+    from buildingai.accel.optimizers import adam_update
 
     scalars = {"weight_decay": 0.0, "decoupled_weight_decay": False, "maximize": False}
     scalars.update(options, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
