@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import ArgumentError
 from .families import FloatFunction
 from .promotion import as_float
@@ -54,7 +56,7 @@ def lgamma_array(xp, x):
     out = (z - 0.5) * xp.log(z) - z + _HALF_LOG_2PI + series * inverse
     for below, value in steps:  # Gamma(z) = Gamma(z + 1) / z
         out = out - xp.where(below, xp.log(value), 0.0)
-    with xp.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # (NumPy warnings; CuPy raises none)
         sine = xp.abs(xp.sin(math.pi * x))
         reflected = math.log(math.pi) - xp.log(sine) - out
     out = xp.where(reflect, reflected, out)
@@ -87,7 +89,7 @@ def polygamma_array(xp, n: int, x):
     term_scale = -1.0 if n == 0 else sign * math.factorial(n)
     for below, value in steps:  # psi_n(z) = psi_n(z + 1) + (-1)^(n+1) n! / z^(n+1)
         out = out + xp.where(below, term_scale / value ** (n + 1), 0.0)
-    with xp.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # (NumPy warnings; CuPy raises none)
         if n == 0:  # psi(x) = psi(1 - x) - pi / tan(pi x)
             reflected = out - math.pi / xp.tan(math.pi * x)
         else:  # psi_1(x) = pi^2 / sin^2(pi x) - psi_1(1 - x)

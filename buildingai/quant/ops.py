@@ -12,11 +12,14 @@ that of a float GEMM; the results are those of an int8 kernel.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
+from ..autograd.dispatch import run_forward
 from ..ops.abstract import ValueSpec
 from ..ops.base import Op
-from ..ops.conv import CONV2D, _conv
+from ..ops.conv import CONV2D
 from ..ops.linalg import LINEAR
 from .qparams import (
     ACTIVATION_RANGE,
@@ -218,9 +221,11 @@ class QuantizedConv2d(Op):
         depth = int(np.prod(weight.shape[1:]))
         exact = depth * ACTIVATION_RANGE[1] * WEIGHT_RANGE[1] < 2**24
         dtype = xp.float32 if exact else xp.float64
-        total, _ = _conv(
-            xp, codes.astype(dtype), weight.astype(dtype), stride, padding, dilation, groups
-        )
+        # the float convolution of the codes, through conv2d's registered kernels where on
+        total = run_forward(
+            CONV2D, SimpleNamespace(), xp, codes.astype(dtype), weight.astype(dtype),
+            stride=stride, padding=padding, dilation=dilation, groups=groups,
+        )  # fmt: skip
         total = total.transpose(0, 2, 3, 1)  # channels last, to scale per channel
         out = _scale_and_bias(xp, total, scale * weight_scale, bias, input_scale is not None)
         out = xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
