@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from .common import accelerate
 from .suite import inference, micro, report, train
 from .suite.harness import CrossCheckError
 
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         "calling buildingai.backend.retain_freed_memory(), as Trainer does",
     )
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(only) - set(WORKLOADS))
     if unknown:

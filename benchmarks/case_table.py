@@ -9,7 +9,7 @@ import argparse
 from buildingai.backend import retain_freed_memory
 from buildingai.backend.threads import get_num_threads, set_num_threads
 
-from .common import measure, report, set_threads
+from .common import accelerate, measure, report, set_threads
 
 # No BLAS runs here, so the suite's 0.15 s pause (for OpenBLAS's spinning threads) is not
 # needed; 10 ms lets PyTorch's OpenMP threads stop spinning, while after a pause of 30 ms or more
@@ -51,6 +51,7 @@ def main(description: str, cases, bench) -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny correctness run")
     parser.add_argument("--json", help="also write the records to this file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     shape = (4, 8, 16) if args.quick else tuple(int(n) for n in args.shape.split(","))
     retain_freed_memory()  # as the suite and Trainer run: for all three implementations alike
     thread_counts = [int(n) for n in args.threads.split(",")]

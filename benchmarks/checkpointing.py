@@ -23,7 +23,7 @@ import buildingai as bai
 from buildingai import nn
 from buildingai.checkpoint import checkpoint, checkpoint_sequential
 
-from .common import environment, format_table, measure, set_threads, settle_for
+from .common import accelerate, environment, format_table, measure, set_threads, settle_for
 from .suite.harness import step_peak_bytes
 
 
@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(args.threads)
     records = run(args.quick)
     if args.json:

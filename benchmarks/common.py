@@ -61,6 +61,17 @@ def measure(
     }
 
 
+def accelerate() -> bool:
+    """Turn ``buildingai.accel`` on for a benchmark run, as a user who wants speed does, unless
+    ``BUILDINGAI_ACCEL=0`` asks to time the op records' reference code; returns the setting.
+    Each benchmark's ``main`` calls it: importing the suite changes nothing."""
+    import buildingai
+
+    if os.environ.get("BUILDINGAI_ACCEL", "").strip() == "":
+        buildingai.accel.enable(quiet=True)
+    return buildingai.accel.is_enabled()
+
+
 def set_threads(threads: int | None) -> int | None:
     """Give BuildingAI/NumPy (BLAS, via threadpoolctl) and PyTorch the same thread count, so a
     comparison is like for like. None leaves both libraries at their defaults."""
@@ -85,7 +96,10 @@ def environment() -> dict:
     """The machine, library versions, and which BLAS library and kernel are in use."""
     import numpy as np
 
+    import buildingai
+
     info = {
+        "buildingai_accel": buildingai.accel.is_enabled(),  # registered kernels on, or not
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": _cpu_name(),

@@ -27,7 +27,7 @@ from buildingai import nn, optim, prune, quant
 from buildingai.nn import functional as F
 from buildingai.train import MLP, SmallCNN
 
-from .common import environment, format_table, measure, set_threads, settle_for
+from .common import accelerate, environment, format_table, measure, set_threads, settle_for
 
 NORMALIZE = (0.1307, 0.3081)
 
@@ -317,6 +317,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(args.threads)
     result = run(args.dataset, args.train_size, args.epochs, args.quick)
     result["environment"] = environment()

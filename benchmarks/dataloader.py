@@ -23,7 +23,7 @@ from buildingai.data.transforms import (
     ToTensor,
 )
 
-from .common import environment
+from .common import accelerate, environment
 
 
 class AugmentedImages(Dataset):
@@ -91,6 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a small run for tests")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     report = run(quick=args.quick)
     print(f"{'':<10} {'buildingai':>12} {'torch':>12}   (batches/s, batch 128)")
     for name, row in report["batches_per_second"].items():

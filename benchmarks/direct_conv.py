@@ -24,7 +24,7 @@ import buildingai as bai
 from buildingai.accel.kernels import compiled
 from buildingai.backend.memory import retain_freed_memory
 
-from .common import environment, format_table, measure, set_threads, settle_for
+from .common import accelerate, environment, format_table, measure, set_threads, settle_for
 from .layers import conv_steps
 
 SHAPES = [  # (x shape, out channels, padding)
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         "--own-blas-threads", action="store_true", help="leave OpenBLAS on its own threads"
     )
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     retain_freed_memory()
     set_threads(args.threads)
     bai.set_num_threads(args.threads, gemm=not args.own_blas_threads)

@@ -17,7 +17,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import format_table, measure, save_run
+from .common import accelerate, format_table, measure, save_run
 
 CHAIN = 50
 
@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="PyTorch intra-op threads")
     parser.add_argument("--json", help="also write the records to this JSON file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     records = run(quick=args.quick, threads=args.threads)
     rows = [
         [

@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import environment, format_table, measure  # noqa: E402
+from benchmarks.common import accelerate, environment, format_table, measure  # noqa: E402
 
 
 # ----- workers: run under mpiexec ------------------------------------------------------------------
@@ -196,6 +196,7 @@ def main() -> None:
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     if args.worker:
         result = WORKERS[args.worker](args.quick, args.port)
         from buildingai.distributed import get_rank

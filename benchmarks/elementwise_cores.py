@@ -28,7 +28,7 @@ import numpy as np
 
 from buildingai.backend.threads import get_num_threads, parallel_for, set_num_threads
 
-from .common import environment, format_table, measure
+from .common import accelerate, environment, format_table, measure
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -266,6 +266,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", default="2")
     parser.add_argument("--size", type=int, default=1 << 22)
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     info = environment()
     print(json.dumps({k: info[k] for k in ("blas", "cpu") if k in info}, default=str))
     rows, labels = [], None

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .common import accelerate
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,6 +29,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="print one JSON record")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     sys.path.insert(0, str(Path(args.root).resolve()))
 
     from buildingai.graph import TensorSpec, freeze

@@ -20,6 +20,7 @@ import numpy as np
 import buildingai as bai
 from buildingai.accel.kernels import compiled
 
+from .common import accelerate
 from .suite import cnn, mlp, transformer
 from .suite.frameworks import cross_entropy
 
@@ -131,6 +132,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results", help="where gpu-*.json goes")
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     if not bai.cuda_is_available():
         print("no CUDA GPU with CuPy here: nothing to measure")
         return 0

@@ -18,7 +18,7 @@ import buildingai as bai
 from buildingai import nn
 from buildingai.graph import TensorSpec, freeze
 
-from .common import format_table, measure, save_run, settle_for
+from .common import accelerate, format_table, measure, save_run, settle_for
 
 
 def _mlp(sizes):
@@ -259,6 +259,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="also write the records to this file")
     arguments = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     records = (
         bench_mlp(arguments.quick) + bench_cnn(arguments.quick) + bench_parallel(arguments.quick)
     )

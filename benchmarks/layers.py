@@ -16,7 +16,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import environment, format_table, measure, set_threads, settle_for
+from .common import accelerate, environment, format_table, measure, set_threads, settle_for
 
 # ----- conv2d -----------------------------------------------------------------------------------
 
@@ -280,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         "--threads", type=int, default=1, help="BLAS and PyTorch threads, set alike (default 1)"
     )
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(args.threads)
     records = run(args.quick)
     rows = [

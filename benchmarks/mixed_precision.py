@@ -40,7 +40,7 @@ from buildingai.autograd import dispatch
 from buildingai.autograd import tensor as tensor_module
 from buildingai.backend import accounting
 
-from .common import environment, format_table, measure, set_threads, settle_for
+from .common import accelerate, environment, format_table, measure, set_threads, settle_for
 
 
 def _mlp(library, sizes):
@@ -263,6 +263,7 @@ def main() -> None:
         help="thread: this thread's CPU time, with one thread everywhere (for a loaded machine)",
     )
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(1 if args.clock == "thread" else args.threads)
     records = run(args.quick, args.clock)
     if args.json:

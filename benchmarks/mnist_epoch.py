@@ -22,6 +22,8 @@ import numpy as np
 
 from benchmarks.common import environment, format_table
 
+from .common import accelerate
+
 BATCH = 128
 SIZES = (784, 256, 256, 10)
 
@@ -149,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="BLAS and torch threads")
     parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args(argv)
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     result = run(quick=args.quick, epochs=args.epochs, threads=args.threads)
     print(json.dumps(environment(), indent=1))
     seconds = result["seconds_per_epoch"]

@@ -27,7 +27,7 @@ from buildingai.debug import activation_stats, detect_anomaly, gradient_monitor
 from buildingai.profile import TimeTracer
 from buildingai.vis import LiveDashboard
 
-from .common import format_table, measure, save_run
+from .common import accelerate, format_table, measure, save_run
 from .suite.harness import thread_limit
 from .suite.train import WORKLOADS
 
@@ -157,6 +157,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="BLAS and PyTorch threads")
     parser.add_argument("--json", help="also write the records to this JSON file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     bai.manual_seed(0)
     records = run(quick=args.quick, threads=args.threads)
     rows = [

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from buildingai.ops.base import Op
 
-from .common import format_table
+from .common import accelerate, format_table
 from .suite.harness import thread_limit
 from .suite.train import WORKLOADS
 
@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30, help="rows to print")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for tests")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     result = op_times(args.workload, args.threads, args.steps, args.quick)
     step = result["step_ms"]
     in_ops = sum(row[2] for row in result["ops"])

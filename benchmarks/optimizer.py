@@ -32,7 +32,7 @@ import buildingai as bai
 from buildingai.accel import vector_blas
 from buildingai.optim import optimizer as optimizer_module
 
-from .common import format_table, measure, save_run, settle_for
+from .common import accelerate, format_table, measure, save_run, settle_for
 
 
 def layer_shapes(width: int = 512, layers: int = 3, vocab: int = 1000) -> list[tuple[int, ...]]:
@@ -175,6 +175,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="threads for both libraries")
     parser.add_argument("--json", help="also write the records to this JSON file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     records = run(quick=args.quick, threads=args.threads)
     names = [
         "buildingai",

@@ -21,7 +21,7 @@ from buildingai.backend import retain_freed_memory
 from buildingai.nn import functional as BF
 
 from .case_table import over_threads
-from .common import measure, report
+from .common import accelerate, measure, report
 
 FEATURE_MAPS, IMAGE, ELEMENTS = (8, 32, 32, 32), (1, 3, 512, 512), (32, 64, 512)
 
@@ -137,6 +137,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny correctness run")
     parser.add_argument("--json", help="also write the records to this file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     retain_freed_memory()  # as the suite and Trainer run
     thread_counts = [int(n) for n in args.threads.split(",")]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import environment, format_table
+from .common import accelerate, environment, format_table
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("buildingai", "pytorch", "onnxruntime", "no model")
@@ -331,6 +331,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     if args.child:
         backend, checkpoint, onnx_path, max_batch, latency = args.child
         child(backend, checkpoint, onnx_path, int(max_batch), float(latency))

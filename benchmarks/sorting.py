@@ -14,7 +14,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import measure, report, set_threads
+from .common import accelerate, measure, report, set_threads
 
 
 def _np_topk(x, k):
@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny correctness run")
     parser.add_argument("--json", help="also write the records to this file")
     args = parser.parse_args()
+    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(args.threads)
     bai.set_num_threads(args.threads)
     records = [bench(n, c, args.threads, args.quick) for n, c in cases(args.quick).items()]

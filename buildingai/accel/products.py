@@ -255,6 +255,20 @@ def _routed(xp, *arrays, **attrs) -> bool:
     return xp is np and (one_pool() or threads.get_num_threads() > 1)
 
 
+def _routed_product(xp, a, b, **attrs) -> bool:
+    """``_routed`` for a product large enough for routing to change anything: a smaller one is
+    never cut, stays off the own BLAS and leaves NumPy's BLAS threads asleep."""
+    if a.ndim < 2 or b.ndim < 2:
+        return False
+    work = a.size * b.shape[-2 if attrs.get("transpose_b") else -1]
+    return work > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
+
+
+def _routed_layer(xp, x, weight, bias=None) -> bool:
+    """``_routed_product`` for a linear layer: ``x`` (..., in) times ``weight`` (out, in)."""
+    return x.size * weight.shape[0] > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
+
+
 def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
     """``MatMul.forward`` with its product routed."""
     if transpose_a:
@@ -280,7 +294,7 @@ def noted_einsum(ctx, xp, *arrays, equation):
 
 register(
     MATMUL,
-    _routed,
+    _routed_product,
     routed_matmul,
     name="matmul.routed",
     description="products cut across one pool's threads or run on the own BLAS copy; "
@@ -288,7 +302,7 @@ register(
 )
 register(
     LINEAR,
-    _routed,
+    _routed_layer,
     routed_linear,
     name="linear.routed",
     description="the layer's product routed as matmul.routed",

@@ -196,8 +196,9 @@ def python_pool(monkeypatch):
     missing (the twins switched off before acceleration is enabled: no own BLAS either); yields
     the ranges run."""
     pytest.importorskip("threadpoolctl")
-    monkeypatch.setitem(compiled._state, "enabled", False)
+    monkeypatch.setattr(compiled.TWINS, "switched_on", False)
     monkeypatch.setattr(products, "SPLIT_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(products, "BLAS_THREADED_MULTIPLY_ADDS", 0)  # small products routed too
     monkeypatch.setattr(products, "PYTHON_SPLIT_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
     calls = []

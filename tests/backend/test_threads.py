@@ -81,15 +81,19 @@ def test_after_a_blas_call_work_stays_on_the_calling_thread(three_threads, monke
 
 
 def test_products_note_their_blas_call(accel_on):
+    """A product large enough for NumPy's BLAS to thread is noted (its threads may spin after
+    it); a smaller one runs on the calling thread, wakes nothing and is not."""
     import numpy as np
 
-    a = bai.tensor(np.ones((8, 8), np.float32))
+    large = bai.tensor(np.ones((72, 72), np.float32))  # 72^3 multiply-adds > 2^18
+    small = bai.tensor(np.ones((8, 8), np.float32))
     bai.set_num_threads(2, gemm=False)  # NumPy's BLAS on its own threads runs the products
     try:
-        for product in (lambda: a @ a, lambda: bai.nn.functional.linear(a, a)):
-            threads._blas["last"] = float("-inf")
-            product()
-            assert threads.blas_spinning()
+        for a, noted in ((large, True), (small, False)):
+            for product in (lambda a=a: a @ a, lambda a=a: bai.nn.functional.linear(a, a)):
+                threads._blas["last"] = float("-inf")
+                product()
+                assert threads.blas_spinning() is noted
     finally:
         bai.set_num_threads(None)
 

@@ -81,6 +81,7 @@ def one_pool(monkeypatch, accel_on):
     from buildingai.accel import products
 
     monkeypatch.setattr(products, "SPLIT_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(products, "BLAS_THREADED_MULTIPLY_ADDS", 0)  # small products routed too
     monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
     calls = []
     product = gemm.product
