@@ -129,9 +129,7 @@ def apply(op, *inputs, **attrs) -> Tensor:
             output = _handled(state, op, inputs, attrs)
             if output is not None:
                 return output
-    elif (
-        len(inputs) == 2 and not attrs and op.check is None and not op.accelerated
-    ) and _device._cupy is None:
+    elif len(inputs) == 2 and not attrs and op.check is None and _device._cupy is None:
         # the commonest call of all, a binary op on the CPU that nothing watches: the same
         # steps as below, without the general loop and branches (benchmarks/dispatch.py)
         first, second = inputs
@@ -156,7 +154,10 @@ def apply(op, *inputs, **attrs) -> Tensor:
             else:
                 ctx, node = _SCRATCH, None
             try:
-                data = op.forward(ctx, np, left, right)
+                if op.accelerated:
+                    data = run_accelerated(op, ctx, np, (left, right), attrs)
+                else:
+                    data = op.forward(ctx, np, left, right)
             except BuildingAIError as error:
                 raise _with_module_path(error) from None
             except (ValueError, TypeError, IndexError) as exc:

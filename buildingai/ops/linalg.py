@@ -63,7 +63,10 @@ def matmul_array(xp, a, b):
     PyTorch gives it, in the math precision in force."""
     if a.ndim < 2 or b.ndim < 2:  # xp.matmul would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
-    return in_math_precision(multiply, xp, a, b)
+    result_dtype = gemm_result_dtype(a, b)
+    if result_dtype is None:  # multiplied as they are
+        return multiply(xp, a, b)
+    return multiply(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
 
 
 def linear_array(xp, x, weight, bias=None, product=multiply):
