@@ -99,11 +99,6 @@ def active_modes() -> tuple:
     return _current_state().modes
 
 
-def current_module_path() -> str:
-    """The dotted path of the module being called on this thread (``""`` outside any)."""
-    return ".".join(MODULE_CALLS.stacks[1])
-
-
 def _handled(state, op, inputs: tuple, attrs: dict):
     """The output of the topmost mode that replaces or runs ``op``, or None when every mode
     that may handle it passes it on. Each mode's own ops go to the modes below it."""

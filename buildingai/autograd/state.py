@@ -96,7 +96,8 @@ MODULE_CALLS = _ModuleCalls()
 
 
 def module_path() -> tuple[str, ...]:
-    """The names of the modules being called on this thread, outermost first."""
+    """The names of the modules being called on this thread, outermost first: the one way to
+    read the module path (``".".join(module_path())`` is ``"encoder.layers.0.fc1"``)."""
     return tuple(MODULE_CALLS.stacks[1])
 
 

@@ -17,9 +17,10 @@ import sys
 
 import numpy as np
 
-from ..autograd.dispatch import DispatchMode, current_module_path
+from ..autograd.dispatch import DispatchMode
 from ..autograd.engine import running_node
 from ..autograd.state import STATE, current_state
+from ..autograd.state import module_path as _module_path
 from ..autograd.tensor import Tensor
 from ..backend import dtypes
 from ..backend.device import array_namespace
@@ -70,7 +71,7 @@ class AnomalyDetector(DispatchMode):
         if node is not None:
             running = running_node()  # a node recorded by a backward belongs to its forward line
             origin = getattr(running, "anomaly_origin", None) if running is not None else None
-            node.anomaly_origin = origin or (_user_frame(), current_module_path())
+            node.anomaly_origin = origin or (_user_frame(), ".".join(_module_path()))
         if array_namespace(data).isfinite(data).all():
             return
         _check(op, inputs, data, attrs)
@@ -158,7 +159,7 @@ def _anomaly_error(op, inputs: tuple, output: np.ndarray, attrs: dict, inputs_in
     phase = "forward" if running is None else "backward"
     forward_op = None if running is None else running.op.name
     if running is None:
-        source, module_path = _user_frame(), current_module_path()
+        source, module_path = _user_frame(), ".".join(_module_path())
     else:
         source, module_path = getattr(running, "anomaly_origin", (None, ""))
     cause, help = _likely_cause(op.name, inputs, output, attrs)

@@ -37,9 +37,9 @@ import threading
 
 import numpy as np
 
-from ..autograd import dispatch
 from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
+from ..autograd.state import module_path
 from ..autograd.tensor import Tensor, _Size
 from ..errors import BuildingAIError
 from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
@@ -258,7 +258,7 @@ def _disagrees(op, specs, attrs, detail: str) -> GraphError:
 
 
 def _module_path() -> str:
-    return dispatch.current_module_path()
+    return ".".join(module_path())
 
 
 def _in_module() -> str:

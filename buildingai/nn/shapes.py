@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..autograd import dispatch
+from ..autograd.state import module_path
 from ..errors import BuildingAIError, ShapeError, dimensions
 
 __all__ = [
@@ -268,7 +268,7 @@ def _bound_by(bound: tuple) -> str:
 
 
 def _fail(scope: _Scope, detail: str, help: str | None = None) -> ShapeContractError:
-    where = dispatch.current_module_path() or None
+    where = ".".join(module_path()) or None
     located = scope.function + (f" (in {where})" if where else "")
     error = ShapeContractError(f"[shapes] {located}: {detail}", help=help)
     error.where = where

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.engine import running_node
-from ..autograd.state import MODULE_CALLS, current_state
+from ..autograd.state import current_state, module_path
 from ..autograd.tensor import Tensor
 from . import clock
 from .exports import write_chrome_trace, write_speedscope
@@ -165,7 +165,7 @@ class TimeTracer(DispatchMode):
         start = starts.pop()
         running = running_node()
         if running is None:
-            path = tuple(MODULE_CALLS.stacks[1])
+            path = module_path()
             if path or current_state().grad_enabled:
                 stack = ("forward",) + path
             else:

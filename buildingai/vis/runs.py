@@ -14,7 +14,6 @@ import contextvars
 import threading
 import weakref
 
-from ..autograd import dispatch
 from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
 from ..autograd.state import module_path
@@ -79,7 +78,7 @@ class RunRecorder(DispatchMode):
             self.ref(value) if isinstance(value, Tensor) else Literal(value) for value in inputs
         )
         output_id = self.add(output, "op", "")
-        module = dispatch.current_module_path()
+        module = ".".join(module_path())
         self.graph.nodes.append(Node(op, refs, dict(attrs), output_id, module))
 
     def after_inplace(self, name, target, result) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn as nn
-from buildingai.autograd import dispatch
+from buildingai.autograd.state import module_path
 from buildingai.graph import TensorSpec, freeze, parallel
 
 STEPS = 12
@@ -252,7 +252,7 @@ def test_an_error_in_one_thread_names_that_threads_module():
     _run_threads([caller(path) for path in models])
     for path, message in messages.items():
         assert f"(in {path})" in message, message
-    assert dispatch.current_module_path() == ""
+    assert module_path() == ()
 
 
 def test_modes_belong_to_the_thread_that_pushed_them():

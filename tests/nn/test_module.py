@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.autograd import dispatch
+from buildingai.autograd.state import module_path
 from buildingai.nn import (
     Identity,
     Linear,
@@ -404,7 +404,7 @@ def test_shape_error_names_the_module_path():
     message = str(info.value)
     assert "[linear] input (2, 8) does not fit weight (3, 5)" in message
     assert "(in Model.encoder.layers.1.1)" in message
-    assert dispatch.current_module_path() == ""  # popped even though forward raised
+    assert module_path() == ()  # popped even though forward raised
 
 
 def test_error_in_the_top_forward_and_in_a_directly_called_layer():
@@ -412,7 +412,7 @@ def test_error_in_the_top_forward_and_in_a_directly_called_layer():
         Model()(bai.randn(2, 4), crash=True)
     with pytest.raises(bai.ShapeError, match=r"\(in Linear\)"):
         Linear(4, 2)(bai.randn(2, 3))
-    assert dispatch.current_module_path() == ""
+    assert module_path() == ()
 
 
 def test_path_of_a_grandchild_called_directly_and_of_a_shared_module():
@@ -448,7 +448,7 @@ def test_layer_errors_and_plain_exceptions_get_the_path():
     with pytest.raises(KeyError) as info:
         outer(bai.ones(1))
     assert getattr(info.value, "__notes__", ["(in Sequential.0)"]) == ["(in Sequential.0)"]
-    assert dispatch.current_module_path() == ""
+    assert module_path() == ()
 
 
 def test_path_names_follow_renaming():
