@@ -29,8 +29,8 @@ import itertools
 import numpy as np
 
 import buildingai as bai
+from buildingai.accel import optimizers as optimizer_module
 from buildingai.accel import vector_blas
-from buildingai.optim import optimizer as optimizer_module
 
 from .common import accelerate, format_table, measure, save_run, settle_for
 

@@ -7,7 +7,7 @@ import buildingai as bai
 from benchmarks import activations as benchmark
 
 
-def test_numpy_lower_bound_gelu_is_the_same_function(numpy_kernels):
+def test_numpy_lower_bound_gelu_is_the_same_function(accel_on, numpy_kernels):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(64).astype(np.float32)
     g = rng.standard_normal(64).astype(np.float32)

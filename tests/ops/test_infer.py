@@ -278,7 +278,7 @@ def test_kernels_hold_array_helpers_and_no_records():
     import importlib
     import pkgutil
 
-    from buildingai.ops import kernels
+    from buildingai.accel import kernels
     from buildingai.ops.base import Op
 
     names = {info.name for info in pkgutil.iter_modules(kernels.__path__)}
