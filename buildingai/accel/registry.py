@@ -234,12 +234,19 @@ def status() -> dict:
 def run_accelerated(op, ctx, xp, arrays, attrs: dict):
     """The first active kernel of ``op`` that applies to this call computes it; the record's
     ``forward`` where none does. Dispatch calls this only when ``op.accelerated`` is not empty."""
-    for entry in op.accelerated:
-        if entry.applies(xp, *arrays, **attrs):
-            data = entry.run(ctx, xp, *arrays, **attrs)
+    if attrs:
+        for entry in op.accelerated:
+            if entry.applies(xp, *arrays, **attrs):
+                data = entry.run(ctx, xp, *arrays, **attrs)
+                if data is not NotImplemented:
+                    return data
+        return op.forward(ctx, xp, *arrays, **attrs)
+    for entry in op.accelerated:  # the same without keywords: this runs on every such op
+        if entry.applies(xp, *arrays):
+            data = entry.run(ctx, xp, *arrays)
             if data is not NotImplemented:
                 return data
-    return op.forward(ctx, xp, *arrays, **attrs)
+    return op.forward(ctx, xp, *arrays)
 
 
 def _installed(module: str) -> bool:

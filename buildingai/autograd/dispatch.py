@@ -149,8 +149,15 @@ def apply(op, *inputs, **attrs) -> Tensor:
             else:
                 ctx, node = _SCRATCH, None
             try:
-                if op.accelerated:
-                    data = run_accelerated(op, ctx, np, (left, right), attrs)
+                kernels = op.accelerated
+                if kernels:  # what run_accelerated does, without its general calls
+                    for kernel in kernels:
+                        if kernel.applies(np, left, right):
+                            data = kernel.run(ctx, np, left, right)
+                            if data is not NotImplemented:
+                                break
+                    else:
+                        data = op.forward(ctx, np, left, right)
                 else:
                     data = op.forward(ctx, np, left, right)
             except BuildingAIError as error:
