@@ -6,11 +6,10 @@ float32 form is a fitted tanh, within 6.5e-7 of it).
 
 Names match the numba twins ("activations.gelu", "optim.adam"): :func:`run` looks a NumPy
 kernel's twin name up here. The row kernels (softmax, layer norm, ...) have their CUDA twins in
-``cuda_rows.py``, as plans of reductions and maps. Kernels are built on first use (CuPy compiles them with NVRTC and
-caches them on disk). No GPU was available where this module was written: each source compiles
-with NVRTC on the CPU (``tests/accel/kernels/test_cuda_compile.py``), ``tests/gpu`` compares every
-kernel with its NumPy reference and ``benchmarks/gpu_check.sh`` runs them; until then they are
-unproven.
+``cuda_rows.py``, as plans of reductions and maps. Kernels are built on first use (CuPy compiles
+them with NVRTC and caches them on disk). Each source compiles with NVRTC on the CPU
+(``tests/accel/kernels/test_cuda_compile.py``); ``tests/gpu`` compares every kernel with its
+NumPy reference on a GPU and ``benchmarks/gpu_check.sh`` times them there.
 """
 
 from __future__ import annotations

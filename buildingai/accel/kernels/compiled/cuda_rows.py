@@ -14,8 +14,8 @@ arrays, its scalars (``scale`` = 1 / n, ``eps``, ``weight``, ``bias``) and earli
 ``tests/accel/kernels/test_cuda_rows.py`` runs every plan in NumPy on the CPU and compares it with
 the NumPy reference kernel of the same name. Kernels are built on first use (CuPy compiles them
 with NVRTC and caches them on disk); ``tests/accel/kernels/test_cuda_compile.py`` compiles every
-step with NVRTC on the CPU. No GPU was available where this module was written:
-``tests/gpu/test_cuda_twins.py`` and ``benchmarks/gpu_check.sh`` run the plans on one.
+step with NVRTC on the CPU; on a GPU, ``tests/gpu/test_cuda_twins.py`` and
+``benchmarks/gpu_check.sh`` run the plans.
 """
 
 from __future__ import annotations
