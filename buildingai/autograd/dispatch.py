@@ -23,6 +23,8 @@ branches never see each other's modes.
 from __future__ import annotations
 
 import contextlib
+import threading
+from time import perf_counter_ns
 
 import numpy as np
 
@@ -75,6 +77,15 @@ class DispatchMode:
         """Called after an in-place op (``add_``, ``setitem``...) changed ``target``. ``result``
         is the out-of-place value it adopted (already reported to ``after_op``), or None when
         the change was not computed by an op (``setitem``)."""
+
+
+class _ComputeTime(threading.local):
+    ns: int = 0
+
+
+# Nanoseconds the last op observed on this thread spent computing its array (the record's
+# forward or a registered kernel): what a profiler tells apart from dispatch around it.
+COMPUTE_TIME = _ComputeTime()
 
 
 @contextlib.contextmanager
@@ -183,12 +194,15 @@ def apply(op, *inputs, **attrs) -> Tensor:
     try:
         if check is not None:
             check(*arrays, **attrs)
+        started = perf_counter_ns() if observers else 0
         if op.accelerated:  # a faster kernel registered in buildingai.accel may take the call
             data = run_accelerated(op, ctx, xp, arrays, attrs)
         elif attrs:
             data = op.forward(ctx, xp, *arrays, **attrs)
         else:  # calling without **{} is cheaper
             data = op.forward(ctx, xp, *arrays)
+        if observers:
+            COMPUTE_TIME.ns = perf_counter_ns() - started
     except BuildingAIError as error:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:

@@ -2,9 +2,9 @@
 
 FLOPs and bytes come from each op record's ``cost`` on the call's input specs (the same numbers
 ``Graph.summary`` shows); an op whose record cannot say counts as 0. Time is split three ways:
-array time (inside the record's ``forward``), dispatch time (the rest of the op's call: checks,
-wrapping, graph recording, dispatch modes) and Python time outside ops (the user's code, module
-calls, the optimizer's loops).
+array time (in the record's ``forward`` or the kernel registered for it), dispatch time (the
+rest of the op's call: checks, wrapping, graph recording, dispatch modes) and Python time
+outside ops (the user's code, module calls, the optimizer's loops).
 """
 
 from __future__ import annotations

@@ -25,11 +25,10 @@ import threading
 from time import perf_counter_ns
 from typing import NamedTuple
 
-from ..autograd.dispatch import DispatchMode, dispatch_mode
+from ..autograd.dispatch import COMPUTE_TIME, DispatchMode, dispatch_mode
 from ..autograd.engine import running_node
 from ..autograd.state import current_state, module_path
 from ..autograd.tensor import Tensor
-from . import clock
 from .exports import write_chrome_trace, write_speedscope
 from .flamegraph import write_flamegraph
 from .summary import summarize
@@ -44,7 +43,8 @@ class OpEvent(NamedTuple):
         name: the op's name (``"next batch"`` for a DataLoader wait).
         stack: the frames above it, outermost first: phase, module names, ``grad of <op>``.
         start_ns / end_ns: ``perf_counter_ns`` at dispatch's ``before_op`` and ``after_op``.
-        forward_ns: the part spent inside the op record's ``forward`` (the array work).
+        forward_ns: the part spent computing the array (the op record's ``forward``, or the
+            kernel ``buildingai.accel`` registered for it).
         step: the number of ``tracer.step()`` calls before it.
         thread: the id of the thread that ran it.
         op: the op record (None for a wait), and ``specs`` / ``attrs`` of the call, from which
@@ -98,7 +98,6 @@ class TimeTracer(DispatchMode):
         self.step_peaks: list[int | None] = []
         self.start_ns = self.end_ns = 0
         self._pending = _Pending()
-        self._timed_ops: dict[int, object] = {}
         self._lock = threading.Lock()
         self._scope = None
         self._memory = None
@@ -120,9 +119,6 @@ class TimeTracer(DispatchMode):
         self.end_ns = perf_counter_ns()
         scope, self._scope = self._scope, None
         scope.__exit__(*exc_info)
-        for op in self._timed_ops.values():
-            clock.release(op)
-        self._timed_ops.clear()
         unfinished = self.events and (
             not self.step_ends_ns or self.events[-1].start_ns > self.step_ends_ns[-1]
         )
@@ -146,16 +142,8 @@ class TimeTracer(DispatchMode):
 
     # ----- the dispatch mode ----------------------------------------------------------------
     def before_op(self, op, inputs: tuple, attrs: dict) -> None:
-        if id(op) not in self._timed_ops:
-            self._time_forward(op)
-        clock.LAST_FORWARD.ns = 0
+        COMPUTE_TIME.ns = 0
         self._pending.starts.append(perf_counter_ns())
-
-    def _time_forward(self, op) -> None:
-        with self._lock:  # parallel() branches may meet a new op at the same moment
-            if id(op) not in self._timed_ops:
-                self._timed_ops[id(op)] = op
-                clock.time_forward(op)
 
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
         end = perf_counter_ns()
@@ -189,7 +177,7 @@ class TimeTracer(DispatchMode):
                     stack,
                     start,
                     end,
-                    clock.LAST_FORWARD.ns,
+                    COMPUTE_TIME.ns,
                     self.step_count,
                     threading.get_ident(),
                     op,

@@ -268,3 +268,16 @@ def test_each_step_records_its_peak_memory_when_the_build_counts_it(traced):
         # each step holds at least its batch of activations: (8, 32) float32 from fc1
         assert all(peak >= 8 * 32 * 4 for peak in tracer.step_peaks)
         assert "peak memory per step" in str(tracer.summary())
+
+
+def test_the_array_time_of_a_registered_kernel_is_counted(accel_on):
+    """Dispatch times the compute step itself, so the work of a kernel from buildingai.accel
+    counts as array time as the record's forward does, and no op record is patched to time it."""
+    from buildingai.autograd.dispatch import COMPUTE_TIME
+
+    a = bai.tensor(np.ones((256, 256), np.float32))
+    with TimeTracer() as tracer:
+        a @ a  # above the size where the routed product kernel takes the call
+    (event,) = [event for event in tracer.events if event.op is not None]
+    assert event.name == "matmul" and 0 < event.forward_ns <= event.duration_ns
+    assert "forward" not in vars(bai.ops.linalg.MATMUL) and COMPUTE_TIME.ns == event.forward_ns
