@@ -15,10 +15,11 @@ Each buffer also keeps the name of the op that made it and the module path it wa
 ``buildingai.memory.summary``.
 
 Counting costs every new tensor a weak reference and a lock, so it runs only while someone asks
-for it: ``start_tracking()`` / ``stop_tracking()`` (or ``with tracking():``), which
-``memory_scope``, ``memory.summary``, ``TimeTracer(memory=True)`` and the Trainer call for the
-time they need it. Requests nest and add up across threads; ``tracking`` (read by dispatch on
-every op) is True while any is open. Buffers made while nobody tracks are not counted.
+for it: ``start_tracking()`` / ``stop_tracking()`` (or ``with tracked():``, which
+``buildingai.memory`` exports as ``tracking``), called by the user around what they want counted
+and by ``memory_scope`` and ``TimeTracer`` for their block. Requests nest and add up across
+threads; ``tracking`` (read by dispatch on every op) is True while any is open. Buffers made
+while nobody tracks are not counted.
 """
 
 from __future__ import annotations
