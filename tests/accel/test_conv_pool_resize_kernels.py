@@ -39,7 +39,9 @@ def kernels_ran(monkeypatch):
 
     def names(ops) -> set:
         return {
-            entry.name for entry in registry.registered() if entry.name in ran and entry.op.name in ops
+            entry.name
+            for entry in registry.registered()
+            if entry.name in ran and entry.op.name in ops
         }
 
     return names
