@@ -6,6 +6,9 @@ Modes:
 - ``record``: forward while recording the graph (inputs require grad).
 - ``forward+backward``: a chain of ``CHAIN`` ops, then one backward through it; time per op.
 
+Each is measured with acceleration off (the default) and on (``buildingai.accel``: ops with
+registered kernels ask them first), unless ``BUILDINGAI_ACCEL=0``.
+
 Run: ``python -m benchmarks.dispatch [--quick] [--threads N]``.
 """
 
@@ -116,8 +119,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="PyTorch intra-op threads")
     parser.add_argument("--json", help="also write the records to this JSON file")
     args = parser.parse_args()
-    accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
-    records = run(quick=args.quick, threads=args.threads)
+    # every op pays dispatch: measured in the default arrangement (acceleration off) and, unless
+    # BUILDINGAI_ACCEL=0, with acceleration on, where ops with registered kernels ask them first
+    arrangements = (False, True) if accelerate() else (False,)
+    records = []
+    for on in arrangements:
+        with bai.accel.enabled(on):
+            for record in run(quick=args.quick, threads=args.threads):
+                record["acceleration"] = "on" if on else "off (the default)"
+                records.append(record)
     rows = [
         [
             r["op"],
@@ -126,6 +136,7 @@ def main() -> None:
             f"{r['pytorch']['median']:.2f}",
             f"{r['numpy']['median']:.2f}",
             f"{r['ratio_to_pytorch']:.2f}",
+            r["acceleration"],
         ]
         for r in records
     ]
@@ -138,6 +149,7 @@ def main() -> None:
                 "PyTorch µs/op",
                 "NumPy µs/op",
                 "BuildingAI / PyTorch",
+                "acceleration",
             ],
             rows,
         )
