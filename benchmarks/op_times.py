@@ -3,11 +3,9 @@ shapes, a workload's step spends its time in. Backward rules run ops too, so gra
 counted under the ops that compute them (``matmul`` for a linear layer's weight gradient,
 ``conv2d_input_grad``, ...).
 
-Every op record's ``forward`` is timed while the steps run. An op that calls another op's
-``forward`` directly (``layer_norm`` calls ``standardize``'s) counts once, as the outer op, so
-the rows add up. What is left of the step runs outside ops: Python dispatch and autograd
-bookkeeping, the optimizer's update, and the array work of backward rules that compute without
-ops (``layer_norm``'s first-order gradients, ``relu``'s mask).
+Every op's array work is timed while the steps run (a ``TimeTracer``: the record's forward, or
+the kernel ``buildingai.accel`` registered for it). What is left of the step runs outside ops:
+Python dispatch and autograd bookkeeping, and the optimizer's update.
 
 Run: ``python -m benchmarks.op_times WORKLOAD [--threads N] [--steps S] [--top K] [--quick]``,
 e.g. ``python -m benchmarks.op_times transformer --threads 2``.
@@ -21,54 +19,35 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from buildingai.ops.base import Op
+import numpy as np
+
+from buildingai.profile import TimeTracer
 
 from .common import accelerate, format_table
 from .suite.harness import thread_limit
 from .suite.train import WORKLOADS
 
 
-def _op_classes(root=Op) -> set:
-    found = set()
-    for subclass in root.__subclasses__():
-        found.add(subclass)
-        found |= _op_classes(subclass)
-    return found
-
-
 @contextlib.contextmanager
 def timing_ops() -> Iterator[dict]:
-    """Within the block, time every op record's ``forward``; yields ``{(op name, input shapes):
-    [seconds, calls]}``, filled as ops run. The records are restored on exit."""
+    """Within the block, time every op's array work (a ``TimeTracer``: dispatch times the
+    record's forward or its registered kernel); yields ``{(op name, input shapes): [seconds,
+    calls]}``, filled when the block ends."""
     totals: dict = collections.defaultdict(lambda: [0.0, 0])
-    depth = [0]
-    originals = {cls: cls.__dict__["forward"] for cls in _op_classes() if "forward" in cls.__dict__}
-
-    def timed(forward):
-        def run(self, ctx, xp, *arrays, **attrs):
-            if depth[0]:  # inside another op's forward: counted there
-                return forward(self, ctx, xp, *arrays, **attrs)
-            depth[0] += 1
-            start = time.perf_counter()
-            try:
-                return forward(self, ctx, xp, *arrays, **attrs)
-            finally:
-                elapsed = time.perf_counter() - start
-                depth[0] -= 1
-                shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else "scalar" for a in arrays)
-                entry = totals[(self.name, shapes)]
-                entry[0] += elapsed
-                entry[1] += 1
-
-        return run
-
-    for cls, forward in originals.items():
-        cls.forward = timed(forward)
-    try:
+    with TimeTracer() as tracer:
         yield totals
-    finally:
-        for cls, forward in originals.items():
-            cls.forward = forward
+    for event in tracer.events:
+        if event.op is None:  # a data wait
+            continue
+        shapes = tuple(
+            tuple(spec[0])
+            if isinstance(spec, tuple) and isinstance(spec[-1], np.dtype)
+            else "scalar"
+            for spec in event.specs
+        )
+        entry = totals[(event.name, shapes)]
+        entry[0] += event.forward_ns / 1e9
+        entry[1] += 1
 
 
 def op_times(name: str, threads: int | None = 2, steps: int = 10, quick: bool = False) -> dict:

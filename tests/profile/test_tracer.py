@@ -203,8 +203,14 @@ def test_flamegraph_is_self_contained_and_links_the_graph(traced, tmp_path):
 
 def test_nothing_stays_installed_after_tracing(traced):
     assert active_modes() == ()
-    assert "forward" not in vars(LINEAR)  # the forward timer is removed
-    assert "forward" not in vars(SLOW_COPY)
+
+
+def test_tracing_patches_no_op_record():
+    records = (LINEAR, SLOW_COPY)
+    before = [(vars(op).get("forward"), type(op).forward) for op in records]
+    with TimeTracer():
+        during = [(vars(op).get("forward"), type(op).forward) for op in records]
+    assert during == before
 
 
 def test_dataloader_wait_is_its_own_frame():
@@ -280,4 +286,4 @@ def test_the_array_time_of_a_registered_kernel_is_counted(accel_on):
         a @ a  # above the size where the routed product kernel takes the call
     (event,) = [event for event in tracer.events if event.op is not None]
     assert event.name == "matmul" and 0 < event.forward_ns <= event.duration_ns
-    assert "forward" not in vars(bai.ops.linalg.MATMUL) and COMPUTE_TIME.ns == event.forward_ns
+    assert COMPUTE_TIME.ns == event.forward_ns
