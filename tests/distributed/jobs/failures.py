@@ -39,8 +39,11 @@ try:
         dist.all_reduce(values)
 except dist.DistributedError as error:
     # the report also goes to a file: a launcher may stop forwarding output once a rank died
+    # (written whole, then renamed: the launcher may kill this rank mid-write once another failed)
     if len(sys.argv) > 3:
-        with open(os.path.join(sys.argv[3], f"rank{rank}.txt"), "w") as report:
+        path = os.path.join(sys.argv[3], f"rank{rank}.txt")
+        with open(path + ".partial", "w") as report:
             report.write(f"{time.monotonic() - started:.2f}\n{type(error).__name__}: {error}")
+        os.replace(path + ".partial", path)
     raise
 print(f"rank {rank} finished", flush=True)
