@@ -59,7 +59,8 @@ def test_info():
     result = run("info")
     for word in ("buildingai", "numpy", "cpu_count", "blas", "cuda_available"):
         assert word in result.stdout
-    report = json.loads(run("info", "--json").stdout)
+    off = {"BUILDINGAI_ACCEL": ""}  # unset (the test run may set it): the default
+    report = json.loads(run("info", "--json", env_changes=off).stdout)
     assert report["cpu_count"] >= 1 and report["numpy"]
     # acceleration is off unless asked for: one thread, NumPy's BLAS threads its products
     assert report["intra_op_threads"] == 1
@@ -75,7 +76,8 @@ def test_info():
 
 
 def test_info_lists_every_registered_kernel_and_its_switch():
-    report = json.loads(run("info", "--json").stdout)["accelerations"]
+    off = {"BUILDINGAI_ACCEL": ""}  # unset (the test run may set it): the default
+    report = json.loads(run("info", "--json", env_changes=off).stdout)["accelerations"]
     names = {entry["name"] for entry in bai.accel.status()["kernels"]}
     assert set(report) == names | {"accel", "retain_freed_memory"}
     assert {"compiled.twins", "blas.vector", "optim.packed_updates", "conv2d.direct"} <= names
