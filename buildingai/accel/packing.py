@@ -48,17 +48,6 @@ def set_enabled(enabled: bool) -> bool:
     return registry.set_enabled(PACKED_UPDATES.name, enabled)
 
 
-def status() -> dict:
-    """``{"active", "detail", "switch"}``: whether optimizers that declare
-    ``updates_elementwise`` update their small parameters together, and how to change it."""
-    switch = f"buildingai.accel.packing.set_enabled(bool) or {ENV_VAR}=0/1"
-    if PACKED_UPDATES.active:
-        detail = f"parameters of up to {PACK_MAX_SIZE} elements are updated as one array per group"
-    else:
-        detail = f"{PACKED_UPDATES.reason()}: every parameter is updated on its own"
-    return {"active": PACKED_UPDATES.active, "detail": detail, "switch": switch}
-
-
 def packable(param) -> bool:
     """Whether ``param`` is a contiguous NumPy parameter of at least one dimension and at most
     ``PACK_MAX_SIZE`` elements (0-d state values are counters, so 0-d parameters stay on their

@@ -27,11 +27,12 @@ library, starts no thread and changes no setting). Each kernel and switch also h
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..backend.switches import env_switch
 from ..errors import ArgumentError
@@ -50,19 +51,17 @@ class Kernel:
     requires: tuple[str, ...] = ()
     description: str = ""
     switched_on: bool = True  # this entry's own switch
-    _missing: list = field(default_factory=list, repr=False)  # requirements not installed
 
     @property
     def active(self) -> bool:
         """Whether the kernel is used now: acceleration and its own switch are on, and what it
         needs is installed."""
-        return _state["enabled"] and self.switched_on and not self.missing()
+        return _state["enabled"] and self.switched_on and not self.missing
 
+    @functools.cached_property
     def missing(self) -> list[str]:
         """The required modules that are not installed (looked up once, without importing)."""
-        if not self._missing and self.requires:
-            self._missing = [name for name in self.requires if not _installed(name)] or [None]
-        return [name for name in self._missing if name is not None]
+        return [name for name in self.requires if not _installed(name)]
 
     def reason(self) -> str:
         """Why the entry is active or not, in a few words."""
@@ -70,7 +69,7 @@ class Kernel:
             return "acceleration off"
         if not self.switched_on:
             return f"switched off (buildingai.accel.set_enabled({self.name!r}, True))"
-        missing = self.missing()
+        missing = self.missing
         if missing:
             return f"{', '.join(missing)} not installed (pip install 'buildingai[fast]')"
         return "on"

@@ -52,7 +52,7 @@ def _registered(ops) -> set:
     return {
         entry.name
         for entry in registry.registered()
-        if entry.op is not None and entry.op.name in ops and not entry.missing()
+        if entry.op is not None and entry.op.name in ops and not entry.missing
     }
 
 

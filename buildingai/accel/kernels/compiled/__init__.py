@@ -396,8 +396,9 @@ def _start() -> None:
 
 
 def _off_in_forked_child() -> None:
-    TWINS.switched_on = False  # GNU OpenMP's pool does not survive fork
-    registry.set_enabled(TWINS.name, False)
+    # GNU OpenMP's pool does not survive fork; a plain store (the registry's lock may have been
+    # held by another thread of the parent at the fork)
+    TWINS.switched_on = False
 
 
 registry.on_enable(_start)
