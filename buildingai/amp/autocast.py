@@ -17,8 +17,8 @@ Each op record says how it runs under autocast (``Op.autocast``, listed by ``aut
 
 The casts are ``cast`` ops run through dispatch, so they are recorded: the gradient of a float32
 parameter used in a bfloat16 product comes back to it in float32, and tracers and profilers see
-them. Autocast is a dispatch mode of the calling thread (``dispatch_mode``), so other threads run as
-they would without it.
+them. Autocast is a dispatch mode of the calling thread (``dispatch_mode``), so other threads
+run as they would without it.
 ``autocast(enabled=False)`` inside an autocast block runs the ops of its own block as written, and
 ``checkpoint`` recomputes a segment in backward under the autocast its forward ran in.
 """
@@ -66,7 +66,7 @@ def active_autocast() -> autocast | None:
     return None
 
 
-class autocast(DispatchMode):  # noqa: N801 - a context manager named as users write it (torch.autocast)
+class autocast(DispatchMode):  # noqa: N801 - named as users write it (torch.autocast)
     """``with autocast(dtype="bfloat16"):`` (or ``"float16"``) runs the ops inside the block in
     the dtype their records ask for, on this thread. ``enabled=False`` makes it a no-op. The
     casts change dtypes only: every input keeps its shape, and each op's output has the shape

@@ -2,8 +2,8 @@
 
 Grad mode and the dispatch mode stack form one immutable ``DispatchState`` held in a
 ``contextvars.ContextVar``, so every thread (and every asyncio task) sees its own: a new thread
-starts from the defaults, and a scope (``no_grad``, ``dispatch_mode``) sets a changed copy and restores
-the previous value on exit. The module path changes on every module call, more often than a
+starts from the defaults, and a scope (``no_grad``, ``dispatch_mode``) sets a changed copy and
+restores the previous value on exit. The module path changes on every module call, more often than a
 context variable is cheap to set, so it is a plain per-thread stack (``MODULE_CALLS``).
 
 Work run on other threads for a caller (``parallel()`` branches, frozen-graph workers) inherits

@@ -4,12 +4,13 @@ run theirs with ``StaticGraph(..., workers=n)``, in ``executor.py``).
 NumPy releases the GIL inside its kernels (BLAS calls, ufunc loops), so two branches that spend
 their time in large kernels overlap on two cores even from Python threads.
 
-Eager deferral. Inside ``with parallel():`` a dispatch mode (``_Recording``) takes every op,
-records it and returns a ``LazyTensor`` instead of running it. On exit the recorded ops run on a thread pool, each as soon as its inputs are ready,
-each through ``apply`` (so autograd records them as usual and backward works). Reading a lazy
-tensor's values inside the block runs what it needs first, on the calling thread. A lazy tensor
-knows its shape and dtype without running, from the op record's abstract evaluation
-(``op.infer``); an op whose record cannot say runs at once (after what its inputs need).
+Eager deferral. Inside ``with parallel():`` a dispatch mode (``_Recording``) takes every op, records
+it and returns a ``LazyTensor`` instead of running it. On exit the recorded ops run on a thread
+pool, each as soon as its inputs are ready, each through ``apply`` (so autograd records them as
+usual and backward works). Reading a lazy tensor's values inside the block runs what it needs first,
+on the calling thread. A lazy tensor knows its shape and dtype without running, from the op record's
+abstract evaluation (``op.infer``); an op whose record cannot say runs at once (after what its
+inputs need).
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ from .symbolic import (
 )
 
 # Sample sizes of the symbols, in order of first appearance: distinct primes above the sizes
-# layers commonly fix, so that checking op.infer against forward tells symbols and fixed sizes apart.
+# layers commonly fix, so that checking op.infer against forward tells symbols and fixed sizes
+# apart.
 _SAMPLE_SIZES = (13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 
 

@@ -85,8 +85,8 @@ class LeakyRelu(FloatFunction):
 class LeakyReluGrad(SameDtypeFunction):
     """leaky_relu's gradient: ``grad`` where x > 0, else ``negative_slope * grad``.
 
-    Inputs: grad and x (detached by leaky_relu's backward). Linear in ``grad``: its gradient there is the same op on the incoming gradient; in x
-    it is zero almost everywhere."""
+    Inputs: grad and x (detached by leaky_relu's backward). Linear in ``grad``: its gradient there
+    is the same op on the incoming gradient; in x it is zero almost everywhere."""
 
     name = "leaky_relu_grad"
     flops_per_element = 2

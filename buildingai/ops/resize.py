@@ -1,11 +1,11 @@
 """The resize records: ``interpolate`` (PyTorch's ``nn.functional.interpolate``) and its
 transpose ``interpolate_grad``.
 
-Every mode is separable and linear in the input: along each spatial axis, output = W @ input
-with a sparse (out, in) matrix W built from PyTorch's coordinate rule for that mode (nearest,
-nearest-exact, linear, cubic, area). W is applied axis by axis as a few weighted gathers (an
-output row mixes 1, 2, 4 or about in/out + 1 inputs). The gradient applies W transposed the same way, and the gradient of that applies W again,
-so every derivative order is exact.
+Every mode is separable and linear in the input: along each spatial axis, output = W @ input with a
+sparse (out, in) matrix W built from PyTorch's coordinate rule for that mode (nearest,
+nearest-exact, linear, cubic, area). W is applied axis by axis as a few weighted gathers (an output
+row mixes 1, 2, 4 or about in/out + 1 inputs). The gradient applies W transposed the same way, and
+the gradient of that applies W again, so every derivative order is exact.
 
 Attributes: ``size`` (the output's spatial sizes), ``mode`` ("nearest", "nearest-exact",
 "linear", "cubic" or "area"), ``align_corners`` (bool) and ``scales`` (PyTorch's scale

@@ -152,7 +152,7 @@ def softplus_grad_float32(xp, grad, x, out, *, beta, threshold) -> None:
     _replace_above(xp, out, scaled, threshold, grad)
 
 
-# ----- gelu, tanh form (the exact form's float32 kernels are in gelu32.py) --------------------------
+# ----- gelu, tanh form (the exact form's float32 kernels are in gelu32.py) ------------------------
 
 
 @compiled_twin("activations.gelu_tanh")

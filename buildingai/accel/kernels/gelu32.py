@@ -1,13 +1,13 @@
 """Exact GELU, x Phi(x), and its derivative Phi(x) + x phi(x), for float32 NumPy arrays.
 
-NumPy has no erf, and a float32-grade rational erf (Eigen's, ``ops/special.py``'s reference)
-costs about 24 array passes. Here Phi(x) = (1 + tanh(x K(x^2))) / 2, where K is a degree-6
-polynomial fitted (weighted minimax, float64) to atanh(erf(x / sqrt 2)) / x on [0, 4.5]: 17 passes and one
-``tanh``, which NumPy vectorises and which saturates to +-1 by itself for large |x| (K grows
-without bound, so no clamp pass is needed; inf and NaN propagate). Evaluated in float32, gelu is
-within 6.2e-7 (absolute) of the exact value over [-12, 12], and within about 1.3 units in the
-last place where |gelu| > 1; Phi is within 1.3e-7. Registered as the ``gelu`` and ``gelu_grad``
-records' kernels ``gelu.float32_polynomial`` (``accel/activations.py``).
+NumPy has no erf, and a float32-grade rational erf (Eigen's, ``ops/special.py``'s reference) costs
+about 24 array passes. Here Phi(x) = (1 + tanh(x K(x^2))) / 2, where K is a degree-6 polynomial
+fitted (weighted minimax, float64) to atanh(erf(x / sqrt 2)) / x on [0, 4.5]: 17 passes and one
+``tanh``, which NumPy vectorises and which saturates to +-1 by itself for large |x| (K grows without
+bound, so no clamp pass is needed; inf and NaN propagate). Evaluated in float32, gelu is within
+6.2e-7 (absolute) of the exact value over [-12, 12], and within about 1.3 units in the last place
+where |gelu| > 1; Phi is within 1.3e-7. Registered as the ``gelu`` and ``gelu_grad`` records'
+kernels ``gelu.float32_polynomial`` (``accel/activations.py``).
 """
 
 from __future__ import annotations

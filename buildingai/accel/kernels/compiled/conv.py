@@ -2,8 +2,8 @@
 gradient as the correlation of the output gradient with the turned filters) and the weight
 gradient, both reading the input in place: no im2col columns, no padded copy.
 
-The NumPy references are ``accel/convolution.correlate`` and ``correlate_weight_grad`` (the
-records' im2col and one GEMM). The work is cut into register tiles (``register_tile.py``), one task each on
+The NumPy references are ``accel/convolution.correlate`` and ``correlate_weight_grad`` (the records'
+im2col and one GEMM). The work is cut into register tiles (``register_tile.py``), one task each on
 numba's threads:
 
 - ``correlate`` without padding: tiles of the output taken on the input's grid
