@@ -1,9 +1,9 @@
 """Reductions and scans: ``buildingai.sum(x, axis=1)`` and ``x.sum(dim=1, keepdim=True)`` alike.
 
 Every reduction takes ``axis`` (an int, a tuple of ints, or None for all axes) and ``keepdims``,
-or PyTorch's spellings ``dim`` and ``keepdim``. ``max``/``min`` follow the spelling: with
-``axis`` they return values only, as in NumPy; with ``dim`` they return PyTorch's
-``(values, indices)`` pair.
+or PyTorch's spellings ``dim`` and ``keepdim``. ``max``/``min`` follow the spelling: with the
+keyword ``axis`` they return values only, as in NumPy; with ``dim`` or a positional dimension
+(``x.max(1)``) they return PyTorch's ``(values, indices)`` pair.
 """
 
 from __future__ import annotations
@@ -172,39 +172,76 @@ def _extremum_with_indices(arg_op, name: str, x, dim, keepdims, keepdim) -> Valu
     return ValuesIndices(values, indices)
 
 
-def max(x, axis=None, keepdims=None, *, dim=None, keepdim=None, other=None):  # noqa: A001
+def _max_or_min(name, ops_pair, pairwise, x, by_position, keepdim_by_position, keywords: dict):
+    """The forms shared by ``max`` and ``min`` (see ``max``). ``ops_pair``: the values-only
+    reduction and the arg-extreme op; ``pairwise``: the element-wise ``maximum``/``minimum``."""
+    reduce_op, arg_op = ops_pair
+    axis, keepdims, dim, keepdim = (keywords[k] for k in ("axis", "keepdims", "dim", "keepdim"))
+    if keywords["other"] is not None:  # torch.max(input, other=...)
+        return pairwise(x, keywords["other"])
+    if isinstance(by_position, Tensor):  # torch.max(input, other)
+        return pairwise(x, by_position)
+    if isinstance(by_position, tuple | list):  # several axes have no PyTorch meaning: NumPy's
+        axis = pick("axis", axis, "positional axes", tuple(by_position))
+        keepdims = pick("keepdims", keepdims, "positional keepdims", keepdim_by_position)
+        return _extremum(reduce_op, name, x, axis, keepdims, dim, keepdim)
+    # PyTorch's positional max(x, dim, keepdim) is its max(x, dim=dim, keepdim=keepdim)
+    dim = pick("positional dim", by_position, "dim", dim)
+    keepdim = pick("positional keepdim", keepdim_by_position, "keepdim", keepdim)
+    if dim is not None and not isinstance(dim, Tensor):
+        pick("axis", axis, "dim", dim)  # refuses two different axes
+        return _extremum_with_indices(arg_op, name, x, dim, keepdims, keepdim)
+    return _extremum(reduce_op, name, x, axis, keepdims, dim, keepdim)
+
+
+def max(  # noqa: A001
+    x,
+    dim_or_other=None,
+    keepdim_by_position=None,
+    /,
+    *,
+    axis=None,
+    keepdims=None,
+    dim=None,
+    keepdim=None,
+    other=None,
+):
     """The largest value over ``axis`` (values only, as ``numpy.max``/``torch.amax``).
 
     The gradient is split evenly among tied maxima: each of k equal largest elements receives
     1/k of it (PyTorch's ``amax`` rule). An empty reduction raises a ShapeError: the maximum
     of nothing is undefined.
 
-    PyTorch's forms: ``max(x, dim=1)`` (and ``keepdim``) returns ``ValuesIndices(values,
-    indices)``, whose gradient goes to the first largest element only, as ``torch.max(x, 1)``;
-    ``max(a, b)`` with a tensor ``b`` is ``maximum(a, b)``. A positional int is NumPy's axis:
-    ``x.max(1)`` returns values only.
+    PyTorch's forms: ``max(x, 1)``, ``x.max(1, True)`` and ``max(x, dim=1, keepdim=True)``
+    return ``ValuesIndices(values, indices)``, whose gradient goes to the first largest element
+    only, as ``torch.max(x, 1)``; ``max(a, b)`` with a tensor ``b`` is ``maximum(a, b)``. Only
+    the keyword ``axis=`` (an int, a tuple, or None) is NumPy's axis and gives values only, as
+    does a positional tuple of axes.
+
+    x: (...) -> values shaped as x without the reduced axes (kept as size 1 with ``keepdims``).
     """
-    if other is not None:  # torch.max(input, other=...)
-        return maximum(x, other)
-    if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
-        return maximum(x, axis)
-    if dim is not None and not isinstance(dim, Tensor):
-        pick("axis", axis, "dim", dim)  # refuses two different axes
-        return _extremum_with_indices(ops.ARGMAX, "max", x, dim, keepdims, keepdim)
-    return _extremum(ops.MAX, "max", x, axis, keepdims, dim, keepdim)
+    keywords = {"axis": axis, "keepdims": keepdims, "dim": dim, "keepdim": keepdim, "other": other}
+    pair = (ops.MAX, ops.ARGMAX)
+    return _max_or_min("max", pair, maximum, x, dim_or_other, keepdim_by_position, keywords)
 
 
-def min(x, axis=None, keepdims=None, *, dim=None, keepdim=None, other=None):  # noqa: A001
+def min(  # noqa: A001
+    x,
+    dim_or_other=None,
+    keepdim_by_position=None,
+    /,
+    *,
+    axis=None,
+    keepdims=None,
+    dim=None,
+    keepdim=None,
+    other=None,
+):
     """The smallest value over ``axis``; see ``max`` for ties, empty tensors and PyTorch's
-    ``min(x, dim=1)`` -> ``(values, indices)`` and ``min(a, b)`` forms."""
-    if other is not None:  # torch.min(input, other=...)
-        return minimum(x, other)
-    if isinstance(axis, Tensor) and dim is None and keepdims is None and keepdim is None:
-        return minimum(x, axis)
-    if dim is not None and not isinstance(dim, Tensor):
-        pick("axis", axis, "dim", dim)  # refuses two different axes
-        return _extremum_with_indices(ops.ARGMIN, "min", x, dim, keepdims, keepdim)
-    return _extremum(ops.MIN, "min", x, axis, keepdims, dim, keepdim)
+    ``min(x, 1)`` / ``min(x, dim=1)`` -> ``(values, indices)`` and ``min(a, b)`` forms."""
+    keywords = {"axis": axis, "keepdims": keepdims, "dim": dim, "keepdim": keepdim, "other": other}
+    pair = (ops.MIN, ops.ARGMIN)
+    return _max_or_min("min", pair, minimum, x, dim_or_other, keepdim_by_position, keywords)
 
 
 def amax(x, axis=None, keepdims=None, *, dim=None, keepdim=None):

@@ -1,5 +1,6 @@
-"""``max``/``min`` in both spellings: with PyTorch's ``dim`` they return ``(values, indices)``
-as ``torch.max(x, dim)`` (gradient to the chosen element); with NumPy's ``axis`` values only."""
+"""``max``/``min`` in both spellings: with PyTorch's ``dim`` (keyword or positional) they return
+``(values, indices)`` as ``torch.max(x, dim)`` (gradient to the chosen element); with NumPy's
+keyword ``axis`` values only."""
 
 import numpy as np
 import pytest
@@ -52,11 +53,65 @@ def test_ties_and_nan_pick_the_first_and_send_the_gradient_there(name):
 def test_axis_keeps_numpy_values_only(name):
     array = np.random.default_rng(2).standard_normal((3, 4))
     x = bai.tensor(array)
-    for result in (getattr(x, name)(axis=1), getattr(x, name)(1), getattr(bai, name)(x, axis=1)):
+    for result in (getattr(x, name)(axis=1), getattr(bai, name)(x, axis=1)):
         assert isinstance(result, bai.Tensor)
         np.testing.assert_array_equal(result.numpy(), getattr(np, name)(array, axis=1))
     assert isinstance(getattr(x, name)(axis=(0, 1), keepdims=True), bai.Tensor)
     assert isinstance(getattr(x, name)(), bai.Tensor)
+
+
+def test_tutorial_line_unpacks_predicted_classes():
+    logits = np.random.default_rng(4).standard_normal((8, 10))
+    outputs = bai.tensor(logits)
+    _, predicted = outputs.max(1)
+    np.testing.assert_array_equal(predicted.numpy(), torch.tensor(logits).max(1)[1].numpy())
+    assert predicted.dtype == np.int64 and predicted.shape == (8,)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, x, name: getattr(x, name)(1),
+        lambda lib, x, name: getattr(x, name)(-1, True),
+        lambda lib, x, name: getattr(x, name)(0, keepdim=True),
+        lambda lib, x, name: getattr(lib, name)(x, 1),
+        lambda lib, x, name: getattr(lib, name)(x, 0, False),
+    ],
+)
+def test_positional_dim_returns_values_and_indices_like_torch(name, call):
+    array = np.random.default_rng(5).standard_normal((3, 4))
+    ours = bai.tensor(array, requires_grad=True)
+    theirs = torch.tensor(array, requires_grad=True)
+    result, expected = call(bai, ours, name), call(torch, theirs, name)
+    assert isinstance(result, tuple) and result._fields == ("values", "indices")
+    np.testing.assert_array_equal(result.values.numpy(), expected.values.detach().numpy())
+    np.testing.assert_array_equal(result.indices.numpy(), expected.indices.numpy())
+    (
+        result.values
+        * bai.tensor(np.arange(1.0, 1 + result.values.size).reshape(result.values.shape))
+    ).sum().backward()
+    (
+        expected.values
+        * torch.arange(1.0, 1 + expected.values.numel()).reshape(expected.values.shape)
+    ).sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_positional_axes_tuple_keeps_numpy_values_only(name):
+    array = np.random.default_rng(6).standard_normal((2, 3, 4))
+    result = getattr(bai.tensor(array), name)((0, 2))
+    assert isinstance(result, bai.Tensor)
+    np.testing.assert_array_equal(result.numpy(), getattr(np, name)(array, axis=(0, 2)))
+
+
+def test_positional_dim_and_keyword_dim_together_are_refused():
+    x = bai.tensor(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="got both positional dim=1 and dim=0"):
+        x.max(1, dim=0)
+    with pytest.raises(TypeError, match="got both positional keepdim=True and keepdim=False"):
+        x.min(1, True, keepdim=False)
 
 
 @pytest.mark.parametrize(("name", "torch_name"), [("max", "maximum"), ("min", "minimum")])
