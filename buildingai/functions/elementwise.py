@@ -43,7 +43,7 @@ def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Te
     """a / b. a, b: broadcastable -> the broadcast shape. ``rounding_mode`` as in ``torch.div``:
     None is true division (integers give the default float dtype); ``"floor"`` rounds down
     (``floor_divide``) and ``"trunc"`` towards zero, both keeping an integer dtype. A rounded
-    quotient has a zero gradient for floats ("trunc") or none ("floor", as ``floor_divide``)."""
+    float quotient requires grad with a zero gradient, as in PyTorch."""
     if rounding_mode is None:
         return apply(ops.DIV, a, b)
     return rounded_division(a, b, rounding_mode)
@@ -65,7 +65,8 @@ def pow(base: TensorLike, exponent: TensorLike) -> Tensor:  # noqa: A001 - PyTor
 
 
 def floor_divide(a: TensorLike, b: TensorLike) -> Tensor:
-    """floor(a / b) (Python's ``//``: -7 // 2 == -4). No gradient, as in PyTorch.
+    """floor(a / b) (Python's ``//``: -7 // 2 == -4). A float result has a zero gradient, as
+    ``div(a, b, rounding_mode="floor")`` (PyTorch's ``floor_divide`` raises on backward).
     a, b: broadcastable -> the broadcast shape."""
     return apply(ops.FLOOR_DIVIDE, a, b)
 

@@ -347,15 +347,20 @@ class Clamp(ElementwiseOp):
 
 
 class FloorDivide(ElementwiseOp):
-    """``floor(a / b)`` (Python's ``//``); like PyTorch, it has no gradient."""
+    """``floor(a / b)`` (Python's ``//``). Piecewise constant: a float result carries a zero
+    gradient (PyTorch's ``div(a, b, rounding_mode="floor")``), so a loss that uses it still
+    backpropagates through its other terms."""
 
     name = "floor_divide"  # ONNX's Div truncates: to_onnx floors it
     save_inputs = False
-    differentiable = False
 
     def forward(self, ctx, xp, a, b):
         _refuse_integer_zero_division(self.name, b)
         return torch_dtype(xp.floor_divide, a, b, xp.floor_divide(a, b))
+
+    def backward(self, ctx, grad):
+        zero = grad.new_zeros(grad.shape)  # the derivative wherever it exists
+        return zero, zero
 
     def to_onnx(self, emit, inputs, output, attrs):
         dtype = emit.dtype(output)

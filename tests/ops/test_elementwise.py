@@ -179,10 +179,13 @@ def test_binary(name, ours, theirs, spec_a, spec_b, shapes):
 
 
 @pytest.mark.parametrize("shapes", BINARY_SHAPES, ids=str)
-def test_floor_divide_has_no_gradient(shapes):
-    check_op(lambda a, b: a // b, wide(*shapes[0]), positive(*shapes[1]), grad=False)
-    x = bai.tensor([1.5, -2.5], requires_grad=True)
-    assert not (x // 2).requires_grad
+def test_floor_divide_has_a_zero_gradient(shapes):
+    check_op(
+        lambda a, b: a // b,
+        wide(*shapes[0]),
+        positive(*shapes[1]),
+        torch_fn=lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    )
 
 
 def test_pow_gradient_only_for_an_exponent_that_requires_grad():
