@@ -269,15 +269,31 @@ def gather(x: Tensor, dim: int, index) -> Tensor:
 
     x: (d0, ..., dn); index: integers with the same number of dimensions, ``index.shape[d] <=
     x.shape[d]`` for ``d != dim``, values in ``0..x.shape[dim]-1``. Returns a tensor shaped like
-    ``index``. The gradient scatter-adds back into ``x``.
+    ``index``. The gradient scatter-adds back into ``x``. A 0-d ``x`` is read as one element
+    (``dim`` 0 or -1) with a 0-d or 1-D index, as in PyTorch: ``gather(scalar, 0, [0, 0])`` has
+    shape (2,).
     """
     array = _index_array(index, "gather")
     if x.ndim == 0:
-        return gather(x.reshape(1), 0, array.reshape(1)).reshape(())
+        return _gather_from_a_scalar(x, dim, array)
     dim = normalize_axis(dim, x.ndim, "gather")
     _check_gather_shapes("gather", tuple(x.shape), tuple(array.shape), dim)
     _check_range("gather", array, x.shape[dim], dim, x.shape, negative=False)
     return apply(ops.INDEX, x, index=_along_axis(array, dim, array.shape))
+
+
+def _gather_from_a_scalar(x: Tensor, dim: int, array) -> Tensor:
+    """``gather`` of a 0-d ``x``: the output is shaped like the (0-d or 1-D) index."""
+    check_scalar_axis(dim, "gather")
+    if array.ndim > 1:
+        raise ShapeError(
+            f"[gather] index has {dimensions(array.ndim)} but the input is 0-d "
+            f"(index shape {tuple(array.shape)})",
+            help="a 0-d input takes a 0-d or 1-D index; reshape the index with .reshape(-1)",
+        )
+    _check_range("gather", array, 1, 0, (), negative=False)
+    flat = array.reshape(-1)
+    return apply(ops.INDEX, x.reshape(1), index=(flat,)).reshape(array.shape)
 
 
 def take_along_axis(x: Tensor, indices, axis: int | None = -1, *, dim: int | None = None):

@@ -51,6 +51,30 @@ def test_gather_on_a_0d_input_is_0d_as_in_torch():
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("index", [[0], [0, 0, 0], np.zeros(0, np.int64)], ids=str)
+@pytest.mark.parametrize("dim", [0, -1])
+def test_gather_on_a_0d_input_with_a_1d_index_is_shaped_like_the_index(index, dim):
+    check_op(
+        lambda x, i: bai.gather(x, dim, i),
+        (),
+        constant(np.asarray(index, np.int64)),
+        torch_fn=lambda x, i: torch.gather(x, dim, i),
+        gradgrad=True,
+    )
+
+
+def test_gather_on_a_0d_input_refuses_what_torch_refuses():
+    x = bai.tensor(2.5)
+    with pytest.raises(
+        bai.ShapeError, match=r"\[gather\] index has 2 dimensions but the input is 0-d"
+    ):
+        bai.gather(x, 0, bai.tensor([[0]]))
+    with pytest.raises(bai.ShapeError, match=r"\[gather\] axis 1 is out of range for a 0-d"):
+        bai.gather(x, 1, bai.tensor([0]))
+    with pytest.raises(bai.IndexingError, match=r"\[gather\] index 1 is out of range"):
+        bai.gather(x, 0, bai.tensor([1]))
+
+
 @pytest.mark.parametrize("index", [[0], 0])
 def test_index_select_on_a_0d_input_is_0d_as_in_torch(index):
     check_op(
