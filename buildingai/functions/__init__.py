@@ -11,9 +11,11 @@ from . import (
     linalg,
     memory_format,
     nn,
+    random_like,
     reduce,
     sampling,
     shape,
+    shifting,
     sorting,
     triangle,
 )
@@ -27,9 +29,11 @@ from .linalg import *
 from .memory_format import *
 from .methods import attach_tensor_methods
 from .nn import *
+from .random_like import *
 from .reduce import *
 from .sampling import *
 from .shape import *
+from .shifting import *
 from .sorting import *
 from .triangle import *
 
@@ -42,5 +46,6 @@ __all__ = [
 
 __all__ += activation.__all__
 __all__ += gamma.__all__
+__all__ += random_like.__all__ + shifting.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

@@ -191,14 +191,19 @@ def movedim(x: Tensor, source, destination) -> Tensor:
 
 
 def squeeze(x: Tensor, axis=None, *, dim=None) -> Tensor:
-    """Remove dimensions of size 1: all of them (no axis), or the given int or tuple of ints.
+    """Remove dimensions of size 1: all of them (no axis), or those among the given int or tuple
+    of ints. ``(1, 3, 1) -> (3,)``.
 
-    Naming an axis whose size is not 1 raises a ShapeError, as in NumPy (PyTorch would silently
-    leave it), so that a wrong axis cannot go unnoticed. ``(1, 3, 1) -> (3,)``.
+    A named axis whose size is not 1 is left in place, as in PyTorch (``squeeze(0)`` of a
+    ``(2, 3)`` tensor returns it unchanged), so a PyTorch program runs unchanged; an axis out
+    of range still raises. While freezing, a named axis of symbolic size is not known to be 1
+    and raises.
     """
     axes = normalize_axes(pick("axis", axis, "dim", dim), x.ndim, "squeeze")
     if axes is None:
         axes = tuple(a for a, extent in enumerate(x.shape) if extent == 1)
+    else:  # PyTorch's rule: a named axis whose size is a number other than 1 is kept
+        axes = tuple(a for a in axes if type(x.shape[a]) is not int or x.shape[a] == 1)
     if not axes:
         return x
     return apply(ops.SQUEEZE, x, axes=axes)

@@ -172,9 +172,8 @@ class Squeeze(ViewOp):
                 raise ShapeError(
                     f"[squeeze] cannot squeeze axis {axis} of a tensor shaped {tuple(x.shape)}: "
                     f"its size is {x.shape[axis]}, not 1",
-                    help="pass only axes of size 1, or no axis to drop every size-1 dimension "
-                    "(PyTorch silently ignores such an axis; BuildingAI raises so a wrong axis "
-                    "is not hidden)",
+                    help="the record takes only axes of size 1; call buildingai.squeeze, which "
+                    "keeps an axis of another size in place as PyTorch does",
                 )
 
     def forward(self, ctx, xp, x, *, axes):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import buildingai as bai
 from buildingai.ops import all_ops
+from buildingai.ops import shape as shape_ops
 from tests.helpers import check_op, constant
 
 torch = pytest.importorskip("torch")
@@ -79,7 +80,9 @@ def test_movedim(shape, source, destination):
 @pytest.mark.parametrize(
     ("shape", "axis"),
     [((1, 3, 1), None), ((1, 3, 1), 0), ((1, 3, 1), -1), ((1, 3, 1), (0, 2)), ((1,), None),
-     ((), None), ((2, 3), None), ((0, 1), 1)],
+     ((), None), ((2, 3), None), ((0, 1), 1),
+     # an axis whose size is not 1 is kept, as in PyTorch
+     ((2, 3), 0), ((2, 3), -1), ((2, 1, 3), (0, 1)), ((1, 3, 1), (0, 1, 2)), ((0, 1), 0)],
     ids=str,
 )  # fmt: skip
 def test_squeeze(shape, axis):
@@ -88,14 +91,27 @@ def test_squeeze(shape, axis):
     check_op(lambda x: bai.squeeze(x, dim=axis), shape, torch_fn=torch_fn)
 
 
-def test_squeeze_of_a_non_unit_axis_raises():
-    with pytest.raises(
+def test_squeeze_of_a_non_unit_axis_is_a_no_op_as_in_pytorch():
+    x, t = bai.zeros(2, 3, 1), torch.zeros(2, 3, 1)
+    for ours, theirs in [
+        (x.squeeze(0), t.squeeze(0)),
+        (x.squeeze(dim=1), t.squeeze(dim=1)),
+        (bai.squeeze(x, 0), torch.squeeze(t, 0)),
+        (bai.squeeze(x, dim=(0, 2)), torch.squeeze(t, dim=(0, 2))),
+        (x.squeeze((1, 2)), t.squeeze((1, 2))),
+    ]:
+        assert ours.shape == tuple(theirs.shape)
+    assert x.squeeze(0) is x  # nothing to drop: the tensor itself, as no axis is squeezed
+
+
+def test_squeeze_errors():
+    with pytest.raises(bai.ShapeError, match=r"\[squeeze\] axis 2 is out of range"):
+        bai.zeros(1, 3).squeeze(2)
+    with pytest.raises(  # the op record itself takes only axes of size 1
         bai.ShapeError,
         match=r"\[squeeze\] cannot squeeze axis 1 of a tensor shaped \(1, 3\): its size is 3",
     ):
-        bai.zeros(1, 3).squeeze(1)
-    with pytest.raises(bai.ShapeError, match=r"\[squeeze\] axis 2 is out of range"):
-        bai.zeros(1, 3).squeeze(2)
+        bai.apply(shape_ops.SQUEEZE, bai.zeros(1, 3), axes=(1,))
 
 
 @pytest.mark.parametrize(("shape", "axis"), [((3, 4), 0), ((3, 4), -1), ((3, 4), 1), ((), 0),
