@@ -16,6 +16,7 @@ from .autograd import (
     dispatch_mode,
     enable_grad,
     grad,
+    inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,

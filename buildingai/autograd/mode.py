@@ -53,9 +53,15 @@ class _SetGradEnabled:
 
 
 class no_grad(_SetGradEnabled):
-    """Run ops without recording the graph: ``with no_grad(): ...`` or ``@no_grad()``."""
+    """Run ops without recording the graph: ``with no_grad(): ...``, ``@no_grad()`` or
+    ``@no_grad``."""
 
     _value = False
+
+    def __new__(cls, function=None):
+        if function is not None:  # @no_grad without parentheses, as PyTorch accepts
+            return cls()(function)
+        return super().__new__(cls)
 
 
 class enable_grad(_SetGradEnabled):
@@ -79,3 +85,21 @@ class set_grad_enabled(_SetGradEnabled):
                 return function(*args, **kwargs)
 
         return wrapper
+
+
+class inference_mode(set_grad_enabled):
+    """PyTorch's ``inference_mode``: ``with inference_mode(): ...``, ``@inference_mode()`` or
+    ``@inference_mode``. ``inference_mode(True)`` (the default) runs ops without recording the
+    graph, as ``no_grad``; ``inference_mode(False)`` records it again, as PyTorch does.
+
+    BuildingAI's no-grad mode already skips all graph bookkeeping, so there is no separate kind
+    of "inference tensor": a tensor made here can later be used in a recorded computation.
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # @inference_mode without parentheses
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__(not mode)

@@ -121,6 +121,20 @@ class Tensor:
         return _device.device_of(self.data)
 
     @property
+    def is_cuda(self) -> bool:
+        """True when the tensor lives on a CUDA GPU, as PyTorch's ``x.is_cuda``."""
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_xpu(self) -> bool:
+        """Always False: BuildingAI runs on the CPU and on CUDA GPUs, not on Intel XPUs."""
+        return False
+
+    @property
     def is_leaf(self) -> bool:
         return self._node is None
 
