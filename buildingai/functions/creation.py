@@ -8,10 +8,10 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
 from ..backend.dtypes import as_dtype, bool_, default_float_dtype
-from ..backend.random import resolve_generator
 from ..errors import DTypeError, ShapeError
 from ..ops import cast as ops
 from ..ops import creation as factories
+from ..ops import random as draws
 from ._common import as_shape
 
 
@@ -240,39 +240,29 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
     return _leaf(out, requires_grad)
 
 
-def _random(draw, shape, dtype, device, generator, requires_grad):
-    where = _device.Device(device or "cpu")
-    backend = resolve_generator(generator).backend_generator(where)
-    array = draw(
-        backend, as_shape(shape), default_float_dtype if dtype is None else as_dtype(dtype)
+def _random(record, op: str, shape, dtype, device, generator, requires_grad, **attrs):
+    """Draw through ``record`` (an effectful op, so a traced graph draws again each run)."""
+    out = apply(
+        record,
+        shape=_sizes(op, shape),
+        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        generator=generator,
+        device=_device_name(device),
+        **attrs,
     )
-    return Tensor(_place(array, device), requires_grad=requires_grad)
+    return _leaf(out, requires_grad)
 
 
 def rand(*shape, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1) of the given shape (``rand(2, 3)`` or ``rand((2, 3))``);
     float32 unless ``dtype`` is given."""
-    return _random(
-        lambda g, s, d: g.random(s, dtype=np.float64).astype(d, copy=False),
-        shape,
-        dtype,
-        device,
-        generator,
-        requires_grad,
-    )
+    return _random(draws.UNIFORM, "rand", shape, dtype, device, generator, requires_grad)
 
 
 def randn(*shape, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Standard normal samples of the given shape (``randn(2, 3)`` or ``randn((2, 3))``);
     float32 unless ``dtype`` is given."""
-    return _random(
-        lambda g, s, d: g.standard_normal(s, dtype=np.float64).astype(d, copy=False),
-        shape,
-        dtype,
-        device,
-        generator,
-        requires_grad,
-    )
+    return _random(draws.STANDARD_NORMAL, "randn", shape, dtype, device, generator, requires_grad)
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None) -> Tensor:
@@ -286,11 +276,16 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None) ->
         if high is not None:
             size = high
         low, high = 0, low
-    dtype = np.int64 if dtype is None else as_dtype(dtype)
-    where = _device.Device(device or "cpu")
-    backend = resolve_generator(generator).backend_generator(where)
     shape = (size,) if isinstance(size, int) else tuple(size)
-    return Tensor(backend.integers(low, high, size=shape, dtype=dtype))
+    dtype = np.int64 if dtype is None else dtype
+    return _random(draws.INTEGERS, "randint", shape, dtype, device, generator, False,
+                   low=int(low), high=int(high))  # fmt: skip
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A random permutation of ``0 .. n - 1``: (n,) int64 unless ``dtype`` is given."""
+    dtype = np.int64 if dtype is None else dtype
+    return _random(draws.PERMUTATION, "randperm", (n,), dtype, device, generator, requires_grad)
 
 
 def astype(x: Tensor, dtype, copy: bool = False) -> Tensor:
@@ -335,7 +330,7 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-           "randint", "astype", "to_device"]  # fmt: skip
+           "randint", "randperm", "astype", "to_device"]  # fmt: skip
 
 TENSOR_METHODS = {
     "astype": astype,

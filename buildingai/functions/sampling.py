@@ -1,51 +1,22 @@
-"""Drawing category indices from weights: ``multinomial``, as ``torch.multinomial``.
+"""Random draws that read tensors: ``multinomial``, ``bernoulli`` and ``normal``, as PyTorch's.
 
-Like ``rand`` and ``randint`` it is a draw from a ``Generator``, not a differentiable op: the
-result is an int64 tensor of category positions.
+Each is an effectful op record (``ops/random.py``, ``ops/multinomial.py``), so a compiled or
+frozen step draws again on every run, from the ``Generator`` given (the default one otherwise).
+``bernoulli`` and ``normal`` outputs require grad when their inputs do, with a zero gradient as
+in PyTorch; ``multinomial`` returns int64 category positions.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
-from ..backend.device import array_namespace
-from ..backend.random import Generator, resolve_generator
-from ..errors import BuildingAIError, ShapeError
-from ..ops.sort import first_in_order
-
-
-def _check_weights(xp, weights, num_samples: int, replacement: bool) -> None:
-    if weights.ndim not in (1, 2) or weights.shape[-1] == 0:
-        raise ShapeError(
-            f"[multinomial] expects weights shaped (categories,) or (rows, categories) with at "
-            f"least one category, got shape {tuple(weights.shape)}",
-            help="pass one row of non-negative weights per distribution",
-        )
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
-        raise TypeError(f"[multinomial] num_samples must be an int, got {num_samples!r}")
-    if num_samples <= 0:
-        raise BuildingAIError(
-            f"[multinomial] num_samples must be positive, got {num_samples}",
-            help="ask for at least one sample",
-        )
-    if not bool(xp.isfinite(weights).all()) or bool((weights < 0).any()):
-        raise BuildingAIError(
-            "[multinomial] weights must be finite and non-negative",
-            help="pass probabilities or unnormalised weights (softmax output, counts...)",
-        )
-    positive = (weights > 0).sum(axis=-1)
-    if bool((positive == 0).any()):
-        raise BuildingAIError(
-            "[multinomial] a row of weights sums to 0: there is nothing to draw from",
-            help="give every row at least one positive weight",
-        )
-    if not replacement and int(positive.min()) < num_samples:
-        raise BuildingAIError(
-            f"[multinomial] cannot draw {num_samples} distinct categories without replacement "
-            f"from a row with only {int(positive.min())} positive weights",
-            help="ask for fewer samples, or pass replacement=True",
-        )
+from ..backend.random import Generator
+from ..errors import BuildingAIError
+from ..ops.multinomial import MULTINOMIAL
+from ..ops.random import BERNOULLI, NORMAL
+from .creation import full_like, randn, tensor
 
 
 def multinomial(
@@ -65,37 +36,53 @@ def multinomial(
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"[multinomial] expects a Tensor of weights, got {type(input).__name__}")
-    weights = input.data
-    xp = array_namespace(weights)
-    _check_weights(xp, weights, num_samples, replacement)
-    rows = weights.reshape(-1, weights.shape[-1]).astype(xp.float64)
-    stream = resolve_generator(generator).backend_generator(input.device)
-    if replacement:
-        count, categories = rows.shape
-        uniform = xp.asarray(stream.random((count, int(num_samples)), dtype=np.float64))
-        cdf = xp.cumsum(rows, axis=-1)
-        cdf /= cdf[:, -1:]
-        # Row r's cumulative weights shifted into [r, r + 1] make one sorted array, so a single
-        # search places every u of every row; a zero weight spans no interval, so is never hit.
-        offsets = xp.arange(count)[:, None]
-        flat = (cdf + offsets).reshape(-1)
-        drawn = xp.searchsorted(flat, (uniform + offsets).reshape(-1), side="right")
-        drawn = drawn.reshape(count, int(num_samples)) - offsets * categories
-        last_positive = categories - 1 - xp.argmax(rows[:, ::-1] > 0, axis=-1)
-        drawn = xp.minimum(drawn, last_positive[:, None])  # u + r rounded up to r + 1
-    else:
-        # Exponential races: the k earliest arrivals, at rate = weight, are a draw without
-        # replacement (Efraimidis-Spirakis); a zero weight never arrives.
-        arrival = xp.full(rows.shape, xp.inf)
-        race = xp.asarray(stream.random(rows.shape, dtype=np.float64))
-        positive = rows > 0
-        arrival[positive] = -xp.log1p(-race[positive]) / rows[positive]
-        drawn = first_in_order(xp, arrival, 1, int(num_samples), descending=False)
-    drawn = drawn.astype(xp.int64)
-    shape = (int(num_samples),) if weights.ndim == 1 else (weights.shape[0], int(num_samples))
-    return Tensor(drawn.reshape(shape))
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise TypeError(f"[multinomial] num_samples must be an int, got {num_samples!r}")
+    if num_samples <= 0:
+        raise BuildingAIError(
+            f"[multinomial] num_samples must be positive, got {num_samples}",
+            help="ask for at least one sample",
+        )
+    return apply(MULTINOMIAL, input, num_samples=int(num_samples),
+                 replacement=bool(replacement), generator=generator)  # fmt: skip
 
 
-__all__ = ["multinomial"]
+def bernoulli(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    p: float | None = None,
+    *,
+    generator: Generator | None = None,
+) -> Tensor:
+    """1 with probability ``input`` (or ``p`` when given), else 0, element-wise: same shape and
+    dtype as ``input``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"[bernoulli] expects a Tensor of probabilities, got {type(input).__name__}"
+        )
+    if p is not None:
+        input = full_like(input, p)  # PyTorch's bernoulli(x, p): x's shape and dtype
+    return apply(BERNOULLI, input, generator=generator)
 
-TENSOR_METHODS = {"multinomial": multinomial}
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
+    """Samples of N(mean, std^2), as ``torch.normal``.
+
+    ``normal(mean, std)`` with a Tensor among them: one sample per element of their broadcast
+    shape, in its dtype. ``normal(mean, std, size)`` with two numbers: ``size`` samples (float32
+    unless ``dtype`` is given). The gradient is zero, as PyTorch's; ``prob.Normal(mean,
+    std).rsample()`` is the reparameterised draw."""
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            raise TypeError("[normal] with a number for mean and for std, pass size=(...)")
+        return randn(size, dtype=dtype, device=device, generator=generator) * std + mean
+    like = mean if isinstance(mean, Tensor) else std
+    mean, std = (
+        v if isinstance(v, Tensor) else tensor(v, dtype=like.dtype, device=like.device)
+        for v in (mean, std)
+    )
+    return apply(NORMAL, mean, std, generator=generator)
+
+
+__all__ = ["bernoulli", "multinomial", "normal"]
+
+TENSOR_METHODS = {"multinomial": multinomial, "bernoulli": bernoulli}

@@ -1,4 +1,5 @@
-"""Implicit reparameterisation gradients for Gamma samples (Figurnov, Mohamed and Mnih, 2018).
+"""Gamma(alpha, 1) draws with implicit reparameterisation gradients (Figurnov, Mohamed and
+Mnih, 2018).
 
 A Gamma(alpha, 1) sample z is not a smooth function of alpha and fixed noise, but it is the
 alpha-quantile of fixed uniform noise u = P(alpha, z) (P: the regularised lower incomplete gamma
@@ -14,37 +15,60 @@ Dividing through by p leaves two well-conditioned forms:
 Both are accurate to about 1e-9 relative for alpha up to ``_LARGE_ALPHA``; beyond it the
 Wilson-Hilferty cube-root normal approximation z = alpha (1 - 1/(9 alpha) + e / (3 sqrt(alpha)))^3
 is differentiated with its normal deviate e held fixed (relative error about 1e-6 at alpha = 400,
-falling as alpha grows). The gradient enters the graph as z + (alpha - detach(alpha)) * dz/dalpha: the value
-is exactly z and the first derivative is exact; it is not differentiated a second time.
+falling as alpha grows). ``STANDARD_GAMMA`` draws z (an effectful record, like every draw); its backward multiplies
+the output gradient by dz/dalpha from ``STANDARD_GAMMA_SLOPE``, which is exact to first order and
+not differentiated a second time.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.tensor import Tensor
-from ..backend import device as _device
-from ..backend.random import Generator, resolve_generator
-from ..ops.gamma_functions import polygamma_array
+from ..backend.device import CPU, device_of, to_device
+from .base import Op
+from .gamma_functions import polygamma_array
+from .random import _stream
 
 _SERIES_TERMS = 400
 _LAGUERRE_NODES, _LAGUERRE_WEIGHTS = np.polynomial.laguerre.laggauss(80)
 _LARGE_ALPHA = 400.0
 
 
-def standard_gamma_rsample(concentration: Tensor, generator: Generator | None = None) -> Tensor:
-    """One Gamma(concentration, 1) sample per element of ``concentration`` (any shape), with the
-    implicit reparameterisation gradient with respect to ``concentration``."""
-    alpha = concentration.numpy().astype(np.float64)
-    backend = resolve_generator(generator).backend_generator(concentration.device)
-    drawn = np.asarray(backend.standard_gamma(_device.to_device(alpha, concentration.device)))
-    z = np.maximum(drawn.astype(np.float64), np.finfo(concentration.dtype).tiny)
-    sample = Tensor(_device.to_device(z.astype(concentration.dtype), concentration.device))
-    if not concentration.requires_grad:
-        return sample
-    slope = standard_gamma_grad(alpha, z).astype(concentration.dtype)
-    slope = Tensor(_device.to_device(slope, concentration.device))
-    return sample + (concentration - concentration.detach()) * slope
+class StandardGamma(Op):
+    """One Gamma(alpha, 1) sample per element of ``alpha`` (any shape -> the same shape and
+    dtype), differentiable in ``alpha`` through the implicit gradient dz/dalpha."""
+
+    name = "standard_gamma"
+    save_inputs, save_output = True, True
+    effectful = True
+
+    def forward(self, ctx, xp, alpha, *, generator=None):
+        drawn = _stream(generator, device_of(alpha)).standard_gamma(alpha.astype(xp.float64))
+        tiny = np.finfo(alpha.dtype).tiny  # a sample that underflows to 0 has no log
+        return xp.maximum(xp.asarray(drawn), tiny).astype(alpha.dtype)
+
+    def backward(self, ctx, grad):
+        return (grad * STANDARD_GAMMA_SLOPE(ctx.inputs[0], ctx.output),)
+
+    def infer(self, alpha, *, generator=None):
+        return alpha
+
+
+class StandardGammaSlope(Op):
+    """dz/dalpha at fixed quantile for Gamma(alpha, 1) samples ``z`` (same shapes), in the
+    dtype of ``alpha``; computed in float64 on the host. Not differentiable."""
+
+    name = "standard_gamma_slope"
+    save_inputs = False
+    differentiable = False
+
+    def forward(self, ctx, xp, alpha, z):
+        host = [to_device(a, CPU).astype(np.float64) for a in (alpha, z)]
+        slope = standard_gamma_grad(*host).astype(alpha.dtype)
+        return xp.asarray(slope)
+
+    def infer(self, alpha, z):
+        return alpha
 
 
 def standard_gamma_grad(alpha: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -95,3 +119,6 @@ def _wilson_hilferty(alpha, z):
     deviate = (c - 1.0 + 1.0 / (9.0 * alpha)) * 3.0 * np.sqrt(alpha)
     dc = 1.0 / (9.0 * alpha**2) - deviate / (6.0 * alpha**1.5)
     return c**3 + 3.0 * alpha * c**2 * dc
+
+
+STANDARD_GAMMA, STANDARD_GAMMA_SLOPE = StandardGamma(), StandardGammaSlope()

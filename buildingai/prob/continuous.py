@@ -7,9 +7,10 @@ import math
 import numpy as np
 
 from .. import functions as F
+from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
+from ..ops.gamma_sample import STANDARD_GAMMA
 from .distribution import Distribution, as_parameters, require
-from .implicit import standard_gamma_rsample
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -147,7 +148,7 @@ class Gamma(Distribution):
 
     def rsample(self, sample_shape=(), generator=None) -> Tensor:
         concentration = F.broadcast_to(self.concentration, self._extended(sample_shape))
-        standard = standard_gamma_rsample(concentration, generator)
+        standard = apply(STANDARD_GAMMA, concentration, generator=generator)
         return standard / self.rate
 
     def log_prob(self, value) -> Tensor:
@@ -186,8 +187,8 @@ class Beta(Distribution):
 
     def rsample(self, sample_shape=(), generator=None) -> Tensor:
         shape = self._extended(sample_shape)
-        x = standard_gamma_rsample(F.broadcast_to(self.concentration1, shape), generator)
-        y = standard_gamma_rsample(F.broadcast_to(self.concentration0, shape), generator)
+        x = apply(STANDARD_GAMMA, F.broadcast_to(self.concentration1, shape), generator=generator)
+        y = apply(STANDARD_GAMMA, F.broadcast_to(self.concentration0, shape), generator=generator)
         tiny = float(np.finfo(x.dtype).tiny)
         return (x / (x + y)).clamp(tiny, 1 - float(np.finfo(x.dtype).eps) / 2)
 

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import functions as F
+from ..autograd.dispatch import apply
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
-from ..backend import device as _device
 from ..backend.dtypes import default_float_dtype
-from ..backend.random import Generator, resolve_generator
+from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
+from ..ops.checks import REQUIRE
 
 
 class Distribution:
@@ -93,15 +94,8 @@ class Distribution:
         """Parameter-free noise of shape ``sample_shape + batch_shape + event_shape`` in
         ``reference``'s dtype and device, drawn from ``generator`` (default: the global one)."""
         shape = self._extended(sample_shape)
-        backend = resolve_generator(generator).backend_generator(reference.device)
-        if kind == "normal":
-            array = backend.standard_normal(shape)
-        elif kind == "uniform":
-            array = backend.random(shape)
-        else:
-            raise ValueError(kind)
-        array = array.astype(reference.dtype, copy=False)
-        return Tensor(_device.to_device(array, reference.device))
+        draw = {"normal": F.randn, "uniform": F.rand}[kind]
+        return draw(shape, dtype=reference.dtype, device=reference.device, generator=generator)
 
     def _value(self, value, name: str = "value") -> Tensor:
         """``value`` as a Tensor in this distribution's dtype (for log_prob)."""
@@ -146,16 +140,9 @@ def as_parameters(family: str, **values) -> list[Tensor]:
 
 def require(family: str, name: str, tensor: Tensor, condition, wanted: str) -> None:
     """Raise ``ArgumentError`` naming ``family``, ``name`` and the offending values unless
-    ``condition(array)`` holds everywhere (checked on the values, outside the graph)."""
-    array = tensor.numpy()
-    ok = np.asarray(condition(array))
-    if not ok.all():
-        bad = array[~ok] if array.ndim else array
-        shown = ", ".join(f"{v:g}" for v in bad.reshape(-1)[:4])
-        raise ArgumentError(
-            f"[{family}] {name} must be {wanted}; got {shown}" + (" ..." if bad.size > 4 else ""),
-            help=f"pass {name} {wanted} (validate_args=False skips this check)",
-        )
+    ``condition(array)`` holds everywhere. The check is an op (``ops.checks.REQUIRE``), so a
+    compiled or frozen graph checks the values of every run, not only those it was traced on."""
+    apply(REQUIRE, tensor, family=family, name=name, condition=condition, wanted=wanted)
 
 
 def _as_shape(sample_shape) -> tuple:

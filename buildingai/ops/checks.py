@@ -1,0 +1,49 @@
+"""Checks on tensor values as ops, so a static graph checks them again on every run.
+
+A distribution refuses invalid parameters (a negative scale, a probability above 1). In eager
+code the check could read the values directly; in a traced (frozen) call the values are not
+known while tracing, and a check made once at trace time would not hold for later calls. As a
+record, the check is a node of the graph (``effectful``: never folded or dropped) that runs each
+time the graph runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .abstract import ValueSpec
+from .base import Op
+
+
+class Require(Op):
+    """Raise ``ArgumentError`` unless ``condition(values)`` holds for every element.
+
+    values: any shape -> a 0-d bool (True). ``condition`` maps the values' array to a bool
+    array of the same shape; the error names ``family``, ``name`` and up to four offending
+    values, and says what was ``wanted``."""
+
+    name = "require"
+    save_inputs = False
+    differentiable = False
+    effectful = True
+
+    def forward(self, ctx, xp, values, *, family, name, condition, wanted):
+        ok = xp.asarray(condition(values))
+        if not bool(ok.all()):
+            host = np.asarray(values.get() if hasattr(values, "get") else values)
+            good = np.asarray(ok.get() if hasattr(ok, "get") else ok)
+            bad = host[~good] if host.ndim else host
+            shown = ", ".join(f"{v:g}" for v in bad.reshape(-1)[:4])
+            raise ArgumentError(
+                f"[{family}] {name} must be {wanted}; got {shown}"
+                + (" ..." if bad.size > 4 else ""),
+                help=f"pass {name} {wanted} (validate_args=False skips this check)",
+            )
+        return xp.asarray(True)
+
+    def infer(self, values, **attrs) -> ValueSpec:
+        return ValueSpec((), np.dtype(bool), values.device)
+
+
+REQUIRE = Require()
