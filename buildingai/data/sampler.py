@@ -1,7 +1,7 @@
 """Samplers decide which items an epoch visits and in what order; batch samplers group them.
 
 Randomness comes from an explicit ``buildingai.Generator`` (the default generator when None), so a
-seed fixes the order of every epoch. The permutation of each epoch is drawn when iteration starts.
+seed fixes the order of every epoch. Each epoch's order is fixed when iteration starts.
 """
 
 from __future__ import annotations
@@ -37,12 +37,23 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+# Indices drawn per call of a lazy sampler: memory stays small whatever num_samples is, and the
+# per-call cost of NumPy is spread over many items.
+_DRAW_CHUNK = 4096
+
+
 class RandomSampler(Sampler):
     """A random order of the items: a permutation (``replacement=False``) or ``num_samples``
     independent uniform draws (``replacement=True``).
 
     Without replacement, ``num_samples`` larger than the dataset chains several permutations
     (every item appears equally often, up to one).
+
+    Indices are drawn lazily, a chunk at a time, so ``num_samples`` may be far larger than
+    memory allows (``RandomSampler(data, replacement=True, num_samples=int(1e10))``, the
+    "infinite loader"). When iteration starts, one number drawn from ``generator`` seeds the
+    epoch's own stream: the order is fixed by the generator's state at that moment, whatever
+    else draws from the generator while the epoch is read.
     """
 
     def __init__(
@@ -52,7 +63,9 @@ class RandomSampler(Sampler):
         num_samples: int | None = None,
         generator: Generator | None = None,
     ) -> None:
-        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+        if num_samples is not None and (
+            not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0
+        ):
             raise BuildingAIError(
                 f"RandomSampler num_samples must be a positive int, got {num_samples!r}"
             )
@@ -67,17 +80,29 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         size = len(self.data_source)
-        rng = resolve_generator(self.generator).backend_generator()
         if size == 0:
             return iter(())
+        seed = int(resolve_generator(self.generator).backend_generator().integers(2**63))
+        epoch_stream = np.random.default_rng(seed)
         if self.replacement:
-            return iter(rng.integers(0, size, self.num_samples).tolist())
-        rounds = -(-self.num_samples // size)
-        order = np.concatenate([rng.permutation(size) for _ in range(rounds)])
-        return iter(order[: self.num_samples].tolist())
+            return _uniform_draws(epoch_stream, size, self.num_samples)
+        return _chained_permutations(epoch_stream, size, self.num_samples)
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def _uniform_draws(rng: np.random.Generator, size: int, count: int) -> Iterator[int]:
+    """``count`` independent uniform indices in ``0..size-1``, drawn a chunk at a time."""
+    for start in range(0, count, _DRAW_CHUNK):
+        yield from rng.integers(0, size, min(_DRAW_CHUNK, count - start)).tolist()
+
+
+def _chained_permutations(rng: np.random.Generator, size: int, count: int) -> Iterator[int]:
+    """The first ``count`` indices of permutations of ``0..size-1`` laid end to end, one
+    permutation drawn at a time."""
+    for start in range(0, count, size):
+        yield from rng.permutation(size)[: count - start].tolist()
 
 
 class ResumableSampler(Sampler):
