@@ -4,7 +4,24 @@ Explicit control, no hidden magic: every op runs through one dispatch function, 
 rule is readable Python, and the training loop is code you write.
 """
 
-from . import accel, backend, data, debug, export, graph, nn, ops, optim, prob, prune, quant, vis
+from . import (
+    accel,
+    backend,
+    backends,
+    cuda,
+    data,
+    debug,
+    export,
+    graph,
+    hub,
+    nn,
+    ops,
+    optim,
+    prob,
+    prune,
+    quant,
+    vis,
+)
 from .accel import catalog  # noqa: F401 - registers the faster kernels beside the records
 from .autograd import (
     DispatchMode,
@@ -36,6 +53,7 @@ from .backend.dtypes import (
 from .backend.precision import get_math_precision, math_precision, set_math_precision
 from .backend.random import get_rng_state, set_rng_state
 from .backend.threads import get_num_threads, set_num_threads
+from .cuda import amp as _cuda_amp  # noqa: F401 - reachable as buildingai.cuda.amp (torch.cuda.amp)
 from .debug import activation_stats, gradient_monitor
 from .errors import (
     ArgumentError,
@@ -53,12 +71,14 @@ from .functions import *
 from .graph import CompiledStep, TensorSpec, compile, freeze
 from .memory import memory_scope
 from .serialization import load, save
+from .utils import data as _utils_data  # noqa: F401 - reachable as buildingai.utils.data
 from .version import __version__
 
 bool = bool_  # noqa: A001 - the dtype, as in torch.bool
 # PyTorch's dtype names beside NumPy's, so model code that says torch.long runs unchanged
 long, int, short, half = int64, int32, int16, float16  # noqa: A001
 float, double = float32, float64  # noqa: A001
+device = Device  # torch.device("cuda" if cuda.is_available() else "cpu")
 
 
 def __getattr__(name: str):

@@ -47,6 +47,13 @@ FLOORS: dict[str, tuple[int, str]] = {
     "cli": (8, "the command line: the top floor, may use every other"),
     "__main__": (8, "`python -m buildingai`: runs the command line"),
     "version": (0, "the release number: every floor may report it"),
+    # PyTorch's module paths: thin faces over the floors they name
+    "cuda": (1, "torch.cuda's questions (is_available, device_count, seeds), from backend"),
+    "cuda.amp": (6, "torch.cuda.amp's spelling of amp: autocast and GradScaler"),
+    "backends": (1, "torch.backends' flags and device questions"),
+    "hub": (6, "torch.hub's load_state_dict_from_url, over serialization"),
+    "port": (1, "`buildingai port`: rewrites a PyTorch program's import lines"),
+    "utils.data": (6, "torch.utils.data's spelling of data (and the distributed sampler)"),
     "": (9, "buildingai/__init__.py: the public face, re-exports every floor"),
 }
 
@@ -88,7 +95,11 @@ def _imported_modules(source: str, module: str, is_package: bool) -> list[tuple[
 
 
 def _part(module: str) -> str:
+    """The key of FLOORS for ``module``: a sub-package with a floor of its own
+    (``utils.data``), else its top-level part."""
     parts = module.split(".")
+    if ".".join(parts[1:3]) in FLOORS:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else ""
 
 

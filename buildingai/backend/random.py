@@ -43,6 +43,14 @@ class Generator:
             return self._cupy
         return self._numpy
 
+    def manual_seed_cuda(self, seed: int) -> Generator:
+        """Restart only the GPU stream from ``seed`` (``buildingai.cuda.manual_seed``); the CPU
+        stream goes on where it was."""
+        cupy = cupy_module()
+        with cupy.cuda.Device(self.device.index or 0):
+            self._cupy = cupy.random.Generator(cupy.random.XORWOW(seed))
+        return self
+
     def get_state(self) -> dict:
         """The generator state as a JSON-serialisable dict (CPU stream)."""
         state = self._numpy.bit_generator.state

@@ -3,6 +3,7 @@
 from . import (
     functional,
     init,
+    parallel,  # torch.nn.parallel's place: DataParallel on one device
     shapes,  # the module: `@shapes.shapes(...)`, `shapes.enable_shape_checks(...)`
     utils,  # torch.nn.utils's place: clip_grad_norm_, parameters_to_vector, prune
 )
@@ -56,6 +57,7 @@ from .moe import (
     load_balancing_loss,
 )
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
+from .parallel import DataParallel
 from .parameter import Parameter
 from .pool import (
     AdaptiveAvgPool1d,
@@ -99,6 +101,7 @@ from .vision import (
 )
 
 __all__ = [
+    "DataParallel",
     "init",
     "Module",
     "Parameter",

@@ -6,7 +6,7 @@ in ``buildingai/accel/optimizers.py``.
 """
 
 from ..backend.threads import get_num_threads, set_num_threads  # the accelerated step uses them
-from . import schedulers
+from . import lr_scheduler, schedulers
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -68,6 +68,7 @@ __all__ = [
     "clip_grad_value_",
     "clip_value_hook",
     "get_num_threads",
+    "lr_scheduler",
     "schedulers",
     "set_num_threads",
 ]
