@@ -5,6 +5,7 @@ buildingai eval CHECKPOINT [--data eval|train|TYPE] [--batch-size N]
 buildingai info                                      versions, devices, BLAS, threads, switches
 buildingai serve MODEL [--port N] [--max-batch N]     serve a checkpoint or .onnx over HTTP
 buildingai launch -n N SCRIPT [args]                 run SCRIPT on N processes under mpiexec
+buildingai port FILE [-o OUT]                        rewrite a PyTorch program's import lines
 
 A mistake in the command or the config is reported on one line with exit code 2; ``--debug``
 shows the traceback instead.
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from .errors import BuildingAIError
+from .port import add_command as add_port_command
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -221,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--from-start", action="store_true",
                        help="start from step 0, rebuilt from RUN_DIR/config.yaml")  # fmt: skip
     rerun.set_defaults(run=_replay)
+
+    add_port_command(commands, parents=[debug])
     return parser
 
 
