@@ -6,7 +6,8 @@ at most ``max_batch`` samples and the oldest has waited less than ``max_latency_
 model once on the concatenated batch and hands each request its rows. It waits for more only
 while requests are on their way (``arriving()``: the server is reading or checking their
 bodies), so a lone client never pays the latency limit. ``max_batch=1`` runs
-every request on its own (batching off). A request larger than ``max_batch`` runs alone, whole.
+every request on its own (batching off). A request larger than ``max_batch`` runs in parts of
+``max_batch`` samples, one after another, with other requests' batches between them.
 
 When a stacked call fails, each of its requests is run again on its own, so one bad request
 gets the error and the others still get their answers.
@@ -33,6 +34,7 @@ _STOP = object()  # put on the queue by close()
 class _Request:
     inputs: np.ndarray  # (n, *shape)
     future: Future
+    first_part: bool = True  # False for the later parts of a request split by max_batch
     arrived: float = field(default_factory=time.perf_counter)
 
 
@@ -40,7 +42,7 @@ class _Request:
 class BatchStats:
     """What the worker has done so far (read by ``/health`` and the tests)."""
 
-    requests: int = 0
+    requests: int = 0  # a request run in parts (larger than max_batch) counts once
     batches: int = 0
     samples: int = 0
     largest_batch: int = 0  # in requests stacked into one model call
@@ -62,8 +64,8 @@ class Batcher:
         if not isinstance(max_batch, int) or max_batch < 1:
             raise ServeError(f"max_batch must be an integer >= 1, got {max_batch!r}",
                              help="use --max-batch 1 to turn batching off")  # fmt: skip
-        if not max_latency_ms >= 0:
-            raise ServeError(f"max_latency_ms must be >= 0, got {max_latency_ms!r}")
+        if not (isinstance(max_latency_ms, (int, float)) and 0 <= max_latency_ms < float("inf")):
+            raise ServeError(f"max_latency_ms must be a finite number >= 0, got {max_latency_ms!r}")
         self.run, self.max_batch, self.max_latency = run, max_batch, max_latency_ms / 1000
         self.stats = BatchStats()
         self._lock = threading.Lock()
@@ -77,12 +79,45 @@ class Batcher:
         self._thread.start()
 
     def submit(self, inputs: np.ndarray) -> Future:
+        """A Future of the outputs for ``inputs`` ``(n, *shape)``. A request of more than
+        ``max_batch`` samples runs as consecutive parts of at most ``max_batch``, each queued
+        when the one before is answered, so requests arriving meanwhile run between its parts."""
         future: Future = Future()
         if not self._thread.is_alive():
             future.set_exception(ServeError("the batching worker has stopped"))
             return future
-        self._queue.put(_Request(inputs, future))
+        if len(inputs) <= self.max_batch:
+            self._queue.put(_Request(inputs, future))
+            return future
+        starts = range(0, len(inputs), self.max_batch)
+        parts = [inputs[start : start + self.max_batch] for start in starts]
+        self._submit_parts(parts, [], future)
         return future
+
+    def _submit_parts(self, parts: list, answered: list, whole: Future) -> None:
+        """Queue ``parts[len(answered)]``; when it is answered, the next; then answer ``whole``
+        with the outputs joined (or the first part's error)."""
+        if whole.cancelled():
+            return  # the client went away: its remaining parts are never run
+        part: Future = Future()
+        index = len(answered)
+
+        def next_part(done: Future) -> None:
+            if done.cancelled():
+                whole.cancel()
+                return
+            if done.exception() is not None:
+                if whole.set_running_or_notify_cancel():
+                    whole.set_exception(done.exception())
+                return
+            answered.append(done.result())
+            if len(answered) < len(parts):
+                self._submit_parts(parts, answered, whole)
+            elif whole.set_running_or_notify_cancel():
+                whole.set_result(np.concatenate(answered))
+
+        part.add_done_callback(next_part)
+        self._queue.put(_Request(parts[index], part, first_part=index == 0))
 
     @contextlib.contextmanager
     def arriving(self):
@@ -148,7 +183,7 @@ class Batcher:
         if not batch:
             return
         stats = self.stats
-        stats.requests += len(batch)
+        stats.requests += sum(request.first_part for request in batch)
         stats.batches += 1
         stats.largest_batch = max(stats.largest_batch, len(batch))
         stats.samples += sum(len(request.inputs) for request in batch)

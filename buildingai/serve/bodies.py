@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 
@@ -30,11 +31,13 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
 
-def decode(body: bytes, content_type: str | None, signature: Signature) -> np.ndarray:
-    """The batch ``(N, *signature.shape)`` in ``signature.dtype`` that ``body`` holds."""
+def decode(body: bytes, content_type: str | None, signature: Signature,
+           max_samples: int | None = None) -> np.ndarray:  # fmt: skip
+    """The batch ``(N, *signature.shape)`` in ``signature.dtype`` that ``body`` holds; more than
+    ``max_samples`` samples are refused with 413 before they are converted."""
     kind = media_type(content_type)
     if kind in JSON_TYPES:
-        batch = _from_json(body)
+        batch = _from_json(body, depth=len(signature.shape) + 1)
     elif kind in NPY_TYPES:
         batch = _from_npy(body)
     else:
@@ -43,6 +46,9 @@ def decode(body: bytes, content_type: str | None, signature: Signature) -> np.nd
             f"Content-Type {kind or '(none)'!r} is not served; send application/json "
             '({"inputs": [[...], ...]}) or application/x-npy (a .npy file)',
         )
+    if max_samples is not None and batch.ndim >= 1 and len(batch) > max_samples:
+        raise BadRequest(413, f"the request holds {len(batch)} samples; this server takes at "
+                              f"most {max_samples} per request (--max-samples)")  # fmt: skip
     return _checked(batch, signature)
 
 
@@ -50,10 +56,36 @@ def _refuse_constant(name: str):
     raise BadRequest(422, f"inputs hold {name}, which is not a finite number")
 
 
-def _from_json(body: bytes) -> np.ndarray:
+INT64 = np.iinfo(np.int64)
+
+
+def _read_int(text: str) -> int:
+    """A JSON integer, refused past int64: NumPy would hold it as a Python object."""
+    if len(text.lstrip("-")) > 19 or not INT64.min <= int(text) <= INT64.max:
+        shown = text if len(text) <= 24 else f"{text[:10]}...{text[-4:]} ({len(text)} digits)"
+        raise BadRequest(422, f"inputs hold the integer {shown}, beyond the int64 range "
+                              f"[{INT64.min}, {INT64.max}]; write large numbers as floats "
+                              "(1e30)")  # fmt: skip
+    return int(text)
+
+
+def _nesting(value, limit: int) -> int:
+    """How deep lists nest along the first elements of ``value``, counting at most ``limit + 1``."""
+    depth = 0
+    while isinstance(value, list) and depth <= limit:
+        depth += 1
+        value = value[0] if value else None
+    return depth
+
+
+def _from_json(body: bytes, depth: int) -> np.ndarray:
+    """``{"inputs": [...]}`` as an array whose lists nest ``depth`` levels (batch + sample)."""
     try:
-        document = json.loads(body, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
+        document = json.loads(body, parse_constant=_refuse_constant, parse_int=_read_int)
+    except RecursionError:
+        raise BadRequest(400, "the body's JSON nests deeper than the parser allows (about 1000 "
+                              f"levels); this model's inputs nest {depth}") from None  # fmt: skip
+    except ValueError as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
         raise BadRequest(400, f"the body is not valid JSON: {error}") from None
     if not isinstance(document, dict) or "inputs" not in document:
         raise BadRequest(422, 'the body must be a JSON object {"inputs": [[...], ...]}')
@@ -63,6 +95,10 @@ def _from_json(body: bytes) -> np.ndarray:
     inputs = document["inputs"]
     if not isinstance(inputs, list):
         raise BadRequest(422, f'"inputs" must be a list of samples, got {type(inputs).__name__}')
+    nested = _nesting(inputs, depth)
+    if nested > depth:
+        raise BadRequest(422, f'"inputs" nests lists more than {depth} levels deep; this model '
+                              f"takes {depth} (a list of samples of {depth - 1} levels)")  # fmt: skip
     try:
         batch = np.array(inputs)
     except ValueError:  # NumPy refuses nested lists of unequal lengths
@@ -77,17 +113,38 @@ def _from_json(body: bytes) -> np.ndarray:
 
 
 def _from_npy(body: bytes) -> np.ndarray:
+    """The array of a ``.npy`` body, read in place (no copy). Its header is checked before any
+    memory is set aside: it must be readable, and its shape and dtype must account for exactly
+    the bytes that follow it."""
     if not body.startswith(b"\x93NUMPY"):  # also keeps .npz archives and pickles out
         raise BadRequest(400, "the body is not a .npy file (those start with \\x93NUMPY); "
                               "write it with numpy.save")  # fmt: skip
+    stream = io.BytesIO(body)
     try:
-        batch = np.load(io.BytesIO(body), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
-        reason = " ".join(str(error).split())
-        raise BadRequest(400, f"the body is not a readable .npy array: {reason}") from None
-    if batch.dtype.kind not in "iuf":
-        raise BadRequest(422, f"the array has dtype {batch.dtype}; send numbers (float or int)")
-    return batch
+        version = np.lib.format.read_magic(stream)
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)  # fmt: skip
+        shape, fortran_order, dtype = read_header(stream, max_header_size=10_000)
+    except Exception as error:  # noqa: BLE001 - NumPy raises several kinds for a bad header
+        reason = " ".join(str(error).split())[:200]
+        reason = re.sub(r"<[\w.]+ object at 0x[0-9a-f]+>", "an expression", reason)
+        raise BadRequest(400, "the body is not a readable .npy array: its header is not what "
+                              f"numpy.save writes ({reason})") from None  # fmt: skip
+    if dtype.hasobject:
+        raise BadRequest(400, f"the array has dtype {dtype}: Python objects, stored as a pickle, "
+                              "which this server never unpickles; send numbers")  # fmt: skip
+    if dtype.kind not in "iuf":
+        raise BadRequest(422, f"the array has dtype {dtype}; send numbers (float or int)")
+    offset = stream.tell()
+    count = 1
+    for extent in shape:
+        count *= extent  # Python integers: a shape like (10**11, 2) cannot overflow
+    if count * dtype.itemsize != len(body) - offset:
+        raise BadRequest(400, f"the .npy header says shape {shape} {dtype} "
+                              f"({count * dtype.itemsize} bytes), but {len(body) - offset} bytes "
+                              "follow it; send the file numpy.save wrote, whole")  # fmt: skip
+    flat = np.frombuffer(body, dtype=dtype, count=count, offset=offset)
+    return flat.reshape(shape, order="F" if fortran_order else "C")
 
 
 def _checked(batch: np.ndarray, signature: Signature) -> np.ndarray:
@@ -119,9 +176,20 @@ def _checked(batch: np.ndarray, signature: Signature) -> np.ndarray:
     return cast
 
 
+ROWS_PER_PIECE = 256  # rows converted per call while encoding JSON (see encode_json)
+
+
 def encode_json(outputs: np.ndarray) -> bytes:
-    """``{"outputs": [[...], ...]}`` for a batch of one request's outputs."""
-    return json.dumps({"outputs": outputs.tolist()}, allow_nan=False).encode()
+    """``{"outputs": [[...], ...]}`` for a batch of one request's outputs, written a few
+    hundred rows at a time: one ``tolist``/``dumps`` call holds the interpreter's lock until it
+    returns, and the event loop's thread must get it back often."""
+    if outputs.ndim == 0:
+        return json.dumps({"outputs": outputs.tolist()}, allow_nan=False).encode()
+    pieces = []
+    for start in range(0, len(outputs), ROWS_PER_PIECE):
+        rows = json.dumps(outputs[start : start + ROWS_PER_PIECE].tolist(), allow_nan=False)
+        pieces.append(rows[1:-1])  # without the brackets: the pieces join into one list
+    return ('{"outputs": [' + ", ".join(piece for piece in pieces if piece) + "]}").encode()
 
 
 def encode_npy(outputs: np.ndarray) -> bytes:

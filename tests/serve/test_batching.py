@@ -50,7 +50,7 @@ def test_requests_queued_while_the_model_runs_form_one_batch():
         batcher.close()
 
 
-def test_max_batch_bounds_the_samples_per_call_and_a_large_request_runs_alone():
+def test_max_batch_bounds_the_samples_per_call_and_a_large_request_runs_in_parts():
     model = Recorder(delay=0.1)
     batcher = Batcher(model, max_batch=4, max_latency_ms=0)
     try:
@@ -60,7 +60,51 @@ def test_max_batch_bounds_the_samples_per_call_and_a_large_request_runs_alone():
         blocker.result(TIMEOUT)
         for (k, size), future in zip([(1, 3), (2, 1), (3, 2), (4, 9)], futures):
             np.testing.assert_array_equal(future.result(TIMEOUT), rows(k, size) * 2)
-        assert model.sizes == [1, 4, 2, 9]
+        assert model.sizes == [1, 4, 2, 4, 4, 1]  # 9 samples: parts of 4, 4 and 1
+        assert batcher.stats.requests == 5 and batcher.stats.samples == 16
+    finally:
+        batcher.close()
+
+
+class Gate:
+    """Doubles its input; its first call waits until ``release`` is set (at most TIMEOUT)."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        self.sizes.append(len(batch))
+        if len(self.sizes) == 1:
+            self.entered.set()
+            assert self.release.wait(TIMEOUT)
+        return batch * 2
+
+
+def test_requests_run_between_the_parts_of_a_large_one():
+    model = Gate()
+    batcher = Batcher(model, max_batch=2, max_latency_ms=0)
+    try:
+        large = batcher.submit(rows(0, 6))
+        assert model.entered.wait(TIMEOUT)  # its first part is running
+        small = batcher.submit(rows(10))
+        model.release.set()
+        np.testing.assert_array_equal(large.result(TIMEOUT), rows(0, 6) * 2)
+        np.testing.assert_array_equal(small.result(TIMEOUT), rows(10) * 2)
+        # the small request, queued while the first part ran, runs before the second part
+        assert model.sizes == [2, 1, 2, 2]
+    finally:
+        batcher.close()
+
+
+def test_a_failing_part_fails_the_whole_request():
+    model = Recorder(fail_on=5)
+    batcher = Batcher(model, max_batch=2, max_latency_ms=0)
+    try:
+        with pytest.raises(RuntimeError, match="cannot take 5"):
+            batcher.submit(rows(0, 8)).result(TIMEOUT)
+        assert model.sizes == [2, 2, 2]  # the part holding 5 fails; later parts never run
+        np.testing.assert_array_equal(batcher.submit(rows(0, 3)).result(TIMEOUT), rows(0, 3) * 2)
     finally:
         batcher.close()
 
@@ -148,7 +192,8 @@ def test_cancelled_requests_are_skipped_and_close_stops_the_worker():
 @pytest.mark.parametrize("settings, message", [
     (dict(max_batch=0), "max_batch must be an integer >= 1, got 0"),
     (dict(max_batch=2.5), "max_batch must be an integer >= 1, got 2.5"),
-    (dict(max_latency_ms=-1), "max_latency_ms must be >= 0, got -1"),
+    (dict(max_latency_ms=-1), "max_latency_ms must be a finite number >= 0, got -1"),
+    (dict(max_latency_ms=float("inf")), "max_latency_ms must be a finite number >= 0, got inf"),
 ])  # fmt: skip
 def test_settings_out_of_range_are_refused(settings, message):
     with pytest.raises(ServeError, match=message.replace(".", r"\.")):
