@@ -1,5 +1,6 @@
-"""Debug mode's ledger: every collective a rank calls (sequence number, op, shape, dtype, call
-site), and the check that all ranks call the same one at the same step."""
+"""What a rank's collective call is (sequence number, op, shape, dtype, its arguments, call site):
+the fingerprint every rank compares before a collective moves data, debug mode's ledger of calls,
+and the report that names the ranks whose calls differ."""
 
 from __future__ import annotations
 
@@ -8,24 +9,38 @@ import os
 import sys
 import zlib
 
-import numpy as np
-
 # what a rank can be waiting in; a probe answer sends the index
 OPS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "gather", "scatter",
-       "send", "recv", "ledger check")  # fmt: skip
+       "send", "recv", "call check")  # fmt: skip
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Entry(collections.namedtuple("Entry", "seq op shape dtype site")):
-    """One collective call: ``seq`` counts the group's collectives, ``site`` is ``file:line``."""
+_FINGERPRINT_BITS = (1 << 62) - 1  # non-negative, and its negation fits an int64 too
+_DTYPE_CODES: dict = {}
+
+
+class Entry(collections.namedtuple("Entry", "seq op shape dtype site detail", defaults=("",))):
+    """One collective call: ``seq`` counts the group's collectives, ``site`` is ``file:line``,
+    ``detail`` the arguments that must agree too (``op='mean'``, ``src=0``), or ""."""
 
     def describe(self) -> str:
-        return f"{self.op}(shape {self.shape}, {self.dtype}) #{self.seq} at {self.site}"
+        arguments = f", {self.detail}" if self.detail else ""
+        return f"{self.op}(shape {self.shape}, {self.dtype}{arguments}) #{self.seq} at {self.site}"
 
-    def signature(self) -> np.ndarray:
-        """The entry as int64s that must be equal on every rank (the site may differ)."""
-        return np.array([self.seq, zlib.crc32(self.op.encode()), zlib.crc32(str(self.shape).encode()),
-                         zlib.crc32(self.dtype.encode())], np.int64)  # fmt: skip
+    def signature(self) -> tuple:
+        """What must be equal on every rank (the site may differ)."""
+        return (self.seq, self.op, self.shape, self.dtype, self.detail)
+
+
+def fingerprint(seq: int, opcode: int, shape: tuple, dtype, detail: str = "") -> int:
+    """A 62-bit integer that differs, but for a 2**-62 chance, between two calls that differ in
+    sequence number, op, shape, dtype or ``detail``. Hashes of ints and tuples of ints are the
+    same in every process (string hashes are not: the dtype and detail go through crc32)."""
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        code = _DTYPE_CODES[dtype] = zlib.crc32(str(dtype).encode())
+    extra = zlib.crc32(detail.encode()) if detail else 0
+    return hash((seq, opcode, shape, code, extra)) & _FINGERPRINT_BITS
 
 
 class Ledger:
@@ -47,10 +62,17 @@ class Ledger:
         return len(self.entries)
 
 
+def _inside_package(filename: str, known: dict = {}) -> bool:  # noqa: B006 (a cache)
+    inside = known.get(filename)
+    if inside is None:
+        inside = known[filename] = os.path.abspath(filename).startswith(_PACKAGE)
+    return inside
+
+
 def call_site() -> str:
     """``file:line`` of the innermost caller outside the buildingai package (the user's line)."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+    while frame is not None and _inside_package(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
@@ -59,7 +81,7 @@ def call_site() -> str:
 
 def mismatch_report(entries: list[Entry], ranks: list[int]) -> str:
     """Name the ranks whose call differs from the most common one, with every rank's call."""
-    signatures = [tuple(entry.signature()[1:]) for entry in entries]
+    signatures = [entry.signature() for entry in entries]
     common = collections.Counter(signatures).most_common(1)[0][0]
     diverged = [ranks[i] for i, signature in enumerate(signatures) if signature != common]
     if len(diverged) * 2 == len(entries):  # a tie (two ranks): name every rank that differs from 0

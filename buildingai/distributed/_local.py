@@ -43,7 +43,7 @@ class LocalBackend:
             help="launch several processes: buildingai launch -n 2 script.py",
         )
 
-    recv = send
+    recv = send_header = recv_header = send
 
     def barrier(self):
         return None

@@ -39,6 +39,7 @@ class MPIBackend:
         self.MPI = MPI = import_mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.control = self.comm.Dup()  # probes travel here, never mixed with user messages
+        self.checks = self.comm.Dup()  # call fingerprints and send headers, in call order
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD,
                     "lor": MPI.LOR, "land": MPI.LAND}  # fmt: skip
@@ -72,6 +73,18 @@ class MPIBackend:
 
     def barrier(self):
         return [self.comm.Ibarrier()]
+
+    # ----- the checks that come before the data ------------------------------------------------
+    def agree(self, pair: np.ndarray):
+        """Start the maximum over the ranks of ``pair`` = (fingerprint, -fingerprint), in place:
+        every rank called the same way when the result is (fingerprint, -fingerprint) again."""
+        return [self.checks.Iallreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)]
+
+    def send_header(self, header: np.ndarray, peer: int, tag: int):
+        return [self.checks.Isend(header, dest=peer, tag=tag)]
+
+    def recv_header(self, header: np.ndarray, peer: int, tag: int):
+        return [self.checks.Irecv(header, source=peer, tag=tag)]
 
     def allgather_object(self, value) -> list:
         """Every rank's ``value`` (pickled; only for small reports, after all ranks arrived)."""

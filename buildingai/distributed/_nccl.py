@@ -1,8 +1,8 @@
 """The ``nccl`` backend: NCCL through CuPy, on the tensors' GPU memory, with the interface of the
 MPI backend. MPI (mpi4py) starts it: rank 0 makes the NCCL id and broadcasts it. Each operation
 runs on the current stream and records an event; waiting polls the event against the deadline
-and aborts the communicator when it passes. Small host arrays (debug mode's signatures) and
-object exchanges travel over MPI."""
+and aborts the communicator when it passes. Small host arrays (the fingerprints checked before each
+collective, send headers) and object exchanges travel over MPI."""
 
 from __future__ import annotations
 
@@ -176,6 +176,16 @@ class NCCLBackend:
 
     def allgather_object(self, value) -> list:
         return self.bootstrap.allgather_object(value)
+
+    # the checks before each collective and send are small host arrays: they travel over MPI
+    def agree(self, pair: np.ndarray):
+        return self.bootstrap.agree(pair)
+
+    def send_header(self, header: np.ndarray, peer: int, tag: int):
+        return self.bootstrap.send_header(header, peer, tag)
+
+    def recv_header(self, header: np.ndarray, peer: int, tag: int):
+        return self.bootstrap.recv_header(header, peer, tag)
 
     def split(self, ranks: list[int]):
         sub = self.bootstrap.split(ranks)

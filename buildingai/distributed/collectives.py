@@ -13,38 +13,14 @@ from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import DeviceError, DTypeError, ShapeError
 from ._buffers import Staged, contiguous, reduce_op_for, wire_array
-from ._ledger import OPS, Entry, call_site, mismatch_report
-from .errors import CollectiveMismatchError, DistributedError
+from ._ledger import Entry, call_site
+from ._work import HEADER_BYTES, Work, collective, header_of, receiving
+from .errors import DistributedError
 from .group import ProcessGroup, default_group
 
-
-class Work:
-    """A started collective. ``wait()`` blocks until it is done (raising at the group's timeout)
-    and writes the results into the collective's tensors, in place (each keeps its shape);
-    ``is_completed()`` asks without blocking."""
-
-    def __init__(self, group: ProcessGroup, pendings, finish, collective: str, seq: int,
-                 detail: str) -> None:  # fmt: skip
-        self.group, self.pendings, self.finish = group, pendings, finish
-        self.collective, self.seq, self.detail = collective, seq, detail
-        self.done = False
-        self.keep = None
-
-    def is_completed(self) -> bool:
-        return self.done or self.pendings is None or self.group.backend.test(self.pendings)
-
-    def wait(self) -> bool:
-        if not self.done:
-            self.group.wait(self.pendings, self.collective, self.seq, OPS.index(self.collective),
-                            self.detail)  # fmt: skip
-            self.done, self.keep = True, None
-            if self.finish is not None:
-                self.finish()
-        return True
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else "pending"
-        return f"Work({self.collective} #{self.seq}, {self.detail}, {state})"
+__all__ = ["Work", "all_gather", "all_gather_into_tensor", "all_reduce", "barrier", "broadcast",
+           "gather", "irecv", "isend", "recv", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+           "send"]  # fmt: skip
 
 
 def _array_of(tensor, collective: str, argument: str = "tensor") -> np.ndarray:
@@ -84,8 +60,8 @@ def _modified(tensor) -> None:
         tensor._version[1] = "distributed collective"
 
 
-def _begin(group: ProcessGroup | None, collective: str, array: np.ndarray, check: bool = True):
-    """Resolve the group, count the call and, in debug mode, check it against the other ranks."""
+def _group_of(group: ProcessGroup | None, collective: str) -> ProcessGroup:
+    """The group (the world by default), refused when this process is not in it or it broke."""
     group = group or default_group()
     if group.rank is None:
         raise DistributedError(
@@ -96,41 +72,20 @@ def _begin(group: ProcessGroup | None, collective: str, array: np.ndarray, check
         raise DistributedError(
             f"[{collective}] the group cannot be used after an earlier failure: {group.broken}"
         )
+    return group
+
+
+def _entry(group: ProcessGroup, collective: str, array: np.ndarray, arguments: str = "") -> Entry:
+    """Count the call and describe it: what every rank's call must agree with (``arguments``
+    such as ``op='sum'`` or ``src=0`` too), and the user's line that made it."""
     seq = group.sequence
     group.sequence += 1
+    entry = Entry(seq, collective, tuple(array.shape), str(array.dtype), call_site(), arguments)
     if group.debug:
-        entry = Entry(seq, collective, tuple(array.shape), str(array.dtype), call_site())
         group.ledger.record(entry)
-        if check and group.size > 1:
-            _check_same_call(group, entry)
-    return group, seq
-
-
-def _check_same_call(group: ProcessGroup, entry: Entry) -> None:
-    """Every rank's (seq, op, shape, dtype) must agree; otherwise name the rank that diverged."""
-    mine = entry.signature()
-    everyone = np.empty((group.size, mine.size), np.int64)
-    pendings = group.backend.allgather(mine, everyone)
-    group.wait(pendings, "ledger check", entry.seq, OPS.index("ledger check"), entry.describe())
-    if (everyone == mine).all():
-        return
-    entries = [Entry(*fields) for fields in group.backend.allgather_object(tuple(entry))]
-    group.broken = f"collective #{entry.seq} differed across ranks"
-    raise CollectiveMismatchError(
-        f"[{entry.op}] ranks called different collectives at step #{entry.seq}: "
-        + mismatch_report(entries, group.ranks),
-        help="every rank must call the same collectives, with the same shapes and dtypes, in the "
-        "same order; look at the line of the rank that diverged",
-    )
-
-
-def _run(group, collective, seq, pendings, finish, async_op, detail, keep=None):
-    work = Work(group, pendings, finish, collective, seq, detail)
-    work.keep = keep  # a temporary buffer the backend reads until the work is done
-    if async_op:
-        return work
-    work.wait()
-    return None
+    if group.status is not None:
+        group.status.entered(entry.describe())
+    return entry
 
 
 def _detail(array: np.ndarray) -> str:
@@ -140,19 +95,23 @@ def _detail(array: np.ndarray) -> str:
 # ----- the collectives ----------------------------------------------------------------------------
 def all_reduce(tensor, op: str = "sum", group: ProcessGroup | None = None, async_op: bool = False):
     """Combine ``tensor`` across the ranks, in place: after it, every rank holds the ``op``
-    ("sum", "mean", "max", "min", "prod") of all ranks' values. Any shape; bool sums are "any"."""
+    ("sum", "mean", "max", "min", "prod") of all ranks' values. Any shape, the same shape and
+    dtype on every rank (checked: ranks that differ raise together); bool sums are "any"."""
     array = _array_of(tensor, "all_reduce")
     backend_op = reduce_op_for(array.dtype, op, "all_reduce")
-    group, seq = _begin(group, "all_reduce", array)
+    group = _group_of(group, "all_reduce")
+    entry = _entry(group, "all_reduce", array, f"op={op!r}")
     staged = Staged(array, group.backend.native_float16)
-    pendings = group.backend.allreduce(staged.array, backend_op)
     divide_by = group.size if op == "mean" else 1
+
+    def start():
+        return group.backend.allreduce(staged.array, backend_op)
 
     def finish() -> None:
         staged.finish(divide_by)
         _modified(tensor)
 
-    return _run(group, "all_reduce", seq, pendings, finish, async_op, _detail(array))
+    return collective(group, entry, _detail(array), start, finish, async_op)
 
 
 def broadcast(tensor, src: int = 0, group: ProcessGroup | None = None, async_op: bool = False):
@@ -160,30 +119,31 @@ def broadcast(tensor, src: int = 0, group: ProcessGroup | None = None, async_op:
 
     ``tensor``: any shape, the same shape and dtype on every rank; overwritten in place."""
     array = _array_of(tensor, "broadcast")
-    group, seq = _begin(group, "broadcast", array)
+    group = _group_of(group, "broadcast")
     root = group.group_rank(src, "broadcast", "src")
+    entry = _entry(group, "broadcast", array, f"src={src}")
     staged = Staged(wire_array(array))
-    pendings = group.backend.broadcast(staged.array, root)
 
     def finish() -> None:
         staged.finish()
         _modified(tensor)
 
-    return _run(group, "broadcast", seq, pendings, finish, async_op, _detail(array))
+    return collective(group, entry, _detail(array), lambda: group.backend.broadcast(
+        staged.array, root), finish, async_op)  # fmt: skip
 
 
 def all_gather(tensor_list: list, tensor, group: ProcessGroup | None = None,
                async_op: bool = False):  # fmt: skip
     """Fill ``tensor_list[i]`` with ``tensor`` of group rank ``i``, on every rank.
 
-    ``tensor``: any shape ``S``; ``tensor_list``: ``world_size`` tensors, each of shape ``S`` and
-    ``tensor``'s dtype, overwritten in place."""
+    ``tensor``: any shape ``S``, the same on every rank; ``tensor_list``: ``world_size`` tensors,
+    each of shape ``S`` and ``tensor``'s dtype, overwritten in place."""
     array = _array_of(tensor, "all_gather")
-    group, seq = _begin(group, "all_gather", array)
+    group = _group_of(group, "all_gather")
     targets = _matching_list(tensor_list, array, group.size, "all_gather", "tensor_list")
+    entry = _entry(group, "all_gather", array)
     send = contiguous(wire_array(array))
     received = array_namespace(send).empty((group.size, *send.shape), send.dtype)
-    pendings = group.backend.allgather(send, received)
 
     def finish() -> None:
         for target, values in zip(targets, received):
@@ -191,27 +151,29 @@ def all_gather(tensor_list: list, tensor, group: ProcessGroup | None = None,
         for item in tensor_list:
             _modified(item)
 
-    return _run(group, "all_gather", seq, pendings, finish, async_op, _detail(array), send)
+    return collective(group, entry, _detail(array), lambda: group.backend.allgather(
+        send, received), finish, async_op, send)  # fmt: skip
 
 
 def all_gather_into_tensor(output, input, group: ProcessGroup | None = None,
                            async_op: bool = False):  # fmt: skip
     """``output`` (``world_size * input.shape[0]`` rows, or ``(world_size, *input.shape)``) is the
-    ranks' ``input`` tensors one after another."""
+    ranks' ``input`` tensors one after another; ``input`` has the same shape on every rank."""
     array = _array_of(input, "all_gather", "input")
     out = _array_of(output, "all_gather", "output")
-    group, seq = _begin(group, "all_gather", array)
+    group = _group_of(group, "all_gather")
     _check_total(out, array, group.size, "all_gather_into_tensor")
+    entry = _entry(group, "all_gather", array)
     send = contiguous(wire_array(array))
     staged = Staged(wire_array(out))
     received = staged.array.reshape((group.size, *send.shape))
-    pendings = group.backend.allgather(send, received)
 
     def finish() -> None:
         staged.finish()
         _modified(output)
 
-    return _run(group, "all_gather", seq, pendings, finish, async_op, _detail(array), send)
+    return collective(group, entry, _detail(array), lambda: group.backend.allgather(
+        send, received), finish, async_op, send)  # fmt: skip
 
 
 def reduce_scatter(output, input_list: list, op: str = "sum", group: ProcessGroup | None = None,
@@ -219,13 +181,12 @@ def reduce_scatter(output, input_list: list, op: str = "sum", group: ProcessGrou
     """Reduce ``input_list[i]`` over the ranks with ``op`` and leave the result in ``output`` of
     group rank ``i``.
 
-    ``output``: any shape ``S``, overwritten in place; ``input_list``: ``world_size`` tensors, each
-    of shape ``S`` and ``output``'s dtype."""
+    ``output``: any shape ``S``, the same on every rank, overwritten in place; ``input_list``:
+    ``world_size`` tensors, each of shape ``S`` and ``output``'s dtype."""
     out = _array_of(output, "reduce_scatter", "output")
-    group, seq = _begin(group, "reduce_scatter", out)
+    group = _group_of(group, "reduce_scatter")
     inputs = _matching_list(input_list, out, group.size, "reduce_scatter", "input_list")
-    return _reduce_scatter(group, seq, output, out, array_namespace(out).stack(inputs), op,
-                           async_op)  # fmt: skip
+    return _reduce_scatter(group, output, out, array_namespace(out).stack(inputs), op, async_op)
 
 
 def reduce_scatter_tensor(output, input, op: str = "sum", group: ProcessGroup | None = None,
@@ -233,29 +194,32 @@ def reduce_scatter_tensor(output, input, op: str = "sum", group: ProcessGroup | 
     """``output`` on group rank ``i`` is the ``op`` over the ranks of block ``i`` of ``input``
     (``input`` holds ``world_size`` blocks shaped like ``output``, one after another).
 
-    For ``output`` (N, *), ``input`` holds ``world_size * output.numel()`` elements, e.g.
-    (world_size * N, *) or (world_size, N, *); ``output`` is overwritten in place."""
+    For ``output`` (N, *), the same on every rank, ``input`` holds ``world_size * output.numel()``
+    elements, e.g. (world_size * N, *) or (world_size, N, *); ``output`` is overwritten in place."""
     out = _array_of(output, "reduce_scatter", "output")
     array = _array_of(input, "reduce_scatter", "input")
-    group, seq = _begin(group, "reduce_scatter", array)
+    group = _group_of(group, "reduce_scatter")
     _check_total(array, out, group.size, "reduce_scatter_tensor")
-    return _reduce_scatter(group, seq, output, out, array, op, async_op)
+    return _reduce_scatter(group, output, out, array, op, async_op)
 
 
-def _reduce_scatter(group, seq, output, out, send, op, async_op):
+def _reduce_scatter(group, output, out, send, op, async_op):
     if send.dtype != out.dtype:
         raise DTypeError(f"[reduce_scatter] input is {send.dtype} but output is {out.dtype}")
     backend_op = reduce_op_for(out.dtype, op, "reduce_scatter")
+    entry = _entry(group, "reduce_scatter", out, f"op={op!r}")
     staged = Staged(out, group.backend.native_float16)
     send = contiguous(send).astype(staged.array.dtype, copy=False)
-    pendings = group.backend.reduce_scatter(send.reshape(-1), staged.array.reshape(-1), backend_op)
     divide_by = group.size if op == "mean" else 1
+
+    def start():
+        return group.backend.reduce_scatter(send.reshape(-1), staged.array.reshape(-1), backend_op)
 
     def finish() -> None:
         staged.finish(divide_by)
         _modified(output)
 
-    return _run(group, "reduce_scatter", seq, pendings, finish, async_op, _detail(out), send)
+    return collective(group, entry, _detail(out), start, finish, async_op, send)
 
 
 def gather(tensor, gather_list: list | None = None, dst: int = 0,
@@ -266,14 +230,15 @@ def gather(tensor, gather_list: list | None = None, dst: int = 0,
     ``tensor``: any shape ``S``, the same on every rank; ``gather_list`` (on ``dst`` only):
     ``world_size`` tensors, each of shape ``S`` and ``tensor``'s dtype, overwritten in place."""
     array = _array_of(tensor, "gather")
-    group, seq = _begin(group, "gather", array)
+    group = _group_of(group, "gather")
     root = group.group_rank(dst, "gather", "dst")
-    send = contiguous(wire_array(array))
     received = targets = None
     if group.rank == root:
         targets = _matching_list(gather_list, array, group.size, "gather", "gather_list")
+    entry = _entry(group, "gather", array, f"dst={dst}")
+    send = contiguous(wire_array(array))
+    if targets is not None:
         received = array_namespace(send).empty((group.size, *send.shape), send.dtype)
-    pendings = group.backend.gather(send, received, root)
 
     def finish() -> None:
         if targets is not None:
@@ -282,7 +247,8 @@ def gather(tensor, gather_list: list | None = None, dst: int = 0,
             for item in gather_list:
                 _modified(item)
 
-    return _run(group, "gather", seq, pendings, finish, async_op, _detail(array), send)
+    return collective(group, entry, _detail(array), lambda: group.backend.gather(
+        send, received, root), finish, async_op, send)  # fmt: skip
 
 
 def scatter(tensor, scatter_list: list | None = None, src: int = 0,
@@ -292,45 +258,57 @@ def scatter(tensor, scatter_list: list | None = None, src: int = 0,
     ``tensor``: any shape ``S``, the same on every rank, overwritten in place; ``scatter_list``
     (on ``src`` only): ``world_size`` tensors, each of shape ``S`` and ``tensor``'s dtype."""
     array = _array_of(tensor, "scatter")
-    group, seq = _begin(group, "scatter", array)
+    group = _group_of(group, "scatter")
     root = group.group_rank(src, "scatter", "src")
-    staged = Staged(wire_array(array))
     send = None
     if group.rank == root:
         sources = _matching_list(scatter_list, array, group.size, "scatter", "scatter_list")
         send = array_namespace(array).stack([wire_array(source) for source in sources])
-    pendings = group.backend.scatter(send, staged.array, root)
+    entry = _entry(group, "scatter", array, f"src={src}")
+    staged = Staged(wire_array(array))
 
     def finish() -> None:
         staged.finish()
         _modified(tensor)
 
-    return _run(group, "scatter", seq, pendings, finish, async_op, _detail(array), send)
+    return collective(group, entry, _detail(array), lambda: group.backend.scatter(
+        send, staged.array, root), finish, async_op, send)  # fmt: skip
 
 
 def send(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0,
          async_op: bool = False):  # fmt: skip
     """Send ``tensor`` to world rank ``dst`` (which calls ``recv`` with ``src`` this rank).
 
-    ``tensor``: any shape; the receiver's tensor must have the same shape and dtype."""
+    ``tensor``: any shape; the receiver's tensor must have the same shape and dtype (a header
+    with both travels first: the receiver raises when they differ)."""
     array = _array_of(tensor, "send")
-    group, seq = _begin(group, "send", array, check=False)
+    group = _group_of(group, "send")
     peer = group.group_rank(dst, "send", "dst")
+    entry = _entry(group, "send", array, f"dst={dst}")
     buffer = contiguous(wire_array(array))
-    pendings = group.backend.send(buffer, peer, tag)
-    detail = _detail(array) + f" to rank {dst}"
-    return _run(group, "send", seq, pendings, None, async_op, detail, buffer)
+    header = header_of(entry)
+    pendings = group.backend.send_header(header, peer, tag) + group.backend.send(buffer, peer, tag)
+    work = Work(group, entry, _detail(array) + f" to rank {dst}", None, None)
+    work.pendings, work.keep = pendings, (buffer, header)
+    if async_op:
+        return work
+    work.wait()
+    return None
 
 
 def recv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0,
          async_op: bool = False):  # fmt: skip
     """Receive into ``tensor``, in place, what world rank ``src`` sends with ``send``.
 
-    ``tensor``: any shape, the shape and dtype of the sent tensor; overwritten in place."""
+    ``tensor``: any shape, the shape and dtype of the sent tensor (checked against the sender's
+    header: a mismatch raises here, naming both tensors and lines); overwritten in place."""
     array = _array_of(tensor, "recv")
-    group, seq = _begin(group, "recv", array, check=False)
+    group = _group_of(group, "recv")
     peer = group.group_rank(src, "recv", "src")
+    entry = _entry(group, "recv", array, f"src={src}")
     staged = Staged(wire_array(array))
+    header = np.zeros(HEADER_BYTES, np.uint8)
+    header_requests = group.backend.recv_header(header, peer, tag)
     pendings = group.backend.recv(staged.array, peer, tag)
 
     def finish() -> None:
@@ -338,7 +316,8 @@ def recv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0,
         _modified(tensor)
 
     detail = _detail(array) + f" from rank {src}"
-    return _run(group, "recv", seq, pendings, finish, async_op, detail)
+    return receiving(group, entry, detail, src, pendings, header, header_requests, finish,
+                     async_op)  # fmt: skip
 
 
 def isend(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
@@ -354,9 +333,9 @@ def irecv(tensor, src: int, group: ProcessGroup | None = None, tag: int = 0) -> 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False):
     """Wait until every rank of the group reached its barrier."""
-    group, seq = _begin(group, "barrier", np.empty(0, np.uint8))
-    pendings = group.backend.barrier()
-    return _run(group, "barrier", seq, pendings, None, async_op, "no tensor")
+    group = _group_of(group, "barrier")
+    entry = _entry(group, "barrier", np.empty(0, np.uint8))
+    return collective(group, entry, "no tensor", group.backend.barrier, None, async_op)
 
 
 # ----- argument checks ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ same way. ``new_group(ranks)`` makes a sub-group; every process must call it, in
 
 from __future__ import annotations
 
+import collections
 import datetime
 import os
 import sys
@@ -15,6 +16,7 @@ import time
 
 from ._ledger import Ledger
 from ._local import LocalBackend
+from ._rank_status import FILE_VARIABLE, RankStatus
 from .errors import CollectiveTimeoutError, DistributedError
 
 DEFAULT_TIMEOUT = 300.0  # seconds; BUILDINGAI_DISTRIBUTED_TIMEOUT overrides it
@@ -31,10 +33,14 @@ class ProcessGroup:
         rank: this process's rank within the group (None when it is not a member).
         size: the number of members.
         timeout: seconds a collective may wait before it raises ``CollectiveTimeoutError``.
-        debug: whether each collective is checked against the other ranks' (the ledger).
+        debug: whether each collective is recorded in the group's ledger (every collective is
+            checked against the other ranks' calls in any mode).
+        status: this rank's status file under ``buildingai launch`` (the collective it last
+            entered), else None.
     """
 
-    def __init__(self, backend, ranks: list[int], timeout: float, debug: bool) -> None:
+    def __init__(self, backend, ranks: list[int], timeout: float, debug: bool,
+                 status: RankStatus | None = None) -> None:  # fmt: skip
         self.backend = backend
         self.ranks = ranks
         self.rank = None if backend is None else backend.rank
@@ -44,6 +50,9 @@ class ProcessGroup:
         self.ledger = Ledger()
         self.sequence = 0  # collectives started in this group, the same count on every member
         self.broken: str | None = None  # why the group cannot be used any more
+        self.unstarted: collections.deque = collections.deque()  # Works waiting for their check
+        self.abandoned: list = []  # Works that raised: MPI may still use their buffers
+        self.status = status
         self.lock = threading.Lock()
 
     @property
@@ -82,18 +91,27 @@ class ProcessGroup:
             f"({detail}) in group {self.ranks}: {report}"
             + (f"; this rank's call: {last}" if last else ""),
             help="make every rank call the same collectives in the same order; a rank that "
-            "crashed shows its own traceback; raise timeout= in init_process_group if a rank is "
-            "just slow (BUILDINGAI_DISTRIBUTED_DEBUG=1 checks each call against the others)",
+            "crashed shows its own traceback (buildingai launch names a rank that vanished); "
+            "raise timeout= in init_process_group if a rank is just slow",
         )
 
 
 class _World:
-    """The default group of this process (set by ``init_process_group``)."""
+    """The default group of this process (set by ``init_process_group``), and its status file."""
 
     group: ProcessGroup | None = None
+    status: RankStatus | None = None
 
 
 _WORLD = _World()
+
+
+def rank_status() -> RankStatus | None:
+    """This rank's status file when ``buildingai launch`` started it (opened once), else None."""
+    path = os.environ.get(FILE_VARIABLE)
+    if _WORLD.status is None and path and os.path.isfile(path):
+        _WORLD.status = RankStatus(path)
+    return _WORLD.status
 
 
 def _launched_size() -> int:
@@ -128,8 +146,10 @@ def init_process_group(
         timeout: seconds (or a timedelta) any collective may wait before raising
             ``CollectiveTimeoutError`` naming the missing rank; default 300 s or
             ``BUILDINGAI_DISTRIBUTED_TIMEOUT``.
-        debug: keep a ledger of collectives and check every call against the other ranks'
-            (op, shape, dtype); default from ``BUILDINGAI_DISTRIBUTED_DEBUG=1``.
+        debug: keep a ledger of collectives (``buildingai.distributed.ledger()``); default
+            from ``BUILDINGAI_DISTRIBUTED_DEBUG=1``. In every mode, each collective first checks
+            that all ranks call it with the same op, shape, dtype and arguments, and raises
+            ``CollectiveMismatchError`` on every rank, naming each rank's call, when they differ.
 
     Under MPI with more than one process, an exception that ends a rank's script aborts the
     whole job (MPI_Abort), so the other ranks never wait for it.
@@ -170,7 +190,8 @@ def init_process_group(
             f"[init_process_group] unknown backend {backend!r}",
             help="use 'mpi', 'nccl' or 'local'",
         )
-    _WORLD.group = ProcessGroup(engine, list(range(engine.size)), seconds, bool(debug))
+    _WORLD.group = ProcessGroup(engine, list(range(engine.size)), seconds, bool(debug),
+                                rank_status())  # fmt: skip
     return _WORLD.group
 
 
@@ -181,6 +202,8 @@ def _abort_on_uncaught_exception(engine) -> None:
 
     def abort_job(kind, value, traceback) -> None:
         previous(kind, value, traceback)
+        if rank_status() is not None:
+            rank_status().failing(f"raised {kind.__name__}")
         sys.stdout.flush()
         sys.stderr.flush()
         engine.abort(1)
@@ -230,5 +253,5 @@ def new_group(ranks: list[int] | None = None, timeout=None, debug: bool | None =
     engine = world.backend.split(ranks)
     return ProcessGroup(
         engine, ranks, world.timeout if timeout is None else _seconds(timeout),
-        world.debug if debug is None else debug,
+        world.debug if debug is None else debug, world.status,
     )  # fmt: skip
