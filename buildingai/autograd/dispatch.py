@@ -136,48 +136,9 @@ def apply(op, *inputs, **attrs) -> Tensor:
             if output is not None:
                 return output
     elif len(inputs) == 2 and not attrs and op.check is None and _device._cupy is None:
-        # the commonest call of all, a binary op on the CPU that nothing watches: the same
-        # steps as below, without the general loop and branches (benchmarks/dispatch.py)
-        first, second = inputs
-        kind = type(first)
-        if kind is Tensor:
-            left, needs_grad = first.data, first.requires_grad
-        elif kind is float or kind is int:
-            left, needs_grad = first, False
-        else:
-            left, needs_grad = None, False
-        kind = type(second)
-        if kind is Tensor:
-            right = second.data
-            needs_grad = needs_grad or second.requires_grad
-        elif kind is float or kind is int:
-            right = second
-        else:
-            left = None
-        if left is not None:
-            if needs_grad and state.grad_enabled and op.differentiable:
-                ctx = node = Node(op, inputs, attrs)
-            else:
-                ctx, node = _SCRATCH, None
-            try:
-                kernels = op.accelerated
-                if kernels:  # what run_accelerated does, without its general calls
-                    for kernel in kernels:
-                        if kernel.applies(np, left, right):
-                            data = kernel.run(ctx, np, left, right)
-                            if data is not NotImplemented:
-                                break
-                    else:
-                        data = op.forward(ctx, np, left, right)
-                else:
-                    data = op.forward(ctx, np, left, right)
-            except BuildingAIError as error:
-                raise _with_module_path(error) from None
-            except (ValueError, TypeError, IndexError) as exc:
-                raise _with_module_path(op.describe_failure(exc, [left, right], attrs)) from exc
-            if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
-                data = np.asarray(data)
-            return output_tensor(op, data, first, node)
+        output = _unobserved_binary(op, inputs[0], inputs[1], state)
+        if output is not None:
+            return output
 
     arrays, needs_grad = _unwrap(inputs)
     observers = state.observers
@@ -215,6 +176,96 @@ def apply(op, *inputs, **attrs) -> Tensor:
         for observer in observers:
             observer.after_op(op, inputs, out, attrs)
     return out
+
+
+def _unobserved_binary(op, first, second, state):
+    """The commonest call of all, a binary op on CPU Tensors (or a Tensor and a Python number)
+    that no mode watches: ``apply``'s own steps without its general loop and branches
+    (``benchmarks/dispatch.py``). None when the call is not of that kind: ``apply`` then takes
+    it. The caller has checked that no mode observes, ``op`` has no ``check`` and no GPU is in
+    use."""
+    kind = type(first)
+    if kind is Tensor:
+        left, needs_grad = first.data, first.requires_grad
+    elif kind is float or kind is int:
+        left, needs_grad = first, False
+    else:
+        return None
+    kind = type(second)
+    if kind is Tensor:
+        right = second.data
+        needs_grad = needs_grad or second.requires_grad
+    elif kind is float or kind is int:
+        right = second
+    elif isinstance(second, np.generic):  # weakly typed, as a Python number (see _unwrap)
+        right = second = second.item()
+    else:
+        return None
+    if needs_grad and state.grad_enabled and op.differentiable:
+        ctx = node = Node(op, (first, second), {})
+    else:
+        ctx, node = _SCRATCH, None
+    try:
+        kernels = op.accelerated
+        if kernels:  # what run_accelerated does, without its general calls
+            for kernel in kernels:
+                if kernel.applies(np, left, right):
+                    data = kernel.run(ctx, np, left, right)
+                    if data is not NotImplemented:
+                        break
+            else:
+                data = op.forward(ctx, np, left, right)
+        else:
+            data = op.forward(ctx, np, left, right)
+    except BuildingAIError as error:
+        raise _with_module_path(error) from None
+    except (ValueError, TypeError, IndexError) as exc:
+        raise _with_module_path(op.describe_failure(exc, [left, right], {})) from exc
+    if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
+        data = np.asarray(data)
+    if node is not None or op.view or _accounting.tracking:
+        return output_tensor(op, data, first, node)
+    out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
+    out.data = data
+    out.grad = out._node = out._hooks = out._post_hooks = out._base = None
+    out.requires_grad = False
+    out._version = [0, None]
+    return out
+
+
+def binary_operator(op, rank: int = 0, general=None):
+    """The Python operator of binary ``op`` (``x + y`` is ``binary_operator(ADD)(x, y)``):
+    exactly ``apply(op, x, y)``, with apply's short path for an unwatched CPU call taken
+    without the extra call through ``apply``, since operators are the most frequent calls of
+    all. ``op`` has no ``check``.
+
+    ``rank``: the short path takes only two Tensors of at least this rank (``@`` takes 2);
+    other calls go to ``general(x, y)`` (``matmul``, which also takes vectors), or to
+    ``apply`` when ``general`` is None."""
+    if op.check is not None:
+        raise BuildingAIError(f"[binary_operator] '{op.name}' has a check: call apply instead")
+    if general is None:
+
+        def general(first, second):
+            return apply(op, first, second)
+
+    def operator(first, second):
+        state = _current_state()
+        if (
+            not state.observed
+            and _device._cupy is None
+            and (
+                not rank
+                or (type(second) is Tensor and first.data.ndim >= rank and second.data.ndim >= rank)
+            )
+        ):
+            output = _unobserved_binary(op, first, second, state)
+            if output is not None:
+                return output
+        return general(first, second)
+
+    operator.__name__ = op.name
+    return operator
 
 
 def run_forward(op, ctx, xp, *arrays, **attrs):

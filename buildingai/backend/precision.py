@@ -101,11 +101,14 @@ def gemm_result_dtype(a, b):
     of the result of the float32 GEMM that ``gemm_operand`` prepares them for."""
     if type(a) is not np.ndarray:  # CuPy multiplies float16 natively with float32 accumulation
         return None
-    if a.dtype.itemsize == 2 or b.dtype.itemsize == 2:  # float16 / bfloat16 (or int16)
+    a_dtype, b_dtype = a.dtype, b.dtype
+    if a_dtype.itemsize == 2 or b_dtype.itemsize == 2:  # float16 / bfloat16 (or int16)
         return dtypes_result(a, b)
+    if a_dtype != _FLOAT32 or b_dtype != _FLOAT32:
+        return None
     scoped = _SCOPED.get()
     name = _default if scoped is None else scoped
-    if name == "fp32" or a.dtype != _FLOAT32 or b.dtype != _FLOAT32:
+    if name == "fp32":
         return None
     if name == "tf32":
         _warn_tf32_on_cpu_once()

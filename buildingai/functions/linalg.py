@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from ..autograd.dispatch import apply
+from ..autograd.dispatch import apply, binary_operator
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..backend.dtypes import is_floating
@@ -257,6 +257,7 @@ def _broadcast_labels(operands: list, terms: list[str], subscripts: str) -> list
 __all__ = ["matmul", "dot", "outer", "mm", "bmm", "linear", "einsum"]
 
 TENSOR_METHODS = {
-    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": lambda self, other: matmul(other, self),
+    # ``x @ y`` of two stacks of matrices takes dispatch's operator path, vectors go to matmul
+    "matmul": matmul, "__matmul__": binary_operator(ops.MATMUL, rank=2, general=matmul), "__rmatmul__": lambda self, other: matmul(other, self),
     "dot": dot, "outer": outer, "mm": mm, "bmm": bmm,
 }  # fmt: skip

@@ -1,5 +1,6 @@
-"""apply's short check for the commonest call (a binary op on the CPU that no mode watches)
-gives what its general path gives: values, fields, gradients, errors and the op stream."""
+"""apply's short check for the commonest call (a binary op on the CPU that no mode watches),
+and the operators (``x + y``, ``x @ y``) that take it without the call through apply, give what
+the general path gives: values, fields, gradients, errors and the op stream."""
 
 import numpy as np
 import pytest
@@ -162,3 +163,28 @@ def test_parallel_branches_show_modes_the_eager_ops():
     assert sorted(deferred.names) == sorted(eager.names)
     for result, reference in zip(results, expected):
         np.testing.assert_array_equal(result.numpy(), reference.numpy())
+
+
+def test_operators_are_apply_of_their_op():
+    a, b = bai.tensor([[1.0, 2.0]]), bai.tensor([[3.0], [4.0]])
+    for operator, op in ((a + b, ops.ADD), (a - b, ops.SUB), (a * b, ops.MUL), (a / b, ops.DIV)):
+        expected = dispatch.apply(op, a, b)
+        np.testing.assert_array_equal(operator.numpy(), expected.numpy())
+        assert operator.dtype == expected.dtype and operator.is_leaf and not operator.requires_grad
+    np.testing.assert_array_equal((b @ a).numpy(), dispatch.apply(MATMUL, b, a).numpy())
+
+
+def test_the_product_operator_takes_vectors_through_matmul():
+    m, v = bai.ones(2, 3), bai.tensor([1.0, 2.0, 3.0])
+    assert (m @ v).shape == (2,) and (v @ v).shape == ()
+    np.testing.assert_array_equal((m @ v).numpy(), [6.0, 6.0])
+    np.testing.assert_array_equal((v @ m.T).numpy(), [6.0, 6.0])
+
+
+def test_an_op_with_a_check_has_no_operator_short_path():
+    class Checked(ops.Add):
+        def check(self, a, b):
+            pass
+
+    with pytest.raises(bai.BuildingAIError, match="has a check"):
+        dispatch.binary_operator(Checked())
