@@ -25,6 +25,7 @@ from ..backend.dtypes import as_dtype, is_floating
 from ..errors import BuildingAIError, CheckpointError, DTypeError
 from ..functions.elementwise import clone as _clone_tensor
 from ..utils.hooks import RemovableHandle
+from .call_signature import call_signature, set_last_call_signature
 from .parameter import Parameter
 
 
@@ -99,6 +100,7 @@ class Module:
         # The modules being called on this thread (dispatch reads their names for errors), so
         # errors name this thread's call even when other threads run the same model.
         stack, path = MODULE_CALLS.stacks
+        on_its_own = not stack
         if stack:
             # The name under which the calling module holds this one: a cached lookup, checked.
             parent = stack[-1]
@@ -111,8 +113,12 @@ class Module:
         path.append(name)
         try:
             if self._forward_pre_hooks or self._forward_hooks:
-                return self._call_with_hooks(args, kwargs)
-            return self.forward(*args, **kwargs)
+                output = self._call_with_hooks(args, kwargs)
+            else:
+                output = self.forward(*args, **kwargs)
+            if on_its_own:  # the shapes of a call that ran let plot_computation_graph draw it
+                set_last_call_signature(self, call_signature(args, kwargs))
+            return output
         except BuildingAIError as error:
             if error.where is None:  # raised by layer code itself, not by an op
                 error.where = ".".join(path)

@@ -1,6 +1,7 @@
 """Pictures of what the framework computes: ``plot_computation_graph`` draws a frozen graph or
-a model's most recent call, which ``record_runs`` keeps; ``LiveDashboard`` follows training
-curves live; ``weight_histogram`` and ``plot_metrics`` draw parameters and a run's metrics."""
+a model's most recent call (as ``record_runs`` kept it, or replayed from its shapes);
+``LiveDashboard`` follows training curves live; ``weight_histogram`` and ``plot_metrics`` draw
+parameters and a run's metrics."""
 
 from .dashboard import LiveDashboard
 from .graph_plot import DotSource, graph_to_dot, plot_computation_graph

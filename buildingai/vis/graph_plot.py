@@ -2,21 +2,25 @@
 
 Each op node shows the op, its output shape and dtype, and the module path it ran in; inputs
 are green, parameters and constants grey. Nodes of one module are grouped in a labelled box.
-The graph is a frozen one, or the record of a model's most recent call (``runs.py``).
+The graph is a frozen one, or a model's most recent call: recorded as it ran (``runs.py``) or
+replayed from its shapes (``replay.py``).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from ..graph.executor import StaticGraph
 from ..graph.freezing import freeze
 from ..graph.graph import Graph, GraphError, Literal
 from ..graph.symbolic import show_shape
+from ..nn.call_signature import last_call_signature
 from ..nn.module import Module
-from .runs import is_recorded, last_run, record_call, record_runs
+from .replay import leaving_no_trace, refuse_training_that_changes, replay, stand_in_specs
+from .runs import last_run, record_call
 
 
 def _escape(text: str) -> str:
@@ -116,9 +120,14 @@ def plot_computation_graph(
 
     Which graph: a ``StaticGraph`` or ``Graph`` as it is; with ``input_signature``, the model
     or function frozen with it; with ``example_inputs`` (a Tensor or a tuple of them), one call
-    on them, recorded now; otherwise, for a Module or its bound ``forward``, the most recent
-    call of the model (see ``record_runs``: the first such request starts recording its calls,
-    and raises until the model has run once).
+    on them, recorded now; otherwise, for a Module or its bound ``forward``, the model's most
+    recent call: the call itself when ``record_runs(model)`` recorded it, else the model run
+    once more on stand-in values of that call's shapes and dtypes, leaving no trace (see
+    ``vis/replay.py``; a forward that branches on values may take another branch).
+
+    A model in training mode is drawn where training mode changes nothing it computes; with
+    active dropout or batch statistics (a replay or a freeze would draw one random training
+    call) it is refused: call ``model.eval()`` first, or record its training calls.
 
     Without ``path`` it returns the DOT text as a ``DotSource`` (a str that Jupyter shows as
     SVG when Graphviz's ``dot`` is installed). With ``path`` it writes the DOT text there when
@@ -133,7 +142,7 @@ def plot_computation_graph(
     elif isinstance(source, Graph):
         graph = source
     elif input_signature is not None:
-        graph = freeze(module if module is not None else source, input_signature).graph
+        graph = _frozen(module if module is not None else source, module, input_signature, name)
     elif example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
         graph = record_call(module if module is not None else source, tuple(inputs), module)
@@ -172,15 +181,26 @@ def _most_recent_run(source, module, name: str) -> Graph:
     graph = last_run(module)
     if graph is not None:
         return graph
-    started = "" if is_recorded(module) else " (recording its calls starts now)"
-    record_runs(module)
+    signature = last_call_signature(module)
+    if signature is not None:
+        return replay(module, signature, name)
     raise GraphError(
-        f"[plot_computation_graph] {name}.forward has no recorded run{started}: run the model "
-        "once, or pass example inputs",
+        f"[plot_computation_graph] {name} has not been called on its own yet, so it has no "
+        "most recent call to draw: run the model once, or pass example inputs",
         help="call the model, then plot again; or plot_computation_graph(model.forward, "
-        "example_inputs=(x,)); buildingai.vis.record_runs(model) starts recording before the "
-        "first call",
+        "example_inputs=(x,)); a part called only inside its model is drawn with that model",
     )
+
+
+def _frozen(target, module, input_signature: list, name: str) -> Graph:
+    """The graph of ``target`` frozen with ``input_signature``. A model in training mode is
+    frozen as in evaluation (its flags put back after) when that mode changes nothing."""
+    if module is None or not any(part.training for part in module.modules()):
+        return freeze(target, input_signature).graph
+    refuse_training_that_changes(module, stand_in_specs(input_signature, module), {}, name)
+    with leaving_no_trace(module):
+        module.eval()
+        return freeze(target, input_signature).graph
 
 
 def _write(dot_text: str, path: Path) -> list:
@@ -190,7 +210,13 @@ def _write(dot_text: str, path: Path) -> list:
     written = [dot_path]
     if path.suffix in (".svg", ".png", ".pdf"):
         program = shutil.which("dot")
-        if program is not None:
+        if program is None:
+            print(
+                f"plot_computation_graph: Graphviz's dot program is not installed, so only "
+                f"{dot_path} was written, not {path} (install Graphviz to render it)",
+                file=sys.stderr,
+            )
+        else:
             subprocess.run(
                 [program, f"-T{path.suffix[1:]}", str(dot_path), "-o", str(path)],
                 check=True,
