@@ -1,6 +1,7 @@
 """Neural networks: Module, Parameter, containers, layers and initialisation."""
 
 from . import (
+    einops_backend,  # registers BuildingAI tensors with einops, when einops is installed
     functional,
     init,
     parallel,  # torch.nn.parallel's place: DataParallel on one device
@@ -30,8 +31,10 @@ from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, U
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distillation import DistillationLoss, distillation_loss
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .einops_layers import Rearrange, Reduce
 from .embedding import Embedding
 from .functional_call import functional_call
+from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Linear
 from .loss import (
     BCELoss,
@@ -57,8 +60,27 @@ from .moe import (
     load_balancing_loss,
 )
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .parallel import DataParallel
 from .parameter import Parameter
+from .parameter_containers import ParameterDict, ParameterList
+from .pixel_shuffle import PixelShuffle, PixelUnshuffle
 from .pool import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -181,6 +203,30 @@ __all__ = [
     "BatchNorm2d",
     "BatchNorm3d",
     "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "ParameterList",
+    "ParameterDict",
+    "PixelShuffle",
+    "Rearrange",
+    "Reduce",
+    "PixelUnshuffle",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
     "Dropout",
     "Dropout1d",
     "Dropout2d",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from .. import functions
 from ..autograd.tensor import Tensor
+from . import functional as F
 from .module import Module
 
-# `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed
-# out of place, which gives the same values and gradients.
+# `inplace=True` writes the result into the input and returns it, as in PyTorch (see
+# nn.functional.activation).
 
 
 class ReLU(Module):
@@ -19,7 +20,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.relu(x)
+        return F.relu(x, self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -34,7 +35,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -65,7 +66,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.silu(x)
+        return F.silu(x, self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""

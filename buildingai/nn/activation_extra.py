@@ -2,14 +2,15 @@
 functions of the same name (``ELU(alpha)(x)`` is ``buildingai.elu(x, alpha)``); ``PReLU`` owns
 its learnable slopes.
 
-``inplace=True`` is accepted so PyTorch model code runs unchanged; the result is computed out of
-place, which gives the same values and gradients.
+``inplace=True`` writes the result into the input and returns it, as in PyTorch (see
+``nn.functional.activation``).
 """
 
 from __future__ import annotations
 
 from .. import functions
 from ..autograd.tensor import Tensor
+from . import functional as F
 from . import init
 from ._utils import empty_parameter
 from .module import Module
@@ -27,7 +28,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + _inplace(self.inplace)
@@ -42,7 +43,7 @@ class SELU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.selu(x)
+        return F.selu(x, self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -56,7 +57,7 @@ class CELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.celu(x, self.alpha)
+        return F.celu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + _inplace(self.inplace)
@@ -70,7 +71,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace(self.inplace)
@@ -94,7 +95,7 @@ class Hardsigmoid(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.hardsigmoid(x)
+        return F.hardsigmoid(x, self.inplace)
 
 
 class Hardswish(Module):
@@ -105,7 +106,7 @@ class Hardswish(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.hardswish(x)
+        return F.hardswish(x, self.inplace)
 
 
 class Mish(Module):
@@ -116,7 +117,10 @@ class Mish(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.mish(x)
+        return F.mish(x, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GLU(Module):
@@ -162,7 +166,7 @@ class Threshold(Module):
         self.threshold, self.value, self.inplace = threshold, value, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.threshold(x, self.threshold, self.value)
+        return F.threshold(x, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}" + _inplace(self.inplace)

@@ -2,24 +2,20 @@
 primitives (``import buildingai.nn.functional as F``)."""
 
 from ...functions.activation import *
-from ...functions.elementwise import (
-    gelu,
-    leaky_relu,
-    relu,
-    sigmoid,
-    silu,
-    softplus,
-    tanh,
-)
+from ...functions.elementwise import gelu, sigmoid, softplus, tanh
 from ...functions.index import one_hot
 from ...functions.linalg import linear
 from ...functions.nn import dropout, embedding, log_softmax, softmax
+from .activation import *  # the activations that take inplace=, after their plain forms
 from .attention import *
 from .bilinear import *
 from .channel_dropout import *
 from .conv import *
+from .instance_norm import *
 from .interpolate import *
 from .loss import *
 from .norm import *
+from .padding import *
+from .pixel_shuffle import *
 from .pool import *
 from .rnn import *

@@ -1,0 +1,84 @@
+"""Instance normalisation: each sample's channel normalised over its own positions, as in
+``torch.nn.functional.instance_norm``."""
+
+from __future__ import annotations
+
+import math
+
+from ...autograd.mode import no_grad
+from ...autograd.tensor import Tensor
+from ...errors import ArgumentError, ShapeError
+from .norm import _channel_affine, _check_parameter, batch_norm, standardize
+
+
+def _update_running_stats(
+    x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, momentum: float
+) -> None:
+    """Blend the batch's average per-instance statistics into the running ones, in place:
+    ``running = (1 - momentum) * running + momentum * statistic``, the statistic being the mean
+    over the batch of each instance's mean, or of its unbiased variance."""
+    positions = tuple(range(2, x.ndim))
+    with no_grad():
+        batch = x.detach()
+        if running_mean is not None:
+            mean = batch.mean(axis=positions).mean(axis=0).astype(running_mean.dtype)
+            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+        if running_var is not None:
+            variance = batch.var(axis=positions, correction=1).mean(axis=0)
+            variance = variance.astype(running_var.dtype)
+            running_var.copy_(running_var * (1 - momentum) + variance * momentum)
+
+
+def instance_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's argument name
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise every channel of every sample of input (N, C, *) over its positions ``*``
+    (mean and biased variance), then scale by ``weight`` and shift by ``bias`` (C,).
+
+    ``use_input_stats=True`` uses each instance's own statistics and, when running statistics
+    are given, blends their batch averages into them in place (the variance unbiased), as
+    PyTorch does. ``use_input_stats=False`` normalises with ``running_mean`` and
+    ``running_var`` instead (evaluation of a layer that tracks them). Returns input's shape.
+    """
+    if input.ndim < 3:
+        raise ShapeError(
+            f"[instance_norm] expects input (N, C, *positions) with at least one position "
+            f"dimension, got shape {tuple(input.shape)}",
+            help="add the batch dimension (x.unsqueeze(0)) to a single (C, L) sample",
+        )
+    channels = input.shape[1]
+    for name, value in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
+        _check_parameter("instance_norm", name, value, (channels,))
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ArgumentError(
+                "[instance_norm] running_mean and running_var are required when "
+                "use_input_stats=False",
+                help="pass the running statistics, or use_input_stats=True",
+            )
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if math.prod(input.shape[2:]) <= 1:
+        raise ArgumentError(
+            f"[instance_norm] expected more than 1 spatial element when training, got input "
+            f"size {tuple(input.shape)}",
+            help="a single position has no spread to normalise by",
+        )
+    out = standardize(input, tuple(range(2, input.ndim)), eps)
+    if running_mean is not None or running_var is not None:
+        _update_running_stats(input, running_mean, running_var, momentum)
+    return _channel_affine(out, weight, bias)
+
+
+__all__ = ["instance_norm"]
