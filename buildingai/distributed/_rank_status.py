@@ -32,6 +32,7 @@ _COLLECTIVE = slice(_REASON.stop, _REASON.stop + 360)
 SIZE = _COLLECTIVE.stop
 INSIDE, LEFT = 1, 2
 EXITED, SIGNALLED = 1, 2
+FINISHED = "its script finished"  # the reason run.py records when the script returned
 
 
 class RankStatus:
@@ -62,7 +63,8 @@ class RankStatus:
         struct.pack_into("<q", self.memory, 8, LEFT)
 
     def failing(self, reason: str) -> None:
-        """Why the rank is about to end (``raised ValueError``, ``sys.exit(3)``)."""
+        """Why the rank is about to end (``raising ValueError``, ``sys.exit(3)``, or
+        ``FINISHED``)."""
         self.memory[_REASON] = _padded(reason, _REASON)
 
     def ended(self, how: int, value: int) -> None:
@@ -105,17 +107,20 @@ def _signal_name(number: int) -> str:
 
 def _how_it_ended(status: dict) -> str | None:
     """``exited with code 9``, ``was killed by signal 9 (SIGKILL)``, ...; None for a clean exit."""
-    reason = f" after {status['reason']}" if status["reason"] else ""
+    finished = status["reason"] == FINISHED
+    reason = f" after {status['reason']}" if status["reason"] and not finished else ""
     if status["how"] == EXITED:
         if status["value"] == 0:
-            return None
+            return None if finished else "exited with code 0 before its script finished"
         return f"exited with code {status['value']}{reason}"
     if status["how"] == SIGNALLED:
         number = status["value"]
         return f"was killed by signal {number} ({_signal_name(number)}){reason}"
+    if reason:
+        return f"ended{reason}, which aborts the whole job (its traceback is above)"
     return (
-        "was killed before it could report (SIGKILL to its process group: mpiexec's cleanup "
-        f"after another rank failed, or from outside){reason}"
+        "was ended without an exit status (mpiexec's cleanup after another rank failed, or a "
+        "SIGKILL from outside)"
     )
 
 

@@ -203,7 +203,7 @@ def _abort_on_uncaught_exception(engine) -> None:
     def abort_job(kind, value, traceback) -> None:
         previous(kind, value, traceback)
         if rank_status() is not None:
-            rank_status().failing(f"raised {kind.__name__}")
+            rank_status().failing(f"raising {kind.__name__}")
         sys.stdout.flush()
         sys.stderr.flush()
         engine.abort(1)

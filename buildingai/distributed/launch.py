@@ -3,6 +3,9 @@
 It uses the ``mpiexec`` of the mpich wheel installed next to this Python (the ``mpi`` extra), else
 ``$BUILDINGAI_MPIEXEC``, else the first on PATH. Each rank runs ``buildingai.distributed.run``,
 which aborts the job when the script fails, so the launcher exits non-zero and no rank is left.
+A small supervisor (``_rank_status.py``) starts each rank and records how it ended; after the
+job the launcher prints one line per rank that ended abnormally (rank, PID, exit code or signal,
+the last collective it entered), however it ended.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from . import _rank_status
 from .errors import DistributedError
 
 
@@ -37,8 +42,9 @@ def find_mpiexec() -> str:
 
 
 def launch_command(processes: int, script: str, args: list[str], hostfile: str | None = None,
-                   auto_cleanup: bool = True) -> list[str]:  # fmt: skip
-    """The ``mpiexec`` command line that runs ``script`` on ``processes`` ranks."""
+                   auto_cleanup: bool = True, supervised: bool = False) -> list[str]:  # fmt: skip
+    """The ``mpiexec`` command line that runs ``script`` on ``processes`` ranks; ``supervised``
+    starts each rank through the supervisor that records how it ended."""
     if processes < 1:
         raise DistributedError(f"[launch] -n must be at least 1, got {processes}")
     if not Path(script).is_file():
@@ -48,6 +54,8 @@ def launch_command(processes: int, script: str, args: list[str], hostfile: str |
         command += ["-hostfile", hostfile]
     if not auto_cleanup:
         command.append("-disable-auto-cleanup")  # MPICH's Hydra: survivors report, then abort
+    if supervised:
+        return command + [sys.executable, _rank_status.__file__, script, *args]
     return command + [sys.executable, "-m", "buildingai.distributed.run", script, *args]
 
 
@@ -58,10 +66,23 @@ def launch(processes: int, script: str, args: list[str], hostfile: str | None = 
 
     Each rank gets ``threads_per_rank`` BLAS/OpenMP threads (default: the CPUs divided among the
     ranks) unless OMP_NUM_THREADS is already set. With ``timeout`` seconds, the whole job is
-    killed when it runs longer, and the exit code is 124.
+    killed when it runs longer, and the exit code is 124. Afterwards, one line on stderr per rank
+    that ended abnormally names its rank, PID, exit code or signal and last collective.
     """
-    command = launch_command(processes, script, args, hostfile, auto_cleanup)
-    environment = dict(os.environ)
+    folder = tempfile.mkdtemp(prefix="buildingai-launch-")
+    try:
+        command = launch_command(processes, script, args, hostfile, auto_cleanup, supervised=True)
+        code = _run_job(command, processes, folder, timeout, threads_per_rank)
+        for line in _rank_status.failure_lines(folder, processes):
+            print(f"buildingai launch: {line}", file=sys.stderr)
+        return code
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_job(command: list[str], processes: int, folder: str, timeout: float | None,
+             threads_per_rank: int | None) -> int:  # fmt: skip
+    environment = dict(os.environ, **{_rank_status.FOLDER_VARIABLE: folder})
     if "OMP_NUM_THREADS" not in environment:
         threads = threads_per_rank or max(1, (os.cpu_count() or 1) // processes)
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

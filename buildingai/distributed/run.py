@@ -9,6 +9,15 @@ import runpy
 import sys
 import traceback
 
+from ._rank_status import FILE_VARIABLE, FINISHED, RankStatus
+
+
+def _record_end(reason: str) -> None:
+    """Tell ``buildingai launch`` why this rank ends (its report line names it)."""
+    path = os.environ.get(FILE_VARIABLE)
+    if path and os.path.isfile(path):
+        RankStatus(path).failing(reason)
+
 
 def _abort_job(code: int) -> None:
     """MPI_Abort when this process is one of several MPI ranks; otherwise nothing."""
@@ -33,16 +42,20 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit:
         code = exit.code
         if code in (None, 0):
+            _record_end(FINISHED)
             return 0
         if not isinstance(code, int):
             print(code, file=sys.stderr)
             code = 1
+        _record_end(f"sys.exit({exit.code!r})")
         _abort_job(code)
         return code
-    except BaseException:
+    except BaseException as error:
         traceback.print_exc()
+        _record_end(f"raising {type(error).__name__}")
         _abort_job(1)
         return 1
+    _record_end(FINISHED)
     return 0
 
 

@@ -5,6 +5,8 @@ non-zero with no rank left behind (jobs/failures.py).
 The survivors' reports are read from files the job writes as it re-raises: once a rank died,
 the launcher may stop forwarding the other ranks' output."""
 
+import re
+
 import pytest
 
 from .launcher import run_job
@@ -79,3 +81,48 @@ def test_the_launcher_timeout_kills_the_whole_job():
     job = run_job("failures", 2, "stalled", "60", launch_options=("--timeout", "3"), timeout=40)
     assert job.returncode == 124
     assert "ran past 3 s" in job.output
+
+
+def launcher_lines(output: str) -> dict:
+    """{rank: the launcher's line about it} from ``buildingai launch: rank N (PID P) ...``."""
+    found = re.findall(r"^buildingai launch: rank (\d+) \(PID (\d+)\) (.*)$", output, re.M)
+    return {int(rank): text for rank, _, text in found}
+
+
+DEATHS = {"dies": "exited with code 9", "killed": "was killed by signal 9 (SIGKILL)"}
+
+
+@pytest.mark.parametrize("cleanup", [True, False], ids=["auto-cleanup", "no-auto-cleanup"])
+@pytest.mark.parametrize("mode", sorted(DEATHS))
+def test_the_launcher_names_a_rank_that_died(mode, cleanup):
+    # os._exit(9) printed nothing at all, and a SIGKILL showed a PID but not the rank
+    options = () if cleanup else ("--no-auto-cleanup",)
+    job = run_job("failures", 2, mode, "2", launch_options=options, timeout=40)
+    assert job.returncode != 0
+    lines = launcher_lines(job.output)
+    assert sorted(lines) == [0, 1], job.output  # the survivor ended abnormally too
+    assert lines[1].startswith(DEATHS[mode] + "; last collective entered: all_reduce("), lines
+    assert "#0 at " in lines[1] and "failures.py:19 (completed)" in lines[1]
+    assert "all_reduce(shape (4,), float32, op='sum') #1 at" in lines[0]
+    assert lines[0].endswith("(still inside it)")
+    if not cleanup:  # the survivor ran on to its timeout and reported, then aborted the job
+        assert "CollectiveTimeoutError: [all_reduce] rank 0 waited 2 s" in job.output
+        assert "after raising CollectiveTimeoutError" in lines[0]
+    assert re.search(r"^buildingai launch: rank 1 \(PID \d+\)", job.output, re.M)
+    first = job.output.index("buildingai launch: rank 1")
+    assert first < job.output.index("buildingai launch: rank 0")  # the first to end comes first
+    assert job.seconds < 30
+
+
+def test_a_rank_that_raises_is_named_with_its_exception():
+    job = run_job("failures", 2, "raises", "60", timeout=40)
+    raised = ("exited with code 1 after raising ValueError", "ended after raising ValueError")
+    lines = launcher_lines(job.output)
+    assert lines[1].startswith(raised), job.output  # MPI_Abort may kill its supervisor first
+    assert "last collective entered: all_reduce(" in lines[1]
+
+
+def test_a_clean_job_prints_no_launcher_lines():
+    job = run_job("collectives", 2, timeout=90)
+    assert job.returncode == 0, job.output
+    assert "buildingai launch:" not in job.output

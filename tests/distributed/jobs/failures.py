@@ -22,9 +22,9 @@ print(f"rank {rank} passed the first all_reduce", flush=True)
 if rank == 1 and mode == "killed":
     time.sleep(0.5)  # rank 0 is waiting in the next all_reduce by now
     os.kill(os.getpid(), signal.SIGKILL)
-if rank == 1 and mode == "vanishes":
+if rank == 1 and mode in ("vanishes", "dies"):
     time.sleep(0.5)
-    os._exit(0)  # gone without a trace: no exception, no MPI finalize, no failing exit code
+    os._exit(0 if mode == "vanishes" else 9)  # gone without a trace: no exception, no finalize
 if rank == 1 and mode == "stalled":
     time.sleep(30)  # stops calling collectives (bounded, so nothing outlives the test)
 if rank == 1 and mode == "raises":
