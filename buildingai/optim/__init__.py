@@ -17,6 +17,7 @@ from .clip import (
     clip_grad_value_,
     clip_value_hook,
 )
+from .lbfgs import LBFGS
 from .lion import Lion
 from .optimizer import OptimizerBase, OptimizerError, StepHookHandle
 from .rmsprop import RMSprop
@@ -46,6 +47,7 @@ __all__ = [
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
     "ExponentialLR",
+    "LBFGS",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
