@@ -285,17 +285,28 @@ def _as_tensor_list(tensors, op: str) -> list[Tensor]:
     return [as_tensor(t) for t in tensors]
 
 
+def _is_legacy_empty(x: Tensor) -> bool:
+    return x.ndim == 1 and x.shape[0] == 0
+
+
 def concatenate(tensors: Sequence[Tensor], axis: int | None = None, *, dim=None) -> Tensor:
     """Join tensors along an existing axis (default 0). All dimensions but ``axis`` must match;
-    dtypes are promoted. ``[(2, 3), (4, 3)]`` along 0 -> ``(6, 3)``."""
+    dtypes are promoted. ``[(2, 3), (4, 3)]`` along 0 -> ``(6, 3)``.
+
+    As in PyTorch, an empty 1-D tensor (shape ``(0,)``, the old way of writing "nothing yet")
+    beside tensors of other ranks adds no elements: ``cat([empty(0), x])`` is ``x`` (its dtype
+    still takes part in promotion, and it receives an empty gradient)."""
     tensors = _as_tensor_list(tensors, "concatenate")
-    first = tensors[0]
+    first = next((t for t in tensors if not _is_legacy_empty(t)), tensors[0])
     if first.ndim == 0:
         raise ShapeError(
             "[concatenate] cannot concatenate 0-d tensors: they have no axis to join along",
             help="use stack() to join scalars into a vector",
         )
     axis = normalize_axis(pick("axis", axis, "dim", dim, 0), first.ndim, "concatenate")
+    if first.ndim != 1:  # each legacy empty becomes a zero-width slice of ``first``'s shape
+        nothing = tuple(0 if a == axis else n for a, n in enumerate(first.shape))
+        tensors = [t.reshape(nothing) if _is_legacy_empty(t) else t for t in tensors]
     return apply(ops.CONCATENATE, *tensors, axis=axis)
 
 
@@ -439,11 +450,12 @@ def pad(x: Tensor, pad, mode: str = "constant", value: float = 0.0) -> Tensor:
     - NumPy's per-axis pairs, starting from the *first* dimension: ``((0, 0), (0, 0), (2, 0),
       (1, 1))`` is the same padding; a single pair or an int applies to every axis.
 
-    Modes: ``"constant"`` (fill with ``value``; negative widths crop, as in PyTorch),
-    ``"reflect"`` (mirror without repeating the edge; widths must be smaller than the dimension),
-    ``"replicate"`` (repeat the edge; NumPy's ``"edge"``) and ``"circular"`` (wrap around; NumPy's
-    ``"wrap"``). Any axis may be padded, not only the trailing ones. With no padding at all
-    ``x`` itself is returned.
+    Modes: ``"constant"`` (fill with ``value``), ``"reflect"`` (mirror without repeating the edge;
+    widths must be smaller than the dimension), ``"replicate"`` (repeat the edge; NumPy's
+    ``"edge"``) and ``"circular"`` (wrap around; NumPy's ``"wrap"``). Negative widths crop, in
+    every mode, as in PyTorch: reflect and replicate borders still mirror or repeat the edges of
+    the whole input, circular ones wrap around what is left. Any axis may be padded, not only
+    the trailing ones. With no padding at all ``x`` itself is returned.
     """
     mode = _PAD_MODE_NAMES.get(mode, mode)
     if mode not in ops.PAD_MODES:
@@ -452,29 +464,46 @@ def pad(x: Tensor, pad, mode: str = "constant", value: float = 0.0) -> Tensor:
         )
     widths = _pad_widths(pad, tuple(x.shape))
     if any(w < 0 for pair in widths for w in pair):
-        if mode != "constant":
-            raise ShapeError(
-                f"[pad] negative padding {tuple(map(tuple, widths))} is only allowed in constant "
-                f"mode, not {mode!r}",
-                help="crop first with narrow() or slicing, then pad",
-            )
-        # Negative widths crop: slice them off, then pad with what is left.
-        crop = []
-        for axis, (before, after) in enumerate(widths):
-            extent = x.shape[axis]
-            start, stop = max(-before, 0), extent - max(-after, 0)
-            if start > stop:
-                raise ShapeError(
-                    f"[pad] padding ({before}, {after}) crops more than the {extent} elements of "
-                    f"axis {axis} of a tensor shaped {tuple(x.shape)}"
-                )
-            crop.append(slice(start, stop))
-        x = x.getitem(tuple(crop))
-        widths = [[max(b, 0), max(a, 0)] for b, a in widths]
+        return _pad_and_crop(x, widths, mode, value)
     widths = tuple((b, a) for b, a in widths)
     if all(b == 0 and a == 0 for b, a in widths):
         return x
     return apply(ops.PAD, x, widths=widths, mode=mode, value=value)
+
+
+def _crop(x: Tensor, widths: list, mode: str) -> Tensor:
+    """``x`` without the elements that the negative ``widths`` cut off each axis (positive
+    ones are ignored here)."""
+    crop = []
+    for axis, (before, after) in enumerate(widths):
+        extent = x.shape[axis]
+        start, stop = max(-before, 0), extent - max(-after, 0)
+        if start > stop:
+            raise ShapeError(
+                f"[pad] padding ({before}, {after}) crops more than the {extent} elements of "
+                f"axis {axis} of a tensor shaped {tuple(x.shape)} (mode {mode!r})",
+                help="negative widths crop: together they may remove at most the whole axis",
+            )
+        crop.append(slice(start, stop))
+    return x.getitem(tuple(crop))
+
+
+def _pad_and_crop(x: Tensor, widths: list, mode: str, value: float) -> Tensor:
+    """``pad`` with negative widths, which crop, as in PyTorch: constant and circular padding
+    crop first (circular then wraps around what is left); reflect and replicate pad first, so
+    their borders mirror or repeat the edges of the whole input, then crop."""
+    padding = [[max(b, 0), max(a, 0)] for b, a in widths]
+    if mode in ("constant", "circular"):
+        return pad(_crop(x, widths, mode), padding, mode, value)
+    for axis, (before, after) in enumerate(widths):
+        if x.shape[axis] + before + after <= 0:
+            raise ShapeError(
+                f"[pad] {mode} padding ({before}, {after}) on axis {axis} of a tensor shaped "
+                f"{tuple(x.shape)} leaves {x.shape[axis] + before + after} elements",
+                help=f"{mode} padding must leave at least one element on each axis, as in "
+                "PyTorch; crop with narrow() or slicing to empty an axis",
+            )
+    return _crop(pad(x, padding, mode, value), widths, mode)
 
 
 def pad_adjoint(x: Tensor, widths, mode: str) -> Tensor:

@@ -202,6 +202,27 @@ def test_concatenate_with_inputs_that_need_no_gradient_and_promotes_dtypes():
     assert ints.dtype == np.int64 and ints.numpy().tolist() == [1, 2, 3]
 
 
+@pytest.mark.parametrize(
+    ("shapes", "axis"),
+    [([(0,), (2, 3)], 0), ([(2, 3), (0,), (2, 3)], 1), ([(2, 3), (0,)], -1),
+     ([(0,), (2, 3, 4), (0,), (2, 3, 4)], 2), ([(0,), (0,)], 0), ([(0,), (3,)], -1)],
+    ids=str,
+)  # fmt: skip
+def test_concatenate_skips_empty_1d_tensors_beside_others_like_torch(shapes, axis):
+    check_op(lambda *xs: bai.cat(list(xs), axis), *shapes,
+             torch_fn=lambda *xs: torch.cat(xs, axis), gradgrad=True)  # fmt: skip
+
+
+def test_an_empty_1d_tensor_still_takes_part_in_dtype_promotion():
+    for empty, expected in ((bai.zeros(0, dtype="float64"), np.float64), (bai.tensor([]), None)):
+        out = bai.cat([empty, bai.ones(2, 3, dtype="float32")])
+        theirs = torch.cat([torch.tensor(empty.numpy()), torch.ones(2, 3)])
+        assert out.shape == (2, 3) and out.dtype.name == str(theirs.dtype).replace("torch.", "")
+        assert expected is None or out.dtype == expected
+    with pytest.raises(bai.ShapeError, match=r"\[concatenate\] axis 2 is out of range"):
+        bai.cat([bai.zeros(0), bai.zeros(2, 3)], 2)  # the axis counts the others' dimensions
+
+
 def test_concatenate_and_stack_of_one_tensor_copy_it():
     x = bai.zeros(2, 3)
     assert not np.shares_memory(bai.cat([x]).data, x.data)
@@ -430,10 +451,49 @@ def test_pad_errors():
         bai.zeros(2, 3, 4).pad(((1, 1), (1, 1)))
     with pytest.raises(ValueError, match=r"\[pad\] unknown mode 'mirror'"):
         bai.zeros(2, 3).pad((1, 1), mode="mirror")
-    with pytest.raises(bai.ShapeError, match=r"negative padding .* only allowed in constant"):
-        bai.zeros(2, 3).pad((-1, 1), mode="reflect")
     with pytest.raises(bai.ShapeError, match=r"\[pad\] padding \(-2, -2\) crops more than the 3"):
         bai.zeros(2, 3).pad((-2, -2))
+    with pytest.raises(
+        bai.ShapeError, match=r"\[pad\] reflect padding \(-3, 0\) on axis 1 .* leaves 0"
+    ):
+        bai.zeros(2, 3).pad((-3, 0), mode="reflect")  # PyTorch: "input (W: 3) is too small"
+
+
+NEGATIVE_PADS = [(-1, 2), (2, -1), (-1, -1), (0, -3), (-4, 1), (3, -2), (-2, 3), (-3, 3), (-5, 2),
+                 (4, -5), (-2, 1, 1, -1), (1, -2, -1, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular", "constant"])
+@pytest.mark.parametrize("widths", NEGATIVE_PADS, ids=str)
+def test_negative_padding_crops_in_every_mode_like_torch(mode, widths):
+    shape = (2, 6) if len(widths) == 2 else (2, 5, 6)
+    x = torch.arange(float(np.prod(shape))).reshape(shape)
+    if mode == "circular" and widths in ((-5, 2), (4, -5)):
+        # wrapping more than once around what the crop leaves: PyTorch 2.13 raises on some
+        # shapes and returns uninitialised memory on others; refused here
+        with pytest.raises(bai.ShapeError, match=r"\[pad\] circular padding .* cannot exceed"):
+            bai.pad(bai.zeros(*shape), widths, mode=mode)
+        return
+    try:
+        torch.nn.functional.pad(x.unsqueeze(0), widths, mode=mode)
+    except RuntimeError:  # PyTorch refuses it: so do we, with the op named
+        with pytest.raises(bai.ShapeError, match=r"\[pad\]"):
+            bai.pad(bai.zeros(*shape), widths, mode=mode)
+        return
+    check_op(
+        lambda x: bai.pad(x, widths, mode=mode),
+        shape,
+        torch_fn=lambda x: torch.nn.functional.pad(x.unsqueeze(0), widths, mode=mode)[0],
+        gradgrad=True,
+    )
+
+
+def test_circular_crop_of_a_whole_axis_is_refused_where_torch_gives_an_empty_axis():
+    # PyTorch 2.13 returns shape (1, 1, 0) for circular (-7, 1) on 6 elements; cropping more than
+    # the axis holds is refused here, as PyTorch refuses it in constant mode
+    assert torch.nn.functional.pad(torch.zeros(1, 1, 6), (-7, 1), mode="circular").shape[-1] == 0
+    with pytest.raises(bai.ShapeError, match=r"\[pad\] padding \(-7, 1\) crops more than the 6"):
+        bai.pad(bai.zeros(1, 1, 6), (-7, 1), mode="circular")
 
 
 # ----- tile, repeat, repeat_interleave ----------------------------------------------------------
