@@ -8,6 +8,8 @@ its learnable slopes.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import functions
 from ..autograd.tensor import Tensor
 from . import functional as F
@@ -66,8 +68,24 @@ class CELU(Module):
 class Hardtanh(Module):
     """x limited to [min_val, max_val]. x: any shape (*) -> the same shape."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ) -> None:
         super().__init__()
+        # min_value / max_value: PyTorch's deprecated spellings, still accepted there
+        if min_value is not None or max_value is not None:
+            warnings.warn(
+                "Hardtanh: min_value and max_value are deprecated; use min_val and max_val",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x: Tensor) -> Tensor:

@@ -1,7 +1,10 @@
 """Padding layers (Zero/Constant/Reflection/Replication/Circular, 1d to 3d) and ``F.pad``
-against PyTorch in float64: values, gradients, stored ``padding``, reprs and rank checks."""
+against PyTorch in float64: values, gradients, stored ``padding``, reprs and rank checks; and
+the constructor signatures of the layers added with them."""
 
 from __future__ import annotations
+
+import inspect
 
 import pytest
 
@@ -79,3 +82,17 @@ def test_functional_pad_matches_pytorch(pad, mode, value):
         torch_fn=lambda x: torch.nn.functional.pad(x, pad, mode=mode, value=value),
         gradcheck=False,
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [case[0] for case in CASES] + ["PixelShuffle", "PixelUnshuffle", "ParameterList",
+                                   "ParameterDict", "ReLU", "LeakyReLU", "ELU", "Hardtanh",
+                                   "Threshold", "SiLU", "Mish", "Hardswish"],
+)  # fmt: skip
+def test_constructor_signatures_are_pytorch_s(name):
+    ours = inspect.signature(getattr(nn, name))
+    theirs = inspect.signature(getattr(tnn, name))
+    assert [(p.name, p.default) for p in ours.parameters.values()] == [
+        (p.name, p.default) for p in theirs.parameters.values()
+    ]
