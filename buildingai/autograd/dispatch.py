@@ -130,13 +130,8 @@ def _handled(state, op, inputs: tuple, attrs: dict):
 def apply(op, *inputs, **attrs) -> Tensor:
     """Run ``op`` on ``inputs`` (Tensors or Python scalars) and return the output Tensor."""
     state = _current_state()
-    if state.observed:
-        if state.handling:  # a mode may replace or run the op
-            output = _handled(state, op, inputs, attrs)
-            if output is not None:
-                return output
-    elif len(inputs) == 2 and not attrs and op.check is None and _device._cupy is None:
-        output = _unobserved_binary(op, inputs[0], inputs[1], state)
+    if state.observed and state.handling:  # a mode may replace or run the op
+        output = _handled(state, op, inputs, attrs)
         if output is not None:
             return output
 
@@ -178,70 +173,17 @@ def apply(op, *inputs, **attrs) -> Tensor:
     return out
 
 
-def _unobserved_binary(op, first, second, state):
-    """The commonest call of all, a binary op on CPU Tensors (or a Tensor and a Python number)
-    that no mode watches: ``apply``'s own steps without its general loop and branches
-    (``benchmarks/dispatch.py``). None when the call is not of that kind: ``apply`` then takes
-    it. The caller has checked that no mode observes, ``op`` has no ``check`` and no GPU is in
-    use."""
-    kind = type(first)
-    if kind is Tensor:
-        left, needs_grad = first.data, first.requires_grad
-    elif kind is float or kind is int:
-        left, needs_grad = first, False
-    else:
-        return None
-    kind = type(second)
-    if kind is Tensor:
-        right = second.data
-        needs_grad = needs_grad or second.requires_grad
-    elif kind is float or kind is int:
-        right = second
-    elif isinstance(second, np.generic):  # weakly typed, as a Python number (see _unwrap)
-        right = second = second.item()
-    else:
-        return None
-    if needs_grad and state.grad_enabled and op.differentiable:
-        ctx = node = Node(op, (first, second), {})
-    else:
-        ctx, node = _SCRATCH, None
-    try:
-        kernels = op.accelerated
-        if kernels:  # what run_accelerated does, without its general calls
-            for kernel in kernels:
-                if kernel.applies(np, left, right):
-                    data = kernel.run(ctx, np, left, right)
-                    if data is not NotImplemented:
-                        break
-            else:
-                data = op.forward(ctx, np, left, right)
-        else:
-            data = op.forward(ctx, np, left, right)
-    except BuildingAIError as error:
-        raise _with_module_path(error) from None
-    except (ValueError, TypeError, IndexError) as exc:
-        raise _with_module_path(op.describe_failure(exc, [left, right], {})) from exc
-    if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
-        data = np.asarray(data)
-    if node is not None or op.view or _accounting.tracking:
-        return output_tensor(op, data, first, node)
-    out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
-    out.data = data
-    out.grad = out._node = out._hooks = out._post_hooks = out._base = None
-    out.requires_grad = False
-    out._version = [0, None]
-    return out
-
-
 def binary_operator(op, rank: int = 0, general=None):
-    """The Python operator of binary ``op`` (``x + y`` is ``binary_operator(ADD)(x, y)``):
-    exactly ``apply(op, x, y)``, with apply's short path for an unwatched CPU call taken
-    without the extra call through ``apply``, since operators are the most frequent calls of
-    all. ``op`` has no ``check``.
+    """The Python operator of binary ``op``: ``x + y`` is ``binary_operator(ADD)(x, y)``, and
+    ``buildingai.add``, ``mul``, ``eq``... call theirs. It is exactly ``apply(op, x, y)``, with
+    apply's steps for the commonest call of all written out in one function: two CPU tensors,
+    or a tensor and a Python (or NumPy) number, that no mode watches. Every other call goes to
+    ``apply``. ``op`` has no ``check`` (the short steps skip it).
 
-    ``rank``: the short path takes only two Tensors of at least this rank (``@`` takes 2);
+    ``rank``: the short steps take only two Tensors of at least this rank (``@`` takes 2);
     other calls go to ``general(x, y)`` (``matmul``, which also takes vectors), or to
-    ``apply`` when ``general`` is None."""
+    ``apply`` when ``general`` is None. ``benchmarks/dispatch.py`` measures what this saves.
+    """
     if op.check is not None:
         raise BuildingAIError(f"[binary_operator] '{op.name}' has a check: call apply instead")
     if general is None:
@@ -251,18 +193,59 @@ def binary_operator(op, rank: int = 0, general=None):
 
     def operator(first, second):
         state = _current_state()
-        if (
-            not state.observed
-            and _device._cupy is None
-            and (
-                not rank
-                or (type(second) is Tensor and first.data.ndim >= rank and second.data.ndim >= rank)
-            )
-        ):
-            output = _unobserved_binary(op, first, second, state)
-            if output is not None:
-                return output
-        return general(first, second)
+        if state.observed or _device._cupy is not None:
+            return general(first, second)
+        kind = type(first)
+        if kind is Tensor:
+            left, needs_grad = first.data, first.requires_grad
+        elif (kind is float or kind is int) and not rank:
+            left, needs_grad = first, False
+        else:
+            return general(first, second)
+        kind = type(second)
+        if kind is Tensor:
+            right = second.data
+            needs_grad = needs_grad or second.requires_grad
+        elif rank:
+            return general(first, second)
+        elif kind is float or kind is int:
+            right = second
+        elif isinstance(second, np.generic):  # weakly typed, as a Python number (see _unwrap)
+            right = second = second.item()
+        else:
+            return general(first, second)
+        if rank and (left.ndim < rank or right.ndim < rank):
+            return general(first, second)
+        if needs_grad and state.grad_enabled and op.differentiable:
+            ctx = node = Node(op, (first, second), {})
+        else:
+            ctx, node = _SCRATCH, None
+        try:
+            kernels = op.accelerated
+            if kernels:  # what run_accelerated does, without its general calls
+                for kernel in kernels:
+                    if kernel.applies(np, left, right):
+                        data = kernel.run(ctx, np, left, right)
+                        if data is not NotImplemented:
+                            break
+                else:
+                    data = op.forward(ctx, np, left, right)
+            else:
+                data = op.forward(ctx, np, left, right)
+        except BuildingAIError as error:
+            raise _with_module_path(error) from None
+        except (ValueError, TypeError, IndexError) as exc:
+            raise _with_module_path(op.describe_failure(exc, [left, right], {})) from exc
+        if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
+            data = np.asarray(data)
+        if node is not None or op.view or _accounting.tracking:
+            return output_tensor(op, data, first, node)
+        out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
+        out.data = data
+        out.grad = out._node = out._hooks = out._post_hooks = out._base = None
+        out.requires_grad = False
+        out._version = [0, None]
+        return out
 
     operator.__name__ = op.name
     return operator

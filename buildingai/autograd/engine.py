@@ -20,12 +20,14 @@ from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
 from ..ops.reduce import SUM_TO
-from .dispatch import apply
+from .dispatch import apply, binary_operator
 from .gradients import Gradients
 from .mode import set_grad_enabled
 from .node import Node
 from .state import current_state
 from .tensor import Tensor, hooked_leaves
+
+_ADD = binary_operator(ADD)  # gradients accumulate through the + operator's dispatch path
 
 
 class _RunningNode(threading.local):
@@ -229,9 +231,7 @@ def _run(
             _add_leaf(leaf_grads, root, gradient)
         else:
             previous = node_grads.get(root._node)
-            node_grads[root._node] = (
-                gradient if previous is None else apply(ADD, previous, gradient)
-            )
+            node_grads[root._node] = gradient if previous is None else _ADD(previous, gradient)
 
     dependencies = _count_dependencies(list(node_grads))
     target_nodes = {}
@@ -282,7 +282,7 @@ def _run(
                 if input_grad is not None:
                     previous = node_grads.get(child)
                     node_grads[child] = (
-                        input_grad if previous is None else apply(ADD, previous, input_grad)
+                        input_grad if previous is None else _ADD(previous, input_grad)
                     )
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
@@ -410,7 +410,7 @@ def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor) -> None:
     if entry is None:
         leaf_grads[id(leaf)] = [leaf, gradient]
     else:
-        entry[1] = apply(ADD, entry[1], gradient)
+        entry[1] = _ADD(entry[1], gradient)
 
 
 def _run_hooks(hooks: list, gradient: Tensor, node: Node | None) -> Tensor:
@@ -454,7 +454,7 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
     """Add ``gradient`` into ``leaf.grad``. A stored gradient gets its own writable memory, so
     in-place updates of one ``.grad`` (clipping, optimizers) can never change another."""
     if leaf.grad is not None:
-        leaf.grad = apply(ADD, leaf.grad, gradient)
+        leaf.grad = _ADD(leaf.grad, gradient)
         return
     if not create_graph:
         data = gradient.data

@@ -20,23 +20,36 @@ TensorLike = Tensor | float | int | bool
 # ----- arithmetic -------------------------------------------------------------------------------
 
 
+# Binary ops run through dispatch's operator path: exactly apply(op, a, b), with its steps for
+# the commonest call (two CPU tensors, or a tensor and a number, that no mode watches) inline.
+_ADD, _SUB, _MUL, _DIV, _POW = map(binary_operator, (ops.ADD, ops.SUB, ops.MUL, ops.DIV, ops.POW))
+_FLOOR_DIVIDE, _REMAINDER = map(binary_operator, (ops.FLOOR_DIVIDE, ops.REMAINDER))
+_MAXIMUM, _MINIMUM = map(binary_operator, (ops.MAXIMUM, ops.MINIMUM))
+_EQ, _NE, _LT, _LE, _GT, _GE = map(
+    binary_operator, (ops.EQ, ops.NE, ops.LT, ops.LE, ops.GT, ops.GE)
+)
+_LOGICAL_AND, _LOGICAL_OR, _LOGICAL_XOR = map(
+    binary_operator, (ops.LOGICAL_AND, ops.LOGICAL_OR, ops.LOGICAL_XOR)
+)
+
+
 def add(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
     """a + alpha * b (``alpha`` as in ``torch.add``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
-        b = apply(ops.MUL, b, alpha)
-    return apply(ops.ADD, a, b)
+        b = _MUL(b, alpha)
+    return _ADD(a, b)
 
 
 def sub(a: TensorLike, b: TensorLike, *, alpha: float = 1) -> Tensor:
     """a - alpha * b (``alpha`` as in ``torch.sub``). a, b: broadcastable -> the broadcast shape."""
     if alpha != 1:
-        b = apply(ops.MUL, b, alpha)
-    return apply(ops.SUB, a, b)
+        b = _MUL(b, alpha)
+    return _SUB(a, b)
 
 
 def mul(a: TensorLike, b: TensorLike) -> Tensor:
     """a * b. a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.MUL, a, b)
+    return _MUL(a, b)
 
 
 def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
@@ -45,7 +58,7 @@ def div(a: TensorLike, b: TensorLike, *, rounding_mode: str | None = None) -> Te
     (``floor_divide``) and ``"trunc"`` towards zero, both keeping an integer dtype. A rounded
     float quotient requires grad with a zero gradient, as in PyTorch."""
     if rounding_mode is None:
-        return apply(ops.DIV, a, b)
+        return _DIV(a, b)
     return rounded_division(a, b, rounding_mode)
 
 
@@ -61,32 +74,32 @@ def pow(base: TensorLike, exponent: TensorLike) -> Tensor:  # noqa: A001 - PyTor
     The gradient with respect to the exponent (base^exponent * log(base)) is computed only when
     the exponent is a tensor that requires grad.
     """
-    return apply(ops.POW, base, exponent)
+    return _POW(base, exponent)
 
 
 def floor_divide(a: TensorLike, b: TensorLike) -> Tensor:
     """floor(a / b) (Python's ``//``: -7 // 2 == -4). A float result has a zero gradient, as
     ``div(a, b, rounding_mode="floor")`` (PyTorch's ``floor_divide`` raises on backward).
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.FLOOR_DIVIDE, a, b)
+    return _FLOOR_DIVIDE(a, b)
 
 
 def remainder(a: TensorLike, b: TensorLike) -> Tensor:
     """a - floor(a / b) * b (Python's ``%``: the result takes the divisor's sign).
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.REMAINDER, a, b)
+    return _REMAINDER(a, b)
 
 
 def maximum(a: TensorLike, b: TensorLike) -> Tensor:
     """Element-wise maximum; NaN propagates. Ties split the gradient in halves.
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.MAXIMUM, a, b)
+    return _MAXIMUM(a, b)
 
 
 def minimum(a: TensorLike, b: TensorLike) -> Tensor:
     """Element-wise minimum; NaN propagates. Ties split the gradient in halves.
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.MINIMUM, a, b)
+    return _MINIMUM(a, b)
 
 
 def clamp(x: TensorLike, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:  # noqa: A002
@@ -275,32 +288,32 @@ def _tensor_where(self, condition, other):
 
 def eq(a: TensorLike, b: TensorLike) -> Tensor:
     """a == b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.EQ, a, b)
+    return _EQ(a, b)
 
 
 def ne(a: TensorLike, b: TensorLike) -> Tensor:
     """a != b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.NE, a, b)
+    return _NE(a, b)
 
 
 def lt(a: TensorLike, b: TensorLike) -> Tensor:
     """a < b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.LT, a, b)
+    return _LT(a, b)
 
 
 def le(a: TensorLike, b: TensorLike) -> Tensor:
     """a <= b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.LE, a, b)
+    return _LE(a, b)
 
 
 def gt(a: TensorLike, b: TensorLike) -> Tensor:
     """a > b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.GT, a, b)
+    return _GT(a, b)
 
 
 def ge(a: TensorLike, b: TensorLike) -> Tensor:
     """a >= b (boolean, no gradient). a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.GE, a, b)
+    return _GE(a, b)
 
 
 def isnan(x: TensorLike) -> Tensor:
@@ -325,19 +338,19 @@ def isfinite(x: TensorLike) -> Tensor:
 def logical_and(a: TensorLike, b: TensorLike) -> Tensor:
     """Truth of a and b (nonzero is true), any dtype; boolean result.
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.LOGICAL_AND, a, b)
+    return _LOGICAL_AND(a, b)
 
 
 def logical_or(a: TensorLike, b: TensorLike) -> Tensor:
     """Truth of a or b (nonzero is true), any dtype; boolean result.
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.LOGICAL_OR, a, b)
+    return _LOGICAL_OR(a, b)
 
 
 def logical_xor(a: TensorLike, b: TensorLike) -> Tensor:
     """Truth of exactly one of a and b (nonzero is true), any dtype; boolean result.
     a, b: broadcastable -> the broadcast shape."""
-    return apply(ops.LOGICAL_XOR, a, b)
+    return _LOGICAL_XOR(a, b)
 
 
 def logical_not(x: TensorLike) -> Tensor:
@@ -390,10 +403,6 @@ def _reflected(function):
     reflected.__name__ = f"r{function.__name__}"
     return reflected
 
-
-# The arithmetic operators run their op through dispatch's operator path: exactly apply(op, x, y),
-# one call shorter (x + y is the most frequent call of all).
-_ADD, _SUB, _MUL, _DIV = (binary_operator(op) for op in (ops.ADD, ops.SUB, ops.MUL, ops.DIV))
 
 TENSOR_METHODS = {
     "__add__": _ADD, "__radd__": _reflected(_ADD),

@@ -11,6 +11,9 @@ from ..backend.dtypes import is_floating
 from ..errors import DTypeError, ShapeError, dimensions
 from ..ops import linalg as ops
 
+# The product through dispatch's operator path (apply's steps for an unwatched CPU call inline)
+_PRODUCT = binary_operator(ops.MATMUL)
+
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with NumPy's rules: 1-D operands are treated as a row (left) or a column
@@ -22,7 +25,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # (the common case) have their ranks read from the arrays: no property calls.
     plain = type(a) is Tensor and type(b) is Tensor
     if (a.data.ndim >= 2 and b.data.ndim >= 2) if plain else (a.ndim >= 2 and b.ndim >= 2):
-        return apply(ops.MATMUL, a, b)
+        return _PRODUCT(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             f"[matmul] operands must have at least one dimension, got {tuple(a.shape)} and "
@@ -43,7 +46,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         a = a.reshape(1, a.shape[0])
     if right_vector:
         b = b.reshape(b.shape[0], 1)
-    out = apply(ops.MATMUL, a, b)
+    out = _PRODUCT(a, b)
     if left_vector and right_vector:
         return out.reshape(())
     if left_vector:
@@ -82,7 +85,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
             f"[mm] expects two 2-D tensors, got {tuple(a.shape)} and {tuple(b.shape)}",
             help="use matmul (@) for vectors and batches",
         )
-    return apply(ops.MATMUL, a, b)
+    return _PRODUCT(a, b)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
@@ -93,7 +96,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
             f"{tuple(b.shape)}",
             help="use matmul (@) to broadcast batch dimensions",
         )
-    return apply(ops.MATMUL, a, b)
+    return _PRODUCT(a, b)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

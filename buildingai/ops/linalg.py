@@ -64,9 +64,11 @@ def matmul_array(xp, a, b):
     if a.ndim < 2 or b.ndim < 2:  # xp.matmul would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
     result_dtype = gemm_result_dtype(a, b)
-    if result_dtype is None:  # multiplied as they are
-        return multiply(xp, a, b)
-    return multiply(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
+    if result_dtype is not None:  # half operands, or float32 rounded to a lower precision first
+        return multiply(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
+    if a.ndim == 2 and b.ndim == 2:
+        return a.dot(b)  # two matrices, multiplied as they are (multiply's first case)
+    return multiply(xp, a, b)
 
 
 def linear_array(xp, x, weight, bias=None, product=multiply):

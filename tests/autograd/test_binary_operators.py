@@ -1,6 +1,7 @@
-"""apply's short check for the commonest call (a binary op on the CPU that no mode watches),
-and the operators (``x + y``, ``x @ y``) that take it without the call through apply, give what
-the general path gives: values, fields, gradients, errors and the op stream."""
+"""The binary operators (``x + y``, ``x @ y``, ``buildingai.mul``...) take apply's steps for the
+commonest call (a binary op on the CPU that no mode watches) in one function
+(``dispatch.binary_operator``): they give what apply's general path gives: values, fields,
+gradients, errors and the op stream."""
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from buildingai.ops.linalg import MATMUL
 
 
 class _Watch(dispatch.DispatchMode):
-    """An observer that does nothing: with it on the stack every op takes the general path."""
+    """An observer that does nothing: with it on the stack every op takes apply's general path."""
 
     def after_op(self, op, inputs, output, attrs):
         pass
@@ -20,7 +21,7 @@ class _Watch(dispatch.DispatchMode):
 
 def test_same_result_and_fields_as_the_general_path():
     a, b = bai.tensor([[1.0, 2.0]]), bai.tensor([[3.0], [4.0]])
-    fast = dispatch.apply(ops.ADD, a, b)
+    fast = a + b
     with dispatch.dispatch_mode(_Watch()):
         general = dispatch.apply(ops.ADD, a, b)
     np.testing.assert_array_equal(fast.numpy(), general.numpy())
@@ -37,9 +38,9 @@ def test_python_numbers_and_dtype_rules():
     assert (y / 3).numpy()[0] == pytest.approx(1 / 3)
 
 
-def test_a_gradient_is_recorded_through_the_general_path():
+def test_a_gradient_is_recorded_by_the_operator():
     a = bai.ones(2, 2, requires_grad=True)
-    out = dispatch.apply(MATMUL, a, bai.ones(2, 2))
+    out = a @ bai.ones(2, 2)
     assert out.requires_grad and out.grad_fn is not None
     out.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 2), 2.0))
@@ -81,7 +82,7 @@ def test_a_recorded_call_guards_its_inputs_against_in_place_changes():
 
 def test_recorded_results_match_the_general_path_to_second_order():
     x = bai.tensor([0.5, -1.5], dtype=bai.float64, requires_grad=True)
-    y = x * x * 3.0 - x / 2.0  # every op here takes the short path
+    y = x * x * 3.0 - x / 2.0  # every op here takes the operators' short steps
     (first,) = bai.grad(y.sum(), [x], create_graph=True)
     (second,) = bai.grad(first.sum(), [x])
     np.testing.assert_allclose(first.numpy(), 6 * x.numpy() - 0.5)
@@ -124,7 +125,7 @@ def _op_stream(requires_grad: bool) -> tuple[list, list]:
     return forward, recorder.names[len(forward) :]
 
 
-def test_values_and_gradients_are_the_same_with_or_without_the_short_check():
+def test_values_and_gradients_are_the_same_with_or_without_the_short_steps():
     def step():
         bai.manual_seed(0)
         model = bai.nn.Sequential(bai.nn.Linear(4, 8), bai.nn.Tanh(), bai.nn.Linear(8, 2))
