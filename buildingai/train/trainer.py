@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -78,7 +79,9 @@ class Trainer:
             ``KeepBest`` when ``keep_best`` names a metric.
         run_dir: where ``fit`` writes ``config.yaml``, the run record ``run.json``, metrics and
             checkpoints. A fresh run (one not resumed) refuses a directory that already holds
-            files (``RunDirExistsError``): nothing of an earlier run is ever overwritten.
+            files (``RunDirExistsError``): nothing of an earlier run is ever overwritten. A
+            fresh run that raises before its first checkpoint leaves the directory as it found
+            it (missing or empty), so the corrected run can use it.
         seed: seeds the data order and, through ``manual_seed``, every random stream.
         compile: run each training step as a static graph (``buildingai.compile``) traced
             from ``compute_loss`` on the first batch of each shape; batches are
@@ -237,8 +240,32 @@ class Trainer:
     def fit(self) -> dict[str, float]:
         """Train until ``epochs`` (or ``max_steps``) are done or a callback stops the run;
         returns the last evaluation's metrics."""
-        if self.run_dir is not None and not (self._continuing or self.step > 0):
+        fresh = self.run_dir is not None and not (self._continuing or self.step > 0)
+        if fresh:
             check_run_dir_is_free(self.run_dir)  # before any data is read or file written
+            run_dir_existed = self.run_dir.exists()
+        try:
+            return self._fit()
+        except Exception:
+            if fresh and cb.latest_checkpoint(self.run_dir) is None:
+                self._undo_start(run_dir_existed)
+            raise
+
+    def _undo_start(self, run_dir_existed: bool) -> None:
+        """Leave ``run_dir`` as this run found it (missing, or empty): the run failed before
+        its first checkpoint, so nothing it wrote can be resumed, and a corrected rerun with the
+        same ``run_dir`` must not be refused for holding its files."""
+        if self.run_dir.is_dir():
+            for entry in self.run_dir.iterdir():  # all of it is this run's: it started empty
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            if not run_dir_existed:
+                self.run_dir.rmdir()
+        self._continuing = False
+
+    def _fit(self) -> dict[str, float]:
         if self.accel is not None:  # process-wide, said once on standard error when turned on
             accel.enable() if self.accel else accel.disable()
         self.prepare()

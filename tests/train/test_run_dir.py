@@ -96,3 +96,50 @@ def test_keep_last_deletes_only_checkpoints_this_run_wrote(tmp_path):
     assert foreign.read_bytes() == b"a user's copy"
     names = [p.name for p in list_checkpoints(run)]
     assert names == [foreign.name, "step-00000010.safetensors", "step-00000012.safetensors"]
+
+
+class FailAt:
+    """A dataset of Spirals whose item ``index`` raises: a run that fails at a chosen step."""
+
+    def __init__(self, index: int) -> None:
+        self.data, self.index = Spirals(64, seed=0), index
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index):
+        if index == self.index:
+            raise RuntimeError("a broken sample")
+        return self.data[index]
+
+
+def broken_trainer(run_dir, fail_at: int, **options) -> Trainer:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(2, 3))
+    return Trainer(model, optim.SGD(model.parameters(), lr=0.1), FailAt(fail_at), run_dir=run_dir,
+                   batch_size=16, shuffle=False, verbose=False, show_progress=False,
+                   **options)  # fmt: skip
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_the_run_dir_as_found(
+    tmp_path, existed
+):
+    run = tmp_path / "run"
+    if existed:
+        run.mkdir()  # an empty directory made for the run stays, empty
+    trainer = broken_trainer(run, fail_at=20, checkpoint_every=4)  # fails in step 2
+    with pytest.raises(RuntimeError, match="a broken sample"):
+        trainer.fit()
+    assert run.exists() == existed and (not existed or not any(run.iterdir()))
+    Trainer.from_config(config(run), verbose=False).fit()  # the corrected run is not refused
+    assert list_checkpoints(run)
+
+
+def test_a_run_that_fails_after_a_checkpoint_keeps_its_files(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="a broken sample"):
+        broken_trainer(run, fail_at=40, checkpoint_every=2).fit()  # fails in step 3
+    assert [p.name for p in list_checkpoints(run)] == ["step-00000002.safetensors"]
+    assert (run / "run.json").exists()
+    with pytest.raises(RunDirExistsError):  # resumable: kept, and a new run is refused
+        Trainer.from_config(config(run), verbose=False).fit()
