@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 
@@ -32,13 +33,26 @@ def _train(args: argparse.Namespace) -> int:
     if trainer.step:
         print(f"resumed at step {trainer.step} (epoch {trainer.epoch})", file=sys.stderr)
     metrics = trainer.fit()
-    print(json.dumps({"step": trainer.step, "epoch": trainer.epoch, **metrics}))
+    print_json_line({"step": trainer.step, "epoch": trainer.epoch, **metrics})
     return 0
+
+
+def print_json_line(record: dict) -> None:
+    """``record`` as one line of strict JSON on standard output. JSON has no NaN or infinity:
+    such values are written null and named on standard error."""
+    not_finite = [key for key, value in record.items()
+                  if isinstance(value, float) and not math.isfinite(value)]  # fmt: skip
+    if not_finite:
+        print(f"warning: {', '.join(not_finite)} ended NaN or infinite (written as null)",
+              file=sys.stderr)  # fmt: skip
+    print(json.dumps({key: None if key in not_finite else value for key, value in record.items()},
+                     allow_nan=False))  # fmt: skip
 
 
 def _eval(args: argparse.Namespace) -> int:
     from .serialization import load
-    from .train import Trainer, load_config
+    from .train import Trainer
+    from .train.config import stored_config
 
     state = load(args.checkpoint)
     if not isinstance(state, dict) or state.get("config") is None:
@@ -46,7 +60,7 @@ def _eval(args: argparse.Namespace) -> int:
             f"{args.checkpoint} holds no training config, so its model cannot be rebuilt",
             help="evaluate checkpoints written by `buildingai train` (Trainer.from_config)",
         )
-    config = load_config(state["config"])
+    config = stored_config(state["config"], str(args.checkpoint))
     config.run_dir, config.progress = None, False  # evaluation writes nothing
     if args.data == "train":
         config.data.eval = config.data.train.to_dict()
@@ -57,8 +71,8 @@ def _eval(args: argparse.Namespace) -> int:
     trainer = Trainer.from_config(config, verbose=False)
     trainer.model.load_state_dict(state["model"])
     metrics = trainer.evaluate()
-    print(json.dumps({"checkpoint": str(args.checkpoint), "step": state["progress"]["step"],
-                      **metrics}))  # fmt: skip
+    print_json_line({"checkpoint": str(args.checkpoint), "step": state["progress"]["step"],
+                     **metrics})  # fmt: skip
     return 0
 
 
@@ -75,9 +89,13 @@ def _serve(args: argparse.Namespace) -> int:
     from .serve import create_app, load_model, parse_shape, require_serving, serve
 
     require_serving()  # a missing extra is reported before the model is loaded
+    if not 0 <= args.port <= 65535:
+        raise BuildingAIError(f"--port {args.port} is not a TCP port; it must be 0 to 65535",
+                              help="0 picks a free port")  # fmt: skip
     model = load_model(args.model, input_shape=parse_shape(args.input_shape))
     app = create_app(model, max_batch=args.max_batch, max_latency_ms=args.max_latency_ms,
-                     max_body_bytes=args.max_body_bytes)  # fmt: skip
+                     max_body_bytes=args.max_body_bytes, max_samples=args.max_samples,
+                     body_timeout_s=args.body_timeout_s)  # fmt: skip
 
     def ready(url: str) -> None:
         settings = f"max batch {args.max_batch}, max latency {args.max_latency_ms:g} ms"
@@ -137,10 +155,19 @@ writing anything; continue that run with --resume, or start a new one with anoth
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a mistake in the command reported on one line (exit code 2) like every
+    other mistake, instead of the usage block followed by the error."""
+
+    def error(self, message: str):
+        print(f"error: {' '.join(message.split())} — help: {self.prog} --help", file=sys.stderr)
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="buildingai", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="buildingai", description=__doc__.splitlines()[0])
     # --debug is accepted before or after the command: both are where users type it
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = OneLineParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error instead of one line")  # fmt: skip
     parser.add_argument("--debug", action="store_true",
@@ -190,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="longest a request waits for others to batch with")  # fmt: skip
     server.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                         help="larger request bodies get 413")  # fmt: skip
+    server.add_argument("--max-samples", type=int, default=8192,
+                        help="most samples in one request (more get 413); a request runs in "
+                        "parts of --max-batch samples")  # fmt: skip
+    server.add_argument("--body-timeout-s", type=float, default=30.0,
+                        help="a body not all sent within this many seconds gets 408")  # fmt: skip
     server.add_argument("--input-shape", default=None,
                         help="one sample's shape, e.g. 1,28,28 (default: from the model)")  # fmt: skip
     server.add_argument("--log-level", default="warning", help="uvicorn's log level")

@@ -126,20 +126,46 @@ def test_train_reports_config_errors(tmp_path):
 
 # (overrides, or the YAML file's text, -> what the one-line error must say)
 BAD_CONFIGS = [
-    (["grad_clip=0"], "'grad_clip' is 0; it must be null (no clipping) or a number > 0"),
-    (["grad_clip=-1.5"], "'grad_clip' is -1.5; it must be null (no clipping) or a number > 0"),
+    (["grad_clip=0"], "'grad_clip' is 0; it must be null (no clipping) or a finite number > 0"),
+    (["grad_clip=-1.5"], "'grad_clip' is -1.5; it must be null (no clipping) or a finite number"),
+    (["grad_clip=.inf"], "'grad_clip' is .inf; it must be null (no clipping) or a finite number"),
     (["epochs=-1"], "'epochs' is -1; it must be an integer >= 1"),
     (["max_steps=-5"], "'max_steps' is -5; it must be null or an integer >= 1"),
     (["log_every=0"], "'log_every' is 0; it must be an integer >= 1"),
     (["epochs=ten"], "'epochs' expects an int (default 2), got str 'ten'"),
-    (["+lr=[1]"], "'lr' is [1]; it must be null or a number >= 0"),
+    (["+lr=[1]"], "'lr' is [1]; it must be null or a finite number >= 0"),
+    (["lr=.inf"], "config key 'lr' is .inf; it must be null or a finite number >= 0"),
+    (["optim.lr=.nan"], "config key 'optim.lr' is .nan; it must be a finite number >= 0"),
+    (
+        ["model.hidden=[-5]"],
+        "cannot build model MLP from model: MLP: hidden=[-5]; it must be a list of integers >= 1",
+    ),
+    (["model.dropout=1.5"], "MLP: dropout=1.5; it must be a number in [0, 1)"),
+    (["+newkey=3"], "'+newkey' adds the key 'newkey', but the Trainer has no such setting"),
+    (["newkey=3"], "unknown key 'newkey': the Trainer has no such setting"),
+    (["data.newkey=3"], "unknown key 'data.newkey': the Trainer has no such setting"),
     (["optim.lr=[1]"], "'optim.lr' expects a float (default 0.01), got list [1]"),
     (["+lr=0.5"], "lr=0.5 and optim.lr=0.01 disagree (lr is shorthand for optim.lr)"),
     (["checkpoint.keep_last=0"], "'checkpoint.keep_last' is 0; it must be null (keep all)"),
     ("", "is empty — help: write the settings to change"),
     ("# only a comment\n", "is empty"),
     ('epochs: "ten"\n', "'epochs' expects an int (default 1), got str 'ten'"),
-    ("lr: [1]\n", "'lr' is [1]; it must be null or a number >= 0"),
+    ("lr: [1]\n", "'lr' is [1]; it must be null or a finite number >= 0"),
+    ("lr: .inf\n", "config key 'lr' is .inf; it must be null or a finite number >= 0"),
+    ("model: {type: MLP, hidden: [-5]}\n", "MLP: hidden=[-5]; it must be a list of integers"),
+    (
+        "epochs: 2\nseed: 1\nepochs: 3\n",
+        "the key 'epochs' is written twice in one mapping "
+        "(lines 1 and 3); YAML would keep only the second — help: keep one of them",
+    ),
+    (
+        "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{new}: &{new} [{', '.join(['*' + old] * 9)}]\n"
+            for old, new in zip("abcdefg", "bcdefgh")
+        ),
+        "the YAML expands to more than 100000 values through its aliases",
+    ),
     ("max_steps: -3\n", "'max_steps' is -3; it must be null or an integer >= 1"),
     ("- 1\n", "must be a mapping of keys to values, got list"),
 ]
@@ -159,6 +185,60 @@ def test_config_mistakes_are_one_line_with_exit_code_2(tmp_path, capsys, bad, ex
     assert captured.out == "" and len(captured.err.splitlines()) == 1
     assert captured.err.startswith("error: ") and expected in captured.err
     assert not (tmp_path / "run").exists()  # stopped before writing anything
+
+
+def test_a_diverged_run_prints_strict_json(tmp_path, capsys):
+    from buildingai.cli import main
+
+    assert main(["train", str(write_config(tmp_path, "run", epochs=1)), "optim.lr=1e30"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1], parse_constant=pytest.fail)
+    assert summary["eval/loss"] is None  # JSON has no NaN: written null, named on stderr
+    assert "warning: eval/loss ended NaN or infinite (written as null)" in captured.err
+
+
+def test_a_mistake_in_the_command_is_one_line(capsys):
+    from buildingai.cli import main
+
+    for argv, expected in [
+        (["trian", "x.yaml"], "error: argument command: invalid choice: 'trian'"),
+        (["serve", "m.onnx", "--port", "abc"], "error: argument --port: invalid int value"),
+        (["train"], "error: the following arguments are required: config"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err
+        assert error.startswith(expected) and error.count("\n") == 1, error
+        assert "usage:" not in error and "— help: buildingai" in error
+
+
+def test_a_run_that_fails_at_its_first_step_leaves_the_run_dir_reusable(tmp_path, capsys):
+    from buildingai.cli import main
+
+    config = write_config(tmp_path, "run", epochs=1)
+    assert main(["train", str(config), "model.in_features=5"]) == 2  # the data has 2 features
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "in_features = 5" in error
+    assert not (tmp_path / "run").exists()  # as it found it: no config.yaml, metrics, run.json
+    assert main(["train", str(config)]) == 0  # the corrected run is not refused
+    assert (tmp_path / "run" / "checkpoints" / "step-00000006.safetensors").exists()
+
+
+def test_eval_reads_a_checkpoints_config_as_data(tmp_path, capsys):
+    from buildingai import load, save
+    from buildingai.cli import main
+
+    assert main(["train", str(write_config(tmp_path, "run", epochs=1))]) == 0
+    checkpoint = tmp_path / "run" / "checkpoints" / "step-00000006.safetensors"
+    state = load(checkpoint)
+    state["config"] = str(tmp_path / "run.yaml")  # a YAML file that exists: never opened
+    save(state, tmp_path / "forged.safetensors")
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "forged.safetensors")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "is str '" in error
+    assert "not a mapping of settings; a checkpoint's config is data, never a path" in error
 
 
 def test_missing_or_directory_config_paths(tmp_path, capsys):

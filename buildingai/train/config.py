@@ -20,12 +20,12 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import BuildingAIError
+from .yaml_loader import YamlError, import_yaml, load_yaml
 
 
 class ConfigError(BuildingAIError, ValueError):
@@ -34,29 +34,9 @@ class ConfigError(BuildingAIError, ValueError):
 
 def _yaml():
     try:
-        import yaml
-    except ImportError:
-        raise ConfigError(
-            "reading or writing YAML needs the optional package pyyaml, which is not installed",
-            help="pip install pyyaml  (or build the Config from a dict in Python)",
-        ) from None
-    return yaml
-
-
-def _loader():
-    """A safe YAML loader that also reads ``1e-3`` as a float: plain YAML 1.1 (PyYAML) wants a
-    dot in the mantissa (``1.0e-3``) and would otherwise return the string ``'1e-3'``."""
-    yaml = _yaml()
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
-        list("-+0123456789."),
-    )
-    return Loader
+        return import_yaml()
+    except YamlError as error:
+        raise ConfigError(error.message, help=error.help) from None
 
 
 def parse_value(text: str) -> Any:
@@ -64,11 +44,14 @@ def parse_value(text: str) -> Any:
     ``18`` -> int, ``true`` -> bool, ``null`` -> None, ``[64, 32]`` -> list, ``adam`` -> str.
     Without pyyaml, numbers, booleans, null and plain strings are understood."""
     try:
-        return _yaml().load(text, Loader=_loader())
+        _yaml()
     except ConfigError:
         pass
-    except Exception as error:  # a YAML syntax error: report it as a config error
-        raise ConfigError(f"cannot parse the value {text!r}: {error}") from None
+    else:
+        try:
+            return load_yaml(text, what=f"cannot parse the value {text!r}")
+        except YamlError as error:  # a YAML syntax error: report it as a config error
+            raise ConfigError(error.message, help=error.help) from None
     lowered = text.strip().lower()
     if lowered in ("null", "none", "~", ""):
         return None
@@ -280,12 +263,11 @@ class Config:
 
     @classmethod
     def from_yaml_string(cls, text: str, source: str = "<string>") -> Config:
+        _yaml()
         try:
-            data = _yaml().load(text, Loader=_loader())
-        except ConfigError:
-            raise
-        except Exception as error:
-            raise ConfigError(f"cannot read YAML from {source}: {error}") from None
+            data = load_yaml(text, source)
+        except YamlError as error:
+            raise ConfigError(error.message, help=error.help) from None
         if data is None:  # an empty file (or only comments) is a wrong or truncated file
             raise ConfigError(
                 f"the YAML in {source} is empty",
@@ -308,7 +290,13 @@ class Config:
         return text
 
     # ----- merging and validation -------------------------------------------------------------
-    def merge(self, other: Mapping[str, Any], strict: bool = True, _prefix: str = "") -> Config:
+    def merge(
+        self,
+        other: Mapping[str, Any],
+        strict: bool = True,
+        _prefix: str = "",
+        _plus_hint: bool = True,
+    ) -> Config:
         """Update this config from ``other`` (a dict or Config), recursively; returns ``self``.
 
         With ``strict``, every key of ``other`` must already exist here (this config is the
@@ -325,11 +313,10 @@ class Config:
             if key not in self._data:
                 if strict and not open_section:
                     known = [_prefix + name for name in self._data]
-                    raise ConfigError(
-                        f"unknown key {path!r}{suggest(path, known)}",
-                        help=f"known keys here: {', '.join(known) or '(none)'}; mark a new key "
-                        f"with a '+' on the command line (+{path}=...)",
-                    )
+                    hint = f"known keys here: {', '.join(known) or '(none)'}"
+                    if _plus_hint:
+                        hint += f"; mark a new key with a '+' on the command line (+{path}=...)"
+                    raise ConfigError(f"unknown key {path!r}{suggest(path, known)}", help=hint)
                 self[key] = value
                 continue
             current = self._data[key]
@@ -339,7 +326,7 @@ class Config:
                     self[key] = value
                 else:
                     current._check_mutable(path)
-                    current.merge(value, strict=strict, _prefix=path + ".")
+                    current.merge(value, strict=strict, _prefix=path + ".", _plus_hint=_plus_hint)
                 continue
             if strict:
                 check_type(path, current, value)
@@ -484,7 +471,53 @@ def load_config(source: str | os.PathLike | Config | dict, overrides: Iterable[s
     """``DEFAULTS`` updated from a YAML file (or a dict), then from ``key=value`` overrides;
     every key is checked against the defaults, so a typo fails here with a suggestion."""
     config = source if isinstance(source, (Config, dict)) else Config.from_yaml(source)
-    return DEFAULTS.copy().merge(config).merge_overrides(overrides)
+    # DEFAULTS is the whole schema: a key it lacks is a typo, never a key to add with '+'
+    config = DEFAULTS.copy().merge(config, _plus_hint=False)
+    overrides = list(overrides)
+    for override in overrides:
+        name = override.partition("=")[0]
+        key = name.lstrip("+")
+        if override.startswith("~") or not key or key in config or _addable(config, key):
+            continue
+        known = suggest(key, config.keys_flat())
+        what = f"{name!r} adds the key {key!r}, but" if name != key else f"unknown key {key!r}:"
+        raise ConfigError(
+            f"{what} the Trainer has no such setting{known}",
+            help="the Trainer's settings are the keys of buildingai.train.DEFAULTS; a class's "
+            "arguments go in its section (e.g. model.dropout=0.1)",
+        )
+    return config.merge_overrides(overrides)
+
+
+def stored_config(stored: Any, source: str) -> Config:
+    """The training config saved in a checkpoint (``state["config"]``), read as data: a mapping
+    of settings merged into ``DEFAULTS``. Anything else, a string above all, is refused: a
+    string would otherwise be opened as a YAML path on the machine reading the checkpoint."""
+    if not isinstance(stored, Mapping):
+        raise ConfigError(
+            f"the config stored in {source} is {type(stored).__name__} {_short(stored)}, not a "
+            "mapping of settings; a checkpoint's config is data, never a path to read",
+            help="use a checkpoint written by `buildingai train` (Trainer.save_checkpoint)",
+        )
+    return load_config(Config(stored))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _addable(config: Config, key: str) -> bool:
+    """Whether an override may add dotted ``key``: it lies in a section with a ``type`` (whose
+    class's signature checks it) or in one that is off (``scheduler: null``) and being written."""
+    parts = key.split(".")
+    for depth in range(1, len(parts)):
+        value = config.get(".".join(parts[:depth]), _MISSING)
+        if value is None or (isinstance(value, Config) and "type" in value):
+            return True
+        if value is _MISSING:
+            return False
+    return False
 
 
 def _is_int(value: Any) -> bool:
@@ -496,8 +529,13 @@ def _int_at_least(minimum: int) -> Callable[[Any], bool]:
 
 
 def _number_at_least(minimum: float, strictly: bool = False) -> Callable[[Any], bool]:
+    """A finite number >= ``minimum`` (> with ``strictly``): infinity and NaN are refused, as
+    a learning rate or a clipping norm of ``.inf`` only turns the weights into NaN."""
+
     def test(value: Any) -> bool:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        if not math.isfinite(value):
             return False
         return value > minimum if strictly else value >= minimum
 
@@ -526,6 +564,8 @@ def _as_written(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     return repr(value.to_dict() if isinstance(value, Config) else value)
 
 
@@ -538,11 +578,12 @@ RULES: list[tuple[str, str, Callable[[Any], bool]]] = [
     ("max_steps", "null or an integer >= 1", _optional(_int_at_least(1))),
     ("batch_size", "an integer >= 1", _int_at_least(1)),
     ("eval_batch_size", "null or an integer >= 1", _optional(_int_at_least(1))),
-    ("lr", "null or a number >= 0", _optional(_number_at_least(0))),
-    ("optim.lr", "a number >= 0", _number_at_least(0)),
+    ("lr", "null or a finite number >= 0", _optional(_number_at_least(0))),
+    ("optim.lr", "a finite number >= 0", _number_at_least(0)),
     ("device", "a device name such as 'cpu' or 'cuda'", _is_name),
     ("run_dir", "null or a directory path", _optional(_is_name)),
-    ("grad_clip", "null (no clipping) or a number > 0", _optional(_number_at_least(0, True))),
+    ("grad_clip", "null (no clipping) or a finite number > 0",
+     _optional(_number_at_least(0, True))),
     ("log_every", "an integer >= 1", _int_at_least(1)),
     ("metrics", "a list of metric names such as ['accuracy']",
      lambda value: isinstance(value, list) and all(_is_name(name) for name in value)),

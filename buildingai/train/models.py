@@ -14,6 +14,25 @@ from ..nn.dropout import Dropout
 from ..nn.pool import MaxPool2d
 
 
+def _check_sizes(model: str, **sizes) -> None:
+    """Raise ``ValueError`` naming the first argument that is not an integer >= 1 (or a list of
+    them): a negative width would otherwise fail deep inside a layer, naming no argument."""
+    for name, value in sizes.items():
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+            allowed = (
+                "a list of integers >= 1"
+                if isinstance(value, (list, tuple))
+                else ("an integer >= 1")
+            )
+            raise ValueError(f"{model}: {name}={value!r}; it must be {allowed}")
+
+
+def _check_dropout(model: str, dropout) -> None:
+    if not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
+        raise ValueError(f"{model}: dropout={dropout!r}; it must be a number in [0, 1)")
+
+
 class MLP(nn.Module):
     """A multi-layer perceptron: Linear + ReLU (+ Dropout) per hidden layer, then a Linear.
 
@@ -31,6 +50,8 @@ class MLP(nn.Module):
         normalize: Sequence[float] | None = None,
     ) -> None:
         super().__init__()
+        _check_sizes("MLP", in_features=in_features, hidden=hidden, out_features=out_features)
+        _check_dropout("MLP", dropout)
         self.normalize = tuple(normalize) if normalize is not None else None
         layers: list[nn.Module] = [nn.Flatten()]
         width = in_features
@@ -67,6 +88,9 @@ class SmallCNN(nn.Module):
         normalize: Sequence[float] | None = None,
     ) -> None:
         super().__init__()
+        _check_sizes("SmallCNN", in_channels=in_channels, num_classes=num_classes,
+                     channels=channels, hidden=hidden, image_size=image_size)  # fmt: skip
+        _check_dropout("SmallCNN", dropout)
         self.normalize = tuple(normalize) if normalize is not None else None
         blocks: list[nn.Module] = []
         width, size = in_channels, image_size

@@ -103,9 +103,10 @@ class Registry:
                 kwargs[key] = value
         try:
             return target(*args, **kwargs)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:  # an argument the class refuses
             raise ConfigError(
-                f"cannot build {self.kind} {spec['type']} from {path}: {error}"
+                f"cannot build {self.kind} {spec['type']} from {path}: {error}",
+                help=f"change the value in the config's {path} section",
             ) from None
 
     def check(

@@ -76,6 +76,18 @@ def test_mistakes_are_one_line_with_exit_code_2(capsys, tmp_path, mlp_checkpoint
         (["serve", path, "--max-batch", "0"], "error: max_batch must be an integer >= 1, got 0"),
         (["serve", path, "--input-shape", "28x28"], "error: --input-shape '28x28' is not"),
         (["serve", path, "--input-shape", "5"], "does not run on an input of shape (1, 5)"),
+        (
+            ["serve", path, "--port", "99999"],
+            "error: --port 99999 is not a TCP port; it must be "
+            "0 to 65535 — help: 0 picks a free port",
+        ),
+        (["serve", path, "--port", "-1"], "error: --port -1 is not a TCP port"),
+        (["serve", path, "--max-samples", "0"], "error: max_samples must be an integer >= 1"),
+        (
+            ["serve", path, "--body-timeout-s", "0"],
+            "error: body_timeout_s must be a number of seconds > 0, got 0.0",
+        ),
+        (["serve", path, "--max-latency-ms", "inf"], "error: max_latency_ms must be a finite"),
     ]
     for argv, expected in cases:
         assert main(argv) == 2, argv
