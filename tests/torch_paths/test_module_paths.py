@@ -61,3 +61,12 @@ def test_device_is_pytorchs_spelling_of_device():
     assert chosen == bai.Device("cuda" if bai.cuda_is_available() else "cpu")
     assert bai.device("cuda", 1) == bai.Device("cuda:1")
     assert bai.zeros(2).to(chosen).device == chosen
+
+
+def test_distributed_sampler_is_reached_on_first_use():
+    from buildingai.distributed import DistributedSampler
+    from buildingai.utils.data import DistributedSampler as from_utils_data
+
+    assert from_utils_data is DistributedSampler is bai.utils.data.DistributedSampler
+    with pytest.raises(AttributeError, match="buildingai.utils.data' has no attribute 'Nothing'"):
+        bai.utils.data.Nothing  # noqa: B018

@@ -2,10 +2,12 @@
 
 The names here are ``buildingai.data``'s own classes and functions, not copies, so
 ``from buildingai.utils.data import DataLoader`` and ``buildingai.data.DataLoader`` are the same
-object. ``DistributedSampler`` is ``buildingai.distributed.DistributedSampler``. The submodules
-``dataset``, ``sampler``, ``dataloader`` and ``distributed`` mirror PyTorch's for imports such
-as ``from torch.utils.data.sampler import SubsetRandomSampler``.
+object. ``DistributedSampler`` is ``buildingai.distributed.DistributedSampler``, imported on
+first use. The submodules ``dataset``, ``sampler``, ``dataloader`` and ``distributed`` mirror
+PyTorch's for imports such as ``from torch.utils.data.sampler import SubsetRandomSampler``.
 """
+
+import importlib
 
 from ...data import (
     BatchSampler,
@@ -25,8 +27,16 @@ from ...data import (
     get_worker_info,
     random_split,
 )
-from . import dataloader, dataset, distributed, sampler
-from .distributed import DistributedSampler
+from . import dataloader, dataset, sampler
+
+
+def __getattr__(name: str):
+    # buildingai.distributed is imported on first use, so `import buildingai` does not pay for it
+    if name in ("DistributedSampler", "distributed"):
+        distributed = importlib.import_module(f"{__name__}.distributed")
+        return distributed if name == "distributed" else distributed.DistributedSampler
+    raise AttributeError(f"module 'buildingai.utils.data' has no attribute {name!r}")
+
 
 __all__ = [
     "BatchSampler",
