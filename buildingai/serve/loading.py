@@ -17,8 +17,11 @@ from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
 from ..serialization import load
 from ..train.callbacks import latest_checkpoint
+from ..train.config import ConfigError, stored_config
 from ..train.registry import DATASETS, MODELS
-from ..train.trainer import load_config
+from .shape_probe import probe_shapes
+
+PROBE_HEADROOM_BYTES = 256 * 1024 * 1024
 
 
 class ServeError(BuildingAIError):
@@ -173,12 +176,72 @@ def _load_checkpoint(path: Path, input_shape: tuple | None) -> CheckpointModel:
             help="serve a checkpoint written by `buildingai train` (Trainer.from_config), or "
             "export the model to ONNX and serve the .onnx file",
         )
-    config = load_config(state["config"])
+    stored = state["model"]
+    if not isinstance(stored, dict) or not all(hasattr(v, "shape") for v in stored.values()):
+        raise ServeError(f"{path}: its 'model' entry is not a state dict of tensors")
+    try:
+        config = stored_config(state["config"], str(path))
+        MODELS.check(config.model, path="model")
+    except ConfigError as error:
+        raise ServeError(error.message, help=error.help) from None
+    _check_shapes_before_building(path, config, stored)
     model = MODELS.build(config.model, path="model")
-    model.load_state_dict(state["model"])
+    model.load_state_dict(stored)
     shape = input_shape if input_shape is not None else _model_input_shape(model, config.model)
     return CheckpointModel(str(path), model, Signature(shape, np.dtype(np.float32)),
                            _config_labels(config))  # fmt: skip
+
+
+def _check_shapes_before_building(path: Path, config, stored: dict) -> None:
+    """Refuse a config whose model's parameter shapes differ from the tensors ``stored`` in the
+    checkpoint, finding them in a child process capped at what those tensors justify
+    (``shape_probe``), so that this process never allocates a model the file does not hold."""
+    stored_bytes = sum(int(np.prod(v.shape)) * np.dtype(_dtype_of(v)).itemsize
+                       for v in stored.values())  # fmt: skip
+    # room for the parameters, the float64 draws that initialise them and Python's own needs
+    budget = 4 * stored_bytes + PROBE_HEADROOM_BYTES
+
+    def build_shapes() -> dict:
+        model = MODELS.build(config.model, path="model")
+        return {name: list(value.shape) for name, value in model.state_dict().items()}
+
+    report = probe_shapes(build_shapes, budget)
+    if report is None:
+        return  # no probe on this platform: load_state_dict checks the shapes after building
+    if "memory" in report:
+        raise ServeError(
+            f"{path}: the model its config describes needs more memory than the "
+            f"{stored_bytes} bytes of parameters the checkpoint stores ({report['memory']}); "
+            "the config and the weights do not match",
+            help="serve a checkpoint written whole by `buildingai train`",
+        )
+    if "error" in report:
+        raise ServeError(f"{path}: cannot build the model its config describes: "
+                         f"{report['error']}")  # fmt: skip
+    built = report["shapes"]
+    for name, shape in built.items():
+        if name not in stored:
+            raise ServeError(f"{path}: the model its config describes has {name} {tuple(shape)}, "
+                             "which the checkpoint does not store")  # fmt: skip
+        if tuple(shape) != tuple(stored[name].shape):
+            raise ServeError(
+                f"{path}: the model its config describes has {name} of shape {tuple(shape)}; "
+                f"the checkpoint stores {tuple(stored[name].shape)}",
+                help="the config and the weights do not match; serve a checkpoint written whole "
+                "by `buildingai train`",
+            )
+    extra = sorted(set(stored) - set(built))
+    if extra:
+        raise ServeError(f"{path}: the checkpoint stores {extra[0]}, which the model its config "
+                         "describes does not have")  # fmt: skip
+
+
+def _dtype_of(value) -> np.dtype:
+    dtype = getattr(value, "dtype", np.float32)
+    try:
+        return np.dtype(dtype)
+    except TypeError:  # a Tensor's dtype object
+        return np.dtype(getattr(dtype, "name", "float32"))
 
 
 def _model_input_shape(model, model_config) -> tuple:

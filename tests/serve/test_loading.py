@@ -78,3 +78,85 @@ def test_what_cannot_be_served_is_said_on_one_line(tmp_path):
     pytest.importorskip("onnxruntime")
     with pytest.raises(ServeError, match="onnxruntime cannot load"):
         load_model(broken)
+
+
+def forged(tmp_path, mlp_checkpoint, config) -> str:
+    """The MLP checkpoint with its stored config replaced by ``config``."""
+    from buildingai.serialization import load
+
+    state = load(mlp_checkpoint[0])
+    state["config"] = config
+    path = tmp_path / "forged.safetensors"
+    save(state, path)
+    return path
+
+
+def test_a_string_config_is_data_never_a_path_to_open(tmp_path, mlp_checkpoint):
+    other = tmp_path / "other.yaml"
+    other.write_text("model: {type: MLP, hidden: [8]}\n")  # a config that would load
+    for text in ["/etc/passwd", str(other), str(tmp_path / "missing.yaml")]:
+        with pytest.raises(ServeError) as caught:
+            load_model(forged(tmp_path, mlp_checkpoint, text))
+        # the same answer whether the file exists or not: nothing about it is revealed
+        assert caught.value.message.startswith(
+            f"the config stored in {tmp_path / 'forged.safetensors'} is str '"
+        )
+        assert caught.value.message.endswith(
+            "not a mapping of settings; a checkpoint's config is data, never a path to read"
+        )
+
+
+class RecordingModels:
+    """The model registry, recording each model built in this process."""
+
+    def __init__(self, registry) -> None:
+        self.registry, self.built = registry, []
+
+    def check(self, *args, **kwargs):
+        return self.registry.check(*args, **kwargs)
+
+    def build(self, spec, *args, **kwargs):
+        self.built.append(dict(spec))
+        return self.registry.build(spec, *args, **kwargs)
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    from buildingai.serve import loading
+    from buildingai.serve.shape_probe import can_probe
+
+    if not can_probe():
+        pytest.skip("the shape probe needs fork and RLIMIT_AS (Linux)")
+    models = RecordingModels(loading.MODELS)
+    monkeypatch.setattr(loading, "MODELS", models)
+    return models
+
+
+def test_a_config_wider_than_the_stored_tensors_is_refused_before_building(
+    tmp_path, mlp_checkpoint, recording
+):
+    from buildingai.serialization import load
+
+    config = load(mlp_checkpoint[0])["config"]
+    config["model"] = {"type": "MLP", "hidden": [12000, 12000]}  # 2.8 GB of parameters
+    with pytest.raises(ServeError) as caught:
+        load_model(forged(tmp_path, mlp_checkpoint, config))
+    assert "the model its config describes needs more memory than the" in caught.value.message
+    assert "bytes of parameters the checkpoint stores" in caught.value.message
+    assert recording.built == []  # this process never built (or allocated) the model
+
+
+def test_a_config_of_other_shapes_names_the_first_mismatch(tmp_path, mlp_checkpoint, recording):
+    from buildingai.serialization import load
+
+    config = load(mlp_checkpoint[0])["config"]
+    config["model"]["hidden"] = [40]  # the checkpoint stores hidden=[32]
+    with pytest.raises(ServeError) as caught:
+        load_model(forged(tmp_path, mlp_checkpoint, config))
+    assert caught.value.message.endswith(
+        "the model its config describes has layers.1.weight of shape (40, 784); the checkpoint "
+        "stores (32, 784)"
+    )
+    assert recording.built == []
+    load_model(mlp_checkpoint[0])  # a matching config is built here, once
+    assert len(recording.built) == 1
