@@ -14,6 +14,7 @@ from . import (
     export,
     graph,
     hub,
+    linalg,
     nn,
     ops,
     optim,

@@ -9,6 +9,7 @@ from . import (
     index,
     inplace,
     linalg,
+    matrix_norms,
     memory_format,
     nn,
     random_like,
@@ -26,6 +27,7 @@ from .gamma import *
 from .index import *
 from .inplace import *
 from .linalg import *
+from .matrix_norms import *
 from .memory_format import *
 from .methods import attach_tensor_methods
 from .nn import *
@@ -43,6 +45,7 @@ __all__ = [
     for family in (creation, elementwise, index, inplace, linalg, nn, reduce, shape)
     for name in family.__all__
 ] + [name for family in (memory_format, sampling, sorting, triangle) for name in family.__all__]
+__all__ += matrix_norms.__all__
 
 __all__ += activation.__all__
 __all__ += gamma.__all__

@@ -382,36 +382,13 @@ def count_nonzero(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     return apply(ops.COUNT_NONZERO, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
-def norm(x, ord=2, axis=None, keepdims=None, *, p=None, dim=None, keepdim=None):
-    """The vector p-norm ``sum(|x|^ord)^(1/ord)`` over ``axis`` (None: all elements, flattened).
-
-    ``ord`` (alias ``p``) may be any real number, ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the
-    number of non-zeros) or ``"fro"`` (the 2-norm). Like ``torch.linalg.vector_norm``: a 2-D
-    tensor with ``axis=None`` is treated as a vector, never as a matrix.
-
-    x: (...) -> the shape of x without the reduced axes (kept as size 1 with ``keepdims``).
-    """
-    if p is not None:
-        if ord not in (2, p):
-            raise TypeError(f"[norm] got both ord={ord!r} and p={p!r}")
-        ord = p
-    if ord == "fro":
-        ord = 2
-    if isinstance(ord, str) or ord is None:
-        raise ValueError(
-            f"[norm] unsupported ord {ord!r}: use a number, inf, -inf or 'fro' (vector norms only)"
-        )
-    axes = _axes(x, axis, dim, "norm")
-    return apply(ops.VECTOR_NORM, x, ord=float(ord), axes=axes, keepdims=_keep(keepdims, keepdim))
-
-
 __all__ = ["ValuesIndices", "sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin",
            "argmax", "argmin", "prod", "logsumexp", "cumsum", "cumprod", "all", "any",
-           "count_nonzero", "norm"]  # fmt: skip
+           "count_nonzero"]  # fmt: skip
 
 TENSOR_METHODS = {
     "sum": sum, "sum_to": sum_to, "mean": mean, "var": var, "std": std,
     "max": max, "min": min, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
     "prod": prod, "logsumexp": logsumexp, "cumsum": cumsum, "cumprod": cumprod,
-    "all": all, "any": any, "count_nonzero": count_nonzero, "norm": norm,
+    "all": all, "any": any, "count_nonzero": count_nonzero,
 }  # fmt: skip

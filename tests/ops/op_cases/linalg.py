@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 import buildingai as bai
 import buildingai.nn.functional as F
 
@@ -241,5 +243,45 @@ case(
     _max_pool2d_grads("max_pool2d_gather"),
     gradcheck=True,
     grad_inputs=(0,),
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+# ----- singular values ----------------------------------------------------------------------------
+
+
+def _svdvals(d: Draw) -> Sample:
+    rows, columns = d.size(1, 4), d.size(1, 4)
+    return d.call("svdvals", d.floats("n", rows, columns))
+
+
+case(
+    "svdvals",
+    _svdvals,
+    dtypes=(np.float32, np.float64),
+    torch=torch.linalg.svdvals,
+    onnx="ONNX has no singular value decomposition",
+    covered_by=("tests/functions/test_matrix_norms.py",),
+)
+
+
+def _svdvals_backward(d: Draw) -> Sample:
+    x = d.floats("n", d.size(1, 4), d.size(1, 4), grad=True)
+    return d.capture(
+        "svdvals_backward", lambda: backward_of(bai.linalg.svdvals, x), symbols={(0, 0): "n"}
+    )
+
+
+def _torch_svdvals_backward(x, grad):
+    u, _, vh = torch.linalg.svd(x, full_matrices=False)  # u_i and v_i flip signs together
+    return (u * grad.unsqueeze(-2)) @ vh
+
+
+case(
+    "svdvals_backward",
+    _svdvals_backward,
+    dtypes=(np.float32, np.float64),
+    torch=_torch_svdvals_backward,
+    no_grad="second derivatives of singular values are not provided: its backward raises",
     onnx=NO_ONNX_MAPPING,
 )
