@@ -13,13 +13,15 @@ shared with two other trainings, OPENBLAS_NUM_THREADS=1): test accuracy 0.8844, 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from mnist_cnn import main  # the sibling example (this folder is on sys.path when run)
+from run_dirs import run_script
 
 from buildingai.data.datasets import FashionMNIST
 
 CONFIG = Path(__file__).parent / "configs" / "fashion_mnist_cnn.yaml"
 
 if __name__ == "__main__":
-    main(CONFIG, FashionMNIST)
+    sys.exit(run_script(lambda: main(CONFIG, FashionMNIST)))

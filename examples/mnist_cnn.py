@@ -12,8 +12,11 @@ after epochs 1-3; 99.24% in 2139 s in all (about 1 step/s on that loaded machine
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
+
+from run_dirs import choose_run_dir, run_script  # this folder is on sys.path when run
 
 import buildingai as bai
 from buildingai import optim
@@ -77,9 +80,10 @@ def main(config_path: Path = CONFIG, dataset=MNIST) -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides: key=value")
     parser.add_argument("--config", default=str(config_path))
     parser.add_argument("--plain", action="store_true", help="run the plain loop instead")
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    parser.add_argument("--resume", action="store_true", help="continue the newest run")
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)  # checked against Trainer defaults
+    choose_run_dir(config, args.overrides, resume=args.resume)  # runs/mnist_cnn, then -2, -3...
 
     started = time.perf_counter()
     if args.plain:
@@ -90,4 +94,4 @@ def main(config_path: Path = CONFIG, dataset=MNIST) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from run_dirs import choose_run_dir, run_script  # this folder is on sys.path when run
 
 import buildingai as bai
 from buildingai import nn, optim
@@ -236,6 +238,8 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="skip the TF-IDF baseline")
     args = parser.parse_args()
     config = Config.from_yaml(args.config).merge_overrides(args.overrides)
+    if not args.plain:
+        choose_run_dir(config, args.overrides)  # runs/rotten_tomatoes_transformer, then -2...
 
     if not args.no_baseline:
         started = time.perf_counter()
@@ -248,4 +252,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))
