@@ -43,6 +43,7 @@ from .group import (
 from .helpers import GradientReducer, all_reduce_gradients, broadcast_parameters
 from .sampler import DistributedSampler
 from .sharded_optimizer import ShardedOptimizer
+from .sharded_parameters import ShardedModel, shard
 
 
 def ledger(group: ProcessGroup | None = None) -> list:
@@ -55,9 +56,11 @@ def ledger(group: ProcessGroup | None = None) -> list:
 
 __all__ = [
     "CollectiveMismatchError", "CollectiveTimeoutError", "DistributedError",
-    "DistributedSampler", "GradientReducer", "ProcessGroup", "ShardedOptimizer", "Work",
+    "DistributedSampler", "GradientReducer", "ProcessGroup", "ShardedModel", "ShardedOptimizer",
+    "Work",
     "all_gather", "all_gather_into_tensor", "all_reduce", "all_reduce_gradients", "barrier",
     "broadcast", "broadcast_parameters", "destroy_process_group", "gather", "get_backend",
     "get_rank", "get_world_size", "init_process_group", "irecv", "is_initialized", "isend",
     "ledger", "new_group", "recv", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send",
+    "shard",
 ]  # fmt: skip
