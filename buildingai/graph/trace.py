@@ -152,6 +152,37 @@ class Tracer(DispatchMode):
         with self.lock:
             self.record(op, inputs, output, attrs)
 
+    def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
+        """``x.relu_()`` or ``F.relu(x, inplace=True)`` inside the call: ``x`` now holds
+        ``result``'s value, so the ops that read ``x`` afterwards read that node. A frozen
+        graph changes nothing outside itself, so writing into a parameter, a constant or an
+        input the graph has read is refused."""
+        with self.lock:
+            value_id = self.ids.get(id(target))
+            if value_id is None:
+                # not read by the graph yet (a lazy layer initialising its parameters): the
+                # graph captures it, as it is then, when an op reads it
+                return
+            kind = self.graph.values[value_id].kind
+            if kind in ("param", "const", "input") or result is None:
+                what = {"param": "a parameter", "const": "a tensor from outside the call",
+                        "input": "an input of the call"}.get(kind, "a traced tensor")  # fmt: skip
+                raise GraphError(
+                    f"[freeze] '{name}'{_in_module()} writes into {what} (shape "
+                    f"{tuple(target.shape)}) in place{where()}: a frozen graph computes its "
+                    "outputs and changes nothing else",
+                    help="use the out-of-place form (y = x.relu() instead of x.relu_(), "
+                    "inplace=False) for that tensor",
+                )
+            result_id = None if result is None else self.ids.get(id(result))
+            if result_id is None:
+                return
+            self.ids[id(target)] = result_id
+            self.versions[result_id] = (target._version, target._version[0])
+            self.keep[id(target)] = target
+            if id(result) in self.dependent:
+                self.dependent.add(id(target))
+
     def record(self, op, inputs, output, attrs) -> None:
         refs = []
         specs = []

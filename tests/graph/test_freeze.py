@@ -289,11 +289,24 @@ def test_python_numbers_equal_to_a_symbolic_size_are_refused_as_op_inputs():
         freeze(function, [TensorSpec((None, 3))])
 
 
-def test_in_place_changes_of_traced_values_are_refused():
+def test_in_place_changes_of_traced_values_are_traced():
     def function(x):
         y = x * 2
+        before = y + 1  # reads the value before the change
         y.add_(1)
-        return y + 1
+        return y + before
+
+    static = freeze(function, [TensorSpec((2, 3))])
+    x = bai.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(static(x).numpy(), function(x).numpy())
+
+
+def test_a_view_read_after_its_base_changed_in_place_is_refused():
+    def function(x):
+        y = x * 2
+        row = y[0]  # a view: eager execution sees the change below through it
+        y.add_(1)
+        return row + 1
 
     with pytest.raises(GraphError, match="modified in place"):
         freeze(function, [TensorSpec((2, 3))])
