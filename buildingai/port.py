@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import sys
 from dataclasses import dataclass
 
 from .errors import BuildingAIError
 
 SOURCE, TARGET = "torch", "buildingai"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,10 @@ def _import_text(node: ast.Import) -> str | None:
 
 
 def _offsets(source: str) -> list[int]:
-    """The character offset at which each line of ``source`` starts (1-based lines)."""
-    starts, total = [0, 0], 0
-    for line in source.splitlines(keepends=True):
-        total += len(line)
-        starts.append(total)
-    return starts
+    """The character offset at which each line of ``source`` starts (1-based lines), counting
+    lines as the parser does: only ``\n``, ``\r\n`` and ``\r`` end one (``str.splitlines``
+    would also split at form feeds and other separators)."""
+    return [0, 0] + [match.end() for match in _LINE_END.finditer(source)]
 
 
 def rewrite_imports(source: str, filename: str = "<source>") -> tuple[str, list[Change]]:

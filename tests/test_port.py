@@ -129,3 +129,14 @@ def test_command_errors_are_one_line(tmp_path, content, message):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
     assert re.search(message, done.stderr)
+
+
+def test_lines_are_counted_as_the_parser_counts_them():
+    # a form feed inside a string is not a line end for Python (str.splitlines says it is)
+    source = 'text = "page\x0cbreak"\r\nimport torch\r\nfrom torch import nn\r\n'
+    ported, changes = rewrite_imports(source)
+    assert (
+        ported
+        == 'text = "page\x0cbreak"\r\nimport buildingai as torch\r\nfrom buildingai import nn\r\n'
+    )
+    assert [change.line for change in changes] == [2, 3]
