@@ -11,7 +11,7 @@ import zlib
 
 # what a rank can be waiting in; a probe answer sends the index
 OPS = ("barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "gather", "scatter",
-       "send", "recv", "call check")  # fmt: skip
+       "send", "recv")  # fmt: skip
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -157,6 +157,25 @@ else:
         assert "not a member" in str(error), error
 dist.barrier()
 
+# asynchronous collectives waited for in another order than they were called: their payloads
+# still start in call order on every rank (each after its check), and each result is right
+summed = bai.tensor(np.full(3, rank + 1.0))
+broadcasted = bai.tensor(np.full(2, float(rank)))
+gathered = [bai.tensor(np.zeros(2, np.int64)) for _ in range(size)]
+works = [
+    dist.all_reduce(summed, async_op=True),
+    dist.broadcast(broadcasted, src=size - 1, async_op=True),
+    dist.all_gather(gathered, bai.tensor(np.full(2, rank)), async_op=True),
+]
+while not works[1].is_completed():  # polling alone progresses the queue
+    pass
+for work in reversed(works):
+    work.wait()
+check("async all_reduce", summed.data, np.full(3, size * (size + 1) / 2), np.dtype("float64"))
+check("async broadcast", broadcasted.data, np.full(2, size - 1.0), np.dtype("float64"))
+for source, values in enumerate(gathered):
+    check("async all_gather", values.data, np.full(2, source), np.dtype("int64"))
+
 for failure in failures:
     print("FAIL", failure)
 print(
