@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ..vis.graph_plot import plot_computation_graph
+from .first_calls import one_time_costs
 from .flamegraph_page import PAGE
 from .summary import event_cost, summarize
 
@@ -20,16 +21,21 @@ PYTHON_FRAME = "(Python outside ops)"
 
 def frame_tree(tracer) -> dict:
     """The trace as nested frames: ``{"name", "value" (ns), "calls", "flops", "children"}``;
-    the root adds the traced time spent outside ops as its own frame."""
+    the root adds the traced time spent outside ops as its own frame. A first call that paid
+    one-time costs is its own frame, ``linear (first call)``, beside the op's later calls."""
     root = {"name": "all", "value": 0, "calls": 0, "flops": 0, "children": {}}
     costs: dict = {}
-    for event in tracer.events:
+    one_time = one_time_costs(tracer.events)
+    for index, event in enumerate(tracer.events):
         duration = event.duration_ns
         flops = event_cost(event, costs)[0] if event.op is not None else 0
         node = root
         node["value"] += duration
         node["flops"] += flops
-        for name in event.frames:
+        frames = event.frames
+        if index in one_time:
+            frames = event.stack + (f"{event.name} (first call)",)
+        for name in frames:
             child = node["children"].get(name)
             if child is None:
                 child = {"name": name, "value": 0, "calls": 0, "flops": 0, "children": {}}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BuildingAIError
 from ..ops.abstract import ValueSpec, concrete
+from .first_calls import one_time_costs
 
 _PHASES = ("forward", "backward", "no_grad")
 
@@ -90,6 +91,19 @@ class ProfileSummary:
             "",
             _table("module", list(self.modules.values())[: self.top]),
         ]
+        if totals.get("first_calls_skipped"):
+            lines += [
+                "",
+                f"first calls left out (skip_first_calls=True): "
+                f"{totals['first_calls_skipped']} calls, {totals['first_calls_ms']:.2f} ms",
+            ]
+        elif totals.get("one_time_calls"):
+            count = totals["one_time_calls"]
+            lines += ["", f"first calls: {count} {'op' if count == 1 else 'ops'} took "
+                      f"{totals['one_time_ms']:.2f} ms more on their first call than on later ones "
+                      "(one-time costs: imports, kernel compilation, thread start-up, caches), "
+                      "counted above; run one warm-up step before tracing, or trace with "
+                      "TimeTracer(skip_first_calls=True)"]  # fmt: skip
         peaks = [peak for peak in totals.get("step_peak_bytes", []) if peak is not None]
         if peaks:
             lines += ["", "peak memory per step: " + ", ".join(_si(p) + "B" for p in peaks)]
@@ -121,18 +135,24 @@ def summarize(tracer, top: int = 20) -> ProfileSummary:
             row = modules.get(name) or modules.setdefault(name, Row(name))
             row.add(duration, event.forward_ns, flops, moved, backward)
     wall_ns = tracer.wall_ns
+    skipped_ns = getattr(tracer, "first_calls_ns", 0)
+    one_time = one_time_costs(tracer.events)
     totals = {
         "wall_ms": wall_ns / 1e6,
         "op_ms": op_ns / 1e6,
         "array_ms": array_ns / 1e6,
         "dispatch_ms": (op_ns - array_ns) / 1e6,
         "data_wait_ms": wait_ns / 1e6,
-        "python_ms": max(wall_ns - op_ns - wait_ns, 0) / 1e6,
+        "python_ms": max(wall_ns - op_ns - wait_ns - skipped_ns, 0) / 1e6,
         "ops": count,
         "flops": flops_total,
         "gflops_per_s": flops_total / op_ns if op_ns else 0.0,
         "steps": len(tracer.step_ends_ns),
         "step_peak_bytes": list(tracer.step_peaks),
+        "one_time_calls": len(one_time),  # first calls that paid one-time costs
+        "one_time_ms": sum(one_time.values()) / 1e6,  # what they took beyond later calls
+        "first_calls_skipped": getattr(tracer, "first_calls_skipped", 0),
+        "first_calls_ms": skipped_ns / 1e6,
     }
     return ProfileSummary(_slowest_first(ops), _slowest_first(modules), totals, top)
 

@@ -14,6 +14,12 @@ its module path when the forward op ran. Ops outside any module with recording o
 steps, evaluation) are filed under ``no_grad``; a DataLoader's wait for its next batch is its own
 ``data wait`` frame. A frozen graph runs its plan without dispatch, so its ops are not seen
 (its time shows as Python outside ops): trace the eager function to see them.
+
+A child of a ``Sequential`` or ``ModuleList`` is named by its index and class, ``0 (Linear)``.
+The first call of each op (per op and input dtypes and ranks) is marked ``first_call``: in a
+fresh process it pays one-time costs (imports, compiling a kernel, starting threads, filling
+caches), and the summary says how much more than the later calls those first calls took. Run a
+warm-up step before tracing, or ``TimeTracer(skip_first_calls=True)`` to leave them out.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import NamedTuple
 
 from ..autograd.dispatch import COMPUTE_TIME, DispatchMode, dispatch_mode
 from ..autograd.engine import running_node
-from ..autograd.state import current_state, module_path
+from ..autograd.state import MODULE_CALLS, current_state, module_path
 from ..autograd.tensor import Tensor
 from .exports import write_chrome_trace, write_speedscope
 from .flamegraph import write_flamegraph
@@ -49,6 +55,8 @@ class OpEvent(NamedTuple):
         thread: the id of the thread that ran it.
         op: the op record (None for a wait), and ``specs`` / ``attrs`` of the call, from which
             ``cost`` gives its FLOPs and bytes.
+        first_call: the first call of this op with these input dtypes and ranks in the trace
+            (``first_calls.one_time_costs`` says whether it paid one-time costs).
     """
 
     name: str
@@ -61,6 +69,7 @@ class OpEvent(NamedTuple):
     op: object = None
     specs: tuple = ()
     attrs: dict | None = None
+    first_call: bool = False
 
     @property
     def duration_ns(self) -> int:
@@ -89,9 +98,19 @@ class TimeTracer(DispatchMode):
     ``tracer.step()`` marks the end of a training step: later events carry the next step
     number, and the step's peak memory is recorded when ``buildingai.memory`` is available
     (the tracer resets that peak counter when it starts and at each step).
+
+    Args:
+        skip_first_calls: leave the first call of each op (per input dtypes and ranks) out of
+            the events: in a fresh process it pays one-time costs. Their time is kept apart
+            (``first_calls_ns``, ``first_calls_skipped``) and said by the summary. By default
+            they are recorded and marked (``OpEvent.first_call``), and the summary says how
+            much more than later calls they took.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, skip_first_calls: bool = False) -> None:
+        self.skip_first_calls = skip_first_calls
+        self.first_calls_ns = 0  # time of the first calls left out (skip_first_calls=True)
+        self.first_calls_skipped = 0
         self.events: list[OpEvent] = []
         self.step_count = 0
         self.step_ends_ns: list[int] = []
@@ -101,6 +120,8 @@ class TimeTracer(DispatchMode):
         self._lock = threading.Lock()
         self._scope = None
         self._memory = None
+        self._seen_calls: set = set()  # (op name, input dtypes and ranks) already traced
+        self._labelled_paths: dict[tuple, tuple] = {}
 
     # ----- the block ----------------------------------------------------------------------
     def __enter__(self) -> TimeTracer:
@@ -151,9 +172,18 @@ class TimeTracer(DispatchMode):
         if not starts:  # the tracer began while this op was already running
             return
         start = starts.pop()
+        specs = tuple(
+            [(v.data.shape, v.data.dtype) if isinstance(v, Tensor) else v for v in inputs]
+        )
+        call = (op.name,) + tuple(
+            [(v.data.dtype, v.data.ndim) for v in inputs if isinstance(v, Tensor)]
+        )
+        first_call = call not in self._seen_calls
+        if first_call:
+            self._seen_calls.add(call)
         running = running_node()
         if running is None:
-            path = module_path()
+            path = self._labelled(module_path())
             if path or current_state().grad_enabled:
                 stack = ("forward",) + path
             else:
@@ -165,9 +195,10 @@ class TimeTracer(DispatchMode):
         node = output._node
         if node is not None:  # backward ops learn their module from the forward op's node
             node.profile_path = path
-        specs = tuple(
-            [(v.data.shape, v.data.dtype) if isinstance(v, Tensor) else v for v in inputs]
-        )
+        if first_call and self.skip_first_calls:
+            self.first_calls_ns += end - start
+            self.first_calls_skipped += 1
+            return
         # tuple.__new__ builds the named tuple without its Python-level __new__: this runs per op
         self.events.append(
             _new_event(
@@ -183,9 +214,24 @@ class TimeTracer(DispatchMode):
                     op,
                     specs,
                     attrs,
+                    first_call,
                 ),
             )
         )
+
+    def _labelled(self, path: tuple) -> tuple:
+        """``path`` with each index-named module given its class: ``("Net", "0 (Linear)")``
+        for the first child of a Sequential. Computed once per path."""
+        labelled = self._labelled_paths.get(path)
+        if labelled is None:
+            names = list(path)
+            modules = MODULE_CALLS.stacks[0]  # the modules being called, aligned at the end
+            offset = len(names) - len(modules)
+            for index, module in enumerate(modules):
+                if index + offset >= 0 and names[index + offset].isdigit():
+                    names[index + offset] += f" ({type(module).__name__})"
+            labelled = self._labelled_paths[path] = tuple(names)
+        return labelled
 
     def data_wait(self, start_ns: int, end_ns: int) -> None:
         """Called by a DataLoader iterator after waiting ``start_ns``..``end_ns`` for a batch."""
