@@ -13,6 +13,7 @@ from ..ops import nn as ops
 from ..ops.random import BERNOULLI_MASK
 from ._common import check_scalar_axis, normalize_axis, pick
 from .creation import as_tensor, astype
+from .inplace import _in_place
 
 
 def _softmax_like(op, x: Tensor, axis, dim, dtype) -> Tensor:
@@ -65,14 +66,16 @@ def dropout(
     x: Tensor,
     p: float = 0.5,
     training: bool = True,
-    generator: Generator | None = None,
+    inplace: bool = False,
     *,
+    generator: Generator | None = None,
     mask: Tensor | None = None,
 ) -> Tensor:
     """Inverted dropout: zero each element with probability ``p`` and scale the survivors by
     ``1 / (1 - p)``, so the expected value is unchanged and evaluation needs no rescaling.
 
-    x: any shape -> same shape. The keep-mask is drawn from ``generator`` (see ``dropout_mask``),
+    x: any shape -> same shape. PyTorch's signature: ``inplace=True`` writes the result into
+    ``x`` and returns ``x``. The keep-mask is drawn from ``generator`` (see ``dropout_mask``),
     or given as ``mask`` (bool, broadcastable to ``x``: ``(N, C, 1, 1)`` drops whole channels) to
     reuse or inspect one. ``p == 0`` or ``training=False`` return ``x`` itself; ``p == 1`` gives
     zeros (with a zero gradient).
@@ -85,7 +88,23 @@ def dropout(
     elif not isinstance(mask, Tensor):
         mask = as_tensor(mask)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    if inplace:
+        return _dropout_in_place(x, mask, scale)
     return apply(ops.DROPOUT, x, mask, scale=scale)
+
+
+def _dropout_in_place(x: Tensor, mask: Tensor, scale: float) -> Tensor:
+    """``x`` with its values replaced by the dropout of them (``inplace=True``): recorded like
+    the out-of-place op, as the tensor's in-place methods are."""
+
+    def compute(previous: Tensor) -> Tensor:
+        return apply(ops.DROPOUT, previous, mask, scale=scale)
+
+    def write(array) -> None:  # nothing records or observes: scale the kept values in place
+        array *= mask.data
+        array *= scale
+
+    return _in_place(x, "dropout(inplace=True)", (mask,), compute, write)
 
 
 def embedding(indices, weight: Tensor, padding_idx: int | None = None) -> Tensor:

@@ -15,8 +15,7 @@ from ..functions.nn import dropout
 from .functional.channel_dropout import dropout1d, dropout2d, dropout3d
 from .module import Module
 
-# `inplace=True` is accepted so PyTorch model code runs unchanged; the result is computed out of
-# place, which gives the same values and gradients.
+# `inplace=True` writes the result into the input and returns it, as in PyTorch.
 
 
 class _DropoutNd(Module):
@@ -42,7 +41,7 @@ class Dropout(_DropoutNd):
     ``1 / (1 - p)``; the identity in evaluation. x: any shape -> same shape."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.training, self.generator)
+        return dropout(x, self.p, self.training, self.inplace, generator=self.generator)
 
 
 class _ChannelDropout(_DropoutNd):
@@ -61,7 +60,7 @@ class _ChannelDropout(_DropoutNd):
                 f"[{type(self).__name__}] expects input {self._layout}, got shape {tuple(x.shape)}",
                 help="channel dropout zeroes whole feature maps; use Dropout for single elements",
             )
-        return type(self)._function(x, self.p, True, self.generator)
+        return type(self)._function(x, self.p, True, self.inplace, generator=self.generator)
 
 
 class Dropout1d(_ChannelDropout):

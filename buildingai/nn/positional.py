@@ -56,7 +56,7 @@ class _PositionalLayer(Module):
         """dropout(x + rows), with rows (L, E) laid along x's sequence dimension."""
         if x.ndim == 3 and not self.batch_first:
             rows = rows.reshape(rows.shape[0], 1, rows.shape[1])  # (L, 1, E) over (L, N, E)
-        return _dropout(x + rows, self.dropout, self.training, self.generator)
+        return _dropout(x + rows, self.dropout, self.training, generator=self.generator)
 
     def _options_repr(self) -> str:
         """The ``extra_repr`` tail: the settings that differ from their defaults."""

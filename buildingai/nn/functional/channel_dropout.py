@@ -9,7 +9,7 @@ from ...functions.nn import dropout, dropout_mask
 
 
 def _channel_dropout(
-    name: str, x: Tensor, p: float, training: bool, generator, spatial_dims: int
+    name: str, x: Tensor, p: float, training: bool, inplace: bool, generator, spatial_dims: int
 ) -> Tensor:
     """x: (N, C, *spatial) or (C, *spatial) with ``spatial_dims`` spatial axes."""
     if not training or p == 0.0:
@@ -23,31 +23,47 @@ def _channel_dropout(
     kept = x.ndim - spatial_dims  # the (N, C) or (C,) axes: one draw each
     mask_shape = tuple(x.shape[:kept]) + (1,) * spatial_dims
     mask = dropout_mask(mask_shape, p, generator, x.device)
-    return dropout(x, p, True, mask=mask)
+    return dropout(x, p, True, inplace, mask=mask)
 
 
 def dropout1d(
-    x: Tensor, p: float = 0.5, training: bool = True, generator: Generator | None = None
+    x: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Generator | None = None,
 ) -> Tensor:
-    """Zero whole channels of (N, C, L) or (C, L) inputs with probability ``p``."""
-    return _channel_dropout("dropout1d", x, p, training, generator, 1)
+    """Zero whole channels of (N, C, L) or (C, L) inputs with probability ``p`` (PyTorch's
+    signature; ``inplace=True`` writes into ``x``)."""
+    return _channel_dropout("dropout1d", x, p, training, inplace, generator, 1)
 
 
 def dropout2d(
-    x: Tensor, p: float = 0.5, training: bool = True, generator: Generator | None = None
+    x: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Generator | None = None,
 ) -> Tensor:
     """Zero whole channels of (N, C, H, W) inputs with probability ``p``. A 3-D input is read
     as (N, C, L), as PyTorch does."""
     if x.ndim == 3:
-        return _channel_dropout("dropout2d", x, p, training, generator, 1)
-    return _channel_dropout("dropout2d", x, p, training, generator, 2)
+        return _channel_dropout("dropout2d", x, p, training, inplace, generator, 1)
+    return _channel_dropout("dropout2d", x, p, training, inplace, generator, 2)
 
 
 def dropout3d(
-    x: Tensor, p: float = 0.5, training: bool = True, generator: Generator | None = None
+    x: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Generator | None = None,
 ) -> Tensor:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability ``p``."""
-    return _channel_dropout("dropout3d", x, p, training, generator, 3)
+    return _channel_dropout("dropout3d", x, p, training, inplace, generator, 3)
 
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d"]
