@@ -5,13 +5,19 @@ binary is missing.
     page = open_page(tmp_path / "profile.html")     # a file path or an http:// URL
     assert page.errors == []                        # console errors and uncaught exceptions
     assert "matmul" in page.text                    # the DOM's visible text
+
+    with serve_directory(site) as url, browser_page(width=390) as page:
+        page.goto(url + "/index.html")              # a built site over HTTP, a phone's width
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,9 +49,10 @@ class LoadedPage:
 
 
 @contextlib.contextmanager
-def browser_page():
-    """A live Playwright page on headless Chromium, for tests that click or type; its
-    ``console_errors`` attribute collects console errors and uncaught exceptions."""
+def browser_page(width: int = 1280, height: int = 720):
+    """A live Playwright page on headless Chromium, ``width`` x ``height`` CSS pixels, for tests
+    that click or type; its ``console_errors`` attribute collects console errors and uncaught
+    exceptions."""
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
     binary = chromium_path()
     if binary is None:
@@ -55,7 +62,7 @@ def browser_page():
             executable_path=binary, headless=True, args=["--no-sandbox", "--disable-gpu"]
         )
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": width, "height": height})
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -80,3 +87,24 @@ def open_page(location: str | os.PathLike, settle_ms: int = 300) -> LoadedPage:
             title=page.title(),
             errors=list(page.console_errors),
         )
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+@contextlib.contextmanager
+def serve_directory(directory: str | os.PathLike):
+    """``directory`` over HTTP on 127.0.0.1 (a site's search fetches its index, which file://
+    forbids); yields the base URL, with no trailing slash."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
