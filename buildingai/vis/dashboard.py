@@ -159,7 +159,7 @@ class LiveDashboard:
         refresh = "" if self.closed else f'<meta http-equiv="refresh" content="{self.refresh_s:g}">'
         charts = "\n".join(
             f'<section class="metric"><h2>{html.escape(name)}</h2>{_summary(points)}'
-            f"{svg_chart(points)}</section>"
+            f"{svg_chart(points, y_title=name)}</section>"
             for name, points in self.history.items()
         )
         state = "finished" if self.closed else "running"
@@ -195,6 +195,7 @@ class LiveDashboard:
             axes.plot(steps, values, marker="o" if len(values) < 30 else None, markersize=3)
             axes.set_title(name)
             axes.set_xlabel("step")
+            axes.set_ylabel(name)
             axes.grid(alpha=0.3)
         figure.savefig(Path(path))
         return figure
@@ -210,40 +211,106 @@ def sparkline(values: list[float], width: int = 30) -> str:
     return "".join(_SPARKS[int((v - low) / span * (len(_SPARKS) - 1))] for v in values)
 
 
-def svg_chart(points: list[tuple[int, float]], width: int = 420, height: int = 180) -> str:
-    """An inline SVG line chart of ``(step, value)`` points, with its axis ranges labelled and
-    each point's value in a hover title."""
+def svg_chart(
+    points: list[tuple[int, float]],
+    width: int = 420,
+    height: int = 200,
+    *,
+    x_title: str = "step",
+    y_title: str = "value",
+) -> str:
+    """An inline SVG line chart of ``(step, value)`` points: a frame with round-number ticks and
+    grid lines on both axes, the tick labels outside the frame, the axes titled ``x_title`` and
+    ``y_title``, and each point's value in a hover title."""
     finite = [(s, v) for s, v in points if math.isfinite(v)]
     if not finite:
         return f'<svg class="chart" width="{width}" height="{height}"></svg>'
-    pad = 36
     steps = [s for s, _ in finite]
     values = [v for _, v in finite]
     s0, s1 = min(steps), max(steps)
     v0, v1 = min(values), max(values)
-    s_span, v_span = (s1 - s0) or 1, (v1 - v0) or 1.0
+    if s0 == s1:
+        s0, s1 = s0 - 1, s1 + 1
+    if v0 == v1:
+        v0, v1 = v0 - (abs(v0) or 1.0) * 0.1, v1 + (abs(v1) or 1.0) * 0.1
+    x_ticks = [t for t in nice_ticks(s0, s1) if t == int(t)]
+    y_ticks = nice_ticks(v0, v1)
+    y_labels = [_tick_label(t, y_ticks) for t in y_ticks]
+    # the frame starts right of the widest value label and the rotated title: nothing overlaps
+    left = _TITLE_BAND + _TICK_GAP + _CHAR_PX * max(len(label) for label in y_labels)
+    right, top, bottom = width - 14, 10, height - _TICK_GAP - _FONT_PX - _TITLE_BAND
+    s_span, v_span = s1 - s0, v1 - v0
 
     def x(step):
-        return pad + (step - s0) / s_span * (width - 2 * pad)
+        return left + (step - s0) / s_span * (right - left)
 
     def y(value):
-        return height - pad + -(value - v0) / v_span * (height - 2 * pad)
+        return bottom - (value - v0) / v_span * (bottom - top)
 
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'font-size="{_FONT_PX}" fill="#444">',
+        f'<rect x="{left:.1f}" y="{top}" width="{right - left:.1f}" height="{bottom - top}" '
+        'fill="none" stroke="#bbb"/>',
+    ]
+    for tick, label in zip(y_ticks, y_labels):
+        parts.append(
+            f'<line class="grid" x1="{left:.1f}" x2="{right}" y1="{y(tick):.1f}" '
+            f'y2="{y(tick):.1f}" stroke="#eee"/><text class="y-tick" x="{left - _TICK_GAP:.1f}" '
+            f'y="{y(tick) + _FONT_PX / 3:.1f}" text-anchor="end">{label}</text>'
+        )
+    for tick in x_ticks:
+        parts.append(
+            f'<line class="grid" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top}" y2="{bottom}" '
+            f'stroke="#eee"/><text class="x-tick" x="{x(tick):.1f}" '
+            f'y="{bottom + _TICK_GAP + _FONT_PX:.1f}" text-anchor="middle">{int(tick)}</text>'
+        )
+    parts.append(
+        f'<text class="x-title" x="{(left + right) / 2:.1f}" y="{height - 4}" '
+        f'text-anchor="middle">{html.escape(x_title)}</text>'
+        f'<text class="y-title" transform="translate({_FONT_PX}, {(top + bottom) / 2:.1f}) '
+        f'rotate(-90)" text-anchor="middle">{html.escape(y_title)}</text>'
+    )
     line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in finite)
-    dots = "".join(
+    parts.append(f'<polyline fill="none" stroke="#4c72b0" stroke-width="1.8" points="{line}"/>')
+    parts.extend(
         f'<circle cx="{x(s):.1f}" cy="{y(v):.1f}" r="2.5"><title>step {s}: {v:.6g}</title></circle>'
         for s, v in finite[-200:]
     )
-    return (
-        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
-        f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" '
-        'fill="none" stroke="#ddd"/>'
-        f'<polyline fill="none" stroke="#4c72b0" stroke-width="1.8" points="{line}"/>{dots}'
-        f'<text x="{pad}" y="{height - 10}" font-size="11">{s0}</text>'
-        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">{s1}</text>'
-        f'<text x="4" y="{pad}" font-size="11">{v1:.4g}</text>'
-        f'<text x="4" y="{height - pad}" font-size="11">{v0:.4g}</text></svg>'
-    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# the chart's text metrics, in pixels: a digit of an 11 px system font is at most ~6.5 px wide
+_FONT_PX = 11
+_CHAR_PX = 7
+_TICK_GAP = 6
+_TITLE_BAND = 18
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About ``count`` round numbers (1, 2 or 5 times a power of ten apart) within
+    ``[low, high]``, lowest first."""
+    raw = (high - low) / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    ratio = raw / power
+    step = power * (1 if ratio < 1.5 else 2 if ratio < 3 else 5 if ratio < 7 else 10)
+    while True:
+        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+        if last > first or step < raw / 100:  # two ticks at least, so the scale can be read
+            break
+        step /= 2
+    return [round(k * step, 12) for k in range(first, last + 1)]
+
+
+def _tick_label(value: float, ticks: list[float]) -> str:
+    """``value`` with as many decimals as the tick spacing needs (0.25, not 0.250000001)."""
+    spacing = ticks[1] - ticks[0] if len(ticks) > 1 else abs(value) or 1.0
+    magnitude = max(abs(ticks[0]), abs(ticks[-1]))
+    if magnitude >= 1e5 or magnitude < 1e-3 and magnitude != 0:
+        return f"{value:.2g}"
+    decimals = max(0, -math.floor(math.log10(spacing) + 1e-9))
+    return f"{value:.{decimals}f}"
 
 
 def _summary(points: list[tuple[int, float]]) -> str:

@@ -4,12 +4,13 @@ rewritten as the run goes, and the PNG from matplotlib."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
 import buildingai as bai
 from buildingai.vis import LiveDashboard
-from buildingai.vis.dashboard import sparkline, svg_chart
+from buildingai.vis.dashboard import nice_ticks, sparkline, svg_chart
 
 
 def test_plain_lines_when_not_on_a_terminal(tmp_path):
@@ -84,9 +85,45 @@ def test_non_numbers_are_refused_naming_the_metric():
         dashboard.update({"loss": "high"})
 
 
-def test_svg_chart_scales_points_into_the_box():
+def frame_of(svg: str) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of the chart's frame."""
+    rect = re.search(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', svg)
+    left, top, width, height = map(float, rect.groups())
+    return left, top, left + width, top + height
+
+
+def test_svg_chart_scales_points_into_the_frame():
     svg = svg_chart([(0, 1.0), (10, 3.0)], width=200, height=100)
-    assert 'points="36.0,64.0 164.0,36.0"' in svg
+    left, top, right, bottom = frame_of(svg)
+    first, last = re.search(r'points="([^"]+)"', svg).group(1).split()
+    assert first == f"{left:.1f},{bottom:.1f}" and last == f"{right:.1f},{top:.1f}"
+
+
+def test_svg_chart_has_round_ticks_and_axis_titles():
+    svg = svg_chart([(step, 0.9812 + step * 1e-4) for step in range(28)], y_title="accuracy")
+    assert re.findall(r'class="y-tick"[^>]*>([^<]+)<', svg) == [
+        "0.9815", "0.9820", "0.9825", "0.9830", "0.9835"
+    ]  # fmt: skip
+    assert re.findall(r'class="x-tick"[^>]*>([^<]+)<', svg) == ["0", "5", "10", "15", "20", "25"]
+    assert '<text class="x-title"' in svg and ">step</text>" in svg
+    assert 'rotate(-90)" text-anchor="middle">accuracy</text>' in svg
+    # the value labels end left of the frame, with room for their longest label
+    left = frame_of(svg)[0]
+    for x in re.findall(r'class="y-tick" x="([\d.]+)"', svg):
+        assert float(x) < left and float(x) - 7 * len("0.9815") > 0
+
+
+def test_nice_ticks_are_round_and_inside_the_range():
+    assert nice_ticks(0, 10) == [0, 2, 4, 6, 8, 10]
+    assert nice_ticks(0.1, 0.98) == [0.2, 0.4, 0.6, 0.8]
+    assert nice_ticks(-1, 1) == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert len(nice_ticks(2.3101, 2.3102)) >= 2
+
+
+def test_a_constant_metric_still_gets_a_scale():
+    svg = svg_chart([(0, 0.5), (1, 0.5), (2, 0.5)])
+    assert len(re.findall(r'class="y-tick"', svg)) >= 2 and "nan" not in svg
+    assert svg_chart([(3, 1.0)]).count("<circle") == 1
 
 
 def test_page_writes_are_spaced_and_close_always_writes(tmp_path):
