@@ -37,7 +37,7 @@ def decode(body: bytes, content_type: str | None, signature: Signature,
     ``max_samples`` samples are refused with 413 before they are converted."""
     kind = media_type(content_type)
     if kind in JSON_TYPES:
-        batch = _from_json(body, depth=len(signature.shape) + 1)
+        batch = _from_json(body, depth=len(signature.shape) + 1, max_samples=max_samples)
     elif kind in NPY_TYPES:
         batch = _from_npy(body)
     else:
@@ -46,10 +46,17 @@ def decode(body: bytes, content_type: str | None, signature: Signature,
             f"Content-Type {kind or '(none)'!r} is not served; send application/json "
             '({"inputs": [[...], ...]}) or application/x-npy (a .npy file)',
         )
-    if max_samples is not None and batch.ndim >= 1 and len(batch) > max_samples:
-        raise BadRequest(413, f"the request holds {len(batch)} samples; this server takes at "
-                              f"most {max_samples} per request (--max-samples)")  # fmt: skip
+    if batch.ndim >= 1:
+        _check_count(len(batch), max_samples, exact=True)
     return _checked(batch, signature)
+
+
+def _check_count(samples: int, max_samples: int | None, exact: bool = True) -> None:
+    """413 past ``max_samples``; ``exact=False`` while counting, when more may follow."""
+    if max_samples is not None and samples > max_samples:
+        holds = f"{samples}" if exact else f"more than {max_samples}"
+        raise BadRequest(413, f"the request holds {holds} samples; this server takes at most "
+                              f"{max_samples} per request (--max-samples)")  # fmt: skip
 
 
 def _refuse_constant(name: str):
@@ -69,6 +76,60 @@ def _read_int(text: str) -> int:
     return int(text)
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+_HEAD = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"inputs"[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*')
+_SAMPLE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_read_int)
+
+
+def _samples_one_by_one(body: bytes, max_samples: int | None) -> list | None:
+    """The samples of a body spelled ``{"inputs": [s1, s2, ...]}``, parsed one sample per call,
+    or None for any other spelling. One ``json.loads`` of a 16 MiB body holds the interpreter's
+    lock for seconds, so the event loop could not answer ``/health`` meanwhile; between samples
+    the lock is released. Counting as it goes, it stops past ``max_samples``."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    head = _HEAD.match(text)
+    if head is None:
+        return None
+    samples, index = [], head.end()
+    if text.startswith("]", index):
+        index += 1
+    else:
+        while True:
+            try:
+                sample, index = _SAMPLE_DECODER.raw_decode(text, index)
+            except json.JSONDecodeError:
+                return None
+            samples.append(sample)
+            _check_count(len(samples), max_samples, exact=False)
+            index = _SPACE.match(text, index).end()
+            if text.startswith(",", index):
+                index = _SPACE.match(text, index + 1).end()
+            elif text.startswith("]", index):
+                index += 1
+                break
+            else:
+                return None
+    index = _SPACE.match(text, index).end()
+    if not text.startswith("}", index) or _SPACE.match(text, index + 1).end() != len(text):
+        return None
+    return samples
+
+
+def _inputs_of(document) -> list:
+    if not isinstance(document, dict) or "inputs" not in document:
+        raise BadRequest(422, 'the body must be a JSON object {"inputs": [[...], ...]}')
+    extra = sorted(set(document) - {"inputs"})
+    if extra:
+        raise BadRequest(422, f'unknown keys {extra} in the body; it takes only "inputs"')
+    inputs = document["inputs"]
+    if not isinstance(inputs, list):
+        raise BadRequest(422, f'"inputs" must be a list of samples, got {type(inputs).__name__}')
+    return inputs
+
+
 def _nesting(value, limit: int) -> int:
     """How deep lists nest along the first elements of ``value``, counting at most ``limit + 1``."""
     depth = 0
@@ -78,23 +139,19 @@ def _nesting(value, limit: int) -> int:
     return depth
 
 
-def _from_json(body: bytes, depth: int) -> np.ndarray:
+def _from_json(body: bytes, depth: int, max_samples: int | None = None) -> np.ndarray:
     """``{"inputs": [...]}`` as an array whose lists nest ``depth`` levels (batch + sample)."""
     try:
-        document = json.loads(body, parse_constant=_refuse_constant, parse_int=_read_int)
+        inputs = _samples_one_by_one(body, max_samples)
+        if inputs is None:  # not the plain shape: the whole-body parser names the mistake
+            document = json.loads(body, parse_constant=_refuse_constant, parse_int=_read_int)
+            inputs = _inputs_of(document)
     except RecursionError:
         raise BadRequest(400, "the body's JSON nests deeper than the parser allows (about 1000 "
                               f"levels); this model's inputs nest {depth}") from None  # fmt: skip
     except ValueError as error:  # JSONDecodeError and bad UTF-8 are ValueErrors
         raise BadRequest(400, f"the body is not valid JSON: {error}") from None
-    if not isinstance(document, dict) or "inputs" not in document:
-        raise BadRequest(422, 'the body must be a JSON object {"inputs": [[...], ...]}')
-    extra = sorted(set(document) - {"inputs"})
-    if extra:
-        raise BadRequest(422, f'unknown keys {extra} in the body; it takes only "inputs"')
-    inputs = document["inputs"]
-    if not isinstance(inputs, list):
-        raise BadRequest(422, f'"inputs" must be a list of samples, got {type(inputs).__name__}')
+    _check_count(len(inputs), max_samples, exact=True)  # before NumPy converts them all
     nested = _nesting(inputs, depth)
     if nested > depth:
         raise BadRequest(422, f'"inputs" nests lists more than {depth} levels deep; this model '

@@ -105,3 +105,24 @@ def test_outputs_encode_as_json_and_npy():
     np.testing.assert_array_equal(np.load(io.BytesIO(encode_npy(outputs))), outputs)
     with pytest.raises(ValueError):
         encode_json(np.array([[np.nan]]))
+
+
+@pytest.mark.parametrize("body", [
+    b'{"inputs": [[1, 2, 3, 4], [5, 6, 7, 8]]}',
+    b' \n{ "inputs" :[ [1,2,3,4] ,\n [5, 6, 7, 8] ] } \n',  # parsed sample by sample
+    b'{"\\u0069nputs": [[1, 2, 3, 4], [5, 6, 7, 8]]}',  # another spelling: parsed whole
+    '{"inputs": [[1, 2, 3, 4], [5, 6, 7, 8]]}'.encode("utf-16"),
+])  # fmt: skip
+def test_every_spelling_of_the_same_json_gives_the_same_batch(body):
+    np.testing.assert_array_equal(decode(body, "application/json", FLAT),
+                                  np.arange(1, 9).reshape(2, 4))  # fmt: skip
+
+
+def test_json_mistakes_after_a_sample_are_named_as_for_the_whole_body():
+    for body, reason in [
+        (b'{"inputs": [[1, 2, 3, 4]], "extra": 1}', "unknown keys ['extra']"),
+        (b'{"inputs": [[1, 2, 3, 4] [5, 6, 7, 8]]}', "not valid JSON: Expecting ',' delimiter"),
+        (b'{"inputs": [[1, 2, 3, 4], NaN]}', "inputs hold NaN, which is not a finite number"),
+    ]:
+        with pytest.raises(BadRequest, match=reason.replace("[", r"\[").replace("]", r"\]")):
+            decode(body, "application/json", FLAT)
