@@ -5,7 +5,7 @@ of the singular values), 2 / -2 (the largest / smallest singular value), 1 / -1 
 smallest column sum of |x|) and inf / -inf (the largest / smallest row sum). ``linalg_norm`` is
 ``torch.linalg.norm``: a matrix norm for a 2-D input or two axes, a vector norm otherwise.
 Every one is composed from primitives (``svdvals``, ``vector_norm``, ``abs``, sums, extrema),
-so gradients follow their rules; singular-value norms have first derivatives only.
+so gradients follow their rules; singular-value norms have first and second derivatives.
 """
 
 from __future__ import annotations

@@ -1,9 +1,17 @@
 """Singular values of matrices, the primitive under the spectral and nuclear matrix norms.
 
-``svdvals``: (..., m, n) -> (..., k), k = min(m, n), largest first. Its gradient,
-``U diag(g) V^T`` for the reduced SVD ``A = U diag(s) V^T``, is the record ``svdvals_backward``.
-That record's own derivative (second derivatives of singular values) is not provided: its
-backward raises, so a second derivative is never silently wrong.
+``svdvals``: (..., m, n) -> (..., k), k = min(m, n), largest first. With the reduced SVD
+``A = U diag(s) V^T``, four records close under differentiation up to second order:
+
+- ``svdvals(A)``, whose gradient for an upstream g is
+- ``svdvals_backward(A, g) = U diag(g) V^T``, whose gradients for an upstream H are
+  ``svdvals_hessian(A, g, H)`` (in A) and
+- ``svd_project(A, H) = diag(U^T H V)`` (in g: the change of the singular values along H),
+  whose gradients are ``svdvals_hessian(A, k, H)`` and ``svdvals_backward(A, k)``.
+
+``svdvals_hessian`` is the derivative of ``<H, U diag(g) V^T>`` in A (PyTorch's SVD backward
+rule with gU = H V diag(g), gV = H^T U diag(g)); it assumes distinct singular values, as
+PyTorch does. Its own backward (third derivatives) raises, so none is ever silently wrong.
 """
 
 from __future__ import annotations
@@ -95,12 +103,93 @@ class SingularValuesBackward(Op):
         return (u * grad[..., None, :]) @ vh
 
     def backward(self, ctx, grad):
+        x, upstream = ctx.inputs
+        return SVDVALS_HESSIAN(x, upstream, grad), SVD_PROJECT(x, grad)
+
+
+class SvdProject(Op):
+    """``diag(U^T H V)``: how the singular values of x change along the direction H.
+
+    x: (..., m, n), H: (..., m, n) -> (..., k).
+    """
+
+    name = "svd_project"
+
+    def infer(self, x, direction) -> ValueSpec:
+        return SVDVALS.infer(x)
+
+    def cost(self, x, direction) -> tuple:
+        flops, read, written = SVDVALS.cost(x)
+        return (flops + 2 * x.numel * x.shape[-1], read + direction.nbytes, written)
+
+    def forward(self, ctx, xp, x, direction):
+        u, _, vh = xp.linalg.svd(x, full_matrices=False)
+        return (u * (direction @ xp.swapaxes(vh, -1, -2))).sum(axis=-2)
+
+    def backward(self, ctx, grad):
+        x, direction = ctx.inputs
+        return SVDVALS_HESSIAN(x, grad, direction), SVDVALS_BACKWARD(x, grad)
+
+
+def _svd_backward(xp, u, s, vh, grad_u, grad_vh):
+    """PyTorch's SVD backward rule (real, reduced SVD, distinct singular values, no gradient
+    for s): the gradient in A of a function of U and V^T with gradients grad_u, grad_vh."""
+    m, n = u.shape[-2], vh.shape[-1]
+
+    def transposed(a):
+        return xp.swapaxes(a, -1, -2)
+
+    def skew(a):
+        return a - transposed(a)
+
+    squares = s * s
+    gaps = squares[..., None, :] - squares[..., :, None]  # s_j^2 - s_i^2
+    k = s.shape[-1]
+    gaps[..., xp.arange(k), xp.arange(k)] = 1.0  # the diagonal is not divided
+    u_part = skew(transposed(u) @ grad_u) * s[..., None, :]
+    v_part = s[..., :, None] * skew(vh @ transposed(grad_vh))
+    inner = (u_part + v_part) / gaps  # (..., k, k)
+    if m > n:  # the part of grad_u outside U's columns
+        grad_u_over_s = grad_u / s[..., None, :]
+        outer = u @ inner + grad_u_over_s - u @ (transposed(u) @ grad_u_over_s)
+        return outer @ vh
+    if m < n:  # the part of grad_vh outside V's columns
+        over_s_grad_vh = grad_vh / s[..., :, None]
+        outer = inner @ vh + over_s_grad_vh - (over_s_grad_vh @ transposed(vh)) @ vh
+        return u @ outer
+    return u @ inner @ vh
+
+
+class SvdvalsHessian(Op):
+    """The gradient in x of ``<H, U diag(g) V^T>``: the second derivative of the singular
+    values, applied to g and H.
+
+    x: (..., m, n), g: (..., k), H: (..., m, n) -> (..., m, n).
+    """
+
+    name = "svdvals_hessian"
+
+    def infer(self, x, weights, direction) -> ValueSpec:
+        return x
+
+    def cost(self, x, weights, direction) -> tuple:
+        flops, read, _ = SVDVALS.cost(x)
+        return (flops + 8 * x.numel * x.shape[-1], read + weights.nbytes + direction.nbytes,
+                x.nbytes)  # fmt: skip
+
+    def forward(self, ctx, xp, x, weights, direction):
+        u, s, vh = xp.linalg.svd(x, full_matrices=False)
+        grad_u = (direction @ xp.swapaxes(vh, -1, -2)) * weights[..., None, :]
+        grad_vh = weights[..., :, None] * (xp.swapaxes(u, -1, -2) @ direction)
+        return _svd_backward(xp, u, s, vh, grad_u, grad_vh)
+
+    def backward(self, ctx, grad):
         raise BuildingAIError(
-            "[svdvals_backward] second derivatives of singular values (matrix 2-norms, nuclear "
+            "[svdvals_hessian] third derivatives of singular values (matrix 2-norms, nuclear "
             "norms, svdvals) are not available",
-            help="take first derivatives only, or use the Frobenius norm ('fro'), whose second "
-            "derivatives are",
+            help="take first or second derivatives only, or use the Frobenius norm ('fro')",
         )
 
 
 SVDVALS, SVDVALS_BACKWARD = SingularValues(), SingularValuesBackward()
+SVD_PROJECT, SVDVALS_HESSIAN = SvdProject(), SvdvalsHessian()

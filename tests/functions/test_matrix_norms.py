@@ -1,6 +1,7 @@
 """Matrix norms against PyTorch in float64, values and gradients: ``norm(x, "nuc")``,
 ``norm(x, ord=2)`` of a matrix (its largest singular value), ``linalg.matrix_norm`` with every
-order, ``linalg.norm`` and ``linalg.svdvals``. ``x.norm(2)`` stays torch.norm's vector norm."""
+order, ``linalg.norm`` and ``linalg.svdvals``, second derivatives included. ``x.norm(2)`` stays
+torch.norm's vector norm."""
 
 import math
 
@@ -106,11 +107,20 @@ def test_errors_name_the_function_and_what_is_allowed():
         bai.linalg.svdvals(bai.zeros(2, 2, dtype="int64"))
 
 
-def test_second_derivatives_of_singular_values_say_they_are_missing():
+@pytest.mark.parametrize("ord", ["nuc", 2, -2], ids=str)
+@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (2, 3, 3)], ids=str)
+def test_second_derivatives_of_singular_value_norms_like_torch(ord, shape):
+    check_op(
+        lambda x: bai.linalg.matrix_norm(x, ord),
+        shape,
+        torch_fn=lambda x: torch.linalg.matrix_norm(x, ord),
+        gradgrad=True,
+    )
+
+
+def test_third_derivatives_of_singular_values_say_they_are_missing():
     x = bai.tensor(np.random.default_rng(1).standard_normal((3, 3)), requires_grad=True)
     (grad,) = bai.grad(bai.norm(x, "nuc"), [x], create_graph=True)
-    with pytest.raises(BuildingAIError, match=r"\[svdvals_backward\] second derivatives"):
-        grad.sum().backward()
-    (grad,) = bai.grad(bai.linalg.matrix_norm(x, "fro"), [x], create_graph=True)
-    grad.sum().backward()  # the Frobenius norm has them
-    assert x.grad is not None
+    (second,) = bai.grad((grad * grad).sum(), [x], create_graph=True)
+    with pytest.raises(BuildingAIError, match=r"\[svdvals_hessian\] third derivatives"):
+        second.sum().backward()

@@ -260,6 +260,7 @@ case(
     _svdvals,
     dtypes=(np.float32, np.float64),
     torch=torch.linalg.svdvals,
+    gradgrad=True,
     onnx="ONNX has no singular value decomposition",
     covered_by=("tests/functions/test_matrix_norms.py",),
 )
@@ -282,6 +283,56 @@ case(
     _svdvals_backward,
     dtypes=(np.float32, np.float64),
     torch=_torch_svdvals_backward,
-    no_grad="second derivatives of singular values are not provided: its backward raises",
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+def _svd_project(d: Draw) -> Sample:
+    x = d.floats("n", d.size(1, 4), d.size(1, 4), grad=True)
+    return d.capture(
+        "svd_project",
+        lambda: backward_of(bai.linalg.svdvals, x, create_graph=True),
+        symbols={(0, 0): "n", (1, 0): "n"},
+    )
+
+
+def _torch_svd_project(x, direction):
+    u, _, vh = torch.linalg.svd(x, full_matrices=False)
+    return (u * (direction @ vh.mT)).sum(-2)
+
+
+case(
+    "svd_project",
+    _svd_project,
+    dtypes=(np.float32, np.float64),
+    torch=_torch_svd_project,
+    onnx=NO_ONNX_MAPPING,
+)
+
+
+def _svdvals_hessian(d: Draw) -> Sample:
+    x = d.floats("n", d.size(1, 4), d.size(1, 4), grad=True)
+    return d.capture(
+        "svdvals_hessian",
+        lambda: backward_of(bai.linalg.svdvals, x, create_graph=True),
+        symbols={(0, 0): "n", (1, 0): "n", (2, 0): "n"},
+    )
+
+
+def _torch_svdvals_hessian(x, weights, direction):
+    """The gradient in x of <direction, U diag(weights) V^T>, through PyTorch's SVD rule."""
+    with torch.enable_grad():
+        x = x.detach().requires_grad_()
+        u, _, vh = torch.linalg.svd(x, full_matrices=False)
+        (grad,) = torch.autograd.grad((direction * ((u * weights.unsqueeze(-2)) @ vh)).sum(), x)
+    return grad
+
+
+case(
+    "svdvals_hessian",
+    _svdvals_hessian,
+    dtypes=(np.float32, np.float64),
+    torch=_torch_svdvals_hessian,
+    no_grad="third derivatives of singular values are not provided: its backward raises",
     onnx=NO_ONNX_MAPPING,
 )
