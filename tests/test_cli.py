@@ -141,6 +141,7 @@ BAD_CONFIGS = [
         "cannot build model MLP from model: MLP: hidden=[-5]; it must be a list of integers >= 1",
     ),
     (["model.dropout=1.5"], "MLP: dropout=1.5; it must be a number in [0, 1)"),
+    (["model.hidden=[1000000000000]"], "cannot build model MLP from model: Unable to allocate"),
     (["+newkey=3"], "'+newkey' adds the key 'newkey', but the Trainer has no such setting"),
     (["newkey=3"], "unknown key 'newkey': the Trainer has no such setting"),
     (["data.newkey=3"], "unknown key 'data.newkey': the Trainer has no such setting"),

@@ -103,7 +103,8 @@ class Registry:
                 kwargs[key] = value
         try:
             return target(*args, **kwargs)
-        except (TypeError, ValueError) as error:  # an argument the class refuses
+        # an argument the class refuses, or a size that cannot be allocated
+        except (TypeError, ValueError, MemoryError) as error:
             raise ConfigError(
                 f"cannot build {self.kind} {spec['type']} from {path}: {error}",
                 help=f"change the value in the config's {path} section",
