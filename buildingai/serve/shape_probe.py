@@ -35,6 +35,18 @@ def _address_space_bytes() -> int | None:
         return None
 
 
+def _memory_error_in(error: BaseException) -> MemoryError | None:
+    """The MemoryError ``error`` is or was raised from (a registry may wrap it in a config
+    error naming the section), or None."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, MemoryError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def can_probe() -> bool:
     if not hasattr(os, "fork") or sys.platform != "linux":
         return False
@@ -65,10 +77,12 @@ def probe_shapes(build: Callable[[], dict], budget_bytes: int) -> dict | None:
             hard = resource.getrlimit(resource.RLIMIT_AS)[1]
             resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
             report = {"shapes": build()}
-        except MemoryError as error:
-            report = {"memory": " ".join(str(error).split())}
         except BaseException as error:  # noqa: BLE001 - reported to the parent, one line
-            report = {"error": " ".join(f"{type(error).__name__}: {error}".split())}
+            memory = _memory_error_in(error)
+            if memory is not None:
+                report = {"memory": " ".join(str(memory).split())}
+            else:
+                report = {"error": " ".join(f"{type(error).__name__}: {error}".split())}
         try:
             data = memoryview(json.dumps(report).encode())
             while data:
