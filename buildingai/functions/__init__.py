@@ -4,6 +4,7 @@ the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``).
 from . import (
     activation,
     creation,
+    dtype_info,
     elementwise,
     gamma,
     index,
@@ -18,10 +19,12 @@ from . import (
     shape,
     shifting,
     sorting,
+    tensor_queries,
     triangle,
 )
 from .activation import *
 from .creation import *
+from .dtype_info import *
 from .elementwise import *
 from .gamma import *
 from .index import *
@@ -37,6 +40,7 @@ from .sampling import *
 from .shape import *
 from .shifting import *
 from .sorting import *
+from .tensor_queries import *
 from .triangle import *
 
 # Only the functions: the family modules' own names (e.g. `nn`) must not leak to the top level.
@@ -50,5 +54,6 @@ __all__ += matrix_norms.__all__
 __all__ += activation.__all__
 __all__ += gamma.__all__
 __all__ += random_like.__all__ + shifting.__all__
+__all__ += dtype_info.__all__ + tensor_queries.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

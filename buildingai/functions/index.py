@@ -415,7 +415,8 @@ def masked_fill(x: Tensor, mask, value) -> Tensor:
             value = value.astype(x.dtype)
     else:
         value = Tensor(array_namespace(x.data).asarray(value, dtype=x.dtype))
-    return where(mask_array, value, x)
+    # a Tensor mask stays one, so that a frozen call reads it as a value of its graph
+    return where(mask if isinstance(mask, Tensor) else mask_array, value, x)
 
 
 def one_hot(indices, num_classes: int = -1) -> Tensor:

@@ -145,13 +145,14 @@ def _cast_error(name: str, x: Tensor, exc: Exception) -> DTypeError:
     )
 
 
-def _keep_none_of(previous: Tensor, value) -> Tensor:
+def _keep_none_of(previous: Tensor, value, shape: tuple) -> Tensor:
     """``value`` in ``previous``'s shape and dtype, as a function of ``previous`` with a zero
-    gradient (the graph of ``fill_``/``copy_``; ``previous * 0`` would turn inf into nan)."""
+    gradient (the graph of ``fill_``/``copy_``; ``previous * 0`` would turn inf into nan).
+    ``shape`` is the modified tensor's: while freezing, it reads in symbolic sizes."""
     # a factory, not a NumPy array, so that a frozen call keeps the shape symbolic
-    keep_nothing = zeros(previous.shape, dtype="bool", device=previous.device)
+    keep_nothing = zeros(shape, dtype="bool", device=previous.device)
     if isinstance(value, Tensor):
-        value = value.expand(previous.shape).astype(previous.dtype)
+        value = value.expand(shape).astype(previous.dtype)
     return where(keep_nothing, previous, value)
 
 
@@ -230,7 +231,7 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
         x,
         name,
         (value,),
-        lambda prev: _keep_none_of(prev, value),
+        lambda prev: _keep_none_of(prev, value, x.shape),
         lambda a: a.fill(value.item() if isinstance(value, Tensor) else value),
     )
 
@@ -243,7 +244,7 @@ def copy_(x: Tensor, source) -> Tensor:
         x,
         "copy_",
         (value,),
-        lambda prev: _keep_none_of(prev, value),
+        lambda prev: _keep_none_of(prev, value, x.shape),
         lambda a: xp.copyto(a, value.data, casting="unsafe"),
     )
 
