@@ -1,8 +1,10 @@
 """The page at ``/``: draw a digit (or upload a picture of one) and see the model's prediction.
 
-Self-contained (inline CSS and JS, no network beyond this server). The drawing is cropped to its
-ink, scaled to 20 x 20 and centred in 28 x 28, as MNIST digits are; pixels go to ``/predict`` as
-floats in [0, 1] (white ink on black), nested to the input shape ``/metadata`` reports.
+Self-contained (inline CSS and JS, no network beyond this server). The drawing is framed as
+MNIST's digits were: the ink's bounding box scaled to fit 20 x 20 (keeping its shape), then
+shifted so its centre of mass falls on the centre of 28 x 28. Pixels go to ``/predict`` as
+floats in [0, 1] (white ink on black), nested to the input shape ``/metadata`` reports. The
+answer shows the three most likely classes with their probabilities, and every class's below.
 """
 
 PAGE = """<!doctype html>
@@ -24,13 +26,16 @@ PAGE = """<!doctype html>
   label.file input { display: none; }
   #status { min-height: 1.4em; color: #a00; }
   #prediction { font-size: 1.6rem; font-weight: 600; min-height: 2rem; }
-  #probabilities { list-style: none; padding: 0; margin: 0; width: 16rem; }
-  #probabilities li { display: grid; grid-template-columns: 5.5rem 1fr 3.5rem; gap: 0.4rem;
-                      align-items: center; margin: 2px 0; font-size: 0.85rem; }
-  #probabilities .track { display: block; background: #eee; height: 0.9rem; }
-  #probabilities .bar { display: block; background: #9bd; height: 100%; }
-  #probabilities li.top .bar { background: #37c; }
-  #probabilities li.top { font-weight: 600; }
+  ol.classes { list-style: none; padding: 0; margin: 0; width: 16rem; }
+  ol.classes li { display: grid; grid-template-columns: 5.5rem 1fr 3.5rem; gap: 0.4rem;
+                  align-items: center; margin: 2px 0; font-size: 0.85rem; }
+  ol.classes .track { display: block; background: #eee; height: 0.9rem; }
+  ol.classes .bar { display: block; background: #9bd; height: 100%; }
+  ol.classes li.top .bar { background: #37c; }
+  ol.classes li.top { font-weight: 600; }
+  #top li { font-size: 1rem; margin: 4px 0; }
+  #top .track { height: 1.1rem; }
+  #all { margin-top: 0.8rem; font-size: 0.85rem; color: #555; }
 </style>
 </head>
 <body>
@@ -48,7 +53,10 @@ PAGE = """<!doctype html>
     <div>Model input (28 &times; 28):</div>
     <canvas id="small" width="28" height="28"></canvas>
     <div id="prediction" aria-live="polite"></div>
-    <ol id="probabilities"></ol>
+    <ol id="top" class="classes" aria-label="the three most likely classes"></ol>
+    <details id="all"><summary>All classes</summary>
+      <ol id="probabilities" class="classes"></ol>
+    </details>
   </div>
 </div>
 <script>
@@ -63,6 +71,9 @@ function clearPad() {
   ink.fillStyle = "#000";
   ink.fillRect(0, 0, pad.width, pad.height);
   small.getContext("2d").clearRect(0, 0, 28, 28);
+  document.getElementById("prediction").textContent = "";
+  document.getElementById("top").replaceChildren();
+  document.getElementById("probabilities").replaceChildren();
 }
 
 function point(event) {
@@ -93,7 +104,9 @@ for (const name of ["pointerup", "pointerleave"]) {
   pad.addEventListener(name, () => { drawing = false; });
 }
 
-// The ink's bounding box scaled to fit 20 x 20, centred in 28 x 28: the MNIST framing.
+// MNIST's framing: the ink's bounding box scaled to fit 20 x 20 (keeping its shape), then
+// shifted by whole pixels so that its centre of mass falls on the centre of 28 x 28. A digit
+// drawn small, large or off to one side reaches the model as the digits it learned from.
 function pixels() {
   const data = ink.getImageData(0, 0, pad.width, pad.height).data;
   let top = pad.height, left = pad.width, bottom = -1, right = -1;
@@ -111,9 +124,26 @@ function pixels() {
   if (bottom < 0) return null;
   const width = right - left + 1, height = bottom - top + 1;
   const scale = 20 / Math.max(width, height);
-  const w = width * scale, h = height * scale;
-  target.imageSmoothingEnabled = true;
-  target.drawImage(pad, left, top, width, height, (28 - w) / 2, (28 - h) / 2, w, h);
+  const w = Math.max(1, Math.round(width * scale)), h = Math.max(1, Math.round(height * scale));
+  const box = document.createElement("canvas");
+  box.width = w; box.height = h;
+  const boxInk = box.getContext("2d");
+  boxInk.imageSmoothingEnabled = true;
+  boxInk.imageSmoothingQuality = "high";
+  boxInk.drawImage(pad, left, top, width, height, 0, 0, w, h);
+  const boxData = boxInk.getImageData(0, 0, w, h).data;
+  let mass = 0, sumX = 0, sumY = 0;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const v = boxData[(y * w + x) * 4];
+      mass += v; sumX += v * (x + 0.5); sumY += v * (y + 0.5);
+    }
+  }
+  const centreX = mass > 0 ? sumX / mass : w / 2, centreY = mass > 0 ? sumY / mass : h / 2;
+  // whole pixels keep the strokes sharp; the box stays inside the image
+  const dx = Math.min(28 - w, Math.max(0, Math.round(14 - centreX)));
+  const dy = Math.min(28 - h, Math.max(0, Math.round(14 - centreY)));
+  target.drawImage(box, dx, dy);
   const scaled = target.getImageData(0, 0, 28, 28).data;
   const values = new Array(784);
   for (let i = 0; i < 784; i++) values[i] = scaled[i * 4] / 255;
@@ -137,31 +167,34 @@ function probabilities(scores) {
   return exps.map((v) => v / total);
 }
 
+function classItem(label, p, top) {
+  const item = document.createElement("li");
+  item.dataset.label = label;
+  item.dataset.probability = p.toFixed(6);
+  if (top) item.className = "top";
+  const name = document.createElement("span"), track = document.createElement("span");
+  const bar = document.createElement("span"), value = document.createElement("span");
+  name.textContent = label;
+  bar.className = "bar";
+  bar.style.width = (100 * p).toFixed(1) + "%";
+  track.className = "track";
+  track.appendChild(bar);
+  value.textContent = (100 * p).toFixed(1) + "%";
+  item.append(name, track, value);
+  return item;
+}
+
 function show(scores) {
   const probs = probabilities(scores);
-  let best = 0;
-  probs.forEach((p, i) => { if (p > probs[best]) best = i; });
   const name = (i) => (labels && labels[i] !== undefined ? labels[i] : String(i));
+  // most likely first; equal probabilities keep class order
+  const ranked = probs.map((p, i) => i).sort((a, b) => probs[b] - probs[a] || a - b);
+  const best = ranked[0];
   document.getElementById("prediction").textContent = "Prediction: " + name(best);
-  const list = document.getElementById("probabilities");
-  list.replaceChildren();
-  probs.forEach((p, i) => {
-    const item = document.createElement("li");
-    item.dataset.label = name(i);
-    item.dataset.probability = p.toFixed(6);
-    if (i === best) item.className = "top";
-    const label = document.createElement("span"), bar = document.createElement("span");
-    const value = document.createElement("span");
-    label.textContent = name(i);
-    bar.className = "bar";
-    bar.style.width = (100 * p).toFixed(1) + "%";
-    value.textContent = (100 * p).toFixed(1) + "%";
-    const track = document.createElement("span");
-    track.className = "track";
-    track.appendChild(bar);
-    item.append(label, track, value);
-    list.appendChild(item);
-  });
+  document.getElementById("top").replaceChildren(
+    ...ranked.slice(0, 3).map((i) => classItem(name(i), probs[i], i === best)));
+  document.getElementById("probabilities").replaceChildren(
+    ...probs.map((p, i) => classItem(name(i), p, i === best)));
 }
 
 async function predict() {
