@@ -285,6 +285,12 @@ class Tensor:
             extras.append("requires_grad=True")
         return "tensor(" + values + "".join(", " + e for e in extras) + ")"
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: shape, dtype, device, gradient state and a few values."""
+        from ..utils.notebook import tensor_html
+
+        return tensor_html(self)
+
 
 # How many post-accumulate hooks are registered: backward looks for hooked leaves only when any are.
 _HOOKED_LEAVES = [0]

@@ -693,6 +693,12 @@ class Module:
                 text += "\n  " + "\n  ".join(lines) + "\n"
         return text + ")"
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: a table of the modules with their parameters and the totals."""
+        from ..utils.notebook import module_html
+
+        return module_html(self)
+
 
 # ----- helpers -------------------------------------------------------------------------------------
 # ----- tensors replaced by name: functional_call runs with them, update keeps them ----------------

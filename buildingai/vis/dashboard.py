@@ -171,6 +171,16 @@ class LiveDashboard:
             charts=charts,
         )
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows for the dashboard: its charts as they stand (display it again, or
+        end a cell with it, to see newer points)."""
+        charts = "".join(
+            f'<div style="display: inline-block; margin: 0 16px 8px 0; vertical-align: top;">'
+            f"<b>{html.escape(name)}</b>{_summary(points)}{svg_chart(points, y_title=name)}</div>"
+            for name, points in self.history.items()
+        )
+        return f'<div class="buildingai-dashboard">{charts or "<p>no values yet</p>"}</div>'
+
     def _write_html(self) -> None:
         # write then rename, so a reloading browser never reads half a page
         partial = self.html_path.with_name(self.html_path.name + ".partial")
