@@ -10,6 +10,7 @@ from . import lr_scheduler, schedulers
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .chained_scheduler import ChainedScheduler
 from .clip import (
     NonFiniteNormError,
     clip_grad_hook,
@@ -17,6 +18,8 @@ from .clip import (
     clip_grad_value_,
     clip_value_hook,
 )
+from .cyclic_lr import CyclicLR
+from .factor_schedulers import ConstantLR, MultiplicativeLR, PolynomialLR
 from .lbfgs import LBFGS
 from .lion import Lion
 from .optimizer import OptimizerBase, OptimizerError, StepHookHandle
@@ -44,8 +47,11 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LBFGS",
     "LRScheduler",
@@ -53,11 +59,13 @@ __all__ = [
     "LinearLR",
     "Lion",
     "MultiStepLR",
+    "MultiplicativeLR",
     "NonFiniteNormError",
     "OneCycleLR",
     "Optimizer",
     "OptimizerBase",
     "OptimizerError",
+    "PolynomialLR",
     "RMSprop",
     "ReduceLROnPlateau",
     "SGD",

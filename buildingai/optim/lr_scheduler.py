@@ -5,6 +5,9 @@ schedulers in ``buildingai.optim.schedulers``; the same classes, not copies.
 programs subclass.
 """
 
+from .chained_scheduler import ChainedScheduler
+from .cyclic_lr import CyclicLR
+from .factor_schedulers import ConstantLR, MultiplicativeLR, PolynomialLR
 from .schedulers import (
     CosineAnnealingLR,
     CosineAnnealingWarmRestarts,
@@ -23,14 +26,19 @@ from .schedulers import (
 _LRScheduler = LRScheduler
 
 __all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",
