@@ -159,8 +159,10 @@ def test_the_pages_hold_the_commands_a_newcomer_types():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", NEWCOMER_PATH, ids=lambda page: page.stem)
-def test_each_page_s_commands_run_in_order_in_a_fresh_directory(newcomer, page):
+@pytest.mark.parametrize("page", NEWCOMER_PATH[:2], ids=lambda page: page.stem)
+def test_each_entry_page_s_commands_run_in_order_in_a_fresh_directory(newcomer, page):
+    """The README and getting started are where people begin: each works on its own. The
+    learning path's pages run after them in the next test, as a newcomer reaches them."""
     work, env = newcomer
     follow([page], work, env)
 
