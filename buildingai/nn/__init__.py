@@ -93,6 +93,7 @@ from .pool import (
 )
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rrelu import RReLU
 from .shapes import (
     ShapeContractError,
     ShapeSpecError,
@@ -151,6 +152,7 @@ __all__ = [
     "CELU",
     "Hardtanh",
     "ReLU6",
+    "RReLU",
     "Hardsigmoid",
     "Hardswish",
     "Mish",

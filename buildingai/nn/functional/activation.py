@@ -18,6 +18,7 @@ from ...backend.device import array_namespace
 from ...functions import activation as extra
 from ...functions import elementwise
 from ...functions.inplace import _in_place
+from ...functions.random_like import rand_like
 
 
 def _keep_saved_output(x: Tensor) -> None:
@@ -127,6 +128,33 @@ def threshold(
     return _activation("threshold", input, lambda x: extra.threshold(x, threshold, value), inplace)
 
 
+def rrelu(
+    input: Tensor,  # noqa: A002 - PyTorch's argument name
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """Randomized leaky ReLU (Xu et al., 2015): x where x > 0, else a * x.
+
+    In training each element draws its own slope ``a`` uniform in [lower, upper] (through the
+    ``rand`` draw record, so a traced step draws again on each run); otherwise ``a`` is the
+    mean slope ``(lower + upper) / 2``. The gradient is 1 where x > 0, else ``a``, as in
+    PyTorch. input: any shape (*) -> the same shape.
+    """
+    if not 0 <= lower <= upper:
+        raise ValueError(f"[rrelu] expects 0 <= lower <= upper, got lower={lower}, upper={upper}")
+
+    def compute(x: Tensor) -> Tensor:
+        if training:
+            slope = rand_like(x) * (upper - lower) + lower
+        else:
+            slope = (lower + upper) / 2
+        return elementwise.where(x > 0, x, x * slope)
+
+    return _activation("rrelu", input, compute, inplace)
+
+
 __all__ = [
     "celu",
     "elu",
@@ -137,6 +165,7 @@ __all__ = [
     "mish",
     "relu",
     "relu6",
+    "rrelu",
     "selu",
     "silu",
     "threshold",
