@@ -15,5 +15,7 @@ class CollectiveTimeoutError(DistributedError, TimeoutError):
 
 
 class CollectiveMismatchError(DistributedError):
-    """Ranks called different collectives at the same step (debug mode): a different op, shape or
-    dtype. The message names each rank's call and the line it came from."""
+    """Ranks called different collectives at the same step, or the same one with a different
+    shape, dtype or argument (``op``, ``src``, ``dst``), or a recv got a message of another shape
+    or dtype; checked in every mode, before any data moves. The message names each rank's call
+    and the line it came from."""
