@@ -16,6 +16,7 @@ Only the standard library is used here: the supervisor imports nothing else befo
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import signal
@@ -190,8 +191,13 @@ def supervise(rank_command: list[str]) -> int:
         _die_with_parent(parent)
         os.execve(rank_command[0], rank_command, dict(os.environ, **{FILE_VARIABLE: path}))
     status.started(child)
+
+    def forward(number: int, frame) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it ended a moment ago: waitpid says how
+            os.kill(child, number)
+
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(number, lambda number, frame: os.kill(child, number))
+        signal.signal(number, forward)
     _, code = os.waitpid(child, 0)
     if os.WIFSIGNALED(code):
         status.ended(SIGNALLED, os.WTERMSIG(code))
