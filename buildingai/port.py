@@ -3,8 +3,10 @@
 Only import statements change, by one rule: ``import torch`` becomes
 ``import buildingai as torch``; ``import torch.X as Y`` and ``from torch.X import ...`` name the
 same path under ``buildingai`` (``torch.utils.data`` -> ``buildingai.utils.data``,
-``torch.nn.functional`` -> ``buildingai.nn.functional``). Other imports stay, packages whose
-names merely start with "torch" (``torchvision``) included. Every other line is left as it is,
+``torch.nn.functional`` -> ``buildingai.nn.functional``). einops keeps its layers per framework
+inside its own package, so ``from einops.layers.torch import Rearrange, Reduce`` becomes
+``from buildingai.nn import Rearrange, Reduce``. Other imports stay, packages whose names merely
+start with "torch" (``torchvision``) included. Every other line is left as it is,
 and line numbers do not move, so a traceback of the ported program points at the original line.
 """
 
@@ -35,8 +37,15 @@ class Change:
         return f"line {self.line}: {self.before}  ->  {self.after}"
 
 
+# modules of other packages that hold PyTorch-only code, and where BuildingAI keeps theirs
+_COUNTERPARTS = {"einops.layers.torch": "buildingai.nn"}
+
+
 def _renamed(module: str | None) -> str | None:
-    """``torch.X`` -> ``buildingai.X``; None for a module the rule leaves alone."""
+    """``torch.X`` -> ``buildingai.X`` (and the counterparts above); None for a module the rule
+    leaves alone."""
+    if module in _COUNTERPARTS:
+        return _COUNTERPARTS[module]
     if module == SOURCE or (module or "").startswith(SOURCE + "."):
         return TARGET + module[len(SOURCE) :]
     return None
@@ -56,6 +65,8 @@ def _import_text(node: ast.Import) -> str | None:
         elif alias.asname is not None:  # import torch.nn as nn -> import buildingai.nn as nn
             parts.append(f"{renamed} as {alias.asname}")
             changed = True
+        elif alias.name in _COUNTERPARTS:  # import einops.layers.torch: the name is einops
+            parts.append(alias.name)
         elif alias.name == SOURCE:  # import torch -> the name torch, bound to buildingai
             parts.append(f"{TARGET} as {SOURCE}")
             changed = True
