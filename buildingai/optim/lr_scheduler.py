@@ -1,5 +1,6 @@
 """``buildingai.optim.lr_scheduler``: PyTorch's spelling (``torch.optim.lr_scheduler``) of the
-schedulers in ``buildingai.optim.schedulers``; the same classes, not copies.
+schedulers in ``buildingai.optim`` (``schedulers.py``, ``factor_schedulers.py``,
+``cyclic_lr.py``, ``chained_scheduler.py``); the same classes, not copies.
 
 ``_LRScheduler`` is the base class's older PyTorch name, which custom schedulers in older
 programs subclass.

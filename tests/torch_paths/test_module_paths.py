@@ -51,7 +51,7 @@ def test_lr_scheduler_re_exports_the_schedulers():
     from buildingai.optim import lr_scheduler
 
     for name in lr_scheduler.__all__:
-        assert getattr(lr_scheduler, name) is getattr(buildingai.optim.schedulers, name)
+        assert getattr(lr_scheduler, name) is getattr(buildingai.optim, name)
         assert hasattr(torch.optim.lr_scheduler, name) or name == "WarmupLR"
     assert lr_scheduler._LRScheduler is lr_scheduler.LRScheduler  # older programs subclass it
 
