@@ -14,6 +14,12 @@ import numpy as np
 
 from ..backend import device as _device
 from ..backend.random import default_generator
+from .peak_memory import (
+    max_memory_allocated,
+    max_memory_reserved,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
 
 
 def is_available() -> bool:
@@ -135,8 +141,12 @@ __all__ = [
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
     "memory_allocated",
     "memory_reserved",
+    "reset_max_memory_allocated",
+    "reset_peak_memory_stats",
     "seed",
     "seed_all",
     "set_device",
