@@ -2,8 +2,11 @@
 workloads, in the same run.
 
 Run: ``python -m benchmarks [--quick] [--threads 1,2]
-[--only mlp,cnn,transformer,transformer-gelu,inference,micro] [--profile]``. Each training
-workload also times BuildingAI's step compiled (``buildingai.compile``). Publish with the OpenBLAS kernel chosen for the machine:
+[--only mlp,cnn,transformer,transformer-gelu,inference,micro,gpt,resnet18,lstm-lm]
+[--profile]``. Each training workload also times BuildingAI's step compiled
+(``buildingai.compile``); the real workloads (``gpt``, ``resnet18``, ``lstm-lm``: models written
+for PyTorch, run unchanged) also ``torch.compile``, compile times and peak memory. Publish with
+the OpenBLAS kernel chosen for the machine:
 ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks``.
 """
 
@@ -15,10 +18,11 @@ import time
 from pathlib import Path
 
 from .common import accelerate
-from .suite import inference, micro, report, train
+from .suite import inference, micro, page, real_report, real_workloads, report, train
 from .suite.harness import CrossCheckError
 
-WORKLOADS = ("mlp", "cnn", "transformer", "transformer-gelu", "inference", "micro")
+SYNTHETIC = ("mlp", "cnn", "transformer", "transformer-gelu", "inference", "micro")
+WORKLOADS = SYNTHETIC + tuple(real_workloads.WORKLOADS)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,7 +33,9 @@ def run(only: list[str], quick: bool, threads: list[int | None], log=print) -> t
     for name in only:
         started = time.perf_counter()
         try:
-            if name in train.WORKLOADS:
+            if name in real_workloads.WORKLOADS:
+                new = real_workloads.run(name, quick, threads, log)
+            elif name in train.WORKLOADS:
                 new = train.run(name, quick, threads)
             elif name == "inference":
                 new = inference.run(quick, threads)
@@ -108,13 +114,32 @@ def main(argv: list[str] | None = None) -> int:
         "failures": failures,
     }
     path = report.write_json(records, info, arguments, Path(args.results))
-    page = report.markdown(records, info, arguments, profiles)
-    if failures:
-        page += "\n## Aborted workloads\n\n" + "\n".join(f"- {f}" for f in failures) + "\n"
-    print(page)
+    synthetic = [r for r in records if r["workload"] not in real_workloads.WORKLOADS]
+    real = [r for r in records if r["workload"] in real_workloads.WORKLOADS]
+    main_page = None
+    if any(name in SYNTHETIC for name in only):
+        main_page = report.markdown(synthetic, info, arguments, profiles)
+        if failures:
+            main_page += "\n## Aborted workloads\n\n" + "\n".join(f"- {f}" for f in failures)
+    regions = {}
+    real_failures = [
+        f for f in failures if f.startswith(tuple(f"[{n}]" for n in real_workloads.WORKLOADS))
+    ]
+    if real or real_failures:
+        loaded = (
+            f"Load average at the start: {info.get('load_average_at_start', 'unknown')} on "
+            f"{info.get('cores')} logical cores (other work on the machine makes the times noisy)"
+        )
+        regions[real_report.START] = real_report.section(
+            real, arguments["command"], loaded, real_failures
+        )
+    text = page.compose(main_page, regions)
+    print(text)
     markdown_path = args.markdown or (None if args.quick else str(ROOT / "docs" / "benchmarks.md"))
     if markdown_path:
-        Path(markdown_path).write_text(page + "\n")
+        target = Path(markdown_path)
+        existing = target.read_text() if target.exists() else ""
+        target.write_text(page.compose(main_page, regions, existing))
         log(f"wrote {markdown_path}")
     log(f"wrote {path}")
     return 1 if failures else 0
