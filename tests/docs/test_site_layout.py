@@ -6,6 +6,7 @@ name puts the guide before the API reference."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,3 +167,13 @@ def test_searching_a_class_name_finds_the_guide_first(site):
         assert "guides/profiling_and_debugging.html" in first, [
             results.nth(k).get_attribute("href") for k in range(min(results.count(), 5))
         ]
+
+
+@pytest.mark.slow
+def test_learning_path_pages_offer_their_notebook(site):
+    page = (site / "learning_path" / "mlp_mnist.html").read_text()
+    assert 'href="mlp_mnist.ipynb"' in page and "Open this page as a Jupyter notebook" in page
+    notebook = json.loads((site / "learning_path" / "mlp_mnist.ipynb").read_text())
+    assert notebook["nbformat"] == 4 and notebook["cells"][0]["cell_type"] == "markdown"
+    assert (site / "engine" / "dispatch.ipynb").exists()
+    assert not (site / "guides" / "compile.ipynb").exists()  # the learning path only
