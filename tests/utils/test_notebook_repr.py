@@ -5,6 +5,7 @@ and a LiveDashboard (its charts), checked by calling the methods, as Jupyter doe
 from __future__ import annotations
 
 import io
+import shutil
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
@@ -92,3 +93,33 @@ def test_ipython_picks_the_html():
     for thing in (bai.ones(2), nn.Linear(2, 3), LiveDashboard(metrics=["loss"])):
         data, _ = formatter.format(thing)
         assert "text/html" in data and "text/plain" in data
+
+
+@pytest.mark.slow
+def test_a_notebook_kernel_shows_them_as_html_and_the_graph_as_svg(tmp_path):
+    nbformat = pytest.importorskip("nbformat", reason="pip install -e '.[notebooks]'")
+    nbclient = pytest.importorskip("nbclient", reason="pip install -e '.[notebooks]'")
+    kernelspec = pytest.importorskip("jupyter_client.kernelspec")
+    if "python3" not in kernelspec.KernelSpecManager().find_kernel_specs():
+        pytest.skip("no python3 Jupyter kernel installed (pip install ipykernel)")
+    cells = [
+        "import io\nimport buildingai as bai\nfrom buildingai import nn\n"
+        "from buildingai.vis import LiveDashboard, plot_computation_graph",
+        "bai.ones(2, 3)",
+        "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()\nmodel",
+        "dashboard = LiveDashboard(metrics=['loss'], file=io.StringIO())\n"
+        "dashboard.update({'loss': 1.0})\ndashboard.update({'loss': 0.5})\ndashboard",
+        "plot_computation_graph(model, example_inputs=bai.randn(3, 4))",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
+    ).execute()
+    shown = [cell.outputs[-1]["data"] for cell in notebook.cells[1:]]
+    assert 'class="buildingai-tensor"' in shown[0]["text/html"]
+    assert 'class="buildingai-module"' in shown[1]["text/html"]
+    assert "<polyline" in shown[2]["text/html"]
+    if shutil.which("dot"):  # Graphviz draws the graph; without it the notebook shows DOT text
+        assert "<svg" in shown[3]["image/svg+xml"]
+    else:
+        assert "digraph" in shown[3]["text/plain"]
