@@ -3,6 +3,7 @@ the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``).
 
 from . import (
     activation,
+    closeness,
     creation,
     dtype_info,
     elementwise,
@@ -23,6 +24,7 @@ from . import (
     triangle,
 )
 from .activation import *
+from .closeness import *
 from .creation import *
 from .dtype_info import *
 from .elementwise import *
@@ -54,6 +56,6 @@ __all__ += matrix_norms.__all__
 __all__ += activation.__all__
 __all__ += gamma.__all__
 __all__ += random_like.__all__ + shifting.__all__
-__all__ += dtype_info.__all__ + tensor_queries.__all__
+__all__ += dtype_info.__all__ + tensor_queries.__all__ + closeness.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

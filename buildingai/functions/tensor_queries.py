@@ -1,10 +1,15 @@
-"""Questions PyTorch code asks a tensor about its type and size: ``is_floating_point``,
-``is_complex``, ``nelement``, ``element_size`` and ``ndimension``."""
+"""Questions PyTorch code asks a tensor about its type and size: ``is_tensor``,
+``is_floating_point``, ``is_complex``, ``nelement``, ``element_size`` and ``ndimension``."""
 
 from __future__ import annotations
 
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import is_floating
+
+
+def is_tensor(obj) -> bool:
+    """True when ``obj`` is a BuildingAI tensor (``torch.is_tensor``)."""
+    return isinstance(obj, Tensor)
 
 
 def is_floating_point(input: Tensor) -> bool:  # noqa: A002 - PyTorch's name
@@ -33,7 +38,7 @@ def ndimension(x: Tensor) -> int:
     return x.ndim
 
 
-__all__ = ["is_complex", "is_floating_point"]
+__all__ = ["is_complex", "is_floating_point", "is_tensor"]
 
 TENSOR_METHODS = {
     "is_floating_point": is_floating_point, "is_complex": is_complex, "nelement": nelement,
