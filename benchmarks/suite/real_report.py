@@ -170,6 +170,8 @@ def section(records: list[dict], command: str, loaded: str, failures: list[str] 
         "eager's (losses to 1e-4; parameters as in the method above; `resnet18` to twice "
         "PyTorch's own float32 error against a float64 step, see `benchmarks/suite/resnet18.py`"
         "; `gpt` leaves out Adam steps of gradients below 1e-6, see `benchmarks/suite/gpt.py`).",
+        "- Where BuildingAI's step spends its time, op by op: `python -m "
+        "benchmarks.real_op_times WORKLOAD [--threads N] [--compiled]`.",
         "",
         "### Step time and throughput",
         "",

@@ -70,6 +70,17 @@ def test_the_bend_is_read_from_the_log_log_slopes():
     assert scaling.bend(xs, [1.0, 1.0, 1.01, 1.02, 1.03]).startswith("stays nearly flat")
 
 
+def test_the_op_profile_shares_the_step_among_ops():
+    from benchmarks.real_op_times import op_shares
+
+    found = op_shares("gpt", threads=1, steps=1, quick=True)
+    names = [op for op, *_ in found["ops"]]
+    assert "matmul" in names or "linear" in names
+    shares = [share for *_, share in found["ops"]]
+    assert all(0 <= share <= 1 for share in shares) and sum(shares) <= 1.0001
+    assert shares == sorted(shares, reverse=True)
+
+
 @pytest.mark.slow
 def test_quick_run_of_the_real_workloads_writes_its_section(tmp_path):
     markdown = tmp_path / "benchmarks.md"
