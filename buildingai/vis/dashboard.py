@@ -349,6 +349,7 @@ _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 {refresh}
 <title>{title}</title>
 <style>
@@ -357,6 +358,8 @@ body {{ font: 14px/1.4 system-ui, sans-serif; margin: 16px; color: #222; }}
 h2 {{ font-size: 15px; margin: 0; }}
 p {{ margin: 2px 0 4px; font-size: 12px; color: #555; }}
 circle {{ fill: #4c72b0; }}
+.metric {{ max-width: 100%; }}
+svg.chart {{ max-width: 100%; height: auto; }}  /* a phone scales the chart down */
 </style>
 </head>
 <body>

@@ -68,12 +68,14 @@ def test_axis_labels_stay_outside_the_frame_and_the_axes_are_titled(tmp_path):
     for step in range(0, 2000, 50):  # long labels on both axes: 1950 and 0.98395
         dashboard.update({"loss": 2.3 / (1 + step), "accuracy": 0.9 + step * 4.2e-5}, step)
     dashboard.close()
-    with browser_page() as page:
-        page.goto(page_path.as_uri())
-        charts = page.evaluate(LABEL_BOXES)
-        page.screenshot(path=str(tmp_path / "curves.png"))
-        assert page.console_errors == []
-    assert len(charts) == 2
-    for chart in charts:
-        assert chart["ticks"] >= 6 and chart["titles"] == 2
-        assert chart["overlapping"] == 0 and chart["crowded"] == 0 and chart["outside"] == 0
+    for width in (1280, 390):  # a laptop, a phone: the charts scale down, nothing moves apart
+        with browser_page(width=width) as page:
+            page.goto(page_path.as_uri())
+            charts = page.evaluate(LABEL_BOXES)
+            page.screenshot(path=str(tmp_path / f"curves-{width}.png"), full_page=True)
+            sideways = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+            assert page.console_errors == [] and sideways <= 0
+        assert len(charts) == 2
+        for chart in charts:
+            assert chart["ticks"] >= 6 and chart["titles"] == 2
+            assert chart["overlapping"] == 0 and chart["crowded"] == 0 and chart["outside"] == 0
