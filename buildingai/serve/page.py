@@ -15,7 +15,8 @@ PAGE = """<!doctype html>
 <link rel="icon" href="data:,">
 <title>BuildingAI model server</title>
 <style>
-  body { font: 15px/1.4 system-ui, sans-serif; margin: 2rem auto; max-width: 44rem; color: #222; }
+  body { font: 15px/1.4 system-ui, sans-serif; margin: 2rem auto; max-width: 44rem; color: #222;
+         padding: 0 1rem; }
   h1 { font-size: 1.3rem; }
   #model { color: #555; font-size: 0.9rem; }
   .row { display: flex; gap: 2rem; flex-wrap: wrap; }
