@@ -67,15 +67,16 @@ def test_a_download_says_what_from_where_and_how_big_with_a_bar(tmp_path, mirror
     monkeypatch.setattr(MNIST, "mirrors", [f"{base}/mnist/"])
     monkeypatch.setattr(MNIST, "sha256", {**MNIST.sha256, **sums})
     monkeypatch.setattr("buildingai.data.datasets.mnist.fetch_wheel", no_wheel)
+    size = len((tmp_path / "served" / "mnist" / "t10k-images-idx3-ubyte.gz").read_bytes())
+    monkeypatch.setattr(MNIST, "sizes", {"t10k-images-idx3-ubyte.gz": size})
     data = MNIST("test", root=tmp_path / "empty")
     np.testing.assert_array_equal(data.images, images)
     err = capsys.readouterr().err
-    size = len((tmp_path / "served" / "mnist" / "t10k-images-idx3-ubyte.gz").read_bytes())
     assert (
         f"MNIST (test): fetching t10k-images-idx3-ubyte.gz ({human_bytes(size)}) from "
         f"{base}/mnist/t10k-images-idx3-ubyte.gz"
     ) in err
-    assert "MNIST (test): fetching t10k-labels-idx1-ubyte.gz" in err
+    assert "MNIST (test): fetching t10k-labels-idx1-ubyte.gz (size unknown)" in err
     assert "[100%]" in err and "/s" in err  # the progress bar, finished
     assert "fall" not in err  # the first remote source worked: no fallback to speak of
     assert "MNIST (test): 5 images cached in" in err
@@ -145,8 +146,14 @@ def test_human_bytes_and_an_unreachable_url():
     assert [human_bytes(n) for n in (512, 28_881, 9_912_422, 2.5e9)] == [
         "512 B", "28.9 kB", "9.9 MB", "2.5 GB"
     ]  # fmt: skip
+    assert human_bytes(589_824, 2_400_000) == "0.6 MB"  # a part, in the unit of the whole
+    said = io.StringIO()
     with pytest.raises(SourceFailed) as caught:
-        fetch("http://127.0.0.1:9/none.gz", "MNIST (test)", timeout=2)
+        fetch("http://127.0.0.1:9/none.gz", "MNIST (test)", 2_000, file=said, timeout=2)
+    # said before connecting: an unreachable host is never a silent wait
+    assert said.getvalue().splitlines() == [
+        "MNIST (test): fetching none.gz (2.0 kB) from http://127.0.0.1:9/none.gz"
+    ]
     assert caught.value.network and "download of http://127.0.0.1:9/none.gz failed" in str(
         caught.value
     )

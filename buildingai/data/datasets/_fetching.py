@@ -23,13 +23,17 @@ from ..sources import DOWNLOAD_TIMEOUT_S, SourceFailed
 CHUNK_BYTES = 64 * 1024
 
 
-def human_bytes(count: float) -> str:
-    """``9912422`` -> ``'9.9 MB'`` (decimal units, as download sizes are quoted)."""
-    for unit in ("B", "kB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    raise AssertionError("unreachable")
+UNITS = (("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
+
+
+def human_bytes(count: float, unit_of: float | None = None) -> str:
+    """``9912422`` -> ``'9.9 MB'`` (decimal units, as download sizes are quoted); in the unit
+    that suits ``unit_of`` when given, so that ``4.1/9.9 MB`` shares one unit."""
+    reference = count if unit_of is None else unit_of
+    for unit, scale in UNITS:
+        if reference >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} B"
 
 
 class ByteProgress:
@@ -47,7 +51,7 @@ class ByteProgress:
         rate = self.done / max(time.perf_counter() - self.start, 1e-9)
         if self.total:
             percent = 100 * self.done / self.total
-            amount = f"{human_bytes(self.done).split()[0]}/{human_bytes(self.total)}"
+            amount = f"{human_bytes(self.done, self.total).split()[0]}/{human_bytes(self.total)}"
             return f"  {amount} [{percent:3.0f}%] {human_bytes(rate)}/s"
         return f"  {human_bytes(self.done)} {human_bytes(rate)}/s"
 
@@ -69,17 +73,18 @@ class ByteProgress:
 
 def fetch(url: str, what: str, expected_bytes: int | None = None, file: IO[str] | None = None,
           timeout: float | None = None) -> bytes:  # fmt: skip
-    """The bytes at ``url``, announced as ``what: fetching <name> (<size>) from <url>`` with a
-    progress bar, on ``file`` (standard error). The size is the server's Content-Length, else
+    """The bytes at ``url``, announced as ``what: fetching <name> (<size>) from <url>`` before
+    connecting (so a slow or unreachable host is never silent), then a progress bar, on
+    ``file`` (standard error). The bar's total is the server's Content-Length, else
     ``expected_bytes``. Network failures raise ``SourceFailed(network=True)``."""
     file = file if file is not None else sys.stderr
     name = url.rsplit("/", 1)[-1]
+    size = human_bytes(expected_bytes) if expected_bytes else "size unknown"
+    print(f"{what}: fetching {name} ({size}) from {url}", file=file, flush=True)
     try:
         with urllib.request.urlopen(url, timeout=timeout or DOWNLOAD_TIMEOUT_S) as response:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else expected_bytes
-            size = human_bytes(total) if total else "size unknown"
-            print(f"{what}: fetching {name} ({size}) from {url}", file=file, flush=True)
             progress = ByteProgress(total, file)
             chunks = []
             while chunk := response.read(CHUNK_BYTES):
