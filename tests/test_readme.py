@@ -222,3 +222,17 @@ def test_an_example_into_a_named_run_dir_that_holds_files_is_one_line(tmp_path):
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert lines[0].startswith("error: run_dir") and "already holds files" in lines[0]
     assert "help:" in lines[0] and f"{taken}-2" in lines[0]
+
+
+def test_every_buildingai_command_on_the_site_parses():
+    """The guides' commands that need a cluster or a served model are not run here; their
+    arguments are still checked against the command's parser."""
+    from buildingai.cli import build_parser
+
+    for page in [README, *sorted(SITE.rglob("*.md"))]:
+        for command in shell_commands(page):
+            words = shlex.split(command)
+            if words[0] == "buildingai":
+                args, left = build_parser().parse_known_args(words[1:])
+                assert args.command, f"{page.name}: `{command}` names no command"
+                assert not left or args.command in ("train", "launch"), f"{page.name}: {left}"

@@ -55,3 +55,12 @@ def test_getting_started_names_the_extra_the_onnx_error_names():
     from buildingai.export import check
 
     assert "buildingai[export]" in Path(check.__file__).read_text()
+
+
+def test_every_extra_the_docs_name_exists():
+    pages = [ROOT / "README.md", *(ROOT / "docs" / "site").rglob("*.md")]
+    named = set()
+    for page in pages:
+        for match in re.finditer(r"(?:buildingai|\.)\[([a-z0-9_,]+)\]", page.read_text()):
+            named |= set(match.group(1).split(","))
+    assert named and named <= set(extras()), f"no such extra: {named - set(extras())}"
