@@ -83,7 +83,8 @@ def main(config_path: Path = CONFIG, dataset=MNIST) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the newest run")
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)  # checked against Trainer defaults
-    choose_run_dir(config, args.overrides, resume=args.resume)  # runs/mnist_cnn, then -2, -3...
+    if not args.plain:  # the plain loop writes no run directory
+        choose_run_dir(config, args.overrides, resume=args.resume)  # runs/mnist_cnn, then -2, -3...
 
     started = time.perf_counter()
     if args.plain:
