@@ -45,7 +45,7 @@ class ChainedScheduler(LRScheduler):
                 )
         self.optimizer = optimizer
         self.schedulers = list(schedulers)
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs = list(self.schedulers[0].base_lrs)  # the rates the chain started from
         self.last_epoch = self.schedulers[0].last_epoch
         self.steps_per_epoch, self.batch = None, 0
         self._set_lrs(self._chained())

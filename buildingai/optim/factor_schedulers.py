@@ -15,6 +15,8 @@ from .schedulers import LRScheduler
 class ConstantLR(LRScheduler):
     """``lr = base_lr * factor`` for the first ``total_iters`` units, then ``base_lr``."""
 
+    starts_from_current_rate = True
+
     def __init__(
         self,
         optimizer: OptimizerBase,
@@ -40,6 +42,8 @@ class ConstantLR(LRScheduler):
 class PolynomialLR(LRScheduler):
     """``lr = base_lr * (1 - min(position, total_iters) / total_iters) ** power``: down to
     zero in ``total_iters`` units, then zero."""
+
+    starts_from_current_rate = True
 
     def __init__(
         self,
@@ -69,6 +73,8 @@ class MultiplicativeLR(LRScheduler):
     The running products are kept (and saved by ``state_dict``), so each factor is asked for
     once, in order, as PyTorch does; the functions themselves are not saved.
     """
+
+    starts_from_current_rate = True
 
     _not_saved = ("lr_lambdas",)
 

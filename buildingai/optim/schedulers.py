@@ -80,11 +80,19 @@ class LRScheduler:
                         help="load the scheduler with load_state_dict(), or start at last_epoch=-1",
                     )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        if last_epoch == -1 and self.starts_from_current_rate:
+            self.base_lrs = [group["lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self.batch = 0  # batches into the current epoch (step_batch with steps_per_epoch)
         self.step()
 
     # ----- what subclasses provide ------------------------------------------------------------
+    # True for the schedules PyTorch computes from the rate the previous step left (its
+    # "chainable" form): made on an optimizer whose rate another scheduler has already moved,
+    # they start from the rates they find there, as PyTorch's do; the others start from
+    # ``initial_lr``. ``SequentialLR`` starts each of its schedulers from ``initial_lr``.
+    starts_from_current_rate: bool = False
+
     def lr_at(self, position: float) -> list[float]:
         """The learning rate of each parameter group at ``position`` (units stepped)."""
         raise NotImplementedError
@@ -181,6 +189,8 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` every ``step_size`` units."""
 
+    starts_from_current_rate = True
+
     def __init__(
         self,
         optimizer: OptimizerBase,
@@ -203,6 +213,8 @@ class MultiStepLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` at each milestone (a repeated milestone counts
     as many times as it appears)."""
 
+    starts_from_current_rate = True
+
     def __init__(
         self,
         optimizer: OptimizerBase,
@@ -222,6 +234,8 @@ class MultiStepLR(LRScheduler):
 
 class ExponentialLR(LRScheduler):
     """``lr = base_lr * gamma ** position``."""
+
+    starts_from_current_rate = True
 
     def __init__(
         self,
@@ -246,6 +260,8 @@ def _cosine(start: float, end: float, fraction: float) -> float:
 class CosineAnnealingLR(LRScheduler):
     """``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2``: down to
     ``eta_min`` in ``T_max`` units (and, like PyTorch, back up again after that)."""
+
+    starts_from_current_rate = True
 
     def __init__(
         self,
@@ -308,6 +324,8 @@ class LinearLR(LRScheduler):
     """Scale the learning rate by a factor moving linearly from ``start_factor`` to
     ``end_factor`` over ``total_iters`` units, then holding."""
 
+    starts_from_current_rate = True
+
     def __init__(
         self,
         optimizer: OptimizerBase,
@@ -369,6 +387,9 @@ class SequentialLR(LRScheduler):
                 raise OptimizerError("SequentialLR cannot run ReduceLROnPlateau (no schedule)")
         self.schedulers = list(schedulers)
         self.milestones = list(milestones)
+        for scheduler in self.schedulers:  # each runs from the start rates, not from the last's
+            if scheduler.starts_from_current_rate:
+                scheduler.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         super().__init__(optimizer, last_epoch, steps_per_epoch=steps_per_epoch)
 
     def lr_at(self, position):

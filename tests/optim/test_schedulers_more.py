@@ -255,3 +255,35 @@ def test_every_torch_scheduler_has_a_counterpart():
         if name.endswith(("LR", "Scheduler", "LROnPlateau")) and not name.startswith("_")
     }  # fmt: skip
     assert theirs - ours == set()
+
+
+LATER = {
+    "StepLR": lambda m, o: m.StepLR(o, step_size=3, gamma=0.5),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[2, 5], gamma=0.3),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda m, o: m.CosineAnnealingLR(o, T_max=12, eta_min=1e-3),
+    "LinearLR": lambda m, o: m.LinearLR(o, start_factor=0.5, total_iters=4),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=3),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=8, power=2.0),
+    "MultiplicativeLR": lambda m, o: m.MultiplicativeLR(o, lambda e: 0.8),
+    "LambdaLR": lambda m, o: m.LambdaLR(o, lambda e: 1 / (1 + e)),
+    "Chained": lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, factor=0.5, total_iters=2), m.ExponentialLR(o, gamma=0.8)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LATER))
+def test_a_scheduler_made_after_another_moved_the_rate_continues_as_in_torch(name):
+    """PyTorch's chainable schedulers start from the rate they find; LambdaLR from initial_lr.
+    (Past T_max, PyTorch's cosine climbs back towards initial_lr instead: 12 steps stay within.)"""
+    results = []
+    for module, optimizer in zip((schedulers, torch_schedulers), _optimizers(momentum=0.9)):
+        first = module.StepLR(optimizer, step_size=2, gamma=0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(3):
+                optimizer.step()
+                first.step()
+            results.append(_run(optimizer, LATER[name](module, optimizer), 12))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12, atol=1e-15)
