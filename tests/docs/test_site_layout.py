@@ -25,6 +25,7 @@ PAGES = (
     "index.html",
     "getting_started.html",
     "coming_from_pytorch.html",
+    "cheat_sheet.html",
     "learning_path/mlp_mnist.html",
     "learning_path/cnn_fashion_mnist.html",
     "engine/dispatch.html",
@@ -40,8 +41,31 @@ PAGES = (
 # not scroll sideways. "cut" lists code blocks, and tables of up to four columns (prose tables),
 # whose content is wider than their box: the reader would have to scroll them sideways (a record
 # of a dozen measured columns may scroll inside its own box). "broken" lists code inside table
-# cells that wraps onto two lines (`DataLoade|r`).
+# cells that goes onto a new line inside a word (`DataLoade|r`); at a space it may.
 MEASURE = """() => {
+  // True when the code's text goes onto a new line between two characters of one word (a line may
+  // break at a space, or after a hyphen or a slash, as the browser allows there).
+  const splitsAWord = (el) => {
+    const range = document.createRange();
+    let lastTop = null, previous = "";
+    for (const node of el.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      const text = node.textContent;
+      for (let i = 0; i < text.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rect = range.getClientRects()[0];
+        if (rect && rect.width > 0) {
+          if (lastTop !== null && rect.top > lastTop + 2 && !/[\\s\\-/]/.test(previous + text[i])) {
+            return true;
+          }
+          lastTop = rect.top;
+        }
+        previous = text[i];
+      }
+    }
+    return false;
+  };
   const width = window.innerWidth, out = {page: 0, outside: [], cut: [], broken: []};
   out.page = document.scrollingElement.scrollWidth - width;
   const name = (el) => el.textContent.trim().split("\\n")[0].slice(0, 60);
@@ -57,7 +81,9 @@ MEASURE = """() => {
   }
   const cells = "article table:not(.highlighttable) :is(td, th) > code";
   for (const el of document.querySelectorAll(cells)) {
-    if (el.checkVisibility() && el.getClientRects().length > 1) out.broken.push(el.textContent);
+    if (el.checkVisibility() && el.getClientRects().length > 1 && splitsAWord(el)) {
+      out.broken.push(el.textContent);
+    }
   }
   return out;
 }"""
