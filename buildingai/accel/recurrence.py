@@ -1,16 +1,100 @@
-"""A faster forward of ``lstm_recurrence`` (``ops/rnn.py``): the record's time loop, with each
-step's recurrent product noted as a BLAS call (``backend.threads.blas_called``, so that the
-element-wise work right after it stays on the calling thread while BLAS's threads may still
-spin) and the gate sigmoid through the kernels registered for ``sigmoid``."""
+"""Faster forwards of the LSTM time loop ``lstm_recurrence`` and of its back-propagation
+through time ``lstm_recurrence_grad`` (``ops/rnn.py``).
+
+``*.fused`` (float32, needs numba): the records' loops with each step's recurrent product on
+BLAS into one preallocated buffer (against a contiguous copy of w_hh^T in the forward) and
+everything else of the step, gates, cell and hidden state, or the five gradients, in one
+compiled pass (``kernels/lstm_steps.py`` and its twins in ``kernels/compiled/recurrence.py``):
+per step one product and one call, where the records make about fifteen array passes.
+
+``lstm_recurrence.loop``: the record's loop for other dtypes, with each step's recurrent
+product noted as a BLAS call (``backend.threads.blas_called``, so that the element-wise work
+right after it stays on the calling thread while BLAS's threads may still spin) and the gate
+sigmoid through the kernels registered for ``sigmoid``.
+"""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from ..backend.threads import blas_called
-from ..ops.rnn import LSTM_RECURRENCE
+from ..ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
 from ..ops.special import SIGMOID
+from . import own_blas
+from .kernels import compiled
+from .kernels import lstm_steps as steps
 from .registry import register, run_accelerated
+
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _float32_shapes(*pairs) -> bool:
+    """Whether each (array, shape) pair is a float32 NumPy array of that shape."""
+    return all(
+        type(array) is np.ndarray and array.dtype == _FLOAT32 and array.shape == shape
+        for array, shape in pairs
+    )
+
+
+def _steps_of(gates: np.ndarray):
+    """(L, N, H) of an (L, N, 4H) array, or None for another shape."""
+    if gates.ndim != 3 or gates.shape[2] % 4 or not gates.shape[2]:
+        return None
+    return gates.shape[0], gates.shape[1], gates.shape[2] // 4
+
+
+# ----- forward ------------------------------------------------------------------------------------
+
+
+def _fused_fits(xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse) -> bool:
+    sizes = type(gates_x) is np.ndarray and _steps_of(gates_x)
+    if not sizes:
+        return False
+    _, batch, size = sizes
+    pairs = [(gates_x, gates_x.shape), (h0, (batch, size)), (c0, (batch, size))]
+    pairs.append((w_hh, (4 * size, size)))
+    if b_hh is not None:
+        pairs.append((b_hh, (4 * size,)))
+    return _float32_shapes(*pairs) and _loops_run(steps.lstm_forward_loop)
+
+
+def lstm_recurrence_fused(ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse):
+    """What ``LSTMRecurrence.forward`` computes: per step one product and one compiled pass."""
+    length, batch, gate_size = gates_x.shape
+    size = gate_size // 4
+    states = np.empty((length, batch, 2 * size), _FLOAT32)
+    acts = np.empty((length, batch, gate_size), _FLOAT32)
+    bias = np.zeros(gate_size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
+    w_hh_t = np.ascontiguousarray(w_hh.T)  # measured faster as the right operand than w_hh.T
+    recurrent = np.empty((batch, gate_size), _FLOAT32)
+    h0, c0 = np.ascontiguousarray(h0), np.ascontiguousarray(c0)
+    arrays = (gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse)
+    _loop(steps.lstm_forward_loop, arrays)
+    ctx.acts = acts
+    return states
+
+
+def _loop(kernel, arrays) -> None:
+    """``kernel``'s compiled time loop, its products by the sgemm ``_sgemm`` finds."""
+    compiled.twin_of(kernel)(_sgemm(), *arrays)
+    blas_called()
+
+
+def _sgemm():
+    """The address of a float32 CBLAS gemm, BuildingAI's own BLAS held at one thread where it
+    is loaded, else NumPy's; None where neither is found."""
+    from .kernels.compiled import gemm  # loads numba and the own BLAS: acceleration is on
+
+    if gemm.OWN_BLAS:
+        own_blas.hold_at_one_thread(own_blas.library())
+    return gemm.ADDRESSES.get(_FLOAT32)
+
+
+def _loops_run(kernel) -> bool:
+    """Whether ``kernel``'s compiled loop and an sgemm for it are at hand."""
+    return compiled.twin_of(kernel) is not None and _sgemm() is not None
 
 
 def _sigmoid(xp, x):
@@ -52,8 +136,55 @@ def lstm_recurrence(ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse):
 
 register(
     LSTM_RECURRENCE,
+    _fused_fits,
+    lstm_recurrence_fused,
+    name="lstm_recurrence.fused",
+    requires=("numba",),
+    description="per step one recurrent product and one compiled pass over the gates (float32)",
+)
+register(
+    LSTM_RECURRENCE,
     lambda xp, *arrays, **attrs: True,
     lstm_recurrence,
     name="lstm_recurrence.loop",
     description="each step's recurrent product noted as a BLAS call; sigmoid by its kernel",
+)
+
+
+# ----- back-propagation through time --------------------------------------------------------------
+
+
+def _grad_fits(xp, grad, acts, states, c0, w_hh, *, reverse) -> bool:
+    sizes = type(acts) is np.ndarray and _steps_of(acts)
+    if not sizes:
+        return False
+    length, batch, size = sizes
+    return _float32_shapes(
+        (grad, (length, batch, 2 * size)),
+        (acts, acts.shape),
+        (states, (length, batch, 2 * size)),
+        (c0, (batch, size)),
+        (w_hh, (4 * size, size)),
+    ) and _loops_run(steps.lstm_backward_loop)
+
+
+def lstm_recurrence_grad_fused(ctx, xp, grad, acts, states, c0, w_hh, *, reverse):
+    """What ``LSTMRecurrenceGrad.forward`` computes: per step one product and one pass."""
+    length, batch, gate_size = acts.shape
+    size = gate_size // 4
+    out = np.empty((length, batch, 5 * size), _FLOAT32)
+    recurrent = np.empty((batch, size), _FLOAT32)  # d pre of the step after, times w_hh
+    carry = np.empty((batch, size), _FLOAT32)  # dc * f of the step after
+    c0, w_hh = np.ascontiguousarray(c0), np.ascontiguousarray(w_hh)
+    _loop(steps.lstm_backward_loop, (grad, acts, states, c0, w_hh, recurrent, carry, out, reverse))
+    return out
+
+
+register(
+    LSTM_RECURRENCE_GRAD,
+    _grad_fits,
+    lstm_recurrence_grad_fused,
+    name="lstm_recurrence_grad.fused",
+    requires=("numba",),
+    description="per step one product and one compiled pass over the five gradients (float32)",
 )

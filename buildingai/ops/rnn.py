@@ -3,12 +3,13 @@
 Composed from primitives, an LSTM step costs about fifteen dispatched ops forward and forty in
 backward, and the gradient of every per-step slice of the input gates is a full-size tensor;
 at the sizes of a recurrent step that overhead, not arithmetic, sets the speed. This op runs
-the loop on backend arrays and writes its backward (back-propagation through time) with
-Tensor ops: the recurrent-weight gradient becomes one product over all steps, and the gate
-gradients are stacked once. The backward reads the forward's gate activations through
-``lstm_activations``, which ties them to the inputs they were computed from, so the same rule
-gives first derivatives and, recorded, derivatives of every higher order.
-``nn.functional.rnn`` builds LSTM layers on it.
+the loop on backend arrays. Its backward is back-propagation through time as one gradient op,
+``lstm_recurrence_grad`` (the gradient of every step's pre-activations and cell state), after
+which the recurrent-weight gradient is one product over all steps. The backward reads the
+forward's gate activations through ``lstm_activations``, which ties them to the inputs they were
+computed from; ``lstm_recurrence_grad``'s own backward, the transposed recurrence written with
+Tensor ops, gives derivatives of every higher order. ``nn.functional.rnn`` builds LSTM layers on
+it.
 """
 
 from __future__ import annotations
@@ -101,12 +102,24 @@ class LSTMRecurrence(Op):
         gates_x, h0, c0, w_hh = ctx.inputs[:4]
         bias = ctx.inputs[4:]
         reverse = ctx.attrs["reverse"]
-        size = h0.shape[-1]
+        length, batch, gate_size = gates_x.shape
+        size = gate_size // 4
         out = ctx.output  # [h_t, c_t], tied to this node: its dependence on the inputs counts
-        hs, cs = out[..., :size], out[..., size:]
-        h_prev, c_prev = _previous(hs, h0, reverse), _previous(cs, c0, reverse)
+        h_prev = _previous(out[..., :size], h0, reverse)
         acts = LSTM_ACTIVATIONS(ctx.tensor(ctx.acts), gates_x, h_prev, w_hh, *bias)
-        return _backpropagate_through_time(grad, ctx.inputs, acts, cs, h_prev, c_prev, reverse)
+        # back-propagation through time, one op: [d pre-activations, d c_t] at every step
+        through_time = LSTM_RECURRENCE_GRAD(grad, acts, out, c0, w_hh, reverse=reverse)
+        grad_pre = through_time[..., :gate_size]  # (L, N, 4H): also the gradient of gates_x
+        first = length - 1 if reverse else 0  # the step processed first reads h0 and c0
+        grad_h0 = grad_pre[first] @ w_hh
+        grad_c0 = through_time[first, :, gate_size:] * acts[first, :, size : 2 * size]
+        # One GEMM over all steps for the recurrent weight: sum_t d_pre_t^T h_{t-1}.
+        flat_pre = grad_pre.reshape(length * batch, gate_size)
+        grad_w_hh = flat_pre.T @ h_prev.reshape(length * batch, size)
+        grads = [grad_pre, grad_h0, grad_c0, grad_w_hh]
+        if bias:
+            grads.append(flat_pre.sum(axis=0))
+        return tuple(grads)
 
     def to_onnx(self, emit, inputs, output, attrs):
         # ONNX's LSTM returns the cell state of the last step only, while this op returns every
@@ -181,7 +194,130 @@ class LSTMActivations(Op):
         return tuple(grads)
 
 
+class LSTMRecurrenceGrad(Op):
+    """Back-propagation through time of ``lstm_recurrence``: the gradient of every step's
+    pre-activations (i, f, g, o before their sigmoid or tanh) and of every cell state.
+
+    Inputs: grad (L, N, 2H), the gradient of the recurrence's output [h_t, c_t]; acts
+    (L, N, 4H), the gate activations; states (L, N, 2H), the recurrence's output; c0 (N, H);
+    w_hh (4H, H). Attribute ``reverse`` as the recurrence's. Output (L, N, 5H):
+    [d pre_t (4H), d c_t (H)] at position t. From the step processed last back to the first:
+
+        dh_t = grad_h_t + d pre_{t+1} @ w_hh
+        dc_t = grad_c_t + dh_t * o_t (1 - tanh(c_t)^2) + dc_{t+1} * f_{t+1}
+        d pre_t = [dc_t g_t i_t (1 - i_t), dc_t c_{t-1} f_t (1 - f_t), dc_t i_t (1 - g_t^2),
+                   dh_t tanh(c_t) o_t (1 - o_t)]
+
+    (t + 1 is the step processed after t: t - 1 with ``reverse``). As one op the loop costs one
+    product and a few passes per step; composed of Tensor ops it cost about ten dispatched ops
+    per step. The backward runs the transposed recurrence forward in time, with Tensor ops.
+    """
+
+    name = "lstm_recurrence_grad"
+    save_inputs, save_output = True, True
+
+    def forward(self, ctx, xp, grad, acts, states, c0, w_hh, *, reverse):
+        length, batch, gate_size = acts.shape
+        size = gate_size // 4
+        cells = states[..., size:]
+        out = xp.empty((length, batch, 5 * size), dtype=xp.result_type(grad, acts, w_hh))
+        grad_pre_after = grad_c_after = None  # d pre and dc * f of the step processed after t
+        for t in range(length) if reverse else range(length - 1, -1, -1):
+            first = t == (length - 1 if reverse else 0)
+            c_prev = c0 if first else cells[t + 1 if reverse else t - 1]
+            i, f, g, o = (acts[t, :, k * size : (k + 1) * size] for k in range(4))
+            tanh_c = xp.tanh(cells[t])
+            dh = grad[t, :, :size]
+            if grad_pre_after is not None:
+                dh = dh + grad_pre_after @ w_hh
+            dc = grad[t, :, size:] + dh * (o * (1 - tanh_c * tanh_c))
+            if grad_c_after is not None:
+                dc = dc + grad_c_after
+            grad_pre = out[t, :, :gate_size]
+            grad_pre[:, :size] = dc * (g * (i * (1 - i)))
+            grad_pre[:, size : 2 * size] = dc * (c_prev * (f * (1 - f)))
+            grad_pre[:, 2 * size : 3 * size] = dc * (i * (1 - g * g))
+            grad_pre[:, 3 * size :] = dh * (tanh_c * (o * (1 - o)))
+            out[t, :, gate_size:] = dc
+            grad_pre_after, grad_c_after = grad_pre, dc * f
+        return out
+
+    def infer(self, grad, acts, states, c0, w_hh, *, reverse):
+        length, batch, gate_size = acts.shape
+        dtype = np.result_type(grad.dtype, acts.dtype, w_hh.dtype)
+        return ValueSpec((length, batch, 5 * (gate_size // 4)), dtype, acts.device)
+
+    def cost(self, grad, acts, states, c0, w_hh, *, reverse):
+        out = self.infer(grad, acts, states, c0, w_hh, reverse=reverse)
+        length, batch, gate_size = acts.shape
+        size = gate_size // 4
+        # per step: the product (N, 4H) x (4H, H) and about 25 operations per hidden unit
+        flops = length * (2 * batch * gate_size * size + 25 * batch * size)
+        return flops, bytes_of(grad, acts, states, c0, w_hh), out.nbytes
+
+    def backward(self, ctx, grad_of_result):
+        grad, acts, states, c0, w_hh = ctx.inputs
+        reverse = ctx.attrs["reverse"]
+        length = acts.shape[0]
+        size = acts.shape[-1] // 4
+        through_time = ctx.output  # tied to this node: its dependence on the inputs counts
+        grad_pre, dc = through_time[..., : 4 * size], through_time[..., 4 * size :]
+        # the forward's values, as Tensors of the inputs
+        i, f, g, o = (acts[..., k * size : (k + 1) * size] for k in range(4))
+        cells = states[..., size:]
+        c_prev = _previous(cells, c0, reverse)
+        tanh_c = cells.tanh()
+        dh = grad[..., :size] + _after(grad_pre, reverse) @ w_hh
+        slope_i, slope_f, slope_o = i * (1 - i), f * (1 - f), o * (1 - o)
+        slope_g, slope_c = 1 - g * g, 1 - tanh_c * tanh_c
+        factor_i, factor_f, factor_g = g * slope_i, c_prev * slope_f, i * slope_g
+        factor_o, factor_h = tanh_c * slope_o, o * slope_c  # dh's paths to d pre_o and to dc
+
+        # The transposed recurrence, from the step processed first to the last: ``pre_bar``
+        # and ``c_bar`` collect what reaches d pre_t and dc_t, ``h_bar`` what reaches dh_t.
+        upstream_pre, upstream_c = grad_of_result[..., : 4 * size], grad_of_result[..., 4 * size :]
+        pre_bars, h_bars, c_bars = [None] * length, [None] * length, [None] * length
+        h_bar = c_bar = None
+        for t in range(length - 1, -1, -1) if reverse else range(length):
+            pre_bar = upstream_pre[t]
+            if h_bar is not None:  # d pre_t reached dh of the step processed before it
+                pre_bar = pre_bar + h_bar @ w_hh.T
+            c_bar_t = (
+                upstream_c[t]
+                + pre_bar[:, :size] * factor_i[t]
+                + pre_bar[:, size : 2 * size] * factor_f[t]
+                + pre_bar[:, 2 * size : 3 * size] * factor_g[t]
+            )
+            if c_bar is not None:  # dc_t reached dc of the step processed before it through f_t
+                c_bar_t = c_bar_t + c_bar * f[t]
+            c_bar = c_bar_t
+            h_bar = pre_bar[:, 3 * size :] * factor_o[t] + c_bar * factor_h[t]
+            pre_bars[t], h_bars[t], c_bars[t] = pre_bar, h_bar, c_bar
+        pre_bar, h_bar, c_bar = _stack(pre_bars), _stack(h_bars), _stack(c_bars)
+        bar_i, bar_f = pre_bar[..., :size] * dc, pre_bar[..., size : 2 * size] * dc
+        bar_g, bar_o = pre_bar[..., 2 * size : 3 * size] * dc, pre_bar[..., 3 * size :] * dh
+        bar_h = c_bar * dh  # of factor_h
+        bar_forget = _previous(c_bar, c_bar[0] * 0, reverse) * dc  # f_t's carry of dc_t
+
+        # through the factors to the activations and the cell states
+        grad_i = bar_i * (g * (1 - 2 * i)) + bar_g * slope_g
+        grad_f = bar_f * (c_prev * (1 - 2 * f)) + bar_forget
+        grad_g = bar_i * slope_i - bar_g * (2 * i * g)
+        grad_o = bar_o * (tanh_c * (1 - 2 * o)) + bar_h * slope_c
+        grad_tanh_c = bar_o * slope_o - bar_h * (2 * o * tanh_c)
+        grad_c_prev = bar_f * slope_f
+        grad_cells = grad_tanh_c * slope_c + _after(grad_c_prev, reverse)
+        first = length - 1 if reverse else 0
+        grad_acts = _concatenate([grad_i, grad_f, grad_g, grad_o], axis=2)
+        grad_states = _concatenate([cells * 0, grad_cells], axis=2)
+        flat_after = _after(grad_pre, reverse).reshape(-1, 4 * size)
+        grad_w_hh = flat_after.T @ h_bar.reshape(-1, size)
+        grad_grad = _concatenate([h_bar, c_bar], axis=2)
+        return grad_grad, grad_acts, grad_states, grad_c_prev[first], grad_w_hh
+
+
 LSTM_RECURRENCE, LSTM_ACTIVATIONS = LSTMRecurrence(), LSTMActivations()
+LSTM_RECURRENCE_GRAD = LSTMRecurrenceGrad()
 
 
 def _scan_body(emit, w_hh_t: str, b_hh: str | None, size: int, dtype):
@@ -244,43 +380,10 @@ def _previous(states, initial, reverse: bool):
     return _concatenate([initial.unsqueeze(0), states[:-1]])
 
 
-def _backpropagate_through_time(
-    grad, inputs: tuple, acts, cs, h_prev, c_prev, reverse: bool
-) -> tuple:
-    """Gradients of (gates_x, h0, c0, w_hh[, b_hh]) from grad (L, N, 2H) of [h_t, c_t], given
-    the gate activations (L, N, 4H), the cell states and the states before each step."""
-    gates_x, h0, c0, w_hh = inputs[:4]
-    size = h0.shape[-1]
-    length = gates_x.shape[0]
-    i, f, g, o = (acts[..., k * size : (k + 1) * size] for k in range(4))
-    tanh_c = cs.tanh()
-    # Everything that does not depend on the incoming gradient, for all steps at once:
-    # d c_t / d h_t through tanh, and the factors turning dc_t and dh_t into gate gradients.
-    through_tanh = o * (1 - tanh_c * tanh_c)  # (L, N, H)
-    cell_factors = _concatenate([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], axis=2)
-    output_factor = tanh_c * o * (1 - o)  # (L, N, H)
-    grad_h, grad_c = grad[..., :size], grad[..., size:]
-
-    batch = h0.shape[0]
-    dh_next = dc_next = None
-    d_gates = [None] * length
-    for t in range(length) if reverse else range(length - 1, -1, -1):
-        dh = grad_h[t] if dh_next is None else grad_h[t] + dh_next
-        dc = grad_c[t] + dh * through_tanh[t]
-        if dc_next is not None:
-            dc = dc + dc_next
-        d_cell = (dc.unsqueeze(1) * cell_factors[t].reshape(batch, 3, size)).reshape(
-            batch, 3 * size
-        )
-        d_gate = _concatenate([d_cell, dh * output_factor[t]], axis=1)  # (N, 4H)
-        d_gates[t] = d_gate
-        dh_next = d_gate @ w_hh
-        dc_next = dc * f[t]
-    d_gates_x = _stack(d_gates)  # (L, N, 4H)
-    # One GEMM over all steps for the recurrent weight: sum_t d_gates_t^T h_{t-1}.
-    flat_gates = d_gates_x.reshape(length * batch, 4 * size)
-    d_w_hh = flat_gates.T @ h_prev.reshape(length * batch, size)
-    grads = [d_gates_x, dh_next, dc_next, d_w_hh]
-    if len(inputs) > 4:
-        grads.append(flat_gates.sum(axis=0))
-    return tuple(grads)
+def _after(values, reverse: bool):
+    """The value of the step processed after t, at every step t (in input order), zeros at
+    the step processed last."""
+    zeros = values[:1] * 0
+    if reverse:
+        return _concatenate([zeros, values[:-1]])
+    return _concatenate([values[1:], zeros])

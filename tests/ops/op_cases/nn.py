@@ -355,6 +355,28 @@ def _lstm_activations(d: Draw) -> Sample:
     )
 
 
+def _lstm_recurrence_grad(d: Draw) -> Sample:
+    # any values: the op is a smooth function of all of them, whether or not acts and states
+    # came from one forward
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    grad = d.floats(length, "n", 2 * hidden)
+    acts = d.floats(length, "n", 4 * hidden, low=0.05, high=0.95)
+    states = d.floats(length, "n", 2 * hidden, low=-1.0, high=1.0)
+    c0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(4 * hidden, hidden, low=-1.0, high=1.0)
+    reverse = d.choice((False, True))
+    return d.call("lstm_recurrence_grad", grad, acts, states, c0, w_hh, reverse=reverse)
+
+
+case(
+    "lstm_recurrence_grad",
+    _lstm_recurrence_grad,
+    gradcheck=True,
+    gradgrad=True,
+    onnx=NO_ONNX_MAPPING,
+)
+
+
 case(
     "lstm_activations",
     _lstm_activations,

@@ -1,0 +1,151 @@
+"""Compiled twins of the LSTM step kernels (``accel/kernels/lstm_steps.py``): each gate of a
+step read once and every result written once, in one loop over the step's (N, H) units that
+LLVM vectorises. Same arguments as the NumPy kernels, without ``xp``; float32 arrays.
+
+tanh is Cephes' ``tanhf`` form on float32 (an odd polynomial below 0.625, 1 - 2 / (e^{2x} + 1)
+above, e^{2x} by ``exp32``), within a few units in the last place of libm's, since numba's
+``math.tanh`` calls libm one value at a time and keeps the loop scalar.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .expf import exp32
+from .gemm import _call_gemm  # the sgemm call by address the split products use
+
+_ONE = np.float32(1.0)
+_TWO = np.float32(2.0)
+_SMALL = np.float32(0.625)
+_T = tuple(
+    np.float32(c)
+    for c in (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+              -3.33332819422e-1)
+)  # fmt: skip
+
+# error_model="numpy": no Python check for a division by zero, which keeps loops scalar
+step = njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
+
+
+@njit(inline="always", fastmath={"contract"})
+def _sigmoid(x):
+    return _ONE / (_ONE + exp32(-x))
+
+
+@njit(inline="always", fastmath={"contract"})
+def tanh32(x):
+    """tanh of a float32 scalar; NaN stays NaN, +-inf give +-1."""
+    z = abs(x)
+    large = _ONE - _TWO / (exp32(_TWO * z) + _ONE)
+    large = -large if x < 0 else large
+    square = x * x
+    p = _T[0] * square + _T[1]
+    p = p * square + _T[2]
+    p = p * square + _T[3]
+    p = p * square + _T[4]
+    small = p * square * x + x
+    return small if z < _SMALL else large
+
+
+@step
+def lstm_forward_step(recurrent, gates_x, bias, c_prev, acts, states, t):
+    batch, gate_size = recurrent.shape
+    size = gate_size // 4
+    # short loops over one row with few arrays each: LLVM vectorises them (one loop over
+    # everything at once measured 4x slower: too many arrays for its alias checks)
+    for n in range(batch):
+        product, given, act, state, c_before = (
+            recurrent[n],
+            gates_x[t, n],
+            acts[t, n],
+            states[t, n],
+            c_prev[n],
+        )
+        for j in range(gate_size):
+            act[j] = product[j] + given[j] + bias[j]
+        for j in range(2 * size):
+            act[j] = _sigmoid(act[j])
+        for j in range(2 * size, 3 * size):
+            act[j] = tanh32(act[j])
+        i, f, g, o = act[:size], act[size : 2 * size], act[2 * size : 3 * size], act[3 * size :]
+        for j in range(size):  # through the view: as range(3 * size, gate_size) it stayed scalar
+            o[j] = _sigmoid(o[j])
+        h, c = state[:size], state[size:]
+        for j in range(size):
+            c[j] = f[j] * c_before[j] + i[j] * g[j]
+        for j in range(size):
+            h[j] = o[j] * tanh32(c[j])
+
+
+@step
+def lstm_backward_step(grad, acts, states, c_prev, recurrent, carry, out, t):
+    batch, size = c_prev.shape
+    for n in range(batch):
+        act, state, result = acts[t, n], states[t, n], out[t, n]
+        i, f, g, o = act[:size], act[size : 2 * size], act[2 * size : 3 * size], act[3 * size :]
+        grad_h, grad_c, c_before = grad[t, n, :size], grad[t, n, size:], c_prev[n]
+        product, kept = recurrent[n], carry[n]
+        grad_pre, dc = result[: 4 * size], result[4 * size :]
+        dh = grad_pre[3 * size : 4 * size]  # dh until the output gate's gradient replaces it
+        for j in range(size):
+            dh[j] = grad_h[j] + product[j]
+        for j in range(size):
+            tanh_c = tanh32(state[size + j])
+            dc[j] = grad_c[j] + dh[j] * (o[j] * (_ONE - tanh_c * tanh_c)) + kept[j]
+            dh[j] = dh[j] * (tanh_c * (o[j] * (_ONE - o[j])))
+        for j in range(size):
+            grad_pre[j] = dc[j] * (g[j] * (i[j] * (_ONE - i[j])))
+            grad_pre[size + j] = dc[j] * (c_before[j] * (f[j] * (_ONE - f[j])))
+            grad_pre[2 * size + j] = dc[j] * (i[j] * (_ONE - g[j] * g[j]))
+            kept[j] = dc[j] * f[j]
+
+
+# ----- whole time loops, the recurrent products through CBLAS -------------------------------------
+# The same steps with each step's product a direct ``sgemm`` call (``gemm._call_gemm``) instead
+# of a NumPy product: no interpreter round trip and no dispatch per step.
+
+_NO_TRANSPOSE = 111  # CBLAS's enumeration
+
+
+@step
+def lstm_forward_loop(address, gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse):
+    """``lstm_forward_step`` for every step in order: h0, c0 (N, H) C-contiguous, w_hh_t
+    (H, 4H) C-contiguous, recurrent (N, 4H) scratch; ``address`` is a CBLAS sgemm."""
+    length, batch, gate_size = gates_x.shape
+    size = gate_size // 4
+    row = states.strides[1] // 4  # the leading dimension of h_t inside states
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        before = t + 1 if reverse else t - 1
+        if s == 0:
+            h_at, leading, c_before = h0.ctypes.data, size, c0[:, :size]
+        else:
+            h_at = states[before].ctypes.data
+            leading, c_before = row, states[before, :, size:]
+        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, gate_size, size, _ONE, h_at,
+                   leading, w_hh_t.ctypes.data, gate_size, recurrent.ctypes.data, gate_size)  # fmt: skip
+        lstm_forward_step(recurrent, gates_x, bias, c_before, acts, states, t)
+
+
+@step
+def lstm_backward_loop(address, grad, acts, states, c0, w_hh, recurrent, carry, out, reverse):
+    """``lstm_backward_step`` for every step back: c0 (N, H), w_hh (4H, H) C-contiguous;
+    recurrent and carry (N, H) scratch, zeroed here; ``address`` is a CBLAS sgemm."""
+    length, batch, gate_size = acts.shape
+    size = gate_size // 4
+    row = out.strides[1] // 4
+    recurrent[:] = 0
+    carry[:] = 0
+    for s in range(length):
+        t = s if reverse else length - 1 - s
+        if s > 0:
+            after = t - 1 if reverse else t + 1
+            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, gate_size, _ONE,
+                       out[after].ctypes.data, row, w_hh.ctypes.data, size,
+                       recurrent.ctypes.data, size)  # fmt: skip
+        if s == length - 1:
+            c_before = c0[:, :size]
+        else:
+            c_before = states[t + 1 if reverse else t - 1, :, size:]
+        lstm_backward_step(grad, acts, states, c_before, recurrent, carry, out, t)

@@ -1,0 +1,90 @@
+"""The compiled LSTM steps and time loops (``kernels/compiled/recurrence.py``) against their
+NumPy references (``kernels/lstm_steps.py``), and the float32 tanh they use against libm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from buildingai.accel import recurrence
+from buildingai.accel.kernels import compiled
+from buildingai.accel.kernels import lstm_steps as steps
+
+pytest.importorskip("numba")
+
+# the twins this file compares, for test_compiled's check that every twin is compared somewhere
+CASES = {"lstm_forward_step", "lstm_backward_step", "lstm_forward_loop", "lstm_backward_loop"}
+LENGTH, BATCH, SIZE = 5, 3, 16
+
+
+@pytest.fixture(autouse=True)
+def _accelerated(accel_on):
+    """Twins run only while acceleration is on."""
+
+
+def _forward_inputs(rng, reverse):
+    gates_x = (rng.standard_normal((LENGTH, BATCH, 4 * SIZE)) * 2).astype(np.float32)
+    h0, c0 = (rng.standard_normal((2, BATCH, SIZE))).astype(np.float32)
+    w_hh_t = (rng.standard_normal((SIZE, 4 * SIZE)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(4 * SIZE).astype(np.float32)
+    recurrent = np.empty((BATCH, 4 * SIZE), np.float32)
+    acts = np.empty((LENGTH, BATCH, 4 * SIZE), np.float32)
+    states = np.empty((LENGTH, BATCH, 2 * SIZE), np.float32)
+    return [gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_forward_loop_and_steps_match_the_numpy_loop(reverse):
+    expected = _forward_inputs(np.random.default_rng(0), reverse)
+    steps.lstm_forward_loop(np, None, *expected)
+    got = _forward_inputs(np.random.default_rng(0), reverse)
+    compiled.twin_of(steps.lstm_forward_loop)(recurrence._sgemm(), *got)
+    for reference, twin in zip(expected[6:8], got[6:8]):  # acts, states
+        np.testing.assert_allclose(twin, reference, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_backward_loop_and_steps_match_the_numpy_loop(reverse):
+    rng = np.random.default_rng(1)
+    forward = _forward_inputs(rng, reverse)
+    steps.lstm_forward_loop(np, None, *forward)
+    acts, states, c0 = forward[6], forward[7], forward[2]
+    w_hh = np.ascontiguousarray(forward[3].T)
+    grad = rng.standard_normal((LENGTH, BATCH, 2 * SIZE)).astype(np.float32)
+    results = []
+    for run in (
+        lambda *a: steps.lstm_backward_loop(np, None, *a),
+        lambda *a: compiled.twin_of(steps.lstm_backward_loop)(recurrence._sgemm(), *a),
+    ):
+        out = np.empty((LENGTH, BATCH, 5 * SIZE), np.float32)
+        scratch = [np.full((BATCH, SIZE), np.nan, np.float32) for _ in range(2)]  # zeroed there
+        run(grad, acts, states, c0, w_hh, *scratch, out, reverse)
+        results.append(out)
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
+
+
+def test_tanh32_is_within_a_few_units_in_the_last_place():
+    from numba import njit
+
+    from buildingai.accel.kernels.compiled.recurrence import tanh32
+
+    @njit
+    def tanh_all(x, out):
+        for i in range(x.size):
+            out[i] = tanh32(x[i])
+
+    x = np.concatenate(
+        [
+            np.linspace(-12, 12, 200_001, dtype=np.float32),
+            np.float32([0.0, -0.0, 1e-30, -1e-30, 0.6249, 0.625, 0.6251, 50, -50]),
+        ]
+    )
+    out = np.empty_like(x)
+    tanh_all(x, out)
+    exact = np.tanh(x.astype(np.float64))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(out - exact) / ulp) <= 4
+    special = np.float32([np.nan, np.inf, -np.inf])
+    out = np.empty_like(special)
+    tanh_all(special, out)
+    assert np.isnan(out[0]) and out[1] == 1 and out[2] == -1
