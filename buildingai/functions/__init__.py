@@ -14,6 +14,7 @@ from . import (
     matrix_norms,
     memory_format,
     nn,
+    pointwise_compositions,
     random_like,
     reduce,
     sampling,
@@ -36,6 +37,7 @@ from .matrix_norms import *
 from .memory_format import *
 from .methods import attach_tensor_methods
 from .nn import *
+from .pointwise_compositions import *
 from .random_like import *
 from .reduce import *
 from .sampling import *
@@ -57,5 +59,6 @@ __all__ += activation.__all__
 __all__ += gamma.__all__
 __all__ += random_like.__all__ + shifting.__all__
 __all__ += dtype_info.__all__ + tensor_queries.__all__ + closeness.__all__
+__all__ += pointwise_compositions.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

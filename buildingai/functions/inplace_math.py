@@ -1,0 +1,107 @@
+"""The in-place forms of the point-wise functions (``sqrt_``, ``exp_``, ``sigmoid_``,
+``pow_``, ``addcmul_``, ``lerp_``, ...), as PyTorch code writes them.
+
+Each computes its out-of-place function and writes the result into the tensor through the
+in-place path of ``inplace.py``: the version counter moves, a leaf that requires grad is
+refused while gradients are recorded, a result that needs a wider dtype than the tensor's
+(``sqrt_`` of an int64 tensor) is refused, and inside a recorded graph the tensor takes the
+function's node, so gradients flow as through the out-of-place form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..autograd.tensor import Tensor
+from ..backend.device import array_namespace
+from . import elementwise, pointwise_compositions
+from .inplace import _check_keeps_shape, _in_place
+
+
+def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """``x = compute(x)`` in place; ``others`` are the tensors the result also depends on."""
+
+    def write(array) -> None:  # nothing records or observes: compute and copy the values in
+        array_namespace(array).copyto(array, compute(Tensor(array)).data, casting="same_kind")
+
+    return _in_place(x, name, others, compute, write, reads_previous=True)
+
+
+def _unary(name: str, function: Callable[[Tensor], Tensor]):
+    def method(x: Tensor) -> Tensor:
+        return _write(x, f"{name}_", (), function)
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"``x = {name}(x)`` in place; returns ``x``."
+    return method
+
+
+_UNARY = {
+    "abs": elementwise.abs, "neg": elementwise.neg, "exp": elementwise.exp,
+    "log": elementwise.log, "sqrt": elementwise.sqrt, "rsqrt": elementwise.rsqrt,
+    "square": elementwise.square, "reciprocal": elementwise.reciprocal,
+    "sign": elementwise.sign, "floor": elementwise.floor, "ceil": elementwise.ceil,
+    "sin": elementwise.sin, "cos": elementwise.cos, "log1p": elementwise.log1p,
+    "expm1": elementwise.expm1, "sigmoid": elementwise.sigmoid, "tanh": elementwise.tanh,
+    "relu": elementwise.relu, "erf": elementwise.erf,
+}  # fmt: skip
+
+
+def pow_(x: Tensor, exponent) -> Tensor:
+    """``x = x ** exponent`` in place."""
+    _check_keeps_shape(x, "pow_", ("x.pow_(e)", "x = x.pow(e)"), exponent)
+    return _write(x, "pow_", (exponent,), lambda previous: elementwise.pow(previous, exponent))
+
+
+def round_(x: Tensor, decimals: int = 0) -> Tensor:
+    """``x = round(x, decimals)`` in place (halves to even, as PyTorch)."""
+    return _write(x, "round_", (), lambda previous: elementwise.round(previous, decimals))
+
+
+def clamp_min_(x: Tensor, min) -> Tensor:  # noqa: A002 - PyTorch's name
+    """``x = max(x, min)`` in place."""
+    _check_keeps_shape(x, "clamp_min_", ("x.clamp_min_(m)", "x = x.clamp_min(m)"), min)
+    return _write(x, "clamp_min_", (min,), lambda p: pointwise_compositions.clamp_min(p, min))
+
+
+def clamp_max_(x: Tensor, max) -> Tensor:  # noqa: A002 - PyTorch's name
+    """``x = min(x, max)`` in place."""
+    _check_keeps_shape(x, "clamp_max_", ("x.clamp_max_(m)", "x = x.clamp_max(m)"), max)
+    return _write(x, "clamp_max_", (max,), lambda p: pointwise_compositions.clamp_max(p, max))
+
+
+def addcmul_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
+    """``x += value * tensor1 * tensor2`` in place."""
+    forms = ("x.addcmul_(a, b)", "x = x.addcmul(a, b)")
+    _check_keeps_shape(x, "addcmul_", forms, tensor1, tensor2)
+    return _write(x, "addcmul_", (tensor1, tensor2),
+                  lambda p: pointwise_compositions.addcmul(p, tensor1, tensor2, value=value))  # fmt: skip
+
+
+def addcdiv_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
+    """``x += value * tensor1 / tensor2`` in place."""
+    forms = ("x.addcdiv_(a, b)", "x = x.addcdiv(a, b)")
+    _check_keeps_shape(x, "addcdiv_", forms, tensor1, tensor2)
+    return _write(x, "addcdiv_", (tensor1, tensor2),
+                  lambda p: pointwise_compositions.addcdiv(p, tensor1, tensor2, value=value))  # fmt: skip
+
+
+def lerp_(x: Tensor, end, weight) -> Tensor:
+    """``x += weight * (end - x)`` in place."""
+    _check_keeps_shape(x, "lerp_", ("x.lerp_(end, w)", "x = x.lerp(end, w)"), end, weight)
+    return _write(x, "lerp_", (end, weight),
+                  lambda p: pointwise_compositions.lerp(p, end, weight))  # fmt: skip
+
+
+__all__: list[str] = []  # in-place forms are Tensor methods only, as in PyTorch
+
+TENSOR_METHODS = {f"{name}_": _unary(name, function) for name, function in _UNARY.items()}
+TENSOR_METHODS.update(
+    pow_=pow_,
+    round_=round_,
+    clamp_min_=clamp_min_,
+    clamp_max_=clamp_max_,
+    addcmul_=addcmul_,
+    addcdiv_=addcdiv_,
+    lerp_=lerp_,
+)
