@@ -118,7 +118,9 @@ def _launch(args: argparse.Namespace) -> int:
     from .distributed.launch import launch
 
     return launch(args.n, args.script, args.args, hostfile=args.hostfile,
-                  auto_cleanup=args.auto_cleanup, timeout=args.timeout)  # fmt: skip
+                  auto_cleanup=args.auto_cleanup, timeout=args.timeout,
+                  max_restarts=args.max_restarts, min_ranks=args.min_ranks,
+                  slot_failures=args.slot_failures)  # fmt: skip
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -236,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     launcher.add_argument("--no-auto-cleanup", dest="auto_cleanup", action="store_false",
                           help="keep the other ranks running when one dies, so they report it "
                           "(MPICH's Hydra)")  # fmt: skip
+    launcher.add_argument("--max-restarts", type=int, default=0,
+                          help="start the job again up to this many times when a rank dies; "
+                          "the script resumes from its last complete checkpoint")  # fmt: skip
+    launcher.add_argument("--min-ranks", type=int, default=None,
+                          help="fewest ranks to shrink to once a slot counts as gone "
+                          "(default: -n, never shrink)")  # fmt: skip
+    launcher.add_argument("--slot-failures", type=int, default=2,
+                          help="failures after which a slot counts as gone (default 2)")
     launcher.add_argument("script", help="the Python script each rank runs")
     launcher.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     launcher.set_defaults(run=_launch)

@@ -10,7 +10,9 @@ launcher prints one line per rank that ended abnormally (``failure_lines``).
 
 The status file (``SIZE`` bytes) holds: PID, the collective's state (0 none, 1 inside, 2 left),
 how the rank ended (0 not recorded, 1 exit code, 2 signal) and the code or signal, when it ended,
-then two NUL-padded texts: why it failed (an exception's name) and the collective it last entered.
+the training step the rank last recorded and the last complete checkpoint's step (each stored
+plus one: 0 means none recorded), then two NUL-padded texts: why it failed (an exception's name)
+and the collective it last entered.
 Only the standard library is used here: the supervisor imports nothing else before it forks.
 """
 
@@ -27,7 +29,8 @@ import time
 FOLDER_VARIABLE = "BUILDINGAI_LAUNCH_STATUS"  # the launcher's folder, for the supervisors
 FILE_VARIABLE = "BUILDINGAI_RANK_STATUS"  # this rank's status file, for the rank itself
 _RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
-_HEAD = struct.Struct("<qqqqd")  # pid, collective state, ended how, code or signal, ended at
+# pid, collective state, ended how, code or signal, ended at, step + 1, checkpoint's step + 1
+_HEAD = struct.Struct("<qqqqdqq")
 _REASON = slice(_HEAD.size, _HEAD.size + 96)
 _COLLECTIVE = slice(_REASON.stop, _REASON.stop + 360)
 SIZE = _COLLECTIVE.stop
@@ -71,6 +74,14 @@ class RankStatus:
     def ended(self, how: int, value: int) -> None:
         struct.pack_into("<qqd", self.memory, 16, how, value, time.time())
 
+    def at_step(self, step: int) -> None:
+        """The rank is working on training step ``step`` (named if it dies there)."""
+        struct.pack_into("<q", self.memory, 40, step + 1)
+
+    def checkpointed(self, step: int) -> None:
+        """A complete checkpoint of step ``step`` is on disk (a restart resumes from it)."""
+        struct.pack_into("<q", self.memory, 48, step + 1)
+
 
 def _padded(text: str, field: slice) -> bytes:
     size = field.stop - field.start
@@ -93,8 +104,9 @@ def read(path: str) -> dict | None:
         return None
     if len(data) < SIZE:
         return None
-    pid, state, how, value, ended_at = _HEAD.unpack_from(data)
+    pid, state, how, value, ended_at, step, checkpoint = _HEAD.unpack_from(data)
     return {"pid": pid, "state": state, "how": how, "value": value, "ended_at": ended_at,
+            "step": step - 1 if step else None, "checkpoint": checkpoint - 1 if checkpoint else None,
             "reason": _text(data[_REASON]), "collective": _text(data[_COLLECTIVE])}  # fmt: skip
 
 
@@ -132,9 +144,8 @@ def _where(status: dict) -> str:
     return f"last collective entered: {status['collective']} ({state})"
 
 
-def failure_lines(folder: str, processes: int) -> list[str]:
-    """One line per rank that ended abnormally, the first to end first: rank, PID, exit code or
-    signal, and the last collective it entered. Ranks without a status file are named too."""
+def _abnormal_ends(folder: str, processes: int) -> tuple[list, list[int]]:
+    """``([(order, rank, status, how it ended)], ranks without a status)``, first to end first."""
     found, missing = [], []
     for rank in range(processes):
         status = read(os.path.join(folder, f"rank{rank}"))
@@ -143,10 +154,44 @@ def failure_lines(folder: str, processes: int) -> list[str]:
             continue
         ended = _how_it_ended(status)
         if ended is not None:
-            pid = f"PID {status['pid']}" if status["pid"] else "PID unknown"
             order = status["ended_at"] if status["how"] else float("inf")
-            found.append((order, rank, f"rank {rank} ({pid}) {ended}; {_where(status)}"))
-    lines = [line for _, _, line in sorted(found)]
+            found.append((order, rank, status, ended))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return found, missing
+
+
+def describe(rank: int, status: dict, ended: str) -> str:
+    """``rank 1 (PID 77) was killed by signal 9 (SIGKILL) at step 7``."""
+    pid = f"PID {status['pid']}" if status["pid"] else "PID unknown"
+    at = f" at step {status['step']}" if status["step"] is not None else ""
+    return f"rank {rank} ({pid}) {ended}{at}"
+
+
+def first_failure(folder: str, processes: int) -> tuple[int, str] | None:
+    """``(rank, description)`` of the rank that ended abnormally first (with an exit status
+    recorded: the ones mpiexec's cleanup ended afterwards have none), or None."""
+    found, _ = _abnormal_ends(folder, processes)
+    for _, rank, status, ended in found:
+        if status["how"]:
+            return rank, describe(rank, status, ended)
+    return None
+
+
+def last_checkpoint(folder: str, processes: int) -> int | None:
+    """The step of the newest complete checkpoint any rank recorded, or None."""
+    steps = [status["checkpoint"] for rank in range(processes)
+             if (status := read(os.path.join(folder, f"rank{rank}"))) is not None
+             and status["checkpoint"] is not None]  # fmt: skip
+    return max(steps, default=None)
+
+
+def failure_lines(folder: str, processes: int) -> list[str]:
+    """One line per rank that ended abnormally, the first to end first: rank, PID, exit code or
+    signal, the training step it recorded, and the last collective it entered. Ranks without a
+    status file are named too."""
+    found, missing = _abnormal_ends(folder, processes)
+    lines = [f"{describe(rank, status, ended)}; {_where(status)}"
+             for _, rank, status, ended in found]  # fmt: skip
     if missing and (lines or len(missing) < processes):
         ranks = ", ".join(str(rank) for rank in missing)
         lines.append(

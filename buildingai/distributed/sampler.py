@@ -20,7 +20,8 @@ class DistributedSampler(Sampler):
     Call ``set_epoch(epoch)`` before each epoch for a new order. ``state_dict()`` records the
     epoch and how many indices this rank's iterator has handed out (a DataLoader that prefetches
     has taken the indices of the batches in flight too); ``load_state_dict`` makes the next
-    iteration continue from there (the interrupted epoch's remaining indices).
+    iteration continue from there (the interrupted epoch's remaining indices), also at another
+    number of replicas when the indices handed out split evenly over them.
     """
 
     def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,
@@ -70,11 +71,22 @@ class DistributedSampler(Sampler):
                 "num_replicas": self.num_replicas, "rank": self.rank}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue from ``state``. A state saved with another number of replicas resumes too
+        when the indices all ranks had handed out (``position * num_replicas``) split evenly
+        over this sampler's replicas: the ranks then continue from the same place in the
+        epoch's permutation, so a global batch keeps its samples (exactly so when the dataset
+        needs no padding at either size)."""
+        position = state["position"]
         if state["num_replicas"] != self.num_replicas:
-            raise DistributedError(
-                f"[DistributedSampler] the state was saved with {state['num_replicas']} replicas, "
-                f"this sampler has {self.num_replicas}",
-                help="resume with the same number of processes",
-            )
-        self.epoch, self.seed, self.start = state["epoch"], state["seed"], state["position"]
+            consumed = position * state["num_replicas"]
+            if consumed % self.num_replicas:
+                raise DistributedError(
+                    f"[DistributedSampler] the state was saved with {state['num_replicas']} "
+                    f"replicas after {consumed} indices in all, which {self.num_replicas} "
+                    "replicas cannot split evenly",
+                    help="resume from a checkpoint taken where the global batch count divides "
+                    "evenly, or with the same number of processes",
+                )
+            position = min(consumed // self.num_replicas, len(self))
+        self.epoch, self.seed, self.start = state["epoch"], state["seed"], position
         self.handed_out = self.start

@@ -1,6 +1,7 @@
 """DistributedSampler: the ranks' shares partition the (padded) dataset, match PyTorch's without
 shuffling, are deterministic per seed and epoch, and resume mid-epoch from a state dict."""
 
+import numpy as np
 import pytest
 
 from buildingai.distributed import DistributedError, DistributedSampler
@@ -48,6 +49,29 @@ def test_resume_mid_epoch_from_the_state_dict():
 def test_a_rank_outside_the_replicas_and_a_changed_world_are_refused():
     with pytest.raises(DistributedError, match="rank 2 is outside 0..1"):
         DistributedSampler(range(4), 2, 2)
-    state = DistributedSampler(range(4), 2, 0).state_dict()
-    with pytest.raises(DistributedError, match="saved with 2 replicas"):
+    sampler = DistributedSampler(range(4), 2, 0)
+    next(iter(sampler))  # 2 indices handed out in all: 4 replicas cannot split them
+    state = sampler.state_dict()
+    with pytest.raises(DistributedError, match="saved with 2 replicas after 2 indices"):
         DistributedSampler(range(4), 4, 0).load_state_dict(state)
+
+
+@pytest.mark.parametrize(("saved", "resumed"), [(2, 1), (4, 2), (1, 4), (2, 4)])
+def test_resume_at_another_world_size_continues_the_global_order(saved, resumed):
+    # after 3 global batches of 8 the ranks of any size continue with the same samples
+    data, global_batch = list(range(48)), 8
+    before = [DistributedSampler(data, saved, rank, seed=5) for rank in range(saved)]
+    for sampler in before:
+        sampler.set_epoch(2)
+        iterator = iter(sampler)
+        for _ in range(3 * global_batch // saved):
+            next(iterator)
+    after = [DistributedSampler(data, resumed, rank, seed=0) for rank in range(resumed)]
+    for sampler in after:
+        sampler.load_state_dict(before[0].state_dict())
+    shares = [list(sampler) for sampler in after]
+    order = np.random.default_rng([5, 2]).permutation(48)
+    for batch in range(3, 6):  # each later global batch holds the same samples at both sizes
+        per_rank = global_batch // resumed
+        mine = [index for share in shares for index in share[(batch - 3) * per_rank :][:per_rank]]
+        assert sorted(mine) == sorted(order[batch * global_batch : (batch + 1) * global_batch])
