@@ -17,6 +17,7 @@ import numpy as np
 from ..ops import activation, activation_extra, special
 from .kernels import activations as kernels
 from .kernels import activations_extra as extra_kernels
+from .kernels import activations_fused as fused_kernels
 from .kernels import compiled, gelu32
 from .kernels.split import elementwise
 from .registry import register
@@ -318,7 +319,7 @@ def _register_exponential_linear(op) -> None:
     def kernel(ctx, xp, x, **attrs):
         alpha, scale, input_scale = op.constants(attrs)
         constants = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
-        return _into(np, extra_kernels.exponential_linear, (x,), **constants)[0]
+        return _into(np, fused_kernels.exponential_linear, (x,), **constants)[0]
 
     register(
         op,
@@ -334,9 +335,8 @@ for _op in (activation_extra.ELU, activation_extra.SELU, activation_extra.CELU):
 
 
 def _exponential_linear_grad(ctx, xp, grad, x, *, alpha, scale, input_scale):
-    kernel = extra_kernels.exponential_linear_derivative
     constants = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
-    return _times_derivative(kernel, grad, x, **constants)
+    return _into(np, fused_kernels.exponential_linear_grad, (grad, x), **constants)[0]
 
 
 register(
@@ -368,12 +368,23 @@ def _gradient(op, kernel, description: str) -> None:
     )
 
 
-_unary(activation_extra.HARDSIGMOID, extra_kernels.hardsigmoid, "the clipped ramp in place")
-_unary(activation_extra.HARDSWISH, extra_kernels.hardswish, "x times the clipped ramp in place")
-_gradient(
+_unary(activation_extra.HARDSIGMOID, fused_kernels.hardsigmoid, "the clipped ramp in place")
+_unary(activation_extra.HARDSWISH, fused_kernels.hardswish, "x times the clipped ramp in place")
+register(
     activation_extra.HARDSWISH_GRAD,
-    extra_kernels.hardswish_derivative,
-    "grad times the derivative blended from masks as products",
+    _grad_fits,
+    lambda ctx, xp, grad, x: _into(np, fused_kernels.hardswish_grad, (grad, x))[0],
+    name="hardswish_grad.fused",
+    description="grad times the derivative blended from masks as products",
+)
+register(
+    activation_extra.HARDSIGMOID_GRAD,
+    _grad_fits,
+    lambda ctx, xp, grad, x: _into(
+        np, fused_kernels.hardsigmoid_grad, (grad, x), one_sixth=activation_extra._ONE_SIXTH
+    )[0],
+    name="hardsigmoid_grad.fused",
+    description="grad / 6 times the inside mask as a product, instead of where",
 )
 _unary(activation_extra.MISH, extra_kernels.mish, "log1p(exp(x)) in place of logaddexp")
 _gradient(activation_extra.MISH_GRAD, extra_kernels.mish_derivative, "grad times mish' in place")

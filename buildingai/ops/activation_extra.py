@@ -168,13 +168,31 @@ class Hardsigmoid(FloatFunction):
     def forward(self, ctx, xp, x):
         return _ramp(xp, as_float(x)) / 6
 
-    def backward(self, ctx, grad):  # the derivative is constant where it exists
+    def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        strictly_inside = (x.data > -3) & (x.data < 3)  # NaN: 0, as PyTorch
-        return (_gate(ctx, grad * _ONE_SIXTH, strictly_inside),)
+        # x as a value: the derivative is constant in x where it exists, so nothing of
+        # higher order flows back to it
+        return (HARDSIGMOID_GRAD(grad, ctx.tensor(x.data)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("HardSigmoid", inputs, output, alpha=1.0 / 6.0, beta=0.5)
+
+
+class HardsigmoidGrad(FloatFunction):
+    """hardsigmoid's gradient: ``grad / 6`` strictly inside (-3, 3), else 0 (and at NaN, as in
+    PyTorch, with 1/6 rounded to float32)."""
+
+    name = "hardsigmoid_grad"
+    flops_per_element = 3
+
+    def forward(self, ctx, xp, grad, x):
+        strictly_inside = (x > -3) & (x < 3)
+        return xp.where(strictly_inside, grad * _ONE_SIXTH, 0)
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs  # linear in grad; constant in x where the derivative exists
+        grad_grad = HARDSIGMOID_GRAD(grad_of_output, x) if grad.requires_grad else None
+        return grad_grad, None
 
 
 class Hardswish(FloatFunction):
@@ -391,4 +409,5 @@ HARDTANH, HARDSIGMOID, HARDSWISH, THRESHOLD, PRELU = (
 )
 MISH, SOFTSIGN, LOGSIGMOID = Mish(), Softsign(), Logsigmoid()
 EXPONENTIAL_LINEAR_GRAD, HARDSWISH_GRAD = ExponentialLinearGrad(), HardswishGrad()
+HARDSIGMOID_GRAD = HardsigmoidGrad()
 MISH_GRAD, SOFTSIGN_GRAD = MishGrad(), SoftsignGrad()

@@ -13,6 +13,7 @@ import pytest
 
 import buildingai as bai
 from buildingai.accel.kernels import activations, compiled, gelu32, pool_flat
+from buildingai.accel.kernels import activations_fused as fused
 
 pytest.importorskip("numba")
 
@@ -39,6 +40,9 @@ def _grad(rng):
     return rng.standard_normal(N).astype(np.float32)
 
 
+SELU = {"alpha": 1.6732632423543772, "scale": 1.0507009873554805, "input_scale": 1.0}
+CELU = {"alpha": 0.5, "scale": 1.0, "input_scale": 2.0}
+
 # twin name -> (NumPy reference kernel, input makers, output count, keyword params, tolerance)
 # Tolerances are relative to max(1, |reference|): the twins' exp and log1p are within a few
 # float32 ulps of NumPy's, and FMAs round once where NumPy rounds twice.
@@ -57,6 +61,12 @@ CASES = {
     "gelu_tanh_grad": (activations.gelu_tanh_grad, [_grad, _values, lambda r: r.random(N).astype(np.float32)], 1, {}, 6e-7),
     "softplus": (activations.softplus_float32, [_values], 1, {"beta": 1.0, "threshold": 20.0}, 5e-7),
     "softplus_grad": (activations.softplus_grad_float32, [_grad, _values], 1, {"beta": 2.0, "threshold": 10.0}, 4e-7),
+    "exponential_linear": (fused.exponential_linear, [_values], 1, SELU, 4e-7),
+    "exponential_linear_grad": (fused.exponential_linear_grad, [_grad, _values], 1, CELU, 4e-7),
+    "hardsigmoid": (fused.hardsigmoid, [_values], 1, {}, 1e-7),
+    "hardsigmoid_grad": (fused.hardsigmoid_grad, [_grad, _values], 1, {"one_sixth": 1 / 6}, 0.0),
+    "hardswish": (fused.hardswish, [_values], 1, {}, 1e-7),
+    "hardswish_grad": (fused.hardswish_grad, [_grad, _values], 1, {}, 1e-7),
 }  # fmt: skip
 
 

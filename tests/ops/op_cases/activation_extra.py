@@ -1,10 +1,12 @@
 """Cases of the activation records of ``ops/activation_extra.py``: elu, selu, celu, hardtanh,
 hardsigmoid, hardswish, threshold, prelu, mish, softsign, logsigmoid, and the gradient records
-exponential_linear_grad, hardswish_grad, mish_grad, softsign_grad."""
+exponential_linear_grad, hardsigmoid_grad, hardswish_grad, mish_grad, softsign_grad."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import numpy as np
 
 import buildingai as bai
 
@@ -96,6 +98,11 @@ def _torch_hardswish_grad(grad, x):
     return torch.where(x <= -3, torch.zeros_like(grad), inside)
 
 
+def _torch_hardsigmoid_grad(grad, x):
+    inside = (x > -3) & (x < 3)
+    return torch.where(inside, grad * float(np.float32(1 / 6)), torch.zeros_like(grad))
+
+
 def _torch_mish_grad(grad, x):
     t = torch.tanh(TF.softplus(x))
     return grad * (t + x * torch.sigmoid(x) * (1 - t * t))
@@ -114,6 +121,7 @@ for _name, _forward, _torch, _range in (
         (-2.0, 2.0),
     ),
     ("hardswish_grad", lambda t: bai.hardswish(t), _torch_hardswish_grad, (-4.0, 4.0)),
+    ("hardsigmoid_grad", lambda t: bai.hardsigmoid(t), _torch_hardsigmoid_grad, (-4.0, 4.0)),
     ("mish_grad", lambda t: bai.mish(t), _torch_mish_grad, (-4.0, 4.0)),
     ("softsign_grad", lambda t: bai.softsign(t), _torch_softsign_grad, (-3.0, 3.0)),
 ):
