@@ -14,6 +14,7 @@ the math, on backend arrays, in place. A new optimizer writes only its update ru
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -74,7 +75,9 @@ class OptimizerBase:
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)
         self.param_groups: list[dict[str, Any]] = []
-        self.state: dict[Tensor, dict[str, Any]] = {}
+        # a missing parameter reads as an empty state, as PyTorch's: a step written for PyTorch
+        # starts with `state = self.state[p]; if len(state) == 0: ...`
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self._init_bookkeeping()
         for group in self._as_groups(params):
             self.add_param_group(group)
@@ -359,7 +362,7 @@ class OptimizerBase:
         for saved, group in zip(groups, self.param_groups):
             for index, param in zip(saved["params"], group["params"]):
                 param_of[int(index)] = param
-        self.state = {}
+        self.state = defaultdict(dict)
         for index, saved_state in state_dict["state"].items():
             param = param_of.get(int(index))
             if param is None:
