@@ -54,10 +54,13 @@ def _mismatches(ours, theirs, where="result") -> list[str]:
 
 def test_the_corpus_holds_the_styles_it_is_meant_to_cover():
     text = "\n".join(path.read_text() for path in PROGRAMS)
-    assert len(PROGRAMS) >= 6
+    assert len(PROGRAMS) >= 10
     for feature in ["def main():", "(Dataset):", "DataLoader(", "torch.cuda.is_available()",
                     "torch.no_grad()", ".state_dict()", "load_state_dict(", "lr_scheduler",
-                    "clip_grad_norm_("]:  # fmt: skip
+                    "clip_grad_norm_(", "nn.InstanceNorm2d(", "nn.PixelShuffle(",
+                    "nn.ParameterList(", "torch.optim.LBFGS(", "from einops", "CyclicLR(",
+                    "ChainedScheduler(", "(torch.optim.Optimizer):", ".normal_(",
+                    "torch.finfo("]:  # fmt: skip
         assert feature in text, feature
 
 
