@@ -377,6 +377,47 @@ case(
 )
 
 
+def _rnn_recurrence(d: Draw) -> Sample:
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    gates_x = d.floats(length, "n", hidden, low=-1.0, high=1.0)
+    h0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(hidden, hidden, low=-1.0, high=1.0)
+    bias = d.choice(((), (d.floats(hidden, low=-1.0, high=1.0),)))
+    attrs = {"nonlinearity": d.choice(("tanh", "relu")), "reverse": d.choice((False, True))}
+    return d.call("rnn_recurrence", gates_x, h0, w_hh, *bias, **attrs)
+
+
+def _torch_rnn_recurrence(gates_x, h0, w_hh, b_hh=None, *, nonlinearity, reverse):
+    act = torch.tanh if nonlinearity == "tanh" else torch.relu
+    h, out = h0, [None] * gates_x.shape[0]
+    steps = range(gates_x.shape[0] - 1, -1, -1) if reverse else range(gates_x.shape[0])
+    for t in steps:
+        out[t] = h = act(gates_x[t] + h @ w_hh.T + (0 if b_hh is None else b_hh))
+    return torch.stack(out)
+
+
+case("rnn_recurrence", _rnn_recurrence, torch=_torch_rnn_recurrence, gradgrad=True)
+
+
+def _rnn_recurrence_grad(d: Draw) -> Sample:
+    # any values: a smooth function of them away from relu's kink (states kept off 0)
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    grad = d.floats(length, "n", hidden)
+    states = d.floats(length, "n", hidden, low=0.1, high=0.9)
+    w_hh = d.floats(hidden, hidden, low=-1.0, high=1.0)
+    attrs = {"nonlinearity": d.choice(("tanh", "relu")), "reverse": d.choice((False, True))}
+    return d.call("rnn_recurrence_grad", grad, states, w_hh, **attrs)
+
+
+case(
+    "rnn_recurrence_grad",
+    _rnn_recurrence_grad,
+    gradcheck=True,
+    gradgrad=True,
+    onnx=NO_ONNX_MAPPING,
+)
+
+
 case(
     "lstm_activations",
     _lstm_activations,
