@@ -62,6 +62,7 @@ CASES = {
     "hardsigmoid.fused": UNARY,
     "hardswish.fused": UNARY,
     "hardswish_grad.fused": GRAD_X,
+    "hardsigmoid_grad.fused": GRAD_X,
     "mish.fused": UNARY,
     "mish_grad.fused": GRAD_X,
     "softsign.fused": UNARY,
