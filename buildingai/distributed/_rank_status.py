@@ -68,8 +68,10 @@ class RankStatus:
 
     def failing(self, reason: str) -> None:
         """Why the rank is about to end (``raising ValueError``, ``sys.exit(3)``, or
-        ``FINISHED``)."""
+        ``FINISHED``). Its time stands for when the rank ended until ``ended`` records that: a
+        rank that aborts the job may lose its supervisor before the supervisor records it."""
         self.memory[_REASON] = _padded(reason, _REASON)
+        struct.pack_into("<d", self.memory, 32, time.time())
 
     def ended(self, how: int, value: int) -> None:
         struct.pack_into("<qqd", self.memory, 16, how, value, time.time())
@@ -119,21 +121,23 @@ def _signal_name(number: int) -> str:
 
 
 def _how_it_ended(status: dict) -> str | None:
-    """``exited with code 9``, ``was killed by signal 9 (SIGKILL)``, ...; None for a clean exit."""
+    """``exited with code 9``, ``was killed by signal 9 (SIGKILL) at step 7``, ...; None for a
+    clean exit. The step is the training step the rank last recorded, when it recorded one."""
     finished = status["reason"] == FINISHED
     reason = f" after {status['reason']}" if status["reason"] and not finished else ""
+    at = f" at step {status['step']}" if status["step"] is not None else ""
     if status["how"] == EXITED:
         if status["value"] == 0:
-            return None if finished else "exited with code 0 before its script finished"
-        return f"exited with code {status['value']}{reason}"
+            return None if finished else f"exited with code 0{at} before its script finished"
+        return f"exited with code {status['value']}{at}{reason}"
     if status["how"] == SIGNALLED:
         number = status["value"]
-        return f"was killed by signal {number} ({_signal_name(number)}){reason}"
+        return f"was killed by signal {number} ({_signal_name(number)}){at}{reason}"
     if reason:
-        return f"ended{reason}, which aborts the whole job (its traceback is above)"
+        return f"ended{reason}{at}, which aborts the whole job (its traceback is above)"
     return (
-        "was ended without an exit status (mpiexec's cleanup after another rank failed, or a "
-        "SIGKILL from outside)"
+        f"was ended{at} without an exit status (mpiexec's cleanup after another rank failed, or "
+        "a SIGKILL from outside)"
     )
 
 
@@ -154,7 +158,7 @@ def _abnormal_ends(folder: str, processes: int) -> tuple[list, list[int]]:
             continue
         ended = _how_it_ended(status)
         if ended is not None:
-            order = status["ended_at"] if status["how"] else float("inf")
+            order = status["ended_at"] or float("inf")
             found.append((order, rank, status, ended))
     found.sort(key=lambda item: (item[0], item[1]))
     return found, missing
@@ -163,16 +167,16 @@ def _abnormal_ends(folder: str, processes: int) -> tuple[list, list[int]]:
 def describe(rank: int, status: dict, ended: str) -> str:
     """``rank 1 (PID 77) was killed by signal 9 (SIGKILL) at step 7``."""
     pid = f"PID {status['pid']}" if status["pid"] else "PID unknown"
-    at = f" at step {status['step']}" if status["step"] is not None else ""
-    return f"rank {rank} ({pid}) {ended}{at}"
+    return f"rank {rank} ({pid}) {ended}"
 
 
 def first_failure(folder: str, processes: int) -> tuple[int, str] | None:
-    """``(rank, description)`` of the rank that ended abnormally first (with an exit status
-    recorded: the ones mpiexec's cleanup ended afterwards have none), or None."""
+    """``(rank, description)`` of the rank that failed first, or None: the first to end with an
+    exit status or a reason of its own (an exception, ``sys.exit``) recorded. The ranks that
+    mpiexec's cleanup ended afterwards have neither."""
     found, _ = _abnormal_ends(folder, processes)
     for _, rank, status, ended in found:
-        if status["how"]:
+        if status["how"] or status["reason"]:
             return rank, describe(rank, status, ended)
     return None
 

@@ -84,6 +84,22 @@ def test_the_step_and_checkpoint_reach_the_launchers_report(tmp_path, monkeypatc
     assert _rank_status.last_checkpoint(str(tmp_path), 2) == 5
 
 
+def test_a_rank_that_aborted_the_job_is_the_cause_without_an_exit_status(tmp_path):
+    # MPI_Abort may kill the rank's supervisor before it records how the rank ended
+    cleaned_up = _rank_status.RankStatus.create(str(tmp_path / "rank0"))
+    cleaned_up.started(76)
+    cleaned_up.entered("all_reduce #1 at a.py:3")
+    aborted = _rank_status.RankStatus.create(str(tmp_path / "rank1"))
+    aborted.started(77)
+    aborted.at_step(3)
+    aborted.failing("sys.exit(3)")
+    assert _rank_status.first_failure(str(tmp_path), 2) == (
+        1,
+        "rank 1 (PID 77) ended after sys.exit(3) at step 3, which aborts the whole job (its "
+        "traceback is above)",
+    )
+
+
 KILLED = (1, "rank 1 (PID 77) was killed by signal 9 (SIGKILL) at step 7")
 
 

@@ -76,3 +76,15 @@ def test_without_restarts_the_killed_job_fails_and_names_the_step(tmp_path):
     assert re.search("^buildingai launch: " + KILLED + "; last collective", job.output, re.M)
     assert restart_lines(job.output) == []
     assert not (tmp_path / "final.npz").exists()
+
+
+def test_the_timeout_bounds_the_whole_run_restarts_included():
+    # rank 1 exits with code 3 on every start: only --timeout ends the restarts
+    job = run_job("failures", 2, "exits", "60",
+                  launch_options=("--max-restarts", "50", "--timeout", "8"), timeout=60)  # fmt: skip
+    assert job.returncode == 124, job.output
+    assert "buildingai launch: the job ran past 8 s; killing it" in job.output
+    # MPI_Abort may kill the rank's supervisor before it records the exit code
+    cause = r"rank 1 \(PID \d+\) (exited with code 3 after|ended after) sys.exit\(3\)"
+    assert re.search(r"^buildingai launch: restart 1 of 50: " + cause, job.output, re.M)
+    assert job.seconds < 30
