@@ -99,16 +99,24 @@ def describe() -> str:
 def gemm_result_dtype(a, b):
     """None when ``a`` and ``b`` (NumPy arrays) are multiplied as they are; otherwise the dtype
     of the result of the float32 GEMM that ``gemm_operand`` prepares them for."""
+    a_dtype, b_dtype = a.dtype, b.dtype
+    if a_dtype is b_dtype and a_dtype.itemsize != 2:  # one dtype, not a half one: the common case
+        return _float32_rounded(a) if a_dtype is _FLOAT32 else None
     if type(a) is not np.ndarray:  # CuPy multiplies float16 natively with float32 accumulation
         return None
-    a_dtype, b_dtype = a.dtype, b.dtype
     if a_dtype.itemsize == 2 or b_dtype.itemsize == 2:  # float16 / bfloat16 (or int16)
         return dtypes_result(a, b)
     if a_dtype != _FLOAT32 or b_dtype != _FLOAT32:
         return None
+    return _float32_rounded(a)
+
+
+def _float32_rounded(a):
+    """For float32 operands: float32 when the precision in force rounds them first ("bf16",
+    "fp16"), None when they are multiplied as they are ("fp32", "tf32" on the CPU, CuPy)."""
     scoped = _SCOPED.get()
     name = _default if scoped is None else scoped
-    if name == "fp32":
+    if name == "fp32" or type(a) is not np.ndarray:
         return None
     if name == "tf32":
         _warn_tf32_on_cpu_once()
