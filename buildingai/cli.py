@@ -5,6 +5,7 @@ buildingai eval CHECKPOINT [--data eval|train|TYPE] [--batch-size N]
 buildingai info                                      versions, devices, BLAS, threads, switches
 buildingai serve MODEL [--port N] [--max-batch N]     serve a checkpoint or .onnx over HTTP
 buildingai launch -n N SCRIPT [args]                 run SCRIPT on N processes under mpiexec
+          [--max-restarts K [--min-ranks M]]         ... restarting it when a rank dies
 buildingai port FILE [-o OUT]                        rewrite a PyTorch program's import lines
 
 A mistake in the command or the config is reported on one line with exit code 2; ``--debug``
