@@ -245,8 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
     launcher.add_argument("--min-ranks", type=int, default=None,
                           help="fewest ranks to shrink to once a slot counts as gone "
                           "(default: -n, never shrink)")  # fmt: skip
-    launcher.add_argument("--slot-failures", type=int, default=2,
-                          help="failures after which a slot counts as gone (default 2)")
+    launcher.add_argument(
+        "--slot-failures",
+        type=int,
+        default=2,
+        help="failures after which a slot counts as gone (default 2)",
+    )
     launcher.add_argument("script", help="the Python script each rank runs")
     launcher.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     launcher.set_defaults(run=_launch)
