@@ -40,18 +40,31 @@ from .autograd import (
     set_grad_enabled,
 )
 from .backend import Device, Generator, cuda_is_available, default_generator, manual_seed
+from .backend.determinism import (
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 from .backend.dtypes import (
     bool_,
     float16,
     float32,
     float64,
+    get_default_dtype,
     int8,
     int16,
     int32,
     int64,
+    set_default_dtype,
     uint8,
 )
-from .backend.precision import get_math_precision, math_precision, set_math_precision
+from .backend.precision import (
+    get_float32_matmul_precision,
+    get_math_precision,
+    math_precision,
+    set_float32_matmul_precision,
+    set_math_precision,
+)
 from .backend.random import get_rng_state, set_rng_state
 from .backend.threads import get_num_threads, set_num_threads
 from .cuda import amp as _cuda_amp  # noqa: F401 - reachable as buildingai.cuda.amp (torch.cuda.amp)

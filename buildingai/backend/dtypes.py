@@ -25,6 +25,8 @@ try:  # optional: bfloat16 for mixed precision
 except ImportError:  # pragma: no cover - depends on the environment
     bfloat16 = None
 
+# The dtype of tensors made from Python floats, of factories without a dtype, and of integer
+# operands promoted by a float op. Read it with get_default_dtype(); set_default_dtype changes it.
 default_float_dtype = float32
 
 _BY_NAME = {
@@ -65,3 +67,24 @@ def as_dtype(dtype) -> np.dtype:
 def is_floating(dtype: np.dtype) -> bool:
     """True for float16/32/64 and bfloat16: the dtypes that can carry gradients."""
     return dtype.kind == "f" or (bfloat16 is not None and dtype == bfloat16)
+
+
+def get_default_dtype() -> np.dtype:
+    """The default floating dtype (float32 unless ``set_default_dtype`` changed it), as
+    ``torch.get_default_dtype``."""
+    return default_float_dtype
+
+
+def set_default_dtype(dtype) -> None:
+    """Make ``dtype`` (float16, bfloat16, float32 or float64) the default floating dtype, as
+    ``torch.set_default_dtype``: for tensors made from Python floats, for factories called
+    without a dtype (``zeros``, ``rand``...), for new layers' parameters and for integer
+    operands of a float op. It is one setting for the whole process."""
+    global default_float_dtype
+    chosen = as_dtype(dtype)
+    if chosen.kind not in "fV" or chosen.itemsize not in (2, 4, 8):
+        raise TypeError(
+            f"set_default_dtype: the default dtype must be a floating dtype (float16, bfloat16, "
+            f"float32 or float64), got {chosen}"
+        )
+    default_float_dtype = chosen

@@ -81,6 +81,26 @@ def math_precision(name: str):
         _apply_to_cupy(get_math_precision())
 
 
+_TORCH_NAMES = {"highest": "fp32", "high": "tf32", "medium": "bf16"}
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """PyTorch's spelling of ``set_math_precision``: "highest" is "fp32", "high" is "tf32"
+    (float32 on the CPU, which has no TF32 kernel), "medium" is "bf16"."""
+    if precision not in _TORCH_NAMES:
+        raise ValueError(
+            f"set_float32_matmul_precision: precision must be 'highest', 'high' or 'medium', "
+            f"got {precision!r}"
+        )
+    set_math_precision(_TORCH_NAMES[precision])
+
+
+def get_float32_matmul_precision() -> str:
+    """The precision in force in PyTorch's words: "highest", "high" or "medium" ("fp16",
+    which PyTorch has no name for, reads "medium")."""
+    return {"fp32": "highest", "tf32": "high"}.get(get_math_precision(), "medium")
+
+
 def describe() -> str:
     """The setting in force, and what it means on this machine (for ``buildingai info``)."""
     name = get_math_precision()

@@ -7,7 +7,7 @@ import numpy as np
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
-from ..backend.dtypes import as_dtype, bool_, default_float_dtype
+from ..backend.dtypes import as_dtype, bool_, get_default_dtype
 from ..errors import DTypeError, ShapeError
 from ..ops import cast as ops
 from ..ops import creation as factories
@@ -46,7 +46,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
                 help="pass numbers, nested lists of numbers, arrays or tensors",
             )
         if dtype is None and array.dtype == np.float64 and not isinstance(data, np.generic):
-            array = array.astype(default_float_dtype)
+            array = array.astype(get_default_dtype())
     if dtype is not None:
         array = array.astype(as_dtype(dtype), copy=False)
     return Tensor(_place(array, device), requires_grad=requires_grad)
@@ -116,7 +116,7 @@ def _filled(op: str, shape, fill_value, dtype, device, requires_grad: bool) -> T
         factories.FULL,
         shape=_sizes(op, shape),
         fill_value=fill_value,
-        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        dtype=get_default_dtype() if dtype is None else as_dtype(dtype),
         device=_device_name(device),
     )
     return _leaf(out, requires_grad)
@@ -142,7 +142,7 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad: bool = False
     """A new tensor of ``shape`` filled with ``fill_value``. The dtype follows the value, as in
     PyTorch: a Python float gives float32, an int int64, a bool bool."""
     if dtype is None:
-        dtype = default_float_dtype if isinstance(fill_value, float) else _dtype_of(fill_value)
+        dtype = get_default_dtype() if isinstance(fill_value, float) else _dtype_of(fill_value)
     return _filled("full", (shape,), _number(fill_value), dtype, device, requires_grad)
 
 
@@ -202,7 +202,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
     start, stop, step = _number(start), _number(stop), _number(step)
     if dtype is None:
         integral = isinstance(start, int) and isinstance(stop, int) and isinstance(step, int)
-        dtype = _INT64 if integral else default_float_dtype
+        dtype = _INT64 if integral else get_default_dtype()
     out = apply(
         factories.ARANGE,
         start=start,
@@ -221,7 +221,7 @@ def linspace(start, stop, steps: int, dtype=None, device=None, requires_grad=Fal
         start=_number(start),
         stop=_number(stop),
         steps=_number(steps),
-        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        dtype=get_default_dtype() if dtype is None else as_dtype(dtype),
         device=_device_name(device),
     )
     return _leaf(out, requires_grad)
@@ -234,7 +234,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
         factories.EYE,
         rows=rows,
         columns=columns,
-        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        dtype=get_default_dtype() if dtype is None else as_dtype(dtype),
         device=_device_name(device),
     )
     return _leaf(out, requires_grad)
@@ -245,7 +245,7 @@ def _random(record, op: str, shape, dtype, device, generator, requires_grad, **a
     out = apply(
         record,
         shape=_sizes(op, shape),
-        dtype=default_float_dtype if dtype is None else as_dtype(dtype),
+        dtype=get_default_dtype() if dtype is None else as_dtype(dtype),
         generator=generator,
         device=_device_name(device),
         **attrs,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.dtypes import as_dtype, bfloat16, default_float_dtype
+from ..backend.dtypes import as_dtype, bfloat16, get_default_dtype
 from ..errors import DTypeError
 
 try:  # bfloat16's table, where bfloat16 exists
@@ -23,7 +23,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     ``dtype`` (its name)."""
 
     def __init__(self, type=None) -> None:  # noqa: A002 - PyTorch's name
-        dtype = default_float_dtype if type is None else as_dtype(type)
+        dtype = get_default_dtype() if type is None else as_dtype(type)
         if bfloat16 is not None and dtype == bfloat16:
             table = ml_dtypes.finfo(dtype)
         elif dtype.kind == "f":

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor
 from ..backend import device as _device
-from ..backend.dtypes import as_dtype, default_float_dtype
+from ..backend.dtypes import as_dtype, get_default_dtype
 from . import init
 from .parameter import Parameter
 
@@ -22,7 +22,7 @@ def _on_device(array, device):
 def full_array(shape: tuple[int, ...], fill: float, dtype=None, device=None):
     """A backend array of ``shape`` filled with ``fill``, in ``dtype`` (the default float dtype
     when None), on ``device``."""
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     return _on_device(np.full(shape, fill, dtype=dtype), device)
 
 
@@ -31,7 +31,7 @@ def empty_parameter(
 ) -> Parameter:
     """An uninitialised Parameter of ``shape`` (the default float dtype when ``dtype`` is None);
     the layer's ``reset_parameters`` fills it."""
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     return Parameter(_on_device(np.empty(shape, dtype=dtype), device), requires_grad=requires_grad)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import functions
 from ..autograd.tensor import Tensor
-from ..backend.dtypes import as_dtype, default_float_dtype
+from ..backend.dtypes import as_dtype, get_default_dtype
 from ..errors import ArgumentError, ShapeError
 from . import init
 from .attention import MultiheadAttention
@@ -414,7 +414,7 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(size: int, device=None, dtype=None) -> Tensor:
         """The float causal mask (size, size): 0 on and below the diagonal, -inf above it."""
-        dtype = default_float_dtype if dtype is None else as_dtype(dtype)
+        dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
         array = np.triu(np.full((size, size), -np.inf, dtype=dtype), k=1)
         mask = Tensor(array)
         return mask if device is None else mask.to(device)

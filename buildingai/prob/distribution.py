@@ -17,7 +17,7 @@ from .. import functions as F
 from ..autograd.dispatch import apply
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
-from ..backend.dtypes import default_float_dtype
+from ..backend.dtypes import get_default_dtype
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..ops.checks import REQUIRE
@@ -110,7 +110,7 @@ def as_parameters(family: str, **values) -> list[Tensor]:
     """The parameters of ``family`` as floating Tensors of one dtype, broadcast together.
     Python numbers take the dtype of the Tensors given (the default float if none)."""
     tensors = [v for v in values.values() if isinstance(v, Tensor)]
-    dtype = next((t.dtype for t in tensors if t.dtype.kind == "f"), default_float_dtype)
+    dtype = next((t.dtype for t in tensors if t.dtype.kind == "f"), get_default_dtype())
     device = tensors[0].device if tensors else None
     converted = []
     for name, value in values.items():

@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 
 from ...autograd.tensor import Tensor
-from ...backend.dtypes import as_dtype, default_float_dtype
+from ...backend.dtypes import as_dtype, get_default_dtype
 from ...backend.random import Generator
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...functions import creation, elementwise, linalg, reduce, shape
@@ -482,7 +482,7 @@ def sinusoidal_positional_encoding(
     table = np.empty((length, dim), dtype=np.float64)
     table[:, 0::2] = np.sin(angles)
     table[:, 1::2] = np.cos(angles[:, : dim // 2])
-    dtype = default_float_dtype if dtype is None else as_dtype(dtype)
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     tensor = Tensor(table.astype(dtype))
     return tensor if device is None else tensor.to(device)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...autograd.tensor import Tensor
 from ...backend import device as _device
-from ...backend.dtypes import as_dtype, default_float_dtype, is_floating
+from ...backend.dtypes import as_dtype, get_default_dtype, is_floating
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ..module import Module
 
@@ -17,7 +17,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def _constant(values, dtype, device) -> Tensor:
-    array = np.asarray(values, dtype=default_float_dtype if dtype is None else as_dtype(dtype))
+    array = np.asarray(values, dtype=get_default_dtype() if dtype is None else as_dtype(dtype))
     if device is not None:
         array = _device.to_device(array, _device.Device(device))
     return Tensor(array)

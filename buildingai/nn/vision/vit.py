@@ -8,7 +8,7 @@ import numpy as np
 from ... import functions
 from ...autograd.tensor import Tensor
 from ...backend import device as _device
-from ...backend.dtypes import as_dtype, default_float_dtype
+from ...backend.dtypes import as_dtype, get_default_dtype
 from ...errors import ArgumentError, ShapeError
 from .. import init
 from ..containers import ModuleList
@@ -31,7 +31,7 @@ def _pair(value, name: str) -> tuple[int, int]:
 
 
 def _zeros_parameter(shape: tuple[int, ...], dtype, device) -> Parameter:
-    array = np.zeros(shape, default_float_dtype if dtype is None else as_dtype(dtype))
+    array = np.zeros(shape, get_default_dtype() if dtype is None else as_dtype(dtype))
     if device is not None:
         array = _device.to_device(array, _device.Device(device))
     return Parameter(array)
