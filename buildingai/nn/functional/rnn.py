@@ -10,8 +10,9 @@ Speed: the input part of the gates does not depend on the previous step, so a la
 whole sequence with one GEMM, ``x @ w_ih^T`` on (L * N, input) rows. Only the recurrent part,
 one ``h @ w_hh^T`` per step followed by slicing into gates, runs in the loop over time. Steps
 are built from differentiable primitives (linear, sigmoid, tanh, getitem, stack), so first and
-second derivatives come from their rules; the LSTM time loop (without projections) and the
-Elman RNN's are one fused op each (``ops/rnn.py``, ``ops/rnn_elman.py``), with back-propagation
+second derivatives come from their rules; the time loops of the LSTM (without projections),
+the Elman RNN and the GRU are one fused op each (``ops/rnn.py``, ``rnn_elman.py``,
+``rnn_gru.py``), with back-propagation
 through time as one gradient op, because per-op overhead dominates at the sizes of one step.
 """
 
@@ -24,6 +25,7 @@ from ...autograd.tensor import Tensor
 from ...errors import BuildingAIError
 from ...functions import concatenate, dropout, linear, stack, zeros
 from ...ops.rnn_elman import RNN_RECURRENCE
+from ...ops.rnn_gru import GRU_RECURRENCE
 from .rnn_fused import lstm_recurrence
 
 __all__ = [
@@ -210,6 +212,11 @@ def _run_direction(
         states = lstm_recurrence(gates_x, h, c, w_hh, b_hh, reverse)  # (L, N, 2H): [h_t, c_t]
         last = states[0 if reverse else -1]
         return states[..., :size], (last[:, :size], last[:, size:])
+    if mode == "gru":
+        (h,) = state
+        bias = () if b_hh is None else (b_hh,)
+        hs = GRU_RECURRENCE(gates_x, h, w_hh, *bias, reverse=reverse)  # (L, N, H)
+        return hs, (hs[0 if reverse else -1],)
     if mode in ("rnn_tanh", "rnn_relu"):
         # the fused time loop as well (ops/rnn_elman.py)
         (h,) = state

@@ -418,6 +418,49 @@ case(
 )
 
 
+def _gru_recurrence(d: Draw) -> Sample:
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    gates_x = d.floats(length, "n", 3 * hidden, low=-1.0, high=1.0)
+    h0 = d.floats("n", hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(3 * hidden, hidden, low=-1.0, high=1.0)
+    bias = d.choice(((), (d.floats(3 * hidden, low=-1.0, high=1.0),)))
+    reverse = d.choice((False, True))
+    return d.call("gru_recurrence", gates_x, h0, w_hh, *bias, reverse=reverse)
+
+
+def _torch_gru_recurrence(gates_x, h0, w_hh, b_hh=None, *, reverse):
+    h, out = h0, [None] * gates_x.shape[0]
+    steps = range(gates_x.shape[0] - 1, -1, -1) if reverse else range(gates_x.shape[0])
+    for t in steps:
+        gates_h = h @ w_hh.T + (0 if b_hh is None else b_hh)
+        r, z, _ = torch.sigmoid(gates_x[t] + gates_h).chunk(3, dim=-1)
+        n = torch.tanh(gates_x[t].chunk(3, dim=-1)[2] + r * gates_h.chunk(3, dim=-1)[2])
+        out[t] = h = (1 - z) * n + z * h
+    return torch.stack(out)
+
+
+case("gru_recurrence", _gru_recurrence, torch=_torch_gru_recurrence, gradgrad=True)
+
+
+def _gru_recurrence_grad(d: Draw) -> Sample:
+    # any values: the op is a smooth function of all of them
+    length, hidden = d.size(1, 3), d.size(1, 3)
+    grad = d.floats(length, "n", hidden)
+    coefficients = d.floats(length, "n", 4 * hidden, low=-1.0, high=1.0)
+    w_hh = d.floats(3 * hidden, hidden, low=-1.0, high=1.0)
+    reverse = d.choice((False, True))
+    return d.call("gru_recurrence_grad", grad, coefficients, w_hh, reverse=reverse)
+
+
+case(
+    "gru_recurrence_grad",
+    _gru_recurrence_grad,
+    gradcheck=True,
+    gradgrad=True,
+    onnx=NO_ONNX_MAPPING,
+)
+
+
 case(
     "lstm_activations",
     _lstm_activations,
