@@ -9,12 +9,16 @@ Modes:
 Each is measured with acceleration off (the default) and on (``buildingai.accel``: ops with
 registered kernels ask them first), unless ``BUILDINGAI_ACCEL=0``.
 
-Run: ``python -m benchmarks.dispatch [--quick] [--threads N]``.
+Run: ``python -m benchmarks.dispatch [--quick] [--threads N] [--cpu-time]``. ``--cpu-time``
+times each candidate in this thread's CPU time (``time.thread_time``) instead of wall-clock
+time: on a machine other processes share, their load then does not count (meaningful where every
+candidate runs on this one thread, as these small ops do).
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 
@@ -85,7 +89,7 @@ def _candidates(kind: str, mode: str, a_np, b_np, torch):
     return {"buildingai": ours_chain, "pytorch": theirs_chain, "numpy": numpy_chain}
 
 
-def run(quick: bool = False, threads: int | None = None) -> list[dict]:
+def run(quick: bool = False, threads: int | None = None, cpu_time: bool = False) -> list[dict]:
     import torch
 
     if threads:
@@ -102,7 +106,9 @@ def run(quick: bool = False, threads: int | None = None) -> list[dict]:
             number = 2 if quick else (200 if per_call > 1 else 20000)
             # No pause between candidates: these tiny ops never wake BLAS threads, and a pause
             # lets the core clock down, which the next short repetition would then pay for.
-            results = measure(candidates, repeats=2 if quick else 11, number=number, settle=0.0)
+            clock = time.thread_time if cpu_time else time.perf_counter
+            results = measure(candidates, repeats=2 if quick else 11, number=number, settle=0.0,
+                              clock=clock)  # fmt: skip
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
             for name, stats in results.items():
                 record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}
@@ -118,6 +124,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny run for tests")
     parser.add_argument("--threads", type=int, default=None, help="PyTorch intra-op threads")
     parser.add_argument("--json", help="also write the records to this JSON file")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time in this thread's CPU time, not wall-clock time")  # fmt: skip
     args = parser.parse_args()
     # every op pays dispatch: measured in the default arrangement (acceleration off) and, unless
     # BUILDINGAI_ACCEL=0, with acceleration on, where ops with registered kernels ask them first
@@ -125,7 +133,7 @@ def main() -> None:
     records = []
     for on in arrangements:
         with bai.accel.enabled(on):
-            for record in run(quick=args.quick, threads=args.threads):
+            for record in run(quick=args.quick, threads=args.threads, cpu_time=args.cpu_time):
                 record["acceleration"] = "on" if on else "off (the default)"
                 records.append(record)
     rows = [
