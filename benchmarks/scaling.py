@@ -22,7 +22,7 @@ from pathlib import Path
 from .common import accelerate, format_table, measure
 from .suite import gpt, mlp, page
 from .suite.frameworks import BuildingAIStep, TorchStep, load_buildingai, torch_state_as_numpy
-from .suite.harness import thread_limit
+from .suite.harness import in_default_arrangement, thread_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "docs" / "site" / "figures"
@@ -68,7 +68,8 @@ def gpt_steppers(width: int, batch: int, quick: bool) -> dict:
 def point(model: str, width: int, batch: int, quick: bool) -> dict:
     """Seconds of CPU time per step, ``{framework: {"median", "min", "max"}}``."""
     steppers = gpt_steppers(width, batch, quick) if model == "gpt" else mlp_steppers(width, batch)
-    calls = {name: stepper.step for name, stepper in steppers.items()}
+    # BuildingAI at the thread limit's count (set_num_threads), as the suite times it
+    calls = {name: in_default_arrangement(stepper.step) for name, stepper in steppers.items()}
     start = time.thread_time()
     for call in calls.values():
         call()
@@ -118,8 +119,11 @@ def bend(xs: list, ys: list) -> str:
     knee = next(i for i, s in enumerate(found) if s >= 0.5 * last)
     if knee == 0:
         return f"grows from the start (slopes {', '.join(f'{s:.2f}' for s in found)})"
-    return (f"is nearly flat up to {xs[knee]} (slopes {', '.join(f'{s:.2f}' for s in found[:knee])}), "
-            f"then grows with slope {last:.2f} by {xs[-1]}")  # fmt: skip
+    early = ", ".join(f"{s:.2f}" for s in found[:knee])
+    start = "is nearly flat" if max(found[:knee]) < 0.3 else "grows slowly"
+    return (
+        f"{start} up to {xs[knee]} (slopes {early}), then grows with slope {last:.2f} by {xs[-1]}"
+    )
 
 
 def plot(rows: list[dict], model: str, path: Path) -> None:
@@ -158,8 +162,10 @@ WHY = {
 }
 
 
-def section(rows: list[dict], command: str) -> str:
-    load = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else "unknown"
+def section(rows: list[dict], command: str, load=None) -> str:
+    """The "How cost grows" region; ``load``: the load average to report (now, by default)."""
+    if load is None:
+        load = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else "unknown"
     lines = [
         START,
         "## How cost grows",
@@ -216,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    (results / f"scaling-{stamp}.json").write_text(json.dumps({"command": command, "rows": rows}))
+    record = {"command": command, "rows": rows, "load_average_at_end": list(os.getloadavg())}
+    (results / f"scaling-{stamp}.json").write_text(json.dumps(record))
     figures = args.figures or (None if args.quick else str(FIGURES))
     if figures:
         for model in ("mlp", "gpt"):

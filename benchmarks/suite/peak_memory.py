@@ -1,7 +1,13 @@
 """Peak resident memory of a real training workload, one process per framework: the process
 imports one library only, builds the model (the library's own initialisation), runs ``steps``
-training steps on one thread and reports ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` before
-the first step and after the last.
+training steps on one thread and reports its peak resident set before the first step and after
+the last.
+
+The peak is the process's own high-water mark, ``VmHWM`` of ``/proc/self/status``, where Linux
+has it. ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` would read the suite's process instead
+when that is larger: a child starts as a copy of the process that forks it, and Linux keeps that
+copy's peak in ``ru_maxrss`` across ``exec``, so a child of a suite holding 3 GiB reports 3 GiB
+whatever it does. ``ru_maxrss`` stays the fallback elsewhere.
 
 Run: ``python -m benchmarks.suite.peak_memory WORKLOAD IMPLEMENTATION [--steps N] [--quick]``
 (prints one JSON line); ``measure`` runs it for each implementation.
@@ -26,6 +32,14 @@ STEPS = 5
 
 
 def _peak_mib() -> float:
+    """This process's peak resident set since it started its program, in MiB."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 

@@ -163,9 +163,10 @@ def section(records: list[dict], command: str, loaded: str, failures: list[str] 
         "compiles afresh, since Inductor writes the thread count into the code it generates; "
         "Inductor's on-disk cache is empty for a workload's first thread count (its C++ "
         "header and kernels are built then) and keeps that for the next.",
-        "- Memory: the peak resident set (`ru_maxrss`) of a process that imports one library "
-        "only, builds the model and runs 5 steps on one thread; in brackets, the same before "
-        "the first step (library, model and batch).",
+        "- Memory: the peak resident set of a process that imports one library only, builds "
+        "the model and runs 5 steps on one thread (its own high-water mark, `VmHWM`; see "
+        "`benchmarks/suite/peak_memory.py` for why not `ru_maxrss`); in brackets, the same "
+        "before the first step (library, model and batch).",
         "- Before timing, a step of each form from the same weights is compared with PyTorch "
         "eager's (losses to 1e-4; parameters as in the method above; `resnet18` to twice "
         "PyTorch's own float32 error against a float64 step, see `benchmarks/suite/resnet18.py`"
