@@ -7,12 +7,11 @@ import warnings
 
 from ..autograd.tensor import Tensor
 from ..errors import ShapeError
-from ._utils import full_array
 from .functional.instance_norm import instance_norm
-from .norm import _AffineNorm
+from .norm import _RunningStatsNorm
 
 
-class _InstanceNorm(_AffineNorm):
+class _InstanceNorm(_RunningStatsNorm):
     """Shared code of InstanceNorm1d/2d/3d; subclasses give the number of position axes."""
 
     _positions = 1
@@ -29,35 +28,9 @@ class _InstanceNorm(_AffineNorm):
         *,
         bias: bool = True,
     ) -> None:
-        super().__init__()
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        shape = (num_features,)
-        self._register_affine(shape, affine, bias, dtype, device)
-        if track_running_stats:
-            self.register_buffer("running_mean", Tensor(full_array(shape, 0.0, dtype, device)))
-            self.register_buffer("running_var", Tensor(full_array(shape, 1.0, dtype, device)))
-            count = full_array((), 0, "int64", device)
-            self.register_buffer("num_batches_tracked", Tensor(count))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-
-    def reset_running_stats(self) -> None:
-        """Running mean to zeros, running variance to ones, batch count to zero."""
-        if self.track_running_stats:
-            self.running_mean.data.fill(0.0)
-            self.running_var.data.fill(1.0)
-            self.num_batches_tracked.data.fill(0)
-
-    def reset_parameters(self) -> None:
-        """Reset the running statistics, weight to ones and bias to zeros."""
-        self.reset_running_stats()
-        super().reset_parameters()
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (N, C, *positions) or (C, *positions) -> the same shape."""
@@ -98,13 +71,6 @@ class _InstanceNorm(_AffineNorm):
             self.eps,
         )
         return out if x.ndim == unbatched + 1 else out.squeeze(0)
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, bias={self.bias is not None}, "
-            f"track_running_stats={self.track_running_stats}"
-        )
 
 
 class InstanceNorm1d(_InstanceNorm):

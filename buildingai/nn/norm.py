@@ -114,22 +114,25 @@ class RMSNorm(Module):
         )
 
 
-class _BatchNorm(_AffineNorm):
-    """Shared code of BatchNorm1d/2d/3d; subclasses name the input ranks they accept."""
+class _RunningStatsNorm(_AffineNorm):
+    """A per-channel normalisation of (N, C, *) inputs that can keep running statistics:
+    PyTorch's ``num_features``, ``eps``, ``momentum``, ``affine`` and ``track_running_stats``
+    arguments and its buffers ``running_mean`` (C,), ``running_var`` (C,) and
+    ``num_batches_tracked`` () (registered as None without ``track_running_stats``).
 
-    _input_ranks: tuple[int, ...] = ()
+    Shared by BatchNorm and InstanceNorm, which differ only in their defaults and forward."""
 
     def __init__(
         self,
         num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device=None,
-        dtype=None,
+        eps: float,
+        momentum: float | None,
+        affine: bool,
+        track_running_stats: bool,
+        device,
+        dtype,
         *,
-        bias: bool = True,
+        bias: bool,
     ) -> None:
         super().__init__()
         self.num_features = num_features
@@ -161,6 +164,35 @@ class _BatchNorm(_AffineNorm):
         """Reset the running statistics, weight to ones and bias to zeros."""
         self.reset_running_stats()
         super().reset_parameters()
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_RunningStatsNorm):
+    """Shared code of BatchNorm1d/2d/3d; subclasses name the input ranks they accept."""
+
+    _input_ranks: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self._input_ranks:
@@ -196,13 +228,6 @@ class _BatchNorm(_AffineNorm):
             use_batch,
             factor,
             self.eps,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, bias={self.bias is not None}, "
-            f"track_running_stats={self.track_running_stats}"
         )
 
 
