@@ -128,22 +128,9 @@ class LSTMRecurrence(Op):
         size = int(emit.shapes[inputs[3]][1])  # w_hh is (4H, H)
         w_hh_t = emit.node("Transpose", [w_hh], perm=[1, 0])  # read by the body (outer scope)
         body = _scan_body(emit, w_hh_t, bias[0] if bias else None, size, emit.dtype(gates_x))
-        direction = [1 if attrs["reverse"] else 0]
-        emit.nodes.append(
-            emit.helper.make_node(
-                "Scan",
-                [h0, c0, gates_x],
-                [emit.fresh("lstm_h_last"), emit.fresh("lstm_c_last"), output],
-                body=body,
-                num_scan_inputs=1,
-                # reverse: steps are read from the last one, and each step's [h, c] is
-                # prepended, so that position t of the output belongs to step t
-                scan_input_directions=direction,
-                scan_output_directions=direction,
-            )
+        _emit_scan(
+            emit, body, [h0, c0], gates_x, output, ["lstm_h_last", "lstm_c_last"], attrs["reverse"]
         )
-        emit.dtypes[output] = emit.dtype(gates_x)
-        emit.ranks[output] = 3
 
 
 class LSTMActivations(Op):
@@ -370,6 +357,51 @@ _STEP_VALUES = (
     "h", "c", "x", "recurrent", "summed", "pre", "i_pre", "f_pre", "g_pre", "o_pre", "i", "f",
     "g", "o", "kept", "written", "c_next", "tanh_c", "h_next", "step",
 )  # fmt: skip
+
+
+def _emit_scan(
+    emit, body, initial: list, gates_x: str, output: str, last: list, reverse: bool
+) -> None:
+    """A Scan of ``body`` over the steps of ``gates_x`` (L, N, *) from the states ``initial``,
+    run from the last step to the first when ``reverse``: ``output`` (L, N, *) gets every
+    step's scan output at that step's position; the final states get fresh names from the
+    prefixes ``last``."""
+    direction = [1 if reverse else 0]
+    emit.nodes.append(
+        emit.helper.make_node(
+            "Scan",
+            [*initial, gates_x],
+            [*(emit.fresh(prefix) for prefix in last), output],
+            body=body,
+            num_scan_inputs=1,
+            # reverse: steps are read from the last one, and each step's output is
+            # prepended, so that position t of the output belongs to step t
+            scan_input_directions=direction,
+            scan_output_directions=direction,
+        )
+    )
+    emit.dtypes[output] = emit.dtype(gates_x)
+    emit.ranks[output] = 3
+
+
+def _one_state_body(emit, nodes: list, graph: str, names: tuple, size: int, x_size: int, elem):
+    """The ONNX graph of one step of a recurrence with one state (Elman RNN, GRU) from its
+    ``nodes``: (h (N, size), x (N, x_size)) -> (h', h' again as the scan output), where
+    ``names`` are (h, x, h', scan output) and ``graph`` the prefix of the graph's name."""
+    h, x, h_next, scan = names
+    helper = emit.helper
+    return helper.make_graph(
+        nodes,
+        emit.fresh(graph),
+        [
+            helper.make_tensor_value_info(h, elem, [None, size]),
+            helper.make_tensor_value_info(x, elem, [None, x_size]),
+        ],
+        [
+            helper.make_tensor_value_info(h_next, elem, [None, size]),
+            helper.make_tensor_value_info(scan, elem, [None, size]),
+        ],
+    )
 
 
 def _previous(states, initial, reverse: bool):

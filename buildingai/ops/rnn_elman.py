@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ArgumentError, ShapeError
 from .abstract import ValueSpec, bytes_of
 from .base import Op
-from .rnn import _after, _previous, _stack
+from .rnn import _after, _emit_scan, _one_state_body, _previous, _stack
 
 NONLINEARITIES = ("tanh", "relu")
 
@@ -115,32 +115,9 @@ class RNNRecurrence(Op):
         kind = "Tanh" if attrs["nonlinearity"] == "tanh" else "Relu"
         nodes.append(helper.make_node(kind, [pre], [name["n"]]))
         nodes.append(helper.make_node("Identity", [name["n"]], [name["n"] + "_scan"]))
-        body = helper.make_graph(
-            nodes,
-            emit.fresh("rnn_step"),
-            [
-                helper.make_tensor_value_info(name["h"], elem, [None, size]),
-                helper.make_tensor_value_info(name["x"], elem, [None, size]),
-            ],
-            [
-                helper.make_tensor_value_info(name["n"], elem, [None, size]),
-                helper.make_tensor_value_info(name["n"] + "_scan", elem, [None, size]),
-            ],
-        )
-        direction = [1 if attrs["reverse"] else 0]
-        emit.nodes.append(
-            helper.make_node(
-                "Scan",
-                [h0, gates_x],
-                [emit.fresh("rnn_h_last"), output],
-                body=body,
-                num_scan_inputs=1,
-                scan_input_directions=direction,
-                scan_output_directions=direction,
-            )
-        )
-        emit.dtypes[output] = emit.dtype(gates_x)
-        emit.ranks[output] = 3
+        names = (name["h"], name["x"], name["n"], name["n"] + "_scan")
+        body = _one_state_body(emit, nodes, "rnn_step", names, size, size, elem)
+        _emit_scan(emit, body, [h0], gates_x, output, ["rnn_h_last"], attrs["reverse"])
 
 
 class RNNRecurrenceGrad(Op):

@@ -21,13 +21,7 @@ import numpy as np
 from ..errors import ShapeError
 from .abstract import ValueSpec, bytes_of
 from .base import Op
-from .rnn import _concatenate, _previous, _stack
-
-
-def _sigmoid(xp, x):
-    """1 / (1 + exp(-x)); 0 where exp(-x) overflows, as in PyTorch."""
-    with np.errstate(over="ignore"):
-        return 1 / (1 + xp.exp(-x))
+from .rnn import _concatenate, _emit_scan, _one_state_body, _previous, _sigmoid, _stack
 
 
 class GRURecurrence(Op):
@@ -148,32 +142,9 @@ class GRURecurrence(Op):
             node("Add", [name["n"], name["zd"]], [name["next"]]),
             node("Identity", [name["next"]], [name["scan"]]),
         ]
-        body = helper.make_graph(
-            nodes,
-            emit.fresh("gru_step"),
-            [
-                helper.make_tensor_value_info(name["h"], elem, [None, size]),
-                helper.make_tensor_value_info(name["x"], elem, [None, 3 * size]),
-            ],
-            [
-                helper.make_tensor_value_info(name["next"], elem, [None, size]),
-                helper.make_tensor_value_info(name["scan"], elem, [None, size]),
-            ],
-        )
-        direction = [1 if attrs["reverse"] else 0]
-        emit.nodes.append(
-            node(
-                "Scan",
-                [h0, gates_x],
-                [emit.fresh("gru_h_last"), output],
-                body=body,
-                num_scan_inputs=1,
-                scan_input_directions=direction,
-                scan_output_directions=direction,
-            )
-        )
-        emit.dtypes[output] = emit.dtype(gates_x)
-        emit.ranks[output] = 3
+        names = (name["h"], name["x"], name["next"], name["scan"])
+        body = _one_state_body(emit, nodes, "gru_step", names, size, 3 * size, elem)
+        _emit_scan(emit, body, [h0], gates_x, output, ["gru_h_last"], attrs["reverse"])
 
 
 class GRURecurrenceGrad(Op):
