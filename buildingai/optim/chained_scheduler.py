@@ -4,13 +4,12 @@ multiplied, as PyTorch's."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .optimizer import OptimizerBase, OptimizerError
-from .schedulers import LRScheduler, ReduceLROnPlateau
+from .schedulers import LRScheduler, ReduceLROnPlateau, _SchedulerOfSchedulers
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_SchedulerOfSchedulers):
     """Step every scheduler in ``schedulers`` on each ``step()``; the learning rate is the base
     rate times each scheduler's factor (its rate over its own base rate), so
     ``ChainedScheduler([ConstantLR(opt, 0.1, total_iters=2), ExponentialLR(opt, 0.9)])`` gives
@@ -21,8 +20,6 @@ class ChainedScheduler(LRScheduler):
     ``LinearLR``, ``PolynomialLR``, ``MultiplicativeLR``, ``CosineAnnealingLR`` with
     ``eta_min=0``).
     """
-
-    _not_saved = ("schedulers",)
 
     def __init__(
         self, schedulers: Sequence[LRScheduler], optimizer: OptimizerBase | None = None
@@ -76,16 +73,6 @@ class ChainedScheduler(LRScheduler):
             scheduler.step_batch()
         self.last_epoch = self.schedulers[0].last_epoch
         self._set_lrs(self._chained())
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["schedulers"] = [scheduler.state_dict() for scheduler in self.schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
-        for scheduler, saved in zip(self.schedulers, state_dict.get("schedulers", [])):
-            scheduler.load_state_dict(saved)
 
 
 __all__ = ["ChainedScheduler"]

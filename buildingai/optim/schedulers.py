@@ -358,11 +358,26 @@ class LinearLR(LRScheduler):
         return [base * factor for base in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
-    """Run ``schedulers`` one after another, switching at ``milestones``; each one starts from
-    its own position 0 when its turn comes (as ``torch.optim.lr_scheduler.SequentialLR``)."""
+class _SchedulerOfSchedulers(LRScheduler):
+    """A schedule made of the schedulers in ``self.schedulers``: its state dict holds theirs,
+    under ``"schedulers"``, so each resumes where it was."""
 
     _not_saved = ("schedulers",)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["schedulers"] = [scheduler.state_dict() for scheduler in self.schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        for scheduler, saved in zip(self.schedulers, state_dict.get("schedulers", [])):
+            scheduler.load_state_dict(saved)
+
+
+class SequentialLR(_SchedulerOfSchedulers):
+    """Run ``schedulers`` one after another, switching at ``milestones``; each one starts from
+    its own position 0 when its turn comes (as ``torch.optim.lr_scheduler.SequentialLR``)."""
 
     def __init__(
         self,
@@ -396,16 +411,6 @@ class SequentialLR(LRScheduler):
         index = bisect_right(self.milestones, position)
         offset = self.milestones[index - 1] if index > 0 else 0
         return self.schedulers[index].lr_at(position - offset)
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["schedulers"] = [scheduler.state_dict() for scheduler in self.schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
-        for scheduler, saved in zip(self.schedulers, state_dict.get("schedulers", [])):
-            scheduler.load_state_dict(saved)
 
 
 class WarmupLR(SequentialLR):
