@@ -5,28 +5,15 @@ from __future__ import annotations
 
 import math
 
-from ...autograd.mode import no_grad
 from ...autograd.tensor import Tensor
 from ...errors import ArgumentError, ShapeError
-from .norm import _channel_affine, _check_parameter, batch_norm, standardize
-
-
-def _update_running_stats(
-    x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, momentum: float
-) -> None:
-    """Blend the batch's average per-instance statistics into the running ones, in place:
-    ``running = (1 - momentum) * running + momentum * statistic``, the statistic being the mean
-    over the batch of each instance's mean, or of its unbiased variance."""
-    positions = tuple(range(2, x.ndim))
-    with no_grad():
-        batch = x.detach()
-        if running_mean is not None:
-            mean = batch.mean(axis=positions).mean(axis=0).astype(running_mean.dtype)
-            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
-        if running_var is not None:
-            variance = batch.var(axis=positions, correction=1).mean(axis=0)
-            variance = variance.astype(running_var.dtype)
-            running_var.copy_(running_var * (1 - momentum) + variance * momentum)
+from .norm import (
+    _channel_affine,
+    _check_channel_parameters,
+    _update_running_stats,
+    batch_norm,
+    standardize,
+)
 
 
 def instance_norm(
@@ -53,14 +40,7 @@ def instance_norm(
             f"dimension, got shape {tuple(input.shape)}",
             help="add the batch dimension (x.unsqueeze(0)) to a single (C, L) sample",
         )
-    channels = input.shape[1]
-    for name, value in (
-        ("running_mean", running_mean),
-        ("running_var", running_var),
-        ("weight", weight),
-        ("bias", bias),
-    ):
-        _check_parameter("instance_norm", name, value, (channels,))
+    _check_channel_parameters("instance_norm", input, running_mean, running_var, weight, bias)
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise ArgumentError(
@@ -75,9 +55,17 @@ def instance_norm(
             f"size {tuple(input.shape)}",
             help="a single position has no spread to normalise by",
         )
-    out = standardize(input, tuple(range(2, input.ndim)), eps)
-    if running_mean is not None or running_var is not None:
-        _update_running_stats(input, running_mean, running_var, momentum)
+    positions = tuple(range(2, input.ndim))
+    out = standardize(input, positions, eps)
+    # the statistics blended in: the batch's average of each instance's own
+    _update_running_stats(
+        input,
+        running_mean,
+        running_var,
+        momentum,
+        lambda batch: batch.mean(axis=positions).mean(axis=0),
+        lambda batch: batch.var(axis=positions, correction=1).mean(axis=0),
+    )
     return _channel_affine(out, weight, bias)
 
 

@@ -9,7 +9,7 @@ Arguments, defaults and semantics follow ``torch.nn.functional``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -120,6 +120,48 @@ def _channel_affine(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> Te
     return _affine(x, weight, bias)
 
 
+def _check_channel_parameters(
+    op: str,
+    input: Tensor,  # noqa: A002 - PyTorch's argument name
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+) -> None:
+    """Each of the running statistics, weight and bias, when given, is (C,) for input (N, C, *)."""
+    channels = input.shape[1]
+    for name, value in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
+        _check_parameter(op, name, value, (channels,))
+
+
+def _update_running_stats(
+    input: Tensor,  # noqa: A002 - PyTorch's argument name
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    momentum: float,
+    mean_of: Callable[[Tensor], Tensor],
+    variance_of: Callable[[Tensor], Tensor],
+) -> None:
+    """Blend the statistics of input into the running ones given, in place and outside the
+    graph: ``running = (1 - momentum) * running + momentum * statistic``, the statistic (C,)
+    being ``mean_of`` or ``variance_of`` (unbiased) the detached input."""
+    if running_mean is None and running_var is None:
+        return
+    with no_grad():
+        batch = input.detach()
+        if running_mean is not None:
+            mean = mean_of(batch).astype(running_mean.dtype)
+            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+        if running_var is not None:
+            variance = variance_of(batch).astype(running_var.dtype)
+            running_var.copy_(running_var * (1 - momentum) + variance * momentum)
+
+
 def batch_norm(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     running_mean: Tensor | None,
@@ -146,14 +188,7 @@ def batch_norm(
             f"[batch_norm] expects input (N, C, *), got {tuple(input.shape)}",
             help="add a batch dimension, e.g. x.reshape(1, -1)",
         )
-    channels = input.shape[1]
-    for name, value in (
-        ("running_mean", running_mean),
-        ("running_var", running_var),
-        ("weight", weight),
-        ("bias", bias),
-    ):
-        _check_parameter("batch_norm", name, value, (channels,))
+    _check_channel_parameters("batch_norm", input, running_mean, running_var, weight, bias)
     axes = (0,) + tuple(range(2, input.ndim))
 
     if training:
@@ -166,15 +201,14 @@ def batch_norm(
                 "statistics",
             )
         out = standardize(input, axes, eps)
-        if running_mean is not None or running_var is not None:
-            with no_grad():
-                batch = input.detach()
-                if running_mean is not None:
-                    mean = batch.mean(axis=axes).astype(running_mean.dtype)
-                    running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
-                if running_var is not None:
-                    variance = batch.var(axis=axes, correction=1).astype(running_var.dtype)
-                    running_var.copy_(running_var * (1 - momentum) + variance * momentum)
+        _update_running_stats(
+            input,
+            running_mean,
+            running_var,
+            momentum,
+            lambda batch: batch.mean(axis=axes),
+            lambda batch: batch.var(axis=axes, correction=1),
+        )
         return _channel_affine(out, weight, bias)
 
     if running_mean is None or running_var is None:
