@@ -5,22 +5,14 @@ search box finds a page."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.browser import browser_page
+from tests.browser import browser_page, serve_directory
 
+from .site_build import ROOT, build_site
 from .site_links import broken_links
-
-ROOT = Path(__file__).resolve().parents[2]
-BUILD_TIMEOUT_S = 300
 
 
 def test_every_design_note_has_a_page_that_includes_it():
@@ -33,21 +25,7 @@ def test_every_design_note_has_a_page_that_includes_it():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    pytest.importorskip("mkdocs", reason="pip install -e '.[docs]'")
-    pytest.importorskip("material", reason="pip install -e '.[docs]'")
-    pytest.importorskip("mkdocstrings", reason="pip install -e '.[docs]'")
-    out = tmp_path_factory.mktemp("site")
-    # run from the repository root: the snippet includes and mkdocstrings paths are relative to it
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml", "-d", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
-    return out
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def test_site_builds_strict_with_every_page(site):
@@ -74,24 +52,11 @@ def test_every_internal_link_resolves(site):
     assert broken_links(site) == []
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        pass
-
-
 @pytest.fixture
 def served(site):
     """The built site over HTTP on 127.0.0.1 (search fetches its index, which file:// forbids)."""
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve_directory(site) as url:
+        yield url
 
 
 @pytest.mark.browser

@@ -7,17 +7,14 @@ name puts the guide before the API reference."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.browser import browser_page, serve_directory
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD_TIMEOUT_S = 300
+from .site_build import ROOT, build_site
+
 LAPTOP, PHONE = 1280, 390
 
 # what a reader meets first, the widest tables and code, and a page of each kind
@@ -123,20 +120,7 @@ def _titles(entries):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    for module in ("mkdocs", "material", "mkdocstrings"):
-        pytest.importorskip(module, reason="pip install -e '.[docs]'")
-    out = tmp_path_factory.mktemp("site")
-    # run from the repository root: the snippet includes and mkdocstrings paths are relative to it
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml", "-d", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
-    return out
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.mark.slow
