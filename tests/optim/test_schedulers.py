@@ -6,25 +6,13 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 from torch.optim import lr_scheduler as torch_schedulers
 
 import buildingai as bai
 from buildingai.optim import OptimizerError, schedulers
+from tests.optim._schedules import assert_resumes, optimizer_pair
 
 EPOCHS = 40
-
-
-def _optimizers(name="SGD", lrs=(0.1, 0.02), **options):
-    """One of ours and one of torch's, each with a parameter group per learning rate."""
-    ours = getattr(bai.optim, name)(
-        [{"params": [bai.tensor([1.0], requires_grad=True)], "lr": lr} for lr in lrs],
-        **options,
-    )
-    theirs = getattr(torch.optim, name)(
-        [{"params": [torch.zeros(1, requires_grad=True)], "lr": lr} for lr in lrs], **options
-    )
-    return ours, theirs
 
 
 def _sequence(scheduler, steps, step=lambda s: s.step()):
@@ -119,7 +107,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_epoch_sequence_matches_torch(name):
     make_ours, make_theirs = CASES[name]
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = _sequence(make_theirs(theirs), EPOCHS)
@@ -135,7 +123,7 @@ def test_step_batch_moves_through_fractional_epochs(name):
     """step_batch() with steps_per_epoch=N equals torch's closed form at epoch + i / N."""
     make_theirs = CASES[name][1]
     batches = 4
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     scheduler = _with_steps_per_epoch(name, ours, batches)
     reference = make_theirs(theirs)
     got, expected = [], []
@@ -164,7 +152,7 @@ def _with_steps_per_epoch(name, optimizer, batches):
 
 def test_warm_restarts_per_batch_match_torch():
     """The SGDR recipe: torch's scheduler.step(epoch + i / iters) after every batch."""
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     scheduler = schedulers.CosineAnnealingWarmRestarts(ours, T_0=2, T_mult=2, steps_per_epoch=5)
     reference = torch_schedulers.CosineAnnealingWarmRestarts(theirs, T_0=2, T_mult=2)
     for epoch in range(13):
@@ -177,7 +165,7 @@ def test_warm_restarts_per_batch_match_torch():
 
 
 def test_step_batch_without_steps_per_epoch_counts_batches():
-    ours, _ = _optimizers()
+    ours, _ = optimizer_pair()
     scheduler = schedulers.StepLR(ours, step_size=3, gamma=0.1)
     for _ in range(3):
         scheduler.step_batch()
@@ -198,7 +186,7 @@ def test_step_batch_without_steps_per_epoch_counts_batches():
 @pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
 def test_one_cycle_matches_torch(options, optimizer):
     extra = {"momentum": 0.9} if optimizer == "SGD" else {}
-    ours, theirs = _optimizers(optimizer, **extra)
+    ours, theirs = optimizer_pair(optimizer, **extra)
     scheduler = schedulers.OneCycleLR(ours, **options)
     reference = torch_schedulers.OneCycleLR(theirs, **options)
     total = options.get("total_steps") or options["epochs"] * options["steps_per_epoch"]
@@ -220,7 +208,7 @@ def test_one_cycle_matches_torch(options, optimizer):
 
 
 def test_one_cycle_errors():
-    ours, _ = _optimizers("Adagrad")
+    ours, _ = optimizer_pair("Adagrad")
     with pytest.raises(OptimizerError, match="needs total_steps, or both epochs"):
         schedulers.OneCycleLR(ours, max_lr=0.1)
     with pytest.raises(OptimizerError, match="needs an optimizer with momentum or betas"):
@@ -244,7 +232,7 @@ def test_reduce_on_plateau_matches_torch(options):
     metrics = np.concatenate([np.linspace(1.0, 0.5, 8), 0.5 + 0.01 * rng.random(40)])
     if options.get("mode") == "max":
         metrics = -metrics
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     scheduler = schedulers.ReduceLROnPlateau(ours, **options)
     reference = torch_schedulers.ReduceLROnPlateau(theirs, **options)
     for position, metric in enumerate(metrics):
@@ -258,17 +246,13 @@ def test_reduce_on_plateau_matches_torch(options):
 
 
 def test_reduce_on_plateau_errors():
-    ours, _ = _optimizers()
+    ours, _ = optimizer_pair()
     with pytest.raises(OptimizerError, match="factor must be < 1.0"):
         schedulers.ReduceLROnPlateau(ours, factor=1.5)
     with pytest.raises(OptimizerError, match="mode must be 'min' or 'max'"):
         schedulers.ReduceLROnPlateau(ours, mode="up")
     with pytest.raises(OptimizerError, match="expected 2 values of min_lr"):
         schedulers.ReduceLROnPlateau(ours, min_lr=[0.1, 0.2, 0.3])
-
-
-def _json_round_trip(state):
-    return json.loads(json.dumps(state))
 
 
 RESUMABLE = {
@@ -295,32 +279,11 @@ def test_state_dict_round_trip(name):
         else:
             scheduler.step_batch()
 
-    optimizer, _ = _optimizers(momentum=0.9)
-    scheduler = make(optimizer)
-    straight = []
-    for position in range(40):
-        advance(scheduler, position)
-        straight.append(scheduler.get_last_lr())
-
-    optimizer, _ = _optimizers(momentum=0.9)
-    scheduler = make(optimizer)
-    for position in range(17):
-        advance(scheduler, position)
-    saved_optimizer = optimizer.state_dict()
-    saved_scheduler = _json_round_trip(scheduler.state_dict())
-    optimizer, _ = _optimizers(momentum=0.9, lrs=(1.0, 1.0))
-    optimizer.load_state_dict(saved_optimizer)
-    scheduler = make(optimizer)
-    scheduler.load_state_dict(saved_scheduler)
-    resumed = straight[:17]
-    for position in range(17, 40):
-        advance(scheduler, position)
-        resumed.append(scheduler.get_last_lr())
-    np.testing.assert_allclose(resumed, straight, rtol=0, atol=1e-12)
+    assert_resumes(make, advance, lambda scheduler, optimizer: scheduler.get_last_lr())
 
 
 def test_state_dict_is_plain_data():
-    optimizer, _ = _optimizers()
+    optimizer, _ = optimizer_pair()
     scheduler = schedulers.StepLR(optimizer, 3)
     state = scheduler.state_dict()
     assert "optimizer" not in state
@@ -331,7 +294,7 @@ def test_state_dict_is_plain_data():
 
 
 def test_scheduler_errors():
-    optimizer, _ = _optimizers()
+    optimizer, _ = optimizer_pair()
     with pytest.raises(OptimizerError, match="StepLR needs an optimizer, got list"):
         schedulers.StepLR([], 3)
     with pytest.raises(OptimizerError, match="step_size must be >= 1"):
@@ -348,7 +311,7 @@ def test_scheduler_errors():
         schedulers.SequentialLR(
             optimizer, [schedulers.StepLR(optimizer, 3), schedulers.StepLR(optimizer, 3)], [1, 2]
         )
-    fresh, _ = _optimizers()
+    fresh, _ = optimizer_pair()
     with pytest.raises(OptimizerError, match="needs 'initial_lr' in parameter group 0"):
         schedulers.StepLR(fresh, 3, last_epoch=5)
     with pytest.raises(OptimizerError, match="warmup_steps must be an int >= 1"):
@@ -356,7 +319,7 @@ def test_scheduler_errors():
 
 
 def test_resume_with_last_epoch():
-    optimizer, _ = _optimizers()
+    optimizer, _ = optimizer_pair()
     schedulers.CosineAnnealingLR(optimizer, T_max=10)
     resumed = schedulers.CosineAnnealingLR(optimizer, T_max=10, last_epoch=4)
     expected = [0.5 * lr * (1 + math.cos(math.pi * 5 / 10)) for lr in (0.1, 0.02)]

@@ -2,29 +2,17 @@
 torch.optim.lr_scheduler: the learning rates (and cycled momentum) over many steps, and a run
 saved mid-way through JSON and resumed."""
 
-import json
 import warnings
 
 import numpy as np
 import pytest
-import torch
 from torch.optim import lr_scheduler as torch_schedulers
 
-import buildingai as bai
 from buildingai.optim import OptimizerError
 from buildingai.optim import lr_scheduler as schedulers
+from tests.optim._schedules import assert_resumes, optimizer_pair
 
 STEPS = 45
-
-
-def _optimizers(name="SGD", lrs=(0.1, 0.02), **options):
-    ours = getattr(bai.optim, name)(
-        [{"params": [bai.tensor([1.0], requires_grad=True)], "lr": lr} for lr in lrs], **options
-    )
-    theirs = getattr(torch.optim, name)(
-        [{"params": [torch.zeros(1, requires_grad=True)], "lr": lr} for lr in lrs], **options
-    )
-    return ours, theirs
 
 
 def _run(optimizer, scheduler, steps, read_momentum=False):
@@ -118,7 +106,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_rates_match_torch(name):
     make_ours, make_theirs = CASES[name]
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = _run(theirs, make_theirs(theirs), STEPS)
@@ -141,7 +129,7 @@ CYCLIC = [
 @pytest.mark.parametrize("options", CYCLIC, ids=range(len(CYCLIC)))
 @pytest.mark.parametrize(("optimizer", "extra"), [("SGD", {"momentum": 0.9}), ("Adam", {})])
 def test_cyclic_rates_and_momentum_match_torch(options, optimizer, extra):
-    ours, theirs = _optimizers(optimizer, **extra)
+    ours, theirs = optimizer_pair(optimizer, **extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = _run(theirs, torch_schedulers.CyclicLR(theirs, **options), STEPS, True)
@@ -150,14 +138,10 @@ def test_cyclic_rates_and_momentum_match_torch(options, optimizer, extra):
 
 
 def test_cyclic_without_momentum_cycling():
-    ours, theirs = _optimizers()  # plain SGD: no momentum to cycle
+    ours, theirs = optimizer_pair()  # plain SGD: no momentum to cycle
     options = dict(base_lr=0.001, max_lr=0.01, step_size_up=2, cycle_momentum=False)
     expected = _run(theirs, torch_schedulers.CyclicLR(theirs, **options), 12)
     np.testing.assert_allclose(_run(ours, schedulers.CyclicLR(ours, **options), 12), expected)
-
-
-def _json_round_trip(state):
-    return json.loads(json.dumps(state))
 
 
 RESUMABLE = {
@@ -180,28 +164,11 @@ def test_state_dict_resumes_the_same_rates(name):
     def momenta(optimizer):
         return [group["momentum"] for group in optimizer.param_groups]
 
-    optimizer, _ = _optimizers(momentum=0.9)
-    scheduler = make(optimizer)
-    straight = []
-    for _ in range(40):
-        scheduler.step()
-        straight.append(scheduler.get_last_lr() + momenta(optimizer))
-
-    optimizer, _ = _optimizers(momentum=0.9)
-    scheduler = make(optimizer)
-    for _ in range(17):
-        scheduler.step()
-    saved_optimizer = optimizer.state_dict()
-    saved_scheduler = _json_round_trip(scheduler.state_dict())
-    optimizer, _ = _optimizers(momentum=0.9, lrs=(1.0, 1.0))
-    optimizer.load_state_dict(saved_optimizer)
-    scheduler = make(optimizer)
-    scheduler.load_state_dict(saved_scheduler)
-    resumed = straight[:17]
-    for _ in range(17, 40):
-        scheduler.step()
-        resumed.append(scheduler.get_last_lr() + momenta(optimizer))
-    np.testing.assert_allclose(resumed, straight, rtol=0, atol=1e-12)
+    assert_resumes(
+        make,
+        lambda scheduler, position: scheduler.step(),
+        lambda scheduler, optimizer: scheduler.get_last_lr() + momenta(optimizer),
+    )
 
 
 def test_multiplicative_asks_for_each_factor_in_torchs_order():
@@ -214,7 +181,7 @@ def test_multiplicative_asks_for_each_factor_in_torchs_order():
 
         return factor
 
-    ours, theirs = _optimizers()
+    ours, theirs = optimizer_pair()
     scheduler = schedulers.MultiplicativeLR(ours, counting("ours"))
     reference = torch_schedulers.MultiplicativeLR(theirs, counting("theirs"))
     with warnings.catch_warnings():
@@ -227,14 +194,14 @@ def test_multiplicative_asks_for_each_factor_in_torchs_order():
 
 
 def test_errors_name_the_scheduler_and_the_value():
-    optimizer, torch_optimizer = _optimizers()
+    optimizer, torch_optimizer = optimizer_pair()
     with pytest.raises(ValueError):
         torch_schedulers.ConstantLR(torch_optimizer, factor=1.5)
     with pytest.raises(OptimizerError, match=r"ConstantLR: factor must be in \[0, 1\], got 1.5"):
         schedulers.ConstantLR(optimizer, factor=1.5)
     with pytest.raises(OptimizerError, match="CyclicLR: mode must be one of .* got 'sine'"):
         schedulers.CyclicLR(optimizer, 0.01, 0.1, mode="sine")
-    adagrad, torch_adagrad = _optimizers("Adagrad")
+    adagrad, torch_adagrad = optimizer_pair("Adagrad")
     with pytest.raises(ValueError, match="momentum"):
         torch_schedulers.CyclicLR(torch_adagrad, 0.01, 0.1)
     with pytest.raises(OptimizerError, match="cycle_momentum=True needs .* Adagrad has neither"):
@@ -243,7 +210,7 @@ def test_errors_name_the_scheduler_and_the_value():
         schedulers.MultiplicativeLR(optimizer, 0.9)
     with pytest.raises(OptimizerError, match="ChainedScheduler cannot run ReduceLROnPlateau"):
         schedulers.ChainedScheduler([schedulers.ReduceLROnPlateau(optimizer)])
-    other, _ = _optimizers()
+    other, _ = optimizer_pair()
     with pytest.raises(OptimizerError, match="scheduler 1 .* does not belong"):
         schedulers.ChainedScheduler([schedulers.StepLR(optimizer, 2), schedulers.StepLR(other, 2)])
 
@@ -278,7 +245,7 @@ def test_a_scheduler_made_after_another_moved_the_rate_continues_as_in_torch(nam
     """PyTorch's chainable schedulers start from the rate they find; LambdaLR from initial_lr.
     (Past T_max, PyTorch's cosine climbs back towards initial_lr instead: 12 steps stay within.)"""
     results = []
-    for module, optimizer in zip((schedulers, torch_schedulers), _optimizers(momentum=0.9)):
+    for module, optimizer in zip((schedulers, torch_schedulers), optimizer_pair(momentum=0.9)):
         first = module.StepLR(optimizer, step_size=2, gamma=0.1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
