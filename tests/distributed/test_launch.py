@@ -21,13 +21,20 @@ def test_without_any_mpiexec_the_error_names_the_extra(monkeypatch, tmp_path, ca
     assert "no mpiexec found" in error and "pip install 'buildingai[mpi]'" in error
 
 
-def test_the_command_runs_each_rank_through_the_runner(monkeypatch, tmp_path):
+def _fake_mpiexec_and_script(monkeypatch, tmp_path):
+    """An executable stand-in for mpiexec, named by BUILDINGAI_MPIEXEC, and an empty training
+    script beside it: (mpiexec path, script path)."""
     fake = tmp_path / "mpiexec"
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
     monkeypatch.setenv("BUILDINGAI_MPIEXEC", str(fake))
     script = tmp_path / "train.py"
     script.write_text("")
+    return fake, script
+
+
+def test_the_command_runs_each_rank_through_the_runner(monkeypatch, tmp_path):
+    fake, script = _fake_mpiexec_and_script(monkeypatch, tmp_path)
     command = launching.launch_command(4, str(script), ["--lr", "0.1"], hostfile="hosts",
                                        auto_cleanup=False)  # fmt: skip
     assert command == [str(fake), "-n", "4", "-hostfile", "hosts", "-disable-auto-cleanup",
@@ -48,12 +55,7 @@ def test_script_arguments_pass_through_the_cli():
 
 
 def test_launched_ranks_start_through_the_supervisor(monkeypatch, tmp_path):
-    fake = tmp_path / "mpiexec"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("BUILDINGAI_MPIEXEC", str(fake))
-    script = tmp_path / "train.py"
-    script.write_text("")
+    _, script = _fake_mpiexec_and_script(monkeypatch, tmp_path)
     command = launching.launch_command(2, str(script), ["-x"], supervised=True)
     assert command[3:] == [sys.executable, _rank_status.__file__, str(script), "-x"]
 
