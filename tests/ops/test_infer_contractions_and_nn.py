@@ -235,6 +235,18 @@ CASES = {
         {},
         True,
     ),
+    "lstm_recurrence_grad": (
+        rnn.LSTM_RECURRENCE_GRAD,
+        (
+            floats(3, BATCH, 4),
+            floats(3, BATCH, 8),
+            floats(3, BATCH, 4),
+            floats(BATCH, 2),
+            floats(8, 2),
+        ),
+        {"reverse": False},
+        True,
+    ),
 }
 
 
