@@ -87,8 +87,9 @@ class ConstantPad3d(_ConstantPadNd):
     _dims = 3
 
 
-class ZeroPad1d(ConstantPad1d):
-    """Pad the last dimension with zeros: (*, W) -> (*, W + left + right)."""
+class _ZeroPadNd:
+    """Constant padding whose value is always zero: built from ``padding`` alone, and shown
+    by it alone. Mixed in before a ConstantPadNd."""
 
     def __init__(self, padding) -> None:
         super().__init__(padding, 0.0)
@@ -97,25 +98,17 @@ class ZeroPad1d(ConstantPad1d):
         return f"{self.padding}"
 
 
-class ZeroPad2d(ConstantPad2d):
+class ZeroPad1d(_ZeroPadNd, ConstantPad1d):
+    """Pad the last dimension with zeros: (*, W) -> (*, W + left + right)."""
+
+
+class ZeroPad2d(_ZeroPadNd, ConstantPad2d):
     """Pad the last two dimensions with zeros: (*, H, W) -> (*, H + top + bottom,
     W + left + right)."""
 
-    def __init__(self, padding) -> None:
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
-
-
-class ZeroPad3d(ConstantPad3d):
+class ZeroPad3d(_ZeroPadNd, ConstantPad3d):
     """Pad the last three dimensions with zeros."""
-
-    def __init__(self, padding) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class ReflectionPad1d(_PadNd):
