@@ -14,7 +14,7 @@ from __future__ import annotations
 from statistics import median
 
 FACTOR = 3.0
-MIN_EXCESS_NS = 100_000  # 0.1 ms: below it a slow first call is noise, not a start-up cost
+MIN_EXCESS_NS = 100_000  # the least extra time of a first call that counts as a start-up cost
 
 
 def call_key(event) -> tuple:

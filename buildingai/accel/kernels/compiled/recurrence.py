@@ -52,8 +52,8 @@ def tanh32(x):
 def lstm_forward_step(recurrent, gates_x, bias, c_prev, acts, states, t):
     batch, gate_size = recurrent.shape
     size = gate_size // 4
-    # short loops over one row with few arrays each: LLVM vectorises them (one loop over
-    # everything at once measured 4x slower: too many arrays for its alias checks)
+    # short loops over one row with few arrays each, so LLVM's alias checks let it vectorise
+    # them (docs/design_notes/performance.md, "Recurrence: LSTM")
     for n in range(batch):
         product, given, act, state, c_before = (
             recurrent[n],
