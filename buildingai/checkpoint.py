@@ -85,7 +85,7 @@ def checkpoint(function: Callable, *args, preserve_rng_state: bool = True, **kwa
     for observer in dispatch.active_modes():
         if isinstance(observer, _NewNodes):  # a checkpoint recomputing this one must see it
             observer.nodes.append(node)
-    return output_tensor(CHECKPOINT, output.data, None, node)
+    return output_tensor(CHECKPOINT, output.array, None, node)
 
 
 def checkpoint_sequential(

@@ -74,7 +74,7 @@ def update_group(optimizer, index: int, group: dict, entries: list) -> bool:
             kept.setdefault("packs", {}), index, entries, update, group
         )
     for param, grad, state in entries:
-        update(param.data, grad, state, group)
+        update(param.array, grad, state, group)
     return True
 
 

@@ -52,7 +52,7 @@ def packable(param) -> bool:
     """Whether ``param`` is a contiguous NumPy parameter of at least one dimension and at most
     ``PACK_MAX_SIZE`` elements (0-d state values are counters, so 0-d parameters stay on their
     own)."""
-    data = param.data
+    data = param.array
     return (
         type(data) is np.ndarray
         and data.ndim > 0
@@ -69,8 +69,8 @@ def update_small_together(packs: dict, index: int, entries: list, update, group:
     members, singles, dtype = [], [], None
     for entry in entries:
         param = entry[0]
-        if packable(param) and (dtype is None or param.data.dtype == dtype):
-            dtype = param.data.dtype
+        if packable(param) and (dtype is None or param.array.dtype == dtype):
+            dtype = param.array.dtype
             members.append(entry)
         else:
             singles.append(entry)
@@ -158,7 +158,7 @@ class ParameterPack:
     def step(self, update, group: dict, gradients: list) -> None:
         """Gather, run ``update(flat_param, flat_grad, state, group)``, share any state it
         created, write the parameters back."""
-        np.concatenate([p.data.reshape(-1) for p in self.params], out=self.flat_param)
+        np.concatenate([p.array.reshape(-1) for p in self.params], out=self.flat_param)
         np.concatenate([g.reshape(-1) for g in gradients], out=self.flat_grad)
         update(self.flat_param, self.flat_grad, self.state, group)
         for name, value in self.state.items():
@@ -172,7 +172,7 @@ class ParameterPack:
                 for own in self.states:
                     own[name] = value
         for param, view in zip(self.params, self.param_views):
-            np.copyto(param.data, view)
+            np.copyto(param.array, view)
 
     def _views(self, flat) -> list:
         return [flat[part].reshape(shape) for part, shape in zip(self.slices, self.shapes)]

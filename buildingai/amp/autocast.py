@@ -114,9 +114,9 @@ class autocast(DispatchMode):  # noqa: N801 - named as users write it (torch.aut
 
 def _floating_dtypes(inputs: tuple) -> list:
     return [
-        value.data.dtype
+        value.array.dtype
         for value in inputs
-        if isinstance(value, Tensor) and is_floating(value.data.dtype)
+        if isinstance(value, Tensor) and is_floating(value.array.dtype)
     ]
 
 
@@ -136,9 +136,9 @@ def _target_dtype(rule: str, inputs: tuple, low: np.dtype):
 
 
 def _casts(value, rule: str, target: np.dtype) -> bool:
-    if not isinstance(value, Tensor) or not is_floating(value.data.dtype):
+    if not isinstance(value, Tensor) or not is_floating(value.array.dtype):
         return False
-    dtype = value.data.dtype
+    dtype = value.array.dtype
     if dtype == target:
         return False
     if rule == "low":

@@ -104,8 +104,8 @@ class GradScaler:
                     grad = param.grad
                     if grad is None:
                         continue
-                    xp = array_namespace(grad.data)
-                    if not bool(xp.isfinite(grad.data).all()):
+                    xp = array_namespace(grad.array)
+                    if not bool(xp.isfinite(grad.array).all()):
                         found_inf = True
                     grad.mul_(float(inverse))
         state["found_inf"] = found_inf

@@ -197,14 +197,14 @@ def binary_operator(op, rank: int = 0, general=None):
             return general(first, second)
         kind = type(first)
         if kind is Tensor:
-            left, needs_grad = first.data, first.requires_grad
+            left, needs_grad = first.array, first.requires_grad
         elif (kind is float or kind is int) and not rank:
             left, needs_grad = first, False
         else:
             return general(first, second)
         kind = type(second)
         if kind is Tensor:
-            right = second.data
+            right = second.array
             needs_grad = needs_grad or second.requires_grad
         elif rank:
             return general(first, second)
@@ -241,7 +241,7 @@ def binary_operator(op, rank: int = 0, general=None):
         if node is not None or op.view or _accounting.tracking:
             return output_tensor(op, data, first, node)
         out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
-        out.data = data
+        out.array = data
         out.grad = out._node = out._hooks = out._post_hooks = out._base = None
         out.requires_grad = False
         out._version = [0, None]
@@ -269,7 +269,7 @@ def _unwrap(inputs: tuple) -> tuple[list, bool]:
     needs_grad = False
     for value in inputs:
         if isinstance(value, Tensor):
-            arrays.append(value.data)
+            arrays.append(value.array)
             if value.requires_grad:
                 needs_grad = True
         elif isinstance(value, np.generic):
@@ -291,7 +291,7 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
     """
     if out is None:
         out = _new_tensor(Tensor)  # the fields of Tensor.__init__, without its input checks
-    out.data = data
+    out.array = data
     if _accounting.tracking:  # buildingai.memory.stats(), only while someone asks for it
         _count_memory(data, op.name, MODULE_CALLS.stacks[1])
         if node is not None and len(node.__dict__) > 3:  # the forward kept arrays on its node

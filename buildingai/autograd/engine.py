@@ -196,14 +196,14 @@ def _root_gradients(roots: list, given, caller: str) -> list:
                 "surrounds the computation",
             )
         if gradient is None:
-            if root.data.size != 1:
+            if root.array.size != 1:
                 raise AutogradError(
                     f"[{caller}] a gradient can be implied only for one-element outputs, got "
                     f"shape {tuple(root.shape)}",
                     help="pass gradient= (a tensor shaped like the output), or reduce the output "
                     "to a scalar first (e.g. loss.sum())",
                 )
-            data = root.data  # ones, not ones_like: a constant, never a subclass of the root's
+            data = root.array  # ones, not ones_like: a constant, never a subclass of the root's
             gradient = Tensor(array_namespace(data).ones(data.shape, dtype=data.dtype))
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(gradient)
@@ -269,7 +269,7 @@ def _run(
                     continue
                 input_grad = None if input_grads is None else input_grads[position]
                 if input_grad is not None:
-                    data, expected = input_grad.data, value.data
+                    data, expected = input_grad.array, value.array
                     if data.shape != expected.shape or data.dtype != expected.dtype:
                         input_grad = _fit_to(input_grad, value, node.op)
                 child = value._node
@@ -392,16 +392,16 @@ def _run_post_accumulate_hooks(leaf: Tensor) -> None:
 
 def _fit_to(gradient: Tensor, value: Tensor, op) -> Tensor:
     """Sum a broadcast gradient back to its input's shape and cast it to the input's dtype."""
-    if gradient.data.shape != value.data.shape:
+    if gradient.array.shape != value.array.shape:
         try:
-            gradient = apply(SUM_TO, gradient, shape=value.data.shape)
+            gradient = apply(SUM_TO, gradient, shape=value.array.shape)
         except ShapeError as error:
             raise AutogradError(
                 f"[{op.name}] backward returned a gradient of shape {tuple(gradient.shape)} for "
                 f"an input of shape {tuple(value.shape)}"
             ) from error
-    if gradient.data.dtype != value.data.dtype:
-        gradient = apply(CAST, gradient, dtype=value.data.dtype)
+    if gradient.array.dtype != value.array.dtype:
+        gradient = apply(CAST, gradient, dtype=value.array.dtype)
     return gradient
 
 
@@ -457,10 +457,10 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
         leaf.grad = _ADD(leaf.grad, gradient)
         return
     if not create_graph:
-        data = gradient.data
+        data = gradient.array
         shared = data.base is not None or not data.flags.writeable or id(data) in assigned
         gradient = Tensor(data.copy() if shared else data)
-    assigned.add(id(gradient.data))
+    assigned.add(id(gradient.array))
     leaf.grad = gradient
 
 

@@ -40,13 +40,15 @@ class Tensor:
     """An n-dimensional array that can record how it was computed.
 
     Attributes:
-        data: the backend array (``numpy.ndarray`` on the CPU, ``cupy.ndarray`` on a GPU).
+        array: the backend array (``numpy.ndarray`` on the CPU, ``cupy.ndarray`` on a GPU). Ops
+            read and write it; ``tensor.data`` is PyTorch's spelling of the same memory as a
+            Tensor outside the graph.
         requires_grad: whether gradients flow to this tensor.
         grad: the accumulated gradient (a Tensor) of a leaf, or None.
     """
 
     __slots__ = (
-        "data",
+        "array",
         "requires_grad",
         "grad",
         "_node",
@@ -59,9 +61,9 @@ class Tensor:
 
     def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
         """How NumPy treats a Tensor operand. ``array * tensor`` is ``tensor.__rmul__``, so the
-        result is a Tensor; ``array -= tensor`` (``p.data -= lr * p.grad``, and every in-place
+        result is a Tensor; ``array -= tensor`` (``p.array -= lr * p.grad``, and every in-place
         operator) updates the array in place with the tensor's values, outside the graph as every
-        write through ``.data`` is; any other ufunc on a Tensor is refused (use the Tensor's op).
+        write through ``.array`` is; any other ufunc on a Tensor is refused (use the Tensor's op).
         """
         if not kwargs and len(inputs) == 2 and inputs[1] is self and method == "__call__":
             reflected = _REFLECTED.get(ufunc)
@@ -69,7 +71,7 @@ class Tensor:
                 return getattr(self, reflected)(inputs[0])
         out = kwargs.get("out")
         if method == "__call__" and out and not any(isinstance(t, Tensor) for t in out):
-            arrays = [value.data if isinstance(value, Tensor) else value for value in inputs]
+            arrays = [value.array if isinstance(value, Tensor) else value for value in inputs]
             return ufunc(*arrays, **kwargs)
         raise TypeError(
             f"NumPy's {ufunc.__name__} cannot take a Tensor: use the Tensor op (for example "
@@ -80,7 +82,7 @@ class Tensor:
     def __init__(self, data, requires_grad: bool = False) -> None:
         if not isinstance(data, _device.ARRAY_TYPES):
             data = np.asarray(data)
-        self.data = data
+        self.array = data
         if _accounting.tracking:  # buildingai.memory.stats(), only while someone asks for it
             _count_memory(data, "tensor", MODULE_CALLS.stacks[1])
         self.grad = None
@@ -93,32 +95,62 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
+    # ----- the values outside the graph -------------------------------------------------------
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's ``tensor.data``: a Tensor over the same memory that autograd does not see.
+
+        Writing through it changes this tensor's values without a record in the graph and
+        without a version bump: ``p.data -= lr * p.grad``, ``p.data.add_(p.grad, alpha=-lr)``
+        and ``p.data.copy_(source)`` all update the parameter ``p``. Prefer ``detach()`` (which
+        shares the version counter, so autograd notices a later write) where a value is kept.
+        """
+        return Tensor(self.array)
+
+    @data.setter
+    def data(self, values) -> None:
+        """``p.data = other``: ``p`` now holds ``other``'s memory (a Tensor or an array)."""
+        array = values.array if isinstance(values, Tensor) else values
+        if not isinstance(array, _device.ARRAY_TYPES):
+            array = np.asarray(array)
+        self.array = array
+
     # ----- what the tensor is --------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self.array.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def size(self) -> _Size:
-        return _Size(self.data.shape)
+        return _Size(self.array.shape)
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self.array.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the values take: ``numel() * itemsize``."""
+        return int(self.array.nbytes)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (``element_size()``)."""
+        return int(self.array.itemsize)
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def device(self) -> _device.Device:
-        return _device.device_of(self.data)
+        return _device.device_of(self.array)
 
     @property
     def is_cuda(self) -> bool:
@@ -149,17 +181,17 @@ class Tensor:
         return self._version[0]
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(
-                f"the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                f"the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()"
             )
-        return bool(self.data.reshape(()))
+        return bool(self.array.reshape(()))
 
     def __int__(self) -> int:
         return int(self.item())
@@ -168,7 +200,7 @@ class Tensor:
         return float(self.item())
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+        if self.array.dtype.kind not in "iu" or self.array.size != 1:
             raise TypeError("only integer tensors of one element can be used as an index")
         return int(self.item())
 
@@ -177,32 +209,32 @@ class Tensor:
     # ----- leaving the framework -------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """A host NumPy copy of the values (never part of the graph)."""
-        if type(self.data) is np.ndarray:
-            return self.data.copy()
-        return _device.to_device(self.data, _device.CPU)
+        if type(self.array) is np.ndarray:
+            return self.array.copy()
+        return _device.to_device(self.array, _device.CPU)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """``np.asarray(tensor)``: the values as a host NumPy array (never part of the graph)."""
-        array = _device.to_device(self.data, _device.CPU)
+        array = _device.to_device(self.array, _device.CPU)
         return array if dtype is None else array.astype(dtype, copy=False)
 
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(
                 f"item() needs a tensor with one element, got shape {tuple(self.shape)}"
             )
-        return self.data.reshape(()).item()
+        return self.array.reshape(()).item()
 
     def tolist(self):
-        return _device.to_device(self.data, _device.CPU).tolist()
+        return _device.to_device(self.array, _device.CPU).tolist()
 
     # ----- autograd state ----------------------------------------------------------------------
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Mark a leaf tensor as needing gradients (floating dtypes only)."""
-        if requires_grad and not is_floating(self.data.dtype):
+        if requires_grad and not is_floating(self.array.dtype):
             raise DTypeError(
-                f"only floating-point tensors can require gradients, got {self.data.dtype}",
+                f"only floating-point tensors can require gradients, got {self.array.dtype}",
                 help="convert first, e.g. x.astype('float32').requires_grad_()",
             )
         if not requires_grad and self._node is not None:
@@ -214,7 +246,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same values (shared memory, shared version counter) outside the graph."""
-        out = Tensor(self.data)
+        out = Tensor(self.array)
         out._version = self._version
         return out
 
@@ -266,7 +298,7 @@ class Tensor:
     # ----- printing ----------------------------------------------------------------------------
     def __repr__(self) -> str:
         values = np.array2string(
-            _device.to_device(self.data, _device.CPU),
+            _device.to_device(self.array, _device.CPU),
             separator=", ",
             prefix="tensor(",
             precision=4,
@@ -274,8 +306,8 @@ class Tensor:
             edgeitems=3,
         )
         extras = []
-        if self.data.dtype not in _DTYPES_SHOWN_WITHOUT_NAME:
-            extras.append(f"dtype={self.data.dtype}")
+        if self.array.dtype not in _DTYPES_SHOWN_WITHOUT_NAME:
+            extras.append(f"dtype={self.array.dtype}")
         device = self.device
         if device.type != "cpu":
             extras.append(f"device='{device}'")

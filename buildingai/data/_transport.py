@@ -42,7 +42,7 @@ def flatten(batch: Any, arrays: list[np.ndarray]) -> Any:
     """The batch with every numeric array (or Tensor) replaced by a ``_Leaf``; the arrays are
     appended to ``arrays``. Containers are rebuilt; other objects (strings...) stay in place."""
     if isinstance(batch, Tensor):
-        data = np.asarray(batch.data)  # a CUDA array cannot cross processes; pull it to the host
+        data = np.asarray(batch.array)  # a CUDA array cannot cross processes; pull it to the host
         arrays.append(data)
         return _Leaf(len(arrays) - 1, True)
     if isinstance(batch, np.ndarray) and not batch.dtype.hasobject:

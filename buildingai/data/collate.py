@@ -43,7 +43,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
         raise BuildingAIError("[collate] cannot collate an empty batch")
     first = batch[0]
     if isinstance(first, Tensor):
-        return Tensor(_stack([item.data for item in batch]))
+        return Tensor(_stack([item.array for item in batch]))
     if isinstance(first, np.ndarray):
         if first.dtype.kind in "USO":  # strings or Python objects: no numeric stacking
             return list(batch)

@@ -50,7 +50,7 @@ class IterableDataset:
 
 
 def _as_array(value):
-    return value.data if isinstance(value, Tensor) else np.asarray(value)
+    return value.array if isinstance(value, Tensor) else np.asarray(value)
 
 
 class TensorDataset(Dataset):

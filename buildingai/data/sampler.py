@@ -189,7 +189,7 @@ class WeightedRandomSampler(Sampler):
         replacement: bool = True,
         generator: Generator | None = None,
     ) -> None:
-        weights = np.asarray(weights.data if hasattr(weights, "data") else weights, np.float64)
+        weights = np.asarray(weights.array if hasattr(weights, "array") else weights, np.float64)
         if weights.ndim != 1 or weights.size == 0:
             raise BuildingAIError(
                 f"WeightedRandomSampler weights must be a non-empty 1-D sequence, "

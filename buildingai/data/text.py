@@ -195,7 +195,7 @@ def pad_sequences(
     _check_side("truncation", truncation)
     if max_length is not None and max_length < 0:
         raise BuildingAIError(f"pad_sequences max_length must be >= 0, got {max_length}")
-    arrays = [s.data if isinstance(s, Tensor) else s for s in sequences]
+    arrays = [s.array if isinstance(s, Tensor) else s for s in sequences]
     lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
     flat = (
         np.concatenate([np.asarray(a, dtype=dtype).reshape(-1) for a in arrays])

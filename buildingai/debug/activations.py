@@ -157,7 +157,7 @@ class ActivationStats:
 def _hook(accumulator: _Accumulator, rule):
     def record_output(module, args, output):
         tensor = output[0] if isinstance(output, (tuple, list)) else output
-        data = getattr(tensor, "data", None)
+        data = getattr(tensor, "array", None)
         if data is not None and getattr(data, "dtype", None) is not None and data.dtype.kind == "f":
             accumulator.add(data, rule)
 

@@ -64,7 +64,7 @@ class AnomalyDetector(DispatchMode):
     threads; while it is active, each recorded node also remembers the line that created it."""
 
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
-        data = output.data
+        data = output.array
         if not _holds_floats(data.dtype):  # integers and booleans cannot hold NaN or Inf
             return
         node = output._node
@@ -385,7 +385,7 @@ def _is_array(value) -> bool:
 
 def _host(value) -> np.ndarray:
     """``value`` (a Tensor or a backend array) as a NumPy array: only read on the error path."""
-    array = value.data if isinstance(value, Tensor) else value
+    array = value.array if isinstance(value, Tensor) else value
     return np.asarray(array.get() if hasattr(array, "get") else array)
 
 

@@ -24,7 +24,7 @@ def _differentiable(inputs) -> list[int]:
 def _numerical_jacobian(fn, inputs, position: int, eps: float) -> list[np.ndarray]:
     """Central differences: one (out.size, input.size) matrix per output."""
     target = inputs[position]
-    flat = target.data.reshape(-1)  # a view: writing it perturbs the input in place
+    flat = target.array.reshape(-1)  # a view: writing it perturbs the input in place
     columns: list[list[np.ndarray]] = []
     with no_grad():
         for index in range(flat.size):

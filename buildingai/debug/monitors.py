@@ -131,7 +131,7 @@ class GradientMonitor:
                 self.watch(parameter, name)
 
     def _record(self, name: str, numel: int, gradient: Tensor) -> None:
-        data = gradient.data.ravel()
+        data = gradient.array.ravel()
         xp = array_namespace(data)
         squares = float(xp.vdot(data, data)) if data.size else 0.0  # one pass, no temporary
         nan = inf = 0

@@ -25,7 +25,7 @@ __all__ = ["Work", "all_gather", "all_gather_into_tensor", "all_reduce", "barrie
 
 def _array_of(tensor, collective: str, argument: str = "tensor") -> np.ndarray:
     if isinstance(tensor, Tensor):
-        array = tensor.data
+        array = tensor.array
     elif isinstance(tensor, np.ndarray):
         array = tensor
     elif tensor is None:

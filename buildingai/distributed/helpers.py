@@ -37,7 +37,7 @@ class _Bucket:
 
     def __init__(self, params: list, dtype: np.dtype) -> None:
         self.params = params
-        self.offsets = np.cumsum([0] + [p.data.size for p in params])
+        self.offsets = np.cumsum([0] + [p.array.size for p in params])
         self.flat = np.zeros(int(self.offsets[-1]), dtype)
         self.ready: set[int] = set()
         self.work: Work | None = None
@@ -68,8 +68,8 @@ class GradientReducer:
         current: list = []
         for param in reversed(params):
             if current and (
-                param.data.dtype != current[0].data.dtype
-                or sum(p.data.nbytes for p in current) + param.data.nbytes > bucket_bytes
+                param.array.dtype != current[0].array.dtype
+                or sum(p.array.nbytes for p in current) + param.array.nbytes > bucket_bytes
             ):
                 self._add_bucket(current)
                 current = []
@@ -79,7 +79,7 @@ class GradientReducer:
         self.handles = [p.register_post_accumulate_grad_hook(self._on_gradient) for p in params]
 
     def _add_bucket(self, params: list) -> None:
-        bucket = _Bucket(params, params[0].data.dtype)
+        bucket = _Bucket(params, params[0].array.dtype)
         self.buckets.append(bucket)
         for index, param in enumerate(params):
             self.place[id(param)] = (bucket, index)
@@ -93,7 +93,7 @@ class GradientReducer:
                 help="call reducer.wait() after each backward (accumulate several micro-batches "
                 "by summing losses before one backward)",
             )
-        np.copyto(bucket.slot(index), param.grad.data.reshape(-1))
+        np.copyto(bucket.slot(index), param.grad.array.reshape(-1))
         bucket.ready.add(index)
         if len(bucket.ready) == len(bucket.params):
             self._start(bucket)
@@ -111,17 +111,17 @@ class GradientReducer:
             if bucket.work is None:  # some gradient never arrived (unused parameter): zeros
                 for index, param in enumerate(bucket.params):
                     if index not in bucket.ready:
-                        source = param.grad.data.reshape(-1) if param.grad is not None else 0
+                        source = param.grad.array.reshape(-1) if param.grad is not None else 0
                         bucket.slot(index)[...] = source
                 self._start(bucket)
         for bucket in self.buckets:
             bucket.work.wait()
             for index, param in enumerate(bucket.params):
-                values = bucket.slot(index).reshape(param.data.shape)
+                values = bucket.slot(index).reshape(param.array.shape)
                 if param.grad is None:
                     param.grad = Tensor(values.copy())
                 else:
-                    np.copyto(param.grad.data, values)
+                    np.copyto(param.grad.array, values)
             bucket.work = None
             bucket.ready.clear()
 

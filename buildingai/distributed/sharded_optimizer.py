@@ -88,7 +88,7 @@ class ShardedOptimizer:
         for user_group in _as_groups(params):
             by_dtype: dict = {}
             for param in user_group["params"]:
-                by_dtype.setdefault(param.data.dtype, []).append((f"param {number}", param))
+                by_dtype.setdefault(param.array.dtype, []).append((f"param {number}", param))
                 number += 1
             settings = {k: v for k, v in user_group.items() if k != "params"}
             for members in by_dtype.values():
@@ -102,10 +102,10 @@ class ShardedOptimizer:
         """Lay ``params`` out in a flat vector they then view; return this rank's piece (a copy:
         the all_gather sends it while writing the flat vector)."""
         layout = shards.FlatLayout(params, self.world_size, list(names))
-        xp = array_namespace(params[0].data)
-        flat = layout.flatten([p.data for p in params], xp)
+        xp = array_namespace(params[0].array)
+        flat = layout.flatten([p.array for p in params], xp)
         for param, view in zip(params, layout.views(flat)):
-            param.data = view
+            param.array = view
         start, stop = layout.shard_range(self.rank)
         self.buckets.append(layout)
         self.flats.append(flat)
@@ -137,8 +137,8 @@ class ShardedOptimizer:
         after the last backward of the step (gradients accumulate in ``.grad`` until then)."""
         works = []
         for layout, shard in zip(self.buckets, self.shards):
-            xp = array_namespace(shard.data)
-            flat = layout.flatten([p.grad.data if p.grad is not None else None
+            xp = array_namespace(shard.array)
+            flat = layout.flatten([p.grad.array if p.grad is not None else None
                                    for p in layout.params], xp)  # fmt: skip
             if self.stage == 2:
                 piece = xp.empty(layout.shard_numel, layout.dtype)
@@ -163,7 +163,7 @@ class ShardedOptimizer:
         all_reduce(flag, op="max", group=self.group)
         if flag[0]:
             for shard in self.shards:
-                shard.grad.data[...] = np.nan
+                shard.grad.array[...] = np.nan
         self.reduced = True
 
     def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0,
@@ -192,7 +192,7 @@ class ShardedOptimizer:
             self.reduce_gradients()
         self._check_views()
         self.optimizer.step()
-        works = [all_gather_into_tensor(flat, shard.data, group=self.group, async_op=True)
+        works = [all_gather_into_tensor(flat, shard.array, group=self.group, async_op=True)
                  for flat, shard in zip(self.flats, self.shards)]  # fmt: skip
         for work in works:
             work.wait()
@@ -205,13 +205,13 @@ class ShardedOptimizer:
     def _check_views(self) -> None:
         for layout, flat in zip(self.buckets, self.flats):
             for name, param in zip(layout.names, layout.params):
-                if param.data.base is not flat:
+                if param.array.base is not flat:
                     raise DistributedError(
                         f"[ShardedOptimizer.step] the data of {name} (shape "
                         f"{tuple(param.shape)}) was replaced after the optimizer was built, so "
                         "the update would not reach it",
                         help="load weights (load_state_dict, .to(...)) before building the "
-                        "ShardedOptimizer, or write into param.data[...] in place",
+                        "ShardedOptimizer, or write into param.array[...] in place",
                     )
 
     # ----- memory and checkpoints -----------------------------------------------------------

@@ -80,7 +80,7 @@ class ViewWatcher(DispatchMode):
 
     def after_op(self, op, inputs: tuple, output, attrs: dict) -> None:
         flat = self.unit.flat
-        data = getattr(output, "data", None)
+        data = getattr(output, "array", None)
         if flat is None or data is None or _owner(data) is not flat:
             return
         offset = (_address(data) - _address(flat)) // flat.itemsize
@@ -153,7 +153,7 @@ class ShardedModel:
     def full_state_dict(self) -> dict:
         """The model's state dict with every parameter gathered (copies, on every rank)."""
         with self.gathered():
-            return {name: Tensor(value.data.copy()) for name, value in
+            return {name: Tensor(value.array.copy()) for name, value in
                     self.model.state_dict().items()}  # fmt: skip
 
     def remove(self) -> None:
@@ -162,7 +162,7 @@ class ShardedModel:
         for unit in self.units:
             self._gather(unit)
             for param in unit.layout.params:
-                param.data = param.data.copy()
+                param.array = param.array.copy()
             unit.flat = None
         for handle in self.handles:
             handle.remove()
@@ -210,29 +210,29 @@ class ShardedModel:
         if unit.flat is not None:
             return
         layout = unit.layout
-        flat = array_namespace(unit.piece.data).empty(layout.padded_numel, layout.dtype)
-        all_gather_into_tensor(flat, unit.piece.data, group=self.group)
+        flat = array_namespace(unit.piece.array).empty(layout.padded_numel, layout.dtype)
+        all_gather_into_tensor(flat, unit.piece.array, group=self.group)
         self.collectives["all_gather"] += 1
         if accounting.tracking:  # gathered parameters are memory this rank holds meanwhile
             accounting.record(flat, "all_gather", [unit.name or "(model)"])
         for param, view in zip(layout.params, layout.views(flat)):
-            param.data = view
+            param.array = view
         xp = array_namespace(flat)
         for ref, offset, shape, strides in unit.views:
             tensor = ref()
             if tensor is not None:
-                tensor.data = xp.lib.stride_tricks.as_strided(flat[offset:], shape, strides)
+                tensor.array = xp.lib.stride_tricks.as_strided(flat[offset:], shape, strides)
         unit.flat = flat
 
     def _free(self, unit: Unit) -> None:
         if unit.flat is None:
             return
         for param in unit.layout.params:
-            param.data = _empty_like(param.data)
+            param.array = _empty_like(param.array)
         for ref, _, _, _ in unit.views:
             tensor = ref()
             if tensor is not None:
-                tensor.data = _empty_like(tensor.data)
+                tensor.array = _empty_like(tensor.array)
         unit.flat = None
 
     def _pre_forward_hook(self, unit: Unit):
@@ -276,8 +276,8 @@ class ShardedModel:
         """Start the reduce_scatter of the unit's gradients; free its parameters and
         gradients."""
         layout = unit.layout
-        xp = array_namespace(unit.piece.data)
-        grads = [p.grad.data if p.grad is not None else None for p in layout.params]
+        xp = array_namespace(unit.piece.array)
+        grads = [p.grad.array if p.grad is not None else None for p in layout.params]
         flat = layout.flatten(grads, xp)
         piece = xp.empty(layout.shard_numel, layout.dtype)
         if accounting.tracking:
@@ -299,7 +299,7 @@ class ShardedModel:
         if unit.piece.grad is None:
             unit.piece.grad = Tensor(piece)
         else:
-            unit.piece.grad.data += piece
+            unit.piece.grad.array += piece
 
 
 def shard(model, policy, group: ProcessGroup | None = None, print_plan: bool = True
@@ -337,7 +337,7 @@ def shard(model, policy, group: ProcessGroup | None = None, print_plan: bool = T
         order.append(("", model, members_of_model))
     units = []
     for name, module, params in order:
-        dtypes = {str(p.data.dtype) for p in params}
+        dtypes = {str(p.array.dtype) for p in params}
         if len(dtypes) > 1:
             raise DistributedError(
                 f"[shard] unit {name or '(model)'} has parameters of dtypes {sorted(dtypes)}; a "
@@ -346,12 +346,12 @@ def shard(model, policy, group: ProcessGroup | None = None, print_plan: bool = T
                 "modules whose dtype differs units of their own in the policy",
             )
         layout = shards.FlatLayout(params, group.size, [names[id(p)] for p in params])
-        xp = array_namespace(params[0].data)
-        flat = layout.flatten([p.data for p in params], xp)
+        xp = array_namespace(params[0].array)
+        flat = layout.flatten([p.array for p in params], xp)
         start, stop = layout.shard_range(group.rank)
         piece = Tensor(flat[start:stop].copy())
         for param in params:
-            param.data = _empty_like(param.data)
+            param.array = _empty_like(param.array)
             param.grad = None
         units.append(Unit(name, module, layout, piece))
     sharded = ShardedModel(model, units, group)

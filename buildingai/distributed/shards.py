@@ -37,10 +37,10 @@ class FlatLayout:
         self.params = list(params)
         self.names = names or [f"param {i}" for i in range(len(self.params))]
         self.shapes = [tuple(p.shape) for p in self.params]
-        self.dtype = self.params[0].data.dtype
+        self.dtype = self.params[0].array.dtype
         self.offsets = [0]
         for param in self.params:
-            self.offsets.append(self.offsets[-1] + int(param.data.size))
+            self.offsets.append(self.offsets[-1] + int(param.array.size))
         self.numel = self.offsets[-1]
         self.world_size = world_size
         self.shard_numel = max(1, math.ceil(self.numel / world_size))
@@ -84,7 +84,7 @@ def global_grad_norm(shards: list, norm_type: float = 2.0, group: ProcessGroup |
     the unsharded gradient: pieces do not overlap and the padding is zero), by one all_reduce
     of one float64. ``shards``: this rank's flat pieces (Tensors whose ``.grad`` may be None)."""
     norm_type = float(norm_type)
-    grads = [s.grad.data for s in shards if s.grad is not None]
+    grads = [s.grad.array for s in shards if s.grad is not None]
     if norm_type == math.inf:
         local = max((float(abs(g).max()) for g in grads if g.size), default=0.0)
         op = "max"
@@ -117,7 +117,7 @@ def clip_grad_norm_(shards: list, max_norm: float, norm_type: float = 2.0,
             help="find where the gradient overflows, or pass error_if_nonfinite=False",
         )
     coefficient = float(max_norm) / (total + 1e-6)
-    grads = [s.grad.data for s in shards if s.grad is not None]
+    grads = [s.grad.array for s in shards if s.grad is not None]
     if coefficient < 1.0 or math.isnan(coefficient):
         for grad in grads:
             grad *= coefficient

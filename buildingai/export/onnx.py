@@ -143,7 +143,7 @@ def run_onnxruntime(model, *inputs) -> list:
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     feeds = {
-        spec.name: np.asarray(getattr(x, "data", x))
+        spec.name: np.asarray(getattr(x, "array", x))
         for spec, x in zip(session.get_inputs(), inputs)
     }
     return session.run(None, feeds)

@@ -29,7 +29,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     tensor ``()``, a list of N numbers ``(N,)``, nested lists ``(N, M, ...)``.
     """
     if isinstance(data, Tensor):
-        array = data.data.copy()
+        array = data.array.copy()
     elif _device.is_array(data):
         array = data.copy()
     else:
@@ -317,14 +317,14 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
     out = x
     if dtype is not None:
         dtype = as_dtype(dtype)
-        if copy or out.data.dtype != dtype:
+        if copy or out.array.dtype != dtype:
             out = apply(ops.CAST, out, dtype=dtype)
             copy = False  # the cast made new memory
     if device is not None:
         out = to_device(out, device)
         copy = copy and out is x
     if copy and out is x:
-        out = apply(ops.CAST, out, dtype=out.data.dtype)
+        out = apply(ops.CAST, out, dtype=out.array.dtype)
     return out
 
 

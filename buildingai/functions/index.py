@@ -70,7 +70,7 @@ def _normalize_index(index, op: str = "getitem") -> tuple[tuple, bool]:
 
 def _convert_part(part, op: str):
     if isinstance(part, Tensor):
-        part = part.data
+        part = part.array
     elif isinstance(part, (list, tuple, range)):
         part = np.asarray(part)
         if part.size == 0 and part.dtype.kind == "f":
@@ -152,9 +152,9 @@ def setitem(x: Tensor, index, value) -> None:
                 "or bai.where), or write under 'with bai.no_grad():' if no gradient is wanted",
             )
     index, advanced = _normalize_index(index, "setitem")
-    target = x.data
+    target = x.array
     if isinstance(value, Tensor):
-        value = value.data
+        value = value.array
         if type(value) is not type(target):
             raise DeviceError(
                 f"[setitem] the value lives on {Tensor(value).device} but the tensor on {x.device}",
@@ -201,7 +201,7 @@ def _describe_value(value) -> str:
 
 def _index_array(index, op: str):
     """The backend array of an integer index given as a Tensor, array or list."""
-    array = index.data if isinstance(index, Tensor) else index
+    array = index.array if isinstance(index, Tensor) else index
     if not hasattr(array, "shape"):
         array = np.asarray(array)
         if array.size == 0:
@@ -394,7 +394,7 @@ def masked_fill(x: Tensor, mask, value) -> Tensor:
     x: (...) -> the same shape (the broadcast shape of ``x`` and ``mask`` when ``mask`` has
     more or larger dimensions).
     """
-    mask_array = mask.data if isinstance(mask, Tensor) else mask
+    mask_array = mask.array if isinstance(mask, Tensor) else mask
     if not hasattr(mask_array, "shape"):
         mask_array = np.asarray(mask_array)
     if mask_array.dtype.kind != "b":
@@ -414,7 +414,7 @@ def masked_fill(x: Tensor, mask, value) -> Tensor:
         if value.dtype != x.dtype:
             value = value.astype(x.dtype)
     else:
-        value = Tensor(array_namespace(x.data).asarray(value, dtype=x.dtype))
+        value = Tensor(array_namespace(x.array).asarray(value, dtype=x.dtype))
     # a Tensor mask stays one, so that a frozen call reads it as a value of its graph
     return where(mask if isinstance(mask, Tensor) else mask_array, value, x)
 
@@ -425,12 +425,12 @@ def one_hot(indices, num_classes: int = -1) -> Tensor:
     if not isinstance(indices, Tensor):
         indices = Tensor(np.asarray(indices))
     if num_classes == -1:
-        if indices.data.size == 0:
+        if indices.array.size == 0:
             raise ShapeError(
                 "[one_hot] cannot infer the number of classes from an empty tensor",
                 help="pass num_classes explicitly",
             )
-        num_classes = int(indices.data.max()) + 1
+        num_classes = int(indices.array.max()) + 1
     if num_classes < 0:
         raise ShapeError(f"[one_hot] num_classes must be -1 or >= 0, got {num_classes}")
     return apply(ops.ONE_HOT, indices, num_classes=int(num_classes))

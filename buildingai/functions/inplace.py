@@ -27,7 +27,7 @@ from .elementwise import where
 
 
 def _data(value):
-    return value.data if isinstance(value, Tensor) else value
+    return value.array if isinstance(value, Tensor) else value
 
 
 def _records(x: Tensor, others: tuple) -> bool:
@@ -64,7 +64,7 @@ def _in_place(
 ) -> Tensor:
     """Modify ``x`` in place.
 
-    ``modify(array)`` writes into ``x.data`` directly: the path when nothing records or observes.
+    ``modify(array)`` writes into ``x.array`` directly: the path when nothing records or observes.
     Otherwise ``compute(previous)`` builds the out-of-place result through dispatch (so the graph
     and any dispatch mode see it) and ``x`` adopts its value and, when recording, its history.
     ``reads_previous`` says whether the result's backward reads the previous value, which then
@@ -73,7 +73,7 @@ def _in_place(
     recording = _records(x, others)
     if not recording and not dispatch.active_modes():
         try:
-            modify(x.data)
+            modify(x.array)
         except TypeError as exc:  # NumPy refuses to write e.g. float results into an int array
             raise _cast_error(name, x, exc) from exc
         _bump(x, name)
@@ -81,7 +81,7 @@ def _in_place(
 
     if recording:
         _refuse_unsafe(x, name)
-    previous = Tensor(x.data.copy() if recording and reads_previous else x.data)
+    previous = Tensor(x.array.copy() if recording and reads_previous else x.array)
     if recording:
         previous._node, previous.requires_grad = x._node, x.requires_grad
     result = compute(previous)
@@ -92,7 +92,7 @@ def _in_place(
             help="in-place ops cannot change a tensor's shape; use the out-of-place form",
         )
     try:
-        array_namespace(x.data).copyto(x.data, result.data, casting="same_kind")
+        array_namespace(x.array).copyto(x.array, result.array, casting="same_kind")
     except TypeError as exc:
         raise _cast_error(name, x, exc) from exc
     _bump(x, name)
@@ -101,7 +101,7 @@ def _in_place(
         x._node = node
         x.requires_grad = result.requires_grad
         if node is not None and node.out_data is not None:
-            node.out_data = result.data
+            node.out_data = result.array
             node.out_version, node.out_version_at = x._version, x._version[0]
     for observer in dispatch.active_modes():
         observer.after_inplace(name, x, result)
@@ -161,7 +161,7 @@ def add_(x: Tensor, other, alpha=1) -> Tensor:
     _check_keeps_shape(x, "add_", ("x += other", "x = x + other"), other)
     if alpha != 1:
         other = other * alpha
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         "add_",
@@ -176,7 +176,7 @@ def sub_(x: Tensor, other, alpha=1) -> Tensor:
     _check_keeps_shape(x, "sub_", ("x -= other", "x = x - other"), other)
     if alpha != 1:
         other = other * alpha
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         "sub_",
@@ -189,7 +189,7 @@ def sub_(x: Tensor, other, alpha=1) -> Tensor:
 def mul_(x: Tensor, other) -> Tensor:
     """``x *= other`` in place."""
     _check_keeps_shape(x, "mul_", ("x *= other", "x = x * other"), other)
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         "mul_",
@@ -203,7 +203,7 @@ def mul_(x: Tensor, other) -> Tensor:
 def div_(x: Tensor, other) -> Tensor:
     """``x /= other`` in place."""
     _check_keeps_shape(x, "div_", ("x /= other", "x = x / other"), other)
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         "div_",
@@ -238,14 +238,14 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
 
 def copy_(x: Tensor, source) -> Tensor:
     """Copy ``source`` (broadcast to ``x``'s shape, cast to its dtype) into ``x``."""
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     value = source if isinstance(source, Tensor) else Tensor(xp.asarray(source))
     return _in_place(
         x,
         "copy_",
         (value,),
         lambda prev: _keep_none_of(prev, value, x.shape),
-        lambda a: xp.copyto(a, value.data, casting="unsafe"),
+        lambda a: xp.copyto(a, value.array, casting="unsafe"),
     )
 
 
@@ -254,7 +254,7 @@ def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's a
     from .elementwise import clamp
 
     _check_keeps_shape(x, "clamp_", ("x.clamp_(min, max)", "x = x.clamp(min, max)"), min, max)
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         "clamp_",

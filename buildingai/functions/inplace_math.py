@@ -22,7 +22,7 @@ def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tens
     """``x = compute(x)`` in place; ``others`` are the tensors the result also depends on."""
 
     def write(array) -> None:  # nothing records or observes: compute and copy the values in
-        array_namespace(array).copyto(array, compute(Tensor(array)).data, casting="same_kind")
+        array_namespace(array).copyto(array, compute(Tensor(array)).array, casting="same_kind")
 
     return _in_place(x, name, others, compute, write, reads_previous=True)
 

@@ -24,7 +24,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # Two stacks of matrices go straight to the op, which reports any mismatch. Plain Tensors
     # (the common case) have their ranks read from the arrays: no property calls.
     plain = type(a) is Tensor and type(b) is Tensor
-    if (a.data.ndim >= 2 and b.data.ndim >= 2) if plain else (a.ndim >= 2 and b.ndim >= 2):
+    if (a.array.ndim >= 2 and b.array.ndim >= 2) if plain else (a.ndim >= 2 and b.ndim >= 2):
         return _PRODUCT(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
@@ -223,7 +223,7 @@ def _diagonal(x: Tensor, term: str, subscripts: str) -> Tensor:
                 f"{sizes[label]} and {extent} in an operand of shape {tuple(x.shape)}",
                 help="a label repeated within one operand takes a diagonal, which must be square",
             )
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     index = []
     for label in term:
         # each axis is indexed by arange over its label, laid along that label's output axis

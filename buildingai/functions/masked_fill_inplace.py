@@ -18,7 +18,7 @@ def masked_fill_(x: Tensor, mask, value) -> Tensor:
         return masked_fill(previous, mask, value)
 
     def write(array) -> None:
-        array[...] = masked_fill(Tensor(array), mask, value).data
+        array[...] = masked_fill(Tensor(array), mask, value).array
 
     return _in_place(x, "masked_fill_", (value,), fill, write)
 

@@ -101,7 +101,7 @@ def _dropout_in_place(x: Tensor, mask: Tensor, scale: float) -> Tensor:
         return apply(ops.DROPOUT, previous, mask, scale=scale)
 
     def write(array) -> None:  # nothing records or observes: scale the kept values in place
-        array *= mask.data
+        array *= mask.array
         array *= scale
 
     return _in_place(x, "dropout(inplace=True)", (mask,), compute, write)

@@ -1,6 +1,6 @@
 """Filling a tensor in place with random numbers: ``normal_``, ``uniform_``, ``exponential_``,
 ``bernoulli_``, ``random_``, ``cauchy_``, ``log_normal_`` and ``geometric_``, as PyTorch's
-Tensor methods (``nn.init`` style code: ``w.data.normal_(0, 0.02)`` becomes
+Tensor methods (``nn.init`` style code: ``w.array.normal_(0, 0.02)`` becomes
 ``with no_grad(): w.normal_(0, 0.02)``).
 
 Each draws through the random draw records (``rand``, ``randn``, ``randint``, ``bernoulli``),
@@ -30,13 +30,13 @@ _FLOAT64 = np.dtype(np.float64)
 def _fill_with(x: Tensor, name: str, draw) -> Tensor:
     """Write ``draw()`` (a Tensor shaped like ``x``) into ``x`` in place; ``draw`` runs once,
     on whichever path ``_in_place`` takes."""
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     return _in_place(
         x,
         name,
         (),
         lambda previous: _keep_none_of(previous, draw(), x.shape),
-        lambda array: xp.copyto(array, draw().data, casting="unsafe"),
+        lambda array: xp.copyto(array, draw().array, casting="unsafe"),
     )
 
 

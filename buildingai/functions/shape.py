@@ -51,8 +51,8 @@ def view(x: Tensor, *shape) -> Tensor:
         return x
     target = _resolve_shape(shape, int(np.prod(x.shape)))
     if target is not None and _has_torch_layout(x):
-        itemsize = x.data.itemsize
-        strides = tuple(step // itemsize for step in x.data.strides)
+        itemsize = x.array.itemsize
+        strides = tuple(step // itemsize for step in x.array.strides)
         if not _strides_allow_view(tuple(x.shape), strides, target):
             raise ShapeError(
                 f"[view] cannot view a tensor of shape {tuple(x.shape)} and strides {strides} "
@@ -82,9 +82,9 @@ def _has_torch_layout(x: Tensor) -> bool:
     over a permuted tensor keeps NumPy's order), and ``flip`` is a view here but a copy there,
     so ``view`` judges only layouts that both agree on."""
     base = x._base
-    if base is None or not base.data.flags.c_contiguous:
+    if base is None or not base.array.flags.c_contiguous:
         return False
-    strides = getattr(x.data, "strides", None)
+    strides = getattr(x.array, "strides", None)
     return strides is not None and all(step >= 0 for step in strides)
 
 
@@ -269,7 +269,7 @@ def contiguous(x: Tensor, memory_format: MemoryFormat = contiguous_format) -> Te
     """
     if memory_format is not contiguous_format:
         check_memory_format("contiguous", memory_format, x.ndim, allow_preserve=False)
-    if x.data.flags.c_contiguous:
+    if x.array.flags.c_contiguous:
         return x
     return apply(ops.CONTIGUOUS, x)
 
@@ -608,7 +608,7 @@ def _repeat_interleave(x: Tensor, repeats, axis) -> Tensor:
             f"{extent} of a tensor shaped {tuple(x.shape)}",
             help="give one count per element along the dimension, or a single int",
         )
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     source = xp.asarray(np.repeat(np.arange(extent), counts))
     return x.getitem((slice(None),) * axis + (source,))
 

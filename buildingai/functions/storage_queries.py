@@ -11,7 +11,7 @@ from .creation import astype, empty
 def is_contiguous(x: Tensor, memory_format=None) -> bool:
     """True when the values are stored in row-major order without gaps (a transposed or strided
     view is not); ``memory_format`` is accepted for PyTorch's signature."""
-    return bool(x.data.flags.c_contiguous)
+    return bool(x.array.flags.c_contiguous)
 
 
 def get_device(x: Tensor) -> int:
@@ -23,7 +23,7 @@ def get_device(x: Tensor) -> int:
 def data_ptr(x: Tensor) -> int:
     """The address of the first element, as an int: two tensors with the same ``data_ptr()``
     start at the same memory."""
-    data = x.data
+    data = x.array
     pointer = getattr(data, "data", None)
     return int(pointer.ptr) if hasattr(pointer, "ptr") else int(data.__array_interface__["data"][0])
 

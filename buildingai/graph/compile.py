@@ -76,8 +76,8 @@ class CompiledStep:
                 trace_training_step(self.function, fixed), self.optimize
             )
         self.last = traced
-        arrays.extend(parameter.data for parameter in traced.parameters)
-        arrays.extend(buffer.data for buffer in traced.state)
+        arrays.extend(parameter.array for parameter in traced.parameters)
+        arrays.extend(buffer.array for buffer in traced.state)
         xp = np if _device._cupy is None else _device.array_namespace(arrays[0])
         outputs = traced.static.run(arrays, {}, xp)[: traced.user_outputs]
         kind = traced.graph.output_kind

@@ -154,7 +154,7 @@ class StaticGraph:
         sizes: dict = {}
         bound_at: dict = {}
         for position, (value, spec) in enumerate(zip(inputs, specs)):
-            array = value.data if isinstance(value, Tensor) else value
+            array = value.array if isinstance(value, Tensor) else value
             if not isinstance(array, _device.ARRAY_TYPES):
                 array = np.asarray(array)
             name = spec.name or f"input {position}"

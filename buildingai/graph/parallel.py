@@ -30,25 +30,28 @@ from .graph import GraphError
 _local = threading.local()  # .block: the parallel() block recording on this thread, if any
 
 
+_ARRAY_SLOT = Tensor.array  # the slot itself, read past LazyTensor's forcing property
+
+
 class LazyTensor(Tensor):
     """A tensor recorded inside ``parallel()``: its values exist once its op has run.
 
-    Reading ``.data`` (and anything built on it: ``numpy()``, ``item()``, printing) runs the op
-    and what it depends on; shape and dtype are known from the start.
+    Reading ``.array`` (and anything built on it: ``.data``, ``numpy()``, ``item()``,
+    printing) runs the op and what it depends on; shape and dtype are known from the start.
     """
 
     __slots__ = ("_pending", "_shape", "_dtype")
 
     @property
-    def data(self):
+    def array(self):
         pending = self._pending
         if pending is not None:
             pending.block.force(pending)
-        return Tensor.data.__get__(self)
+        return _ARRAY_SLOT.__get__(self)
 
-    @data.setter
-    def data(self, value):
-        Tensor.data.__set__(self, value)
+    @array.setter
+    def array(self, value):
+        _ARRAY_SLOT.__set__(self, value)
 
     @property
     def shape(self):
@@ -111,8 +114,8 @@ class _Block:
             # the lazy tensor becomes the op's output, built as dispatch builds every output
             out = pending.output
             first = inputs[0] if inputs else None
-            dispatch.output_tensor(op, real.data, first, real._node, out)
-            out._shape, out._dtype = tuple(real.data.shape), real.data.dtype
+            dispatch.output_tensor(op, real.array, first, real._node, out)
+            out._shape, out._dtype = tuple(real.array.shape), real.array.dtype
             out._pending = None
             pending.done = True
 

@@ -21,7 +21,7 @@ data, or before the call) is a constant of the shape it has: its shape is never 
 Data dependence. While tracing, reading the value of a tensor that depends on the inputs
 (``bool(x)``, ``x.item()``, ``x.tolist()``, ``x.numpy()``, ``int(x)``...) raises a
 ``GraphError`` naming the file and line: a static graph cannot hold a Python branch on a tensor
-value. Arrays computed from the inputs' values behind dispatch's back (with ``.data``) carry a
+value. Arrays computed from the inputs' values behind dispatch's back (with ``.array``) carry a
 mark (``_Traced``, a NumPy subclass that survives NumPy operations), so a constant or an index
 made from them is refused too.
 
@@ -103,7 +103,7 @@ class Tracer(DispatchMode):
         self.versions[value_id] = (tensor._version, tensor._version[0])
         self.keep[id(tensor)] = tensor
         if kind in ("input", "op"):
-            self.arrays[id(tensor.data)] = (value_id, tensor.data)  # the array kept alive too
+            self.arrays[id(tensor.array)] = (value_id, tensor.array)  # the array kept alive too
         return value_id
 
     def ref(self, tensor: Tensor, op) -> int:
@@ -114,7 +114,7 @@ class Tracer(DispatchMode):
         if counter[0] != seen:
             raise GraphError(
                 f"[freeze] '{op.name}' reads a tensor ({self.graph.values[value_id].name}, shape "
-                f"{tuple(tensor.data.shape)}) that was modified in place after it was traced "
+                f"{tuple(tensor.array.shape)}) that was modified in place after it was traced "
                 f"(by '{counter[1]}'){where()}",
                 help="a static graph records values, not memory: use the out-of-place form "
                 "(x = x + y instead of x += y or x.add_(y)) inside the frozen call",
@@ -125,12 +125,12 @@ class Tracer(DispatchMode):
         """A tensor the call read that no traced op made: a parameter or a constant, of the
         shape it has (a size that follows the inputs comes from a factory op instead)."""
         name = self.parameter_names.get(id(tensor))
-        array = tensor.data
+        array = tensor.array
         shape = tuple(array.shape)
         if name is not None:
             return self.add(tensor, "param", name, shape, array)
         alias, _ = self.arrays.get(id(array), (None, None))
-        if alias is not None:  # Tensor(x.data): another tensor over a traced value's array
+        if alias is not None:  # Tensor(x.array): another tensor over a traced value's array
             self.ids[id(tensor)] = alias
             self.keep[id(tensor)] = tensor
             return alias
@@ -140,7 +140,7 @@ class Tracer(DispatchMode):
                 f"[freeze] a tensor created outside the traced ops{reader} holds values computed "
                 "from the inputs behind dispatch's back: its values depend on the input values",
                 help="compute it with tensor ops from the inputs so that the graph records how it "
-                "is made, instead of from .data",
+                "is made, instead of from .array",
             )
         count = sum(1 for v in self.graph.values.values() if v.kind == "const")
         # a copy: the tensor may be changed after the call, the graph must not change
@@ -200,9 +200,9 @@ class Tracer(DispatchMode):
         shape = self.infer(op, specs, symbolic_attrs, output)
         if depends:
             self.dependent.add(id(output))
-            data = output.data
+            data = output.array
             if type(data) is np.ndarray:
-                output.data = data.view(_Traced)
+                output.array = data.view(_Traced)
         value_id = self.add(symbolic(output), "op", "", shape)
         self.graph.nodes.append(Node(op, tuple(refs), symbolic_attrs, value_id, _module_path()))
 
@@ -212,7 +212,7 @@ class Tracer(DispatchMode):
 
     def infer(self, op, specs: list, attrs: dict, output: Tensor) -> tuple:
         """The symbolic shape of ``output`` from ``op.infer``, checked against the real one."""
-        actual = tuple(output.data.shape)
+        actual = tuple(output.array.shape)
         symbolic = any(isinstance(s, ValueSpec) and is_symbolic(s.shape) for s in specs)
         symbolic = symbolic or is_symbolic(attrs)
         try:
@@ -373,7 +373,7 @@ class SymbolicTensor(Tensor):
     @property
     def shape(self):
         tracer = _tracing.tracer
-        actual = self.data.shape
+        actual = self.array.shape
         value_id = None if tracer is None else tracer.ids.get(id(self))
         if value_id is None:
             return actual
@@ -402,7 +402,7 @@ def _guarded(name: str):
             shown = f"{name}()" if not name.startswith("__") else f"{name.strip('_')}(tensor)"
             raise GraphError(
                 f"[freeze] the traced call reads the value of a tensor that depends on the "
-                f"inputs ({shown} on shape {tuple(self.data.shape)}){where()}: a static graph "
+                f"inputs ({shown} on shape {tuple(self.array.shape)}){where()}: a static graph "
                 "cannot branch on tensor values",
                 help="write the choice with tensor ops (x.where(cond, y), clamp, masks), or keep "
                 "this part of the code outside the frozen call",

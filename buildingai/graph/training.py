@@ -253,7 +253,7 @@ class TrainingTracer(Tracer):
             if id(target) not in self.written:
                 # the value it held: read through the tensor itself, or through another
                 # tensor over its array (in-place ops compute from such a "previous" copy)
-                before = self.ids.get(id(target), self.captured_arrays.get(id(target.data)))
+                before = self.ids.get(id(target), self.captured_arrays.get(id(target.array)))
                 self.written[id(target)] = (target, before)
             self.ids[id(target)] = value_id
             self.versions[value_id] = (target._version, target._version[0])
@@ -271,7 +271,7 @@ class TrainingTracer(Tracer):
                 continue
             value = graph.values[original]
             if value.kind == "const":
-                target.data[...] = graph.constants.pop(original)  # undo the trace's write
+                target.array[...] = graph.constants.pop(original)  # undo the trace's write
                 value.kind = "state"
                 self.state.append((original, target))
             elif value.kind != "param":
@@ -293,8 +293,8 @@ class TrainingTracer(Tracer):
             op, inputs = WithSavedAttributes(op, saved_names), tuple(inputs) + extra
         super().record(op, inputs, output, attrs)
         node = output._node
-        if node is not None and node.out_data is not None and node.out_data is not output.data:
-            node.out_data = output.data  # the marked view: what backward derives from it is marked
+        if node is not None and node.out_data is not None and node.out_data is not output.array:
+            node.out_data = output.array  # the marked view: what backward derives from it is marked
         kept = _kept_arrays(node) if node is not None else {}
         if not kept:
             return
@@ -331,25 +331,25 @@ class TrainingTracer(Tracer):
         return value_id
 
     def capture(self, tensor: Tensor, op) -> int:
-        if id(tensor.data) in self.kept:  # ctx.tensor(ctx.probs) in a backward rule
-            value_id = self.kept_value(tensor.data)
+        if id(tensor.array) in self.kept:  # ctx.tensor(ctx.probs) in a backward rule
+            value_id = self.kept_value(tensor.array)
             self.ids[id(tensor)] = value_id
             self.keep[id(tensor)] = tensor
             return value_id
         if tensor.requires_grad and tensor._node is None and is_floating(tensor.dtype):
             name = self.names.get(id(tensor)) or f"param{len(self.params)}"
-            value_id = self.add(tensor, "param", name, tuple(tensor.data.shape))
+            value_id = self.add(tensor, "param", name, tuple(tensor.array.shape))
             self.params.append((value_id, tensor))
-            original = tensor.data
+            original = tensor.array
             self.saved.append((tensor, original, np.array(original, copy=True)))
             # values computed from parameters behind dispatch's back are caught like inputs'
-            tensor.data = original.view(_Traced)
+            tensor.array = original.view(_Traced)
             self.dependent.add(id(tensor))
             self.made_symbolic.append(symbolic(tensor))
-            self.arrays[id(tensor.data)] = (value_id, tensor.data)
+            self.arrays[id(tensor.array)] = (value_id, tensor.array)
             return value_id
         value_id = super().capture(tensor, op)
-        self.captured_arrays.setdefault(id(tensor.data), value_id)
+        self.captured_arrays.setdefault(id(tensor.array), value_id)
         return value_id
 
     def defer(self, action) -> Tensor:
@@ -394,7 +394,7 @@ class TrainingTracer(Tracer):
             plain(tensor)
         changed = []
         for tensor, original, copy in self.saved:
-            tensor.data = original
+            tensor.array = original
             if not np.array_equal(original, copy, equal_nan=True):
                 original[...] = copy
                 if id(tensor) not in self.written:  # an in-place op: the graph assigns it

@@ -179,7 +179,7 @@ class MemoryScope(DispatchMode):
         alive = []
         for entry in self._made.values():
             tensor = entry.ref()
-            if tensor is not None and not isinstance(tensor.data, _Released):
+            if tensor is not None and not isinstance(tensor.array, _Released):
                 alive.append((tensor, entry))
         made_ids = {id(tensor) for tensor, _ in alive}
         reasons: dict[int, str] = {}
@@ -286,9 +286,9 @@ def _graph_bytes(tensor: Tensor) -> int:
     """The bytes of every buffer ``tensor`` and its graph keep, parameters excepted."""
     buffers: dict[int, int] = {}
     for value in [tensor, *_saved_by_graphs([tensor])]:
-        if value.requires_grad and value._node is None or isinstance(value.data, _Released):
+        if value.requires_grad and value._node is None or isinstance(value.array, _Released):
             continue
-        buffer = accounting.buffer_of(value.data)
+        buffer = accounting.buffer_of(value.array)
         if buffer is not None:
             buffers[id(buffer)] = buffer.nbytes
     return sum(buffers.values())
@@ -296,11 +296,11 @@ def _graph_bytes(tensor: Tensor) -> int:
 
 def _row(tensor: Tensor, line: str, reason: str) -> KeptTensor:
     history = tensor._node is not None
-    nbytes = _graph_bytes(tensor) if history else int(tensor.data.nbytes)
+    nbytes = _graph_bytes(tensor) if history else int(tensor.array.nbytes)
     return KeptTensor(reason, line, tuple(tensor.shape), str(tensor.dtype), nbytes, history)
 
 
 def _release(tensor: Tensor, line: str, opened_at: str) -> None:
-    tensor.data = _Released(line, opened_at)
+    tensor.array = _Released(line, opened_at)
     tensor._node = None
     tensor.grad = None

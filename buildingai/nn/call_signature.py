@@ -41,7 +41,7 @@ class CallSignature(NamedTuple):
 
 def _kept(value: Any):
     if isinstance(value, Tensor):
-        data = value.data
+        data = value.array
         return TensorShape(data.shape, data.dtype, device_of(data))
     if isinstance(value, _KEPT_AS_THEY_ARE):
         return value

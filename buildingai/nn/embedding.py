@@ -97,13 +97,13 @@ class Embedding(Module):
     def _renormalize(self, indices: Tensor) -> None:
         """Shrink, in place, each looked-up row whose norm exceeds ``max_norm`` to that norm
         (PyTorch's embedding_renorm_: scale by max_norm / (norm + 1e-7))."""
-        xp = array_namespace(self.weight.data)
-        rows = xp.unique(indices.data.reshape(-1))
+        xp = array_namespace(self.weight.array)
+        rows = xp.unique(indices.array.reshape(-1))
         if rows.size == 0:
             return
         if rows.min() < 0 or rows.max() >= self.num_embeddings:
             return  # the lookup itself reports the bad index
-        selected = self.weight.data[rows]
+        selected = self.weight.array[rows]
         norms = xp.linalg.norm(selected, ord=self.norm_type, axis=1, keepdims=True)
         scale = xp.where(norms > self.max_norm, self.max_norm / (norms + 1e-7), 1.0)
         with no_grad():
@@ -158,8 +158,8 @@ class Embedding(Module):
 
 def _frequency_scaling(indices: Tensor):
     """A gradient hook dividing each looked-up row's gradient by its index's batch count."""
-    xp = array_namespace(indices.data)
-    flat = indices.data.reshape(-1)
+    xp = array_namespace(indices.array)
+    flat = indices.array.reshape(-1)
     _, inverse, counts = xp.unique(flat, return_inverse=True, return_counts=True)
 
     def scale(grad: Tensor) -> Tensor:

@@ -133,7 +133,7 @@ def trunc_normal_(
         raise ValueError(f"trunc_normal_ needs std >= 0, got {std}")
     if tensor.numel() == 0:
         return tensor
-    xp = array_namespace(tensor.data)
+    xp = array_namespace(tensor.array)
     shape = tuple(tensor.shape)
     if std == 0:
         return _write(tensor, xp.full(shape, min(max(mean, a), b), dtype="float64"))
@@ -240,7 +240,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
         )
     if tensor.numel() == 0:
         return tensor
-    xp = array_namespace(tensor.data)
+    xp = array_namespace(tensor.array)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flattened = _backend_generator(tensor, generator).standard_normal((rows, cols), dtype="float64")

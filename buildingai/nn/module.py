@@ -532,7 +532,7 @@ class Module:
             if set_to_none:
                 param.grad = None
             elif grad.requires_grad:  # a gradient with history (create_graph): start afresh
-                param.grad = Tensor(_device.array_namespace(grad.data).zeros_like(grad.data))
+                param.grad = Tensor(_device.array_namespace(grad.array).zeros_like(grad.array))
             else:
                 with no_grad():
                     grad.zero_()
@@ -585,14 +585,14 @@ class Module:
             for tensor in itertools.chain(module._parameters.values(), module._buffers.values()):
                 if tensor is None:
                     continue
-                converted = convert(tensor.data)
-                if converted is not tensor.data:
-                    tensor.data = converted
+                converted = convert(tensor.array)
+                if converted is not tensor.array:
+                    tensor.array = converted
                     # A graph recorded before the conversion must not read the new values.
                     tensor._version[0] += 1
                     tensor._version[1] = "Module.to"
                 if tensor.grad is not None:
-                    tensor.grad = Tensor(convert(tensor.grad.data))
+                    tensor.grad = Tensor(convert(tensor.grad.array))
         return self
 
     def float(self) -> Module:
@@ -627,11 +627,11 @@ class Module:
             for value in itertools.chain(module._buffers.values(), module.__dict__.values()):
                 if type(value) is Tensor and id(value) not in memo:
                     memo[id(value)] = Tensor(
-                        value.data.copy(), requires_grad=value.requires_grad and value.is_leaf
+                        value.array.copy(), requires_grad=value.requires_grad and value.is_leaf
                     )
         for param in self.parameters():
             if detach or not param.requires_grad:  # parameters that do not train: by value
-                memo[id(param)] = Parameter(param.data.copy(), requires_grad=param.requires_grad)
+                memo[id(param)] = Parameter(param.array.copy(), requires_grad=param.requires_grad)
             else:
                 memo[id(param)] = _clone_tensor(param)
         return copy.deepcopy(self, memo)
@@ -798,7 +798,7 @@ def _all_modules_with_prefix(module: Module, prefix: str = "") -> Iterator[tuple
 def _as_array(value, key: str):
     """A backend array from a state-dict value (Tensor, array, or anything array-like)."""
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     if _device.is_array(value):
         return value
     try:

@@ -86,7 +86,7 @@ class MoEOutput(NamedTuple):
 
 def _index_array(index, what: str):
     """The backend integer array of an index given as a Tensor, an array or a list."""
-    array = index.data if isinstance(index, Tensor) else index
+    array = index.array if isinstance(index, Tensor) else index
     if not hasattr(array, "shape"):
         array = np.asarray(array, dtype=np.int64)
     if array.dtype.kind not in "iu":
@@ -108,7 +108,7 @@ def load_balancing_loss(probs: Tensor, indices) -> Tensor:
     under-used experts. With no samples it is 0.
     """
     index = _index_array(indices, "indices")
-    xp = array_namespace(probs.data)
+    xp = array_namespace(probs.array)
     count, num_experts = probs.shape
     assignments = xp.bincount(index.reshape(-1), minlength=num_experts)
     fraction = assignments / max(index.size, 1)  # f_e
@@ -176,10 +176,10 @@ class Router(Module):
             noise = functions.randn(*logits.shape, dtype=logits.dtype, device=logits.device)
             logits = logits + noise * self.noise_std
         probs = functions.softmax(logits, axis=-1)  # (N, E)
-        xp = array_namespace(logits.data)
+        xp = array_namespace(logits.array)
         # The choice itself has no gradient: a stable sort of the negated logits puts the
         # largest first and keeps ties in index order.
-        order = _stable_argsort(xp, -logits.data)
+        order = _stable_argsort(xp, -logits.array)
         indices = xp.ascontiguousarray(order[:, : self.top_k]).astype(np.int64)  # (N, k)
         if self.renormalize:
             chosen_logits = functions.take_along_axis(logits, indices, axis=-1)
@@ -363,8 +363,8 @@ def _concat_by_best_expert(expert_outputs: Sequence[Tensor], gates: Tensor) -> T
             help="pass the router's output, or dynamic_concat(outputs, positions, weights, N)",
         )
     count, num_experts = gates.shape
-    xp = array_namespace(gates.data)
-    best = xp.argmax(gates.data, axis=1)  # (N,), the choice gates.argmax(1) makes
+    xp = array_namespace(gates.array)
+    best = xp.argmax(gates.array, axis=1)  # (N,), the choice gates.argmax(1) makes
     rows_per_expert = [int(n) for n in _to_host(xp.bincount(best, minlength=num_experts))]
     used = [expert for expert in range(num_experts) if rows_per_expert[expert]]
     if len(expert_outputs) == num_experts:
@@ -435,7 +435,7 @@ def _concat_by_positions(
                 f"to {int(index.max())}, outside 0..{batch_size - 1} (batch_size={batch_size})"
             )
         arrays.append(index)
-    xp = array_namespace(expert_outputs[0].data)
+    xp = array_namespace(expert_outputs[0].array)
     positions = xp.concatenate([xp.asarray(array, dtype=np.int64) for array in arrays])
     values = functions.concatenate(list(expert_outputs), axis=0)  # (sum n_e, *F)
     if weights is not None:

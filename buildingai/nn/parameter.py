@@ -27,7 +27,7 @@ class Parameter(Tensor):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
         elif isinstance(data, Tensor):
-            data = data.data
+            data = data.array
         super().__init__(data, requires_grad=requires_grad)
         self._posterior = None  # per-thread record of the distribution sampled from it
 
@@ -51,12 +51,12 @@ class Parameter(Tensor):
         record = self._posterior
         kl = None if record is None else getattr(record, "kl", None)
         if kl is None:
-            return Tensor(array_namespace(self.data).zeros((), dtype=self.data.dtype))
+            return Tensor(array_namespace(self.array).zeros((), dtype=self.array.dtype))
         return kl()
 
     def __deepcopy__(self, memo: dict) -> Parameter:
         # A new leaf with copied values; the gradient and hooks stay with the original.
-        copied = Parameter(self.data.copy(), requires_grad=self.requires_grad)
+        copied = Parameter(self.array.copy(), requires_grad=self.requires_grad)
         memo[id(self)] = copied
         return copied
 

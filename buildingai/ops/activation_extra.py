@@ -26,7 +26,7 @@ SELU_SCALE = 1.0507009873554804934193349852946
 def _gate(ctx, grad, passes):
     """grad where the boolean array ``passes`` holds, else 0: relu's gradient gate
     (``relu_grad``) with a constant mask, in grad's dtype as relu's output is."""
-    return RELU_GRAD(grad, ctx.tensor(passes.astype(grad.data.dtype)))
+    return RELU_GRAD(grad, ctx.tensor(passes.astype(grad.array.dtype)))
 
 
 # ----- the exponential-linear family ------------------------------------------------------------
@@ -79,7 +79,7 @@ class ExponentialLinearGrad(FloatFunction):
             # f''(x) = alpha * scale * input_scale^2 * exp(input_scale * x) up to 0, then 0
             input_scale = attrs["input_scale"]
             curvature = attrs["alpha"] * attrs["scale"] * input_scale * input_scale
-            below = ctx.tensor(x.data <= 0)
+            below = ctx.tensor(x.array <= 0)
             exponential = (x.clamp(None, 0.0) * input_scale).exp()
             grad_x = (grad_of_output * grad * exponential * curvature).where(below, 0.0)
         return grad_grad, grad_x
@@ -140,7 +140,7 @@ class Hardtanh(SameDtypeFunction):
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        return (_gate(ctx, grad, _inside(x.data, ctx.attrs["min_val"], ctx.attrs["max_val"])),)
+        return (_gate(ctx, grad, _inside(x.array, ctx.attrs["min_val"], ctx.attrs["max_val"])),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         dtype = emit.dtype(output)
@@ -172,7 +172,7 @@ class Hardsigmoid(FloatFunction):
         (x,) = ctx.inputs
         # x as a value: the derivative is constant in x where it exists, so nothing of
         # higher order flows back to it
-        return (HARDSIGMOID_GRAD(grad, ctx.tensor(x.data)),)
+        return (HARDSIGMOID_GRAD(grad, ctx.tensor(x.array)),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("HardSigmoid", inputs, output, alpha=1.0 / 6.0, beta=0.5)
@@ -232,7 +232,7 @@ class HardswishGrad(FloatFunction):
         if grad.requires_grad:
             grad_grad = HARDSWISH_GRAD(grad_of_output, x)
         if x.requires_grad:  # the slope x / 3 + 0.5 has derivative 1/3 inside (-3, 3)
-            grad_x = _gate(ctx, grad_of_output * grad / 3.0, _inside(x.data, -3, 3))
+            grad_x = _gate(ctx, grad_of_output * grad / 3.0, _inside(x.array, -3, 3))
         return grad_grad, grad_x
 
 
@@ -248,7 +248,7 @@ class Threshold(SameDtypeFunction):
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        return (_gate(ctx, grad, ~(x.data <= ctx.attrs["threshold"])),)
+        return (_gate(ctx, grad, ~(x.array <= ctx.attrs["threshold"])),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         # ONNX's ThresholdedRelu replaces with 0 only: a Where serves any value
@@ -273,7 +273,7 @@ class Prelu(ElementwiseOp):
 
     def backward(self, ctx, grad):
         x, weight = ctx.inputs
-        positive = ctx.tensor(x.data > 0)
+        positive = ctx.tensor(x.array > 0)
         grad_x = grad.where(positive, grad * weight)
         grad_weight = (grad * x).where(~positive, 0.0)
         return grad_x, grad_weight

@@ -362,7 +362,7 @@ class Prod(ReductionOp):
         (x,) = ctx.inputs
         if x.ndim == 0:
             return (grad,)
-        if not bool((x.data == 0).any()):
+        if not bool((x.array == 0).any()):
             # the common case: prod / x is exact, one division, and differentiable again
             return (_spread(ctx, grad * ctx.output) / x,)
         axes = tuple(range(x.ndim)) if ctx.attrs["axes"] is None else ctx.attrs["axes"]
@@ -653,7 +653,7 @@ class CumProd(Scan):
 
         through_output = gather(grad * ctx.output)
         is_zero = x == 0
-        if not bool(is_zero.data.any()):
+        if not bool(is_zero.array.any()):
             return (through_output / x,)
         nonzero = x != 0
         zeros_so_far = is_zero.cumsum(axis=axis, reverse=reverse)
@@ -668,7 +668,7 @@ class CumProd(Scan):
         # second zero itself keeps that dependence. Later zeros have two zero factors: the
         # first-zero formula gives them 0 with zero first derivatives, as it should.
         at_zero = others_at(1)
-        if bool((zeros_so_far.data >= 2).any()):
+        if bool((zeros_so_far.array >= 2).any()):
             at_zero = at_zero.where(zeros_so_far != 2, others_at(2))
         return ((through_output / x.where(nonzero, 1.0)).where(nonzero, at_zero),)
 

@@ -162,7 +162,7 @@ class RNNRecurrenceGrad(Op):
         if nonlinearity == "tanh":
             slope = 1 - states * states
         else:  # a constant mask: relu' has no derivative of its own
-            slope = ctx.tensor((states.data > 0).astype(states.data.dtype))
+            slope = ctx.tensor((states.array > 0).astype(states.array.dtype))
         dh = grad + _after(grad_pre, reverse) @ w_hh  # the forward's dh, as Tensors
         # The transposed recurrence, from the step processed first: ``pre_bar`` collects what
         # reaches d pre_t (directly, and through dh of the step processed before it).

@@ -138,8 +138,8 @@ class GatherElements(CopyOp):
 
     def backward(self, ctx, grad):
         x, index = ctx.inputs
-        xp = array_namespace(index.data)
-        positions = _along_axis(xp, index.data, ctx.attrs["axis"] % index.ndim)
+        xp = array_namespace(index.array)
+        positions = _along_axis(xp, index.array, ctx.attrs["axis"] % index.ndim)
         return _ZEROS_INDEX_ADD(grad, shape=tuple(x.shape), index=positions), None
 
     def to_onnx(self, emit, inputs, output, attrs):

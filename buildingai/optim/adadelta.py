@@ -44,11 +44,11 @@ class Adadelta(OptimizerBase):
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
-        xp = array_namespace(param.data)
+        xp = array_namespace(param.array)
         return {
             "step": 0,
-            "square_avg": xp.zeros_like(param.data),
-            "acc_delta": xp.zeros_like(param.data),
+            "square_avg": xp.zeros_like(param.array),
+            "acc_delta": xp.zeros_like(param.array),
         }
 
     def update(self, param, grad, state, group) -> None:

@@ -52,10 +52,10 @@ class Adagrad(OptimizerBase):
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
-        xp = array_namespace(param.data)
+        xp = array_namespace(param.array)
         return {
             "step": 0,
-            "sum": xp.full_like(param.data, group["initial_accumulator_value"]),
+            "sum": xp.full_like(param.array, group["initial_accumulator_value"]),
         }
 
     def update(self, param, grad, state, group) -> None:

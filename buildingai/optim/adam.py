@@ -54,14 +54,14 @@ class Adam(OptimizerBase):
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
-        xp = array_namespace(param.data)
+        xp = array_namespace(param.array)
         state = {
             "step": 0,
-            "exp_avg": xp.zeros_like(param.data),
-            "exp_avg_sq": xp.zeros_like(param.data),
+            "exp_avg": xp.zeros_like(param.array),
+            "exp_avg_sq": xp.zeros_like(param.array),
         }
         if group["amsgrad"]:
-            state["max_exp_avg_sq"] = xp.zeros_like(param.data)
+            state["max_exp_avg_sq"] = xp.zeros_like(param.array)
         return state
 
     def update(self, param, grad, state, group) -> None:

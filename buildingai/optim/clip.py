@@ -32,7 +32,7 @@ def _defer(function, *args):
 def _gradients(parameters) -> list:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    return [p.grad.data for p in parameters if p.grad is not None]
+    return [p.grad.array for p in parameters if p.grad is not None]
 
 
 def _vector_norm(xp, array, norm_type: float) -> float:

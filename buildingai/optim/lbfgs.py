@@ -240,11 +240,11 @@ class LBFGS(OptimizerBase):
     # ----- the parameters as one flat vector ----------------------------------------------------
     def _gather_flat_grad(self):
         """Every gradient, flattened and concatenated (zeros for a parameter without one)."""
-        xp = array_namespace(self._params[0].data)
+        xp = array_namespace(self._params[0].array)
         pieces = [
             xp.zeros(param.size, dtype=param.dtype)
             if param.grad is None
-            else param.grad.data.reshape(-1)
+            else param.grad.array.reshape(-1)
             for param in self._params
         ]
         return xp.concatenate(pieces)
@@ -254,16 +254,16 @@ class LBFGS(OptimizerBase):
         offset = 0
         for param in self._params:
             count = param.size
-            param.data += step_size * update[offset : offset + count].reshape(param.shape)
+            param.array += step_size * update[offset : offset + count].reshape(param.shape)
             _bump_version(param, "LBFGS")
             offset += count
 
     def _clone_param(self) -> list:
-        return [param.data.copy() for param in self._params]
+        return [param.array.copy() for param in self._params]
 
     def _set_param(self, values: list) -> None:
         for param, value in zip(self._params, values):
-            param.data[...] = value
+            param.array[...] = value
             _bump_version(param, "LBFGS")
 
     def _directional_evaluate(self, closure, x: list, t, d):
@@ -443,7 +443,7 @@ class LBFGS(OptimizerBase):
         if value is None or not (hasattr(value, "shape") and hasattr(value, "dtype")):
             return value
         first = self._params[0]
-        xp = array_namespace(first.data)
+        xp = array_namespace(first.array)
         array = np.asarray(to_device(value, CPU))
         if array.ndim and array.shape != (self._numel,):
             raise OptimizerError(

@@ -41,7 +41,7 @@ class Lion(OptimizerBase):
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
-        return {"step": 0, "exp_avg": array_namespace(param.data).zeros_like(param.data)}
+        return {"step": 0, "exp_avg": array_namespace(param.array).zeros_like(param.array)}
 
     def update(self, param, grad, state, group) -> None:
         """One Lion step on ``param`` (an array, in place): Chen et al. (2023), Algorithm 2.

@@ -217,7 +217,7 @@ class OptimizerBase:
                 else:
                     if param.grad.grad_fn is not None:
                         param.grad = param.grad.detach()
-                    param.grad.data.fill(0)
+                    param.grad.array.fill(0)
 
     # ----- hooks ------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
@@ -266,7 +266,7 @@ class OptimizerBase:
                 if grad is None:
                     param.grad = None
                     continue
-                data = grad.data if isinstance(grad, Tensor) else grad
+                data = grad.array if isinstance(grad, Tensor) else grad
                 data = _fit_gradient(data, param, position, copy=has_hooks)
                 param.grad = Tensor(data)
             self.step()
@@ -300,14 +300,14 @@ class OptimizerBase:
         for position, param in enumerate(group["params"]):
             if param.grad is None:
                 continue
-            grad = _fit_gradient(param.grad.data, param, position, copy=False)
+            grad = _fit_gradient(param.grad.array, param, position, copy=False)
             state = self.state.get(param)
             if state is None:
                 state = self.state[param] = self.init_state(param, group)
             entries.append((param, grad, state))
         if not accelerated_update_group(self, index, group, entries):
             for param, grad, state in entries:
-                self.update(param.data, grad, state, group)
+                self.update(param.array, grad, state, group)
         name = type(self).__name__
         for param, _, _ in entries:
             _bump_version(param, name)
@@ -455,7 +455,7 @@ def _is_array(value) -> bool:
 
 
 def _array_like_param(value, param: Tensor):
-    xp = array_namespace(param.data)
+    xp = array_namespace(param.array)
     value = np.asarray(to_device(value, CPU))
     if value.dtype.kind == "f":
         value = value.astype(param.dtype, copy=False)
@@ -464,7 +464,7 @@ def _array_like_param(value, param: Tensor):
 
 def _fit_gradient(grad, param: Tensor, position: int, copy: bool):
     """Check a gradient's shape against its parameter; cast it to the parameter's dtype."""
-    data = param.data
+    data = param.array
     fits = type(grad) is type(data) and grad.shape == data.shape and grad.dtype == data.dtype
     if fits and not copy:
         return grad
@@ -476,7 +476,7 @@ def _fit_gradient(grad, param: Tensor, position: int, copy: bool):
             f"the gradient of parameter {position} has shape {tuple(grad.shape)}, the parameter "
             f"has shape {tuple(param.shape)}"
         )
-    if type(grad) is not type(param.data):
+    if type(grad) is not type(param.array):
         grad = to_device(grad, param.device)
     if grad.dtype != param.dtype or copy:
         grad = xp.array(grad, dtype=param.dtype, copy=True)

@@ -55,12 +55,12 @@ class RMSprop(OptimizerBase):
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
-        xp = array_namespace(param.data)
-        state = {"step": 0, "square_avg": xp.zeros_like(param.data)}
+        xp = array_namespace(param.array)
+        state = {"step": 0, "square_avg": xp.zeros_like(param.array)}
         if group["momentum"] > 0:
-            state["momentum_buffer"] = xp.zeros_like(param.data)
+            state["momentum_buffer"] = xp.zeros_like(param.array)
         if group["centered"]:
-            state["grad_avg"] = xp.zeros_like(param.data)
+            state["grad_avg"] = xp.zeros_like(param.array)
         return state
 
     def update(self, param, grad, state, group) -> None:

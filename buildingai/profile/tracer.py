@@ -173,10 +173,10 @@ class TimeTracer(DispatchMode):
             return
         start = starts.pop()
         specs = tuple(
-            [(v.data.shape, v.data.dtype) if isinstance(v, Tensor) else v for v in inputs]
+            [(v.array.shape, v.array.dtype) if isinstance(v, Tensor) else v for v in inputs]
         )
         call = (op.name,) + tuple(
-            [(v.data.dtype, v.data.ndim) for v in inputs if isinstance(v, Tensor)]
+            [(v.array.dtype, v.array.ndim) for v in inputs if isinstance(v, Tensor)]
         )
         first_call = call not in self._seen_calls
         if first_call:

@@ -112,7 +112,7 @@ class BasePruningMethod:
             del module.__dict__[name]
         orig = module._parameters.pop(name + "_orig")
         del module._buffers[name + "_mask"]
-        orig.data = weight.data
+        orig.array = weight.array
         orig._version[0] += 1
         module.register_parameter(name, orig)
 

@@ -45,7 +45,7 @@ def _copy(model: Module, inplace: bool) -> Module:
     for module in model.modules():
         for value in itertools.chain(module._buffers.values(), module.__dict__.values()):
             if type(value) is Tensor and id(value) not in memo:
-                memo[id(value)] = Tensor(value.data.copy())
+                memo[id(value)] = Tensor(value.array.copy())
     return copy.deepcopy(model, memo)  # Parameters copy themselves as new leaves
 
 

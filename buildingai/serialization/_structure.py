@@ -161,7 +161,7 @@ class Encoder:
         if seen is not None:  # the same object twice (tied weights): stored once, shared on load
             return seen[1]
         if kind == "tensor":
-            array, device = value.data, str(value.device)
+            array, device = value.array, str(value.device)
         elif kind == "array":
             array, device = value, str(_device.device_of(value))
         else:

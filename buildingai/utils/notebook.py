@@ -25,7 +25,7 @@ def tensor_html(tensor) -> str:
     of a large tensor, as ``repr`` prints them)."""
     from ..backend import device as _device
 
-    array = _device.to_device(tensor.data, _device.CPU)
+    array = _device.to_device(tensor.array, _device.CPU)
     facts = [
         f"shape {tuple(tensor.shape)}",
         str(tensor.dtype),
@@ -77,7 +77,7 @@ def module_html(module) -> str:
             counted.add(id(param))
             count += param.numel()
             total += param.numel()
-            size += param.data.nbytes
+            size += param.array.nbytes
             if param.requires_grad:
                 trainable += param.numel()
         label = name.rsplit(".", 1)[-1] if name else "(model)"

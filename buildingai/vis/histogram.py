@@ -67,5 +67,5 @@ def _panels(source, name: str | None) -> list[tuple[str, np.ndarray]]:
 
 
 def _host(tensor: Tensor) -> np.ndarray:
-    data = tensor.data
+    data = tensor.array
     return np.asarray(data.get() if hasattr(data, "get") else data, dtype=np.float64)

@@ -97,7 +97,7 @@ def leaving_no_trace(module):
         for value in vars(part).values()
         if isinstance(value, Generator)
     ]
-    buffers = [(buffer, buffer.data.copy()) for buffer in module.buffers()]
+    buffers = [(buffer, buffer.array.copy()) for buffer in module.buffers()]
     flags = [(part, part.training) for part in module.modules()]
     signature = last_call_signature(module)  # a replayed call is not the most recent one
     try:
@@ -107,7 +107,7 @@ def leaving_no_trace(module):
         for part, training in flags:
             part.training = training
         for buffer, array in buffers:
-            buffer.data[...] = array
+            buffer.array[...] = array
         for generator, state in generators:
             generator.set_state(state)
         set_rng_state(streams)
@@ -123,7 +123,7 @@ def _record(module, args: tuple, kwargs: dict) -> Graph:
 
 def _attribute_key(value):
     if isinstance(value, Tensor):
-        value = value.data
+        value = value.array
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return ("array", tuple(value.shape), str(value.dtype))
     if isinstance(value, (tuple, list)):

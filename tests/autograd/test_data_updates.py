@@ -1,5 +1,6 @@
-"""``p.data -= lr * p.grad``: in-place array operators with a Tensor operand update the backend
-array in place, as PyTorch's ``.data`` does, and leave autograd's bookkeeping intact."""
+"""``tensor.data`` is PyTorch's: a Tensor over the same memory, outside the graph. Updates through it
+(``p.data -= lr * p.grad``, ``p.data.add_(...)``, ``p.data.copy_(...)``) change the parameter in
+place and leave autograd's bookkeeping intact; ``.array`` is the backend array itself."""
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ def test_hand_written_sgd_through_data_matches_pytorch():
     data = np.random.default_rng(0).standard_normal((6, 4))
     x, x_ref = bai.tensor(data), torch.from_numpy(data)
     lr = 0.1
-    arrays = [p.data for p in model.parameters()]
+    arrays = [p.array for p in model.parameters()]
     for _ in range(3):
         loss = model(x).pow(2).mean()
         model.zero_grad()
@@ -39,8 +40,9 @@ def test_hand_written_sgd_through_data_matches_pytorch():
         np.testing.assert_allclose(loss.item(), loss_ref.item(), rtol=1e-12)
 
     for p, q, array in zip(model.parameters(), reference.parameters(), arrays):
-        assert p.data is array  # updated in place: views and optimizer buffers see it
-        assert type(p.data) is np.ndarray and p.is_leaf and p.requires_grad
+        assert p.array is array  # updated in place: views and optimizer buffers see it
+        assert type(p.data) is bai.Tensor and p.is_leaf and p.requires_grad
+        assert not p.data.requires_grad and p.data.array is p.array
         np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-12)
 
 
@@ -57,7 +59,7 @@ def test_every_in_place_array_operator_takes_a_tensor(update):
     view = p.data[1:]
     namespace = {"p": p, "other": other}
     exec(f"p.data {update} other", namespace)
-    assert type(p.data) is np.ndarray
+    assert type(p.data) is bai.Tensor
     np.testing.assert_array_equal(p.numpy(), expected)
     np.testing.assert_array_equal(view, expected[1:])  # the same memory
 
@@ -89,3 +91,41 @@ def test_arrays_and_tensors_mix_as_before():
     assert (np.float32(2.0) * t).dtype == np.float32
     with pytest.raises(TypeError, match=r"buildingai.exp\(x\)"):
         np.exp(t)
+
+
+def test_pytorch_style_updates_through_data_match_pytorch():
+    model, reference = _models()
+    source = [np.full(p.shape, 0.25) for p in model.parameters()]
+    arrays = [p.array for p in model.parameters()]
+    for p, q, values in zip(model.parameters(), reference.parameters(), source):
+        p.data.copy_(bai.tensor(values))
+        q.data.copy_(torch.from_numpy(values))
+    data = np.random.default_rng(1).standard_normal((6, 4))
+    lr = 0.1
+    for net, x in ((model, bai.tensor(data)), (reference, torch.from_numpy(data))):
+        loss = net(x).pow(2).mean()
+        net.zero_grad()
+        loss.backward()
+        for p in net.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+    for p, q, array in zip(model.parameters(), reference.parameters(), arrays):
+        assert p.array is array
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-12)
+
+
+def test_data_assignment_takes_the_other_tensors_memory():
+    p = bai.nn.Parameter(bai.zeros(3))
+    replacement = bai.tensor([1.0, 2.0, 3.0])
+    p.data = replacement
+    assert p.array is replacement.array and p.requires_grad and p.is_leaf
+    p.data = np.array([4.0, 5.0, 6.0], np.float32)
+    np.testing.assert_array_equal(p.numpy(), [4.0, 5.0, 6.0])
+
+
+def test_data_is_outside_the_graph_and_shares_no_version_counter():
+    p = bai.tensor([1.0, 2.0], requires_grad=True)
+    out = (p * p).sum()
+    p.data.mul_(1.0)  # as in PyTorch, a write through .data is invisible to autograd
+    out.backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [2.0, 4.0])
+    assert p.data.grad_fn is None and not p.data.requires_grad

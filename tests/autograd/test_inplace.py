@@ -9,9 +9,9 @@ import buildingai as bai
 
 def test_in_place_ops_without_grad_modify_the_memory():
     x = bai.tensor(np.arange(4.0))
-    data = x.data
+    data = x.array
     x.add_(1.0).mul_(2.0).sub_(1.0).div_(2.0)
-    assert x.data is data
+    assert x.array is data
     np.testing.assert_allclose(x.numpy(), (np.arange(4.0) + 1) * 2 / 2 - 0.5)
     assert x.version == 4
     x.zero_()

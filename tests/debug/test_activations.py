@@ -30,7 +30,7 @@ def batch(seed: int = 0):
 def test_a_layer_of_dead_relus_shows_all_zeros():
     model = Net()
     with bai.no_grad():
-        model.layer1.bias.data[...] = -1e3  # every pre-activation is negative: all ReLUs dead
+        model.layer1.bias.array[...] = -1e3  # every pre-activation is negative: all ReLUs dead
     with activation_stats(model, "layer1", "relu") as stats:
         model(batch())
     report = stats.as_dict()
@@ -46,7 +46,7 @@ def test_statistics_match_numpy_over_every_call():
     with activation_stats(model, "layer2", "squash") as stats:
         outputs = [model(first), model(second)]
     with bai.no_grad():
-        hidden = [model.layer2(model.relu(model.layer1(x))).data for x in (first, second)]
+        hidden = [model.layer2(model.relu(model.layer1(x))).array for x in (first, second)]
     values = np.concatenate([h.ravel() for h in hidden])
     row = stats.report["layer2"]
     assert row["calls"] == 2 and row["count"] == values.size
@@ -54,17 +54,17 @@ def test_statistics_match_numpy_over_every_call():
     assert row["std"] == pytest.approx(values.std(), rel=1e-8)
     assert (row["min"], row["max"]) == (values.min(), values.max())
     assert row["saturated"] is None  # a Linear output has no bounded range
-    squashed = np.concatenate([o.data.ravel() for o in outputs])
+    squashed = np.concatenate([o.array.ravel() for o in outputs])
     assert stats.report["squash"]["saturated"] == pytest.approx(np.mean(np.abs(squashed) >= 0.99))
 
 
 def test_saturation_threshold_for_other_modules_and_hooks_removed():
     model = Net()
     with bai.no_grad():
-        model.layer1.weight.data *= 100
+        model.layer1.weight.array *= 100
     with activation_stats(model, "layer1", saturation=3.0) as stats:
         out = model.layer1(batch())
-    assert stats.report["layer1"]["saturated"] == pytest.approx(np.mean(np.abs(out.data) >= 3.0))
+    assert stats.report["layer1"]["saturated"] == pytest.approx(np.mean(np.abs(out.array) >= 3.0))
     model(batch())  # after the block nothing is recorded
     assert stats.report["layer1"]["calls"] == 1
     assert not model.layer1._forward_hooks
@@ -101,7 +101,7 @@ def test_float32_outputs_match_torch_in_float64():
     x = bai.tensor(np.random.default_rng(3).standard_normal((200, 5)).astype(np.float32) + 4)
     with activation_stats(model, "0") as stats:
         out = model(x)
-    reference = torch.from_numpy(np.asarray(out.data)).double()
+    reference = torch.from_numpy(np.asarray(out.array)).double()
     row = stats.report["0"]
     assert row["mean"] == pytest.approx(reference.mean().item(), rel=1e-6)
     assert row["std"] == pytest.approx(reference.std(correction=0).item(), rel=1e-5)

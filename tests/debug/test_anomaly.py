@@ -78,7 +78,7 @@ def test_exp_in_float64_holds_what_float32_cannot():
     x = leaf([1.0, 100.0], dtype=np.float64)
     with detect_anomaly():
         y = x.exp()
-    assert np.isfinite(y.data).all()
+    assert np.isfinite(y.array).all()
 
 
 def test_sqrt_of_a_negative_value():
@@ -123,7 +123,7 @@ def test_inputs_already_holding_nan_do_not_stop_and_the_producer_is_named():
         poisoned = x.sqrt()
     with detect_anomaly():
         result = (poisoned * 3 + 1).exp()  # NaN flows through without stopping
-        assert np.isnan(result.data[0])
+        assert np.isnan(result.array[0])
         with pytest.raises(AnomalyError, match=r"^\[sqrt\]"):
             x.sqrt()  # the op that makes the NaN is the one named
 
@@ -133,7 +133,7 @@ def test_a_nan_first_made_in_backward_names_the_backward_op_and_the_forward_line
     with detect_anomaly():
         root = x.sqrt()  # the forward sqrt
         loss = root.sum()
-        assert np.isfinite(loss.data).all()  # forward is finite everywhere
+        assert np.isfinite(loss.array).all()  # forward is finite everywhere
         with pytest.raises(AnomalyError) as caught:
             loss.backward()
     error = caught.value
@@ -222,7 +222,7 @@ def test_the_global_switch_turns_detection_on_and_off_for_this_thread():
     finally:
         detect_anomaly(False)
     assert not is_anomaly_enabled()
-    assert np.isneginf(x.log().data).all()  # off: no check
+    assert np.isneginf(x.log().array).all()  # off: no check
 
 
 def test_set_detect_anomaly_as_a_context_manager_restores_the_previous_setting():
@@ -284,7 +284,7 @@ def test_a_block_on_one_thread_leaves_another_thread_unchecked():
     def other_thread():
         inside.wait(5)
         results["enabled"] = is_anomaly_enabled()
-        results["log"] = leaf([0.0]).log().data  # no AnomalyError here
+        results["log"] = leaf([0.0]).log().array  # no AnomalyError here
         release.set()
 
     worker = threading.Thread(target=other_thread)
@@ -307,7 +307,7 @@ def test_masked_values_and_factories_are_not_anomalies():
         weights = masked.softmax(-1)
         weights.sum().backward()
         bai.full((2,), float("nan"))  # asked for
-    assert np.isfinite(scores.grad.data).all()
+    assert np.isfinite(scores.grad.array).all()
 
 
 def test_a_fully_masked_softmax_row_is_named():
@@ -344,7 +344,7 @@ def test_the_global_switch_does_not_reach_threads_started_later():
 
     def other_thread():
         results["enabled"] = is_anomaly_enabled()
-        results["log"] = leaf([0.0]).log().data
+        results["log"] = leaf([0.0]).log().array
 
     detect_anomaly(True)
     try:

@@ -39,7 +39,7 @@ def test_in_a_world_of_one_it_is_the_wrapped_optimizer(stage):
     _train(sharded, optimizer)
     for expected, got in zip(plain.parameters(), sharded.parameters()):
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
-    assert optimizer.state_bytes() == 2 * 8 * sum(p.data.size for p in sharded.parameters())
+    assert optimizer.state_bytes() == 2 * 8 * sum(p.array.size for p in sharded.parameters())
 
 
 def test_the_plan_names_what_each_rank_owns():
@@ -67,7 +67,7 @@ def test_an_optimizer_that_is_not_elementwise_is_refused():
 def test_weights_replaced_after_building_the_optimizer_are_named():
     model = _model()
     optimizer = ShardedOptimizer(optim.SGD, model.parameters(), lr=0.1)
-    model[0].weight.data = model[0].weight.data.copy()
+    model[0].weight.array = model[0].weight.array.copy()
     with pytest.raises(DistributedError, match=r"the data of param 0 \(shape \(7, 5\)\) was "):
         _train(model, optimizer, steps=1)
 

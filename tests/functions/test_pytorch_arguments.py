@@ -132,10 +132,10 @@ def test_memory_formats_are_accepted_and_keep_values():
     for memory_format in (bai.preserve_format, bai.contiguous_format, bai.channels_last):
         copy = x.clone(memory_format=memory_format)
         np.testing.assert_array_equal(copy.numpy(), x.numpy())
-        assert copy.data.flags.c_contiguous and not np.shares_memory(copy.data, x.data)
+        assert copy.array.flags.c_contiguous and not np.shares_memory(copy.array, x.array)
     assert x.contiguous(memory_format=bai.channels_last) is x
     strided = x.transpose(1, 3)
-    assert strided.contiguous(bai.contiguous_format).data.flags.c_contiguous
+    assert strided.contiguous(bai.contiguous_format).array.flags.c_contiguous
     check_op(
         lambda t: t.clone(memory_format=bai.channels_last_3d),
         (1, 2, 2, 2, 3),

@@ -187,7 +187,7 @@ def test_summary_lists_nodes_flops_and_the_memory_plan():
         assert expected in text, expected
     plan = compiled.memory_plan()
     assert plan["peak"] > 0 and plan["parameters"] == sum(
-        p.data.nbytes for p in compiled.parameters
+        p.array.nbytes for p in compiled.parameters
     )
 
 
@@ -240,7 +240,7 @@ def test_parameters_written_behind_dispatchs_back_are_refused_and_restored():
         optimizer.zero_grad()
         loss = model(x).sum()
         loss.backward()
-        model.weight.data[...] = 0.0  # not an op: a graph cannot repeat it
+        model.weight.array[...] = 0.0  # not an op: a graph cannot repeat it
         optimizer.step()
         return loss
 

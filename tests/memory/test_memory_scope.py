@@ -35,7 +35,7 @@ def test_issue_snippet_releases_intermediates_and_stats_return_to_baseline():
             x = layer1(input)
             y = layer2(x)
             output = layer3(y)
-    assert _current() - base == output.data.nbytes  # x and y are gone although named
+    assert _current() - base == output.array.nbytes  # x and y are gone although named
     np.testing.assert_array_equal(output.numpy(), expected)
     with pytest.raises(ReleasedTensorError, match=r"x = layer1\(input\)"):
         x + 1

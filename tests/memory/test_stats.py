@@ -44,7 +44,7 @@ def test_counts_each_buffer_once_and_drops_it_when_freed():
     assert _current() - base == 40_000
     y = x * 2.0
     view = y.reshape(-1)[:10]  # a view: no new memory
-    same = bai.Tensor(x.data)  # the same buffer under another tensor
+    same = bai.Tensor(x.array)  # the same buffer under another tensor
     assert _current() - base == 80_000
     stats = memory.stats()
     assert stats["devices"]["cpu"]["current"] - base == 80_000
@@ -112,7 +112,7 @@ def test_arrays_a_forward_keeps_for_backward_are_counted():
     base = _current()
     out = conv(x)  # keeps its im2col columns on the graph node for the weight gradient
     columns = 4 * 8 * 8 * 3 * 3 * 3 * 4  # (N * Ho * Wo) x (C * kh * kw) float32
-    assert _current() - base == out.data.nbytes + columns
-    assert memory.summary()["by_op"]["conv2d"] >= out.data.nbytes + columns
+    assert _current() - base == out.array.nbytes + columns
+    assert memory.summary()["by_op"]["conv2d"] >= out.array.nbytes + columns
     del out
     assert _current() == base

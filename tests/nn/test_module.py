@@ -28,7 +28,7 @@ def test_parameter_is_a_leaf_requiring_grad_that_shares_memory():
     data = bai.zeros(2, 3)
     param = Parameter(data)
     assert param.requires_grad and param.is_leaf and param.grad is None
-    assert param.data is data.data
+    assert param.array is data.array
     assert not Parameter(data, requires_grad=False).requires_grad
     assert Parameter().shape == (0,)
     assert type(param * 2) is bai.Tensor  # results of ops are plain tensors
@@ -270,7 +270,7 @@ def test_detached_clone_copies_values_into_new_leaves():
     for original, copied in pairs:
         assert copied is not original and copied.is_leaf and copied.requires_grad
         assert isinstance(copied, Parameter) and copied.grad is None
-        assert not np.shares_memory(copied.data, original.data)
+        assert not np.shares_memory(copied.array, original.array)
         np.testing.assert_array_equal(copied.numpy(), original.numpy())
     assert twin.layers[0].scale is not net.layers[0].scale
     np.testing.assert_array_equal(twin.layers[0].scale.numpy(), net.layers[0].scale.numpy())

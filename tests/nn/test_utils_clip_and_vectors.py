@@ -19,7 +19,7 @@ def _pair(seed=0):
     rng = np.random.default_rng(seed)
     for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
         values = rng.standard_normal(p.shape)
-        p.data[...] = values
+        p.array[...] = values
         with torch.no_grad():
             q.copy_(torch.tensor(values))
     return ours, theirs
@@ -57,12 +57,12 @@ def test_vector_to_parameters_writes_each_slice_in_place():
     ours, theirs = _pair()
     values = np.arange(sum(p.numel() for p in ours.parameters()), dtype=np.float32)
     first = next(iter(ours.parameters()))
-    memory = first.data
+    memory = first.array
     nn.utils.vector_to_parameters(bai.tensor(values), ours.parameters())
     torch.nn.utils.vector_to_parameters(torch.tensor(values), theirs.parameters())
     for p, q in zip(ours.parameters(), theirs.parameters()):
         np.testing.assert_array_equal(p.numpy(), q.detach().numpy())
-    assert first.data is memory  # the parameter kept its own array
+    assert first.array is memory  # the parameter kept its own array
 
 
 def test_a_vector_of_the_wrong_size_is_named():

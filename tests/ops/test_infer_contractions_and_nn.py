@@ -302,7 +302,7 @@ def test_cost_is_non_negative_and_counts_the_output(name):
     op, inputs, attrs, _ = CASES[name]
     flops, read, written = op.cost(*_specs(inputs), **attrs)
     assert all(isinstance(v, int) and v >= 0 for v in (flops, read, written))
-    assert written == op(*inputs, **attrs).data.nbytes
+    assert written == op(*inputs, **attrs).array.nbytes
 
 
 def test_contractions_count_two_flops_per_multiply_add():

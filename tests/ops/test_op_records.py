@@ -417,7 +417,7 @@ def _conv2d_madds(sample) -> int:
     x, weight = sample.inputs[:2]
     with bai.no_grad():
         produced = OPS["conv2d"](bai.Tensor(x), bai.Tensor(weight), **sample.attrs)
-    return produced.data.size * weight.shape[1] * weight.shape[2] * weight.shape[3]
+    return produced.array.size * weight.shape[1] * weight.shape[2] * weight.shape[3]
 
 
 def _conv2d_input_grad_madds(sample) -> int:

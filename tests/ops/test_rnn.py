@@ -103,4 +103,4 @@ def test_infer_and_cost_on_a_symbolic_batch():
     flops, read, written = LSTM_RECURRENCE.cost(*specs, reverse=False)
     recurrent = 2 * BATCH * SIZE * 4 * SIZE  # the (N, H) x (H, 4H) product of one step
     assert flops >= LENGTH * recurrent
-    assert read == sum(a.nbytes for a in arrays) and written == concrete.data.nbytes
+    assert read == sum(a.nbytes for a in arrays) and written == concrete.array.nbytes

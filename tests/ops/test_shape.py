@@ -225,8 +225,8 @@ def test_an_empty_1d_tensor_still_takes_part_in_dtype_promotion():
 
 def test_concatenate_and_stack_of_one_tensor_copy_it():
     x = bai.zeros(2, 3)
-    assert not np.shares_memory(bai.cat([x]).data, x.data)
-    assert not np.shares_memory(bai.stack([x]).data, x.data)
+    assert not np.shares_memory(bai.cat([x]).array, x.array)
+    assert not np.shares_memory(bai.stack([x]).array, x.array)
     check_op(lambda x: bai.cat([x], 1), (2, 3), torch_fn=lambda x: torch.cat([x], 1))
 
 
@@ -560,18 +560,18 @@ def test_contiguous_copies_only_when_needed():
     x = bai.Tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
     assert x.contiguous() is x
     transposed = x.T
-    assert not transposed.data.flags.c_contiguous
+    assert not transposed.array.flags.c_contiguous
     copy = transposed.contiguous()
-    assert copy.data.flags.c_contiguous and not np.shares_memory(copy.data, x.data)
+    assert copy.array.flags.c_contiguous and not np.shares_memory(copy.array, x.array)
     check_op(lambda x: x.mT.contiguous(), (2, 3, 4), gradgrad=True)
 
 
 def test_squeeze_unsqueeze_and_slices_are_views():
     x = bai.zeros(1, 3)
-    assert np.shares_memory(x.squeeze(0).data, x.data)
-    assert np.shares_memory(x.unsqueeze(0).data, x.data)
-    assert np.shares_memory(x.flip(1).data, x.data)
-    assert all(np.shares_memory(piece.data, x.data) for piece in x.split(1, 1))
+    assert np.shares_memory(x.squeeze(0).array, x.array)
+    assert np.shares_memory(x.unsqueeze(0).array, x.array)
+    assert np.shares_memory(x.flip(1).array, x.array)
+    assert all(np.shares_memory(piece.array, x.array) for piece in x.split(1, 1))
 
 
 def test_shape_ops_have_onnx_mappings():

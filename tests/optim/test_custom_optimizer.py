@@ -21,7 +21,7 @@ class MyOptimizer(OptimizerBase):
     def step(self):
         for p in self.params:
             if p.grad is None: continue
-            p.data -= self.lr * (p.grad + 0.1 * buildingai.sign(p.data))
+            p.array -= self.lr * (p.grad + 0.1 * buildingai.sign(p.array))
     def register_hooks(self):
         return [clip_grad_hook(max_norm=1.0)]
 # fmt: on
@@ -54,7 +54,7 @@ def test_user_optimizer_runs_its_hooks_on_every_step():
         assert np.sqrt(sum((p.grad.numpy() ** 2).sum() for p in (w, b))) > 1.0  # clipping bites
         optimizer.step()
         expected_w, expected_b = _by_hand(expected_w, expected_b, x, 0.1)
-        assert type(w.data) is np.ndarray and w.dtype == np.float64
+        assert type(w.array) is np.ndarray and w.dtype == np.float64
         np.testing.assert_allclose(w.numpy(), expected_w, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(b.numpy(), expected_b, rtol=1e-12, atol=1e-14)
         clipped = np.sqrt(sum((p.grad.numpy() ** 2).sum() for p in (w, b)))

@@ -139,13 +139,13 @@ def test_non_contiguous_parameter():
     init, grads = make_problem(shapes=[(3, 4)], steps=10)
     base = init[0].copy().T.copy().T  # a Fortran-ordered copy: not C-contiguous
     param = bai.tensor(base, requires_grad=True)
-    param.data = base
-    assert not param.data.flags.c_contiguous
+    param.array = base
+    assert not param.array.flags.c_contiguous
     optimizer = bai.optim.Adam([param], lr=0.1)
     for (grad,) in grads:
         param.grad = bai.tensor(grad.copy())
         optimizer.step()
-    assert param.data is base
+    assert param.array is base
     theirs, _ = run_torch(lambda p: torch.optim.Adam(p, lr=0.1), init, grads)
     assert max_difference([param.numpy()], theirs) <= 1e-10
 

@@ -51,7 +51,7 @@ def test_array_and_tensor_every_dtype_and_shape(tmp_path, dtype, shape):
     loaded = roundtrip({"array": array, "tensor": bai.Tensor(array.copy())}, tmp_path)
     assert_same_array(loaded["array"], array)
     assert isinstance(loaded["tensor"], bai.Tensor)
-    assert_same_array(loaded["tensor"].data, array)
+    assert_same_array(loaded["tensor"].array, array)
 
 
 def test_bfloat16_values_survive_exactly(tmp_path):
@@ -80,7 +80,7 @@ def test_non_contiguous_arrays_come_back_equal_and_contiguous(tmp_path):
 
 def test_non_contiguous_tensor(tmp_path):
     x = bai.tensor(np.arange(12.0).reshape(3, 4))
-    transposed = bai.Tensor(x.data.T)
+    transposed = bai.Tensor(x.array.T)
     loaded = roundtrip({"t": transposed}, tmp_path)["t"]
     np.testing.assert_array_equal(loaded.numpy(), x.numpy().T)
 
@@ -189,7 +189,7 @@ def test_tensor_keeps_requires_grad_but_not_grad_or_graph(tmp_path):
 
 def test_loaded_arrays_are_writable(tmp_path):
     loaded = roundtrip({"w": bai.zeros(3), "a": np.zeros(2)}, tmp_path)
-    loaded["w"].data += 1
+    loaded["w"].array += 1
     loaded["a"][:] = 5
     assert loaded["w"].numpy().tolist() == [1, 1, 1]
 

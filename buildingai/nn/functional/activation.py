@@ -28,8 +28,8 @@ def _keep_saved_output(x: Tensor) -> None:
     their gradient right, as it does in PyTorch."""
     for tensor in (x, x._base):
         node = None if tensor is None else tensor._node
-        if node is not None and node.out_data is tensor.data:
-            node.out_data = tensor.data.copy()
+        if node is not None and node.out_data is tensor.array:
+            node.out_data = tensor.array.copy()
             node.out_version, node.out_version_at = [0, None], 0
 
 
@@ -43,7 +43,7 @@ def in_place(name: str, x: Tensor, compute: Callable[[Tensor], Tensor]) -> Tenso
         _keep_saved_output(x)
 
     def write(array) -> None:  # nothing records or observes: compute and copy the values in
-        array_namespace(array).copyto(array, compute(x).data, casting="same_kind")
+        array_namespace(array).copyto(array, compute(x).array, casting="same_kind")
 
     return _in_place(x, f"{name}(inplace=True)", (), compute, write, reads_previous=True)
 

@@ -216,7 +216,7 @@ def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int, igno
             "along dimension 1 of the input",
         )
     classes = input.shape[axis]
-    data = target.data
+    data = target.array
     if not data.size or (data.min() >= 0 and data.max() < classes):  # two reductions, no masks
         return
     bad = ((data < 0) | (data >= classes)) & (data != ignore_index)
@@ -233,9 +233,9 @@ def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int, igno
 def _pick_classes(log_probs: Tensor, target: Tensor, axis: int, ignore_index: int):
     """``log_probs`` at each target class -> (values shaped like target, valid mask, safe
     targets with ignored entries replaced by class 0)."""
-    xp = array_namespace(target.data)
-    valid = target.data != ignore_index
-    safe = target.data if valid.all() else xp.where(valid, target.data, 0)
+    xp = array_namespace(target.array)
+    valid = target.array != ignore_index
+    safe = target.array if valid.all() else xp.where(valid, target.array, 0)
     picked = take_along_axis(log_probs, xp.expand_dims(safe, axis), axis=axis)
     return picked.squeeze(axis), valid, safe
 
@@ -353,7 +353,7 @@ def cross_entropy(
         return nll
     # The smoothing term: minus the (weighted) sum of every class's log-probability.
     scaled = log_probs if weight_view is None else log_probs * weight_view
-    smooth = where(Tensor(target.data != ignore_index), -scaled.sum(axis=axis), 0.0)
+    smooth = where(Tensor(target.array != ignore_index), -scaled.sum(axis=axis), 0.0)
     if reduction == "mean":
         smooth = smooth.sum() / sample_weight.sum()
     elif reduction == "sum":
@@ -373,7 +373,7 @@ def _cross_entropy_probabilities(log_probs, target, weight_view, reduction, smoo
     total = -product.sum()
     if reduction == "sum":
         return total
-    samples = log_probs.data.size // classes if classes else 0
+    samples = log_probs.array.size // classes if classes else 0
     return total / samples if samples else total * math.nan
 
 
@@ -445,7 +445,7 @@ def kl_div(
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        is_zero = Tensor(target.data == 0)
+        is_zero = Tensor(target.array == 0)
         safe = where(is_zero, 1.0, target)
         loss = where(is_zero, 0.0, target * safe.log()) - target * input
     if reduction == "batchmean":
@@ -484,8 +484,8 @@ def cosine_embedding_loss(
     dot = (input1 * input2).sum(axis=-1)
     norms = (input1.square().sum(axis=-1) + epsilon) * (input2.square().sum(axis=-1) + epsilon)
     cosine = dot / norms.sqrt()
-    loss = where(Tensor(target.data == 1), 1 - cosine, 0.0) + where(
-        Tensor(target.data == -1), (cosine - margin).clamp(min=0), 0.0
+    loss = where(Tensor(target.array == 1), 1 - cosine, 0.0) + where(
+        Tensor(target.array == -1), (cosine - margin).clamp(min=0), 0.0
     )
     return _reduce(loss, reduction)
 

@@ -81,7 +81,7 @@ def _pool_geometry(op: str, x: Tensor, kernel, stride, padding, dilation, ceil_m
 def _gather_positions(x: Tensor, rows, cols) -> Tensor:
     """``x[n, c, rows[n, c, i, j], cols[n, c, i, j]]``: a differentiable gather of one element per
     output position (its gradient adds into those positions)."""
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     n, c = x.shape[:2]
     batch = xp.arange(n).reshape(n, 1, 1, 1)
     channel = xp.arange(c).reshape(1, c, 1, 1)
@@ -126,14 +126,14 @@ def max_pool2d(
     geometry = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
     out = apply(pool_ops.MAX_POOL2D, x, ceil_mode=ceil_mode, **geometry)
     if return_indices:
-        xp = array_namespace(x.data)
-        choice = pool_ops.window_choice(xp, x.data, out.data, **geometry)
+        xp = array_namespace(x.array)
+        choice = pool_ops.window_choice(xp, x.array, out.array, **geometry)
         indices = Tensor(pool_ops.pooled_indices(xp, choice, x.shape[2:], **geometry))
     if added:
         out = out.squeeze(0)
     if not return_indices:
         return out
-    return out, (Tensor(indices.data[0]) if added else indices)
+    return out, (Tensor(indices.array[0]) if added else indices)
 
 
 def max_pool1d(
@@ -161,8 +161,8 @@ def max_pool1d(
     )
     if return_indices:
         out, indices = result
-        out, indices = out.squeeze(2), Tensor(indices.data[:, :, 0])
-        return (out[0], Tensor(indices.data[0])) if added else (out, indices)
+        out, indices = out.squeeze(2), Tensor(indices.array[:, :, 0])
+        return (out[0], Tensor(indices.array[0])) if added else (out, indices)
     out = result.squeeze(2)
     return out.squeeze(0) if added else out
 
@@ -209,7 +209,7 @@ def avg_pool2d(
         x = _pad(x, (0, extra[1], 0, extra[0]))
     # The window sums: a depthwise convolution with a kernel of ones.
     channels = x.shape[1]
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     ones = Tensor(xp.ones((channels, 1) + kernel, dtype=x.dtype))
     sums = apply(
         conv_ops.CONV2D, x, ones, stride=stride, padding=padding, dilation=(1, 1), groups=channels
@@ -295,7 +295,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         # Equal windows: a reshape and a mean, with no averaging matrices to build or multiply.
         out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=(3, 5))
     else:
-        xp = array_namespace(x.data)
+        xp = array_namespace(x.array)
         rows = _averaging_matrix(h, oh, xp, x.dtype)  # (oh, H)
         cols = _averaging_matrix(w, ow, xp, x.dtype)  # (ow, W)
         out = rows @ x @ cols.swapaxes(0, 1)
@@ -331,12 +331,12 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     x, added = _batched(input, 2, op)
     oh, ow = _adaptive_sizes(op, x, output_size, 2)
     h, w = x.shape[2:]
-    xp = array_namespace(x.data)
+    xp = array_namespace(x.array)
     row_choices = _adaptive_candidates(h, oh, xp)  # (oh, kh)
     col_choices = _adaptive_candidates(w, ow, xp)  # (ow, kw)
     kh, kw = row_choices.shape[1], col_choices.shape[1]
     # (N, C, oh, ow, kh, kw): every candidate of every window, gathered on the raw array.
-    values = x.data[:, :, row_choices[:, None, :, None], col_choices[None, :, None, :]]
+    values = x.array[:, :, row_choices[:, None, :, None], col_choices[None, :, None, :]]
     n, c = x.shape[:2]
     best = xp.argmax(values.reshape(n, c, oh, ow, kh * kw), axis=-1)
     rows = row_choices[xp.arange(oh)[:, None], best // kw]
@@ -350,7 +350,7 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     x, added = _batched(input, 1, op)
     (size,) = _adaptive_sizes(op, x, _as_tuple(output_size), 1)
     out, indices = adaptive_max_pool2d(x.unsqueeze(2), (1, size), return_indices=True)
-    out, indices = out.squeeze(2), indices.data[:, :, 0]
+    out, indices = out.squeeze(2), indices.array[:, :, 0]
     if added:
         out, indices = out.squeeze(0), indices[0]
     return (out, Tensor(indices)) if return_indices else out

@@ -143,7 +143,7 @@ class Draw:
             for position, value in enumerate(inputs):
                 for axis, symbol in self.names_of(value).items():
                     symbols[(position, axis)] = symbol
-        arrays = tuple(v.data.copy() if isinstance(v, bai.Tensor) else v for v in inputs)
+        arrays = tuple(v.array.copy() if isinstance(v, bai.Tensor) else v for v in inputs)
         return Sample(arrays, attrs, symbols, symbolic_attrs)
 
     def call(self, name: str, *inputs, symbols=None, symbolic_attrs=None, **attrs) -> Sample:

@@ -164,7 +164,7 @@ def _mixed(d: Draw, a: bai.Tensor, b: bai.Tensor) -> tuple:
         return a, 1.5
     if kind == "python int":
         return a, 2
-    values = b.data.astype(kind)
+    values = b.array.astype(kind)
     if values.dtype.kind == "i":
         values[values == 0] = 1  # integer division by zero is an error, not a sample
     other = d.tensor(values, d.names_of(b))
@@ -175,8 +175,8 @@ def binary(name: str, function: Callable, low_b=-2.0, low_a=-2.0, rounded=False,
     def make(d: Draw) -> Sample:
         a, b = _operand_pair(d, low_b=low_b, low_a=low_a)
         if rounded:  # whole numbers, so that equal elements occur
-            np.round(a.data, out=a.data)
-            np.round(b.data, out=b.data)
+            np.round(a.array, out=a.array)
+            np.round(b.array, out=b.array)
         if d.mixed:
             a, b = _mixed(d, a, b)
         return d.capture(name, lambda: function(a, b))
@@ -268,7 +268,7 @@ bitwise("bitwise_not", torch.bitwise_not, arity=1)
 def _special_values(name: str) -> Callable:
     def make(d: Draw) -> Sample:
         x = d.floats("n", *trailing_sizes(d, 1, 2))
-        data = x.data.reshape(-1)
+        data = x.array.reshape(-1)
         data[:: max(1, data.size // 3)] = d.choice((np.inf, -np.inf, np.nan))
         return d.call(name, x)
 
