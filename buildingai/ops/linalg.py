@@ -61,13 +61,13 @@ def in_math_precision(product, xp, a, b):
 def matmul_array(xp, a, b):
     """``a @ b`` for arrays of rank >= 2 (batch dimensions broadcast), in the operands' dtype as
     PyTorch gives it, in the math precision in force."""
+    result_dtype = gemm_result_dtype(a, b)
+    if result_dtype is None and a.ndim == 2 == b.ndim:
+        return a.dot(b)  # two matrices, multiplied as they are (multiply's first case)
     if a.ndim < 2 or b.ndim < 2:  # xp.matmul would accept vectors, with other semantics
         raise ValueError("matmul operands need rank >= 2")
-    result_dtype = gemm_result_dtype(a, b)
     if result_dtype is not None:  # half operands, or float32 rounded to a lower precision first
         return multiply(xp, gemm_operand(a), gemm_operand(b)).astype(result_dtype, copy=False)
-    if a.ndim == 2 and b.ndim == 2:
-        return a.dot(b)  # two matrices, multiplied as they are (multiply's first case)
     return multiply(xp, a, b)
 
 
