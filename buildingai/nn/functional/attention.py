@@ -111,8 +111,11 @@ def attention(
                 help="pass one of them: fold the causal structure into attn_mask yourself, or "
                 "drop attn_mask",
             )
-        attn_mask = causal_mask(length, source, device=scores.device)
-    weights = masked_softmax(scores, _as_mask(attn_mask, scores, _SDPA))
+        # query i sees keys 0..i, key 0 at least: no row is fully blocked, so the mask is an
+        # added constant whose backward passes the gradient through, instead of where's select
+        weights = softmax(scores + causal_bias(length, source, scores.dtype, scores.device), -1)
+    else:
+        weights = masked_softmax(scores, _as_mask(attn_mask, scores, _SDPA))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, generator=generator)
 
@@ -130,6 +133,14 @@ def causal_mask(length: int, source: int | None = None, device=None) -> Tensor:
     index, as ``torch.ones(L, S).tril()``."""
     source = length if source is None else source
     array = np.tri(length, source, dtype=bool)
+    tensor = Tensor(array)
+    return tensor if device is None else tensor.to(device)
+
+
+def causal_bias(length: int, source: int, dtype, device=None) -> Tensor:
+    """The float (L, S) bias of causal attention: 0 where key index <= query index, -inf
+    elsewhere, added to the scores before the softmax."""
+    array = np.where(np.tri(length, source, dtype=bool), 0.0, -np.inf).astype(dtype)
     tensor = Tensor(array)
     return tensor if device is None else tensor.to(device)
 
