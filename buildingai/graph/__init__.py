@@ -2,7 +2,8 @@
 with passes, run it with a fast executor, and run independent branches concurrently."""
 
 from ..ops.abstract import DimExpr
-from .compile import CompiledStep, compile
+from .compile import CompiledStep
+from .compiled import CompiledFunction, CompiledModule, CompileWarning, compile
 from .executor import StaticGraph
 from .freezing import freeze
 from .graph import Graph, GraphError, Literal, Node, Value
@@ -10,6 +11,9 @@ from .parallel import parallel
 from .spec import TensorSpec
 
 __all__ = [
+    "CompileWarning",
+    "CompiledFunction",
+    "CompiledModule",
     "CompiledStep",
     "DimExpr",
     "Graph",

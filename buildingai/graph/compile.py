@@ -1,4 +1,5 @@
-"""``buildingai.compile``: a training step traced once into a static graph, then run fast.
+"""``buildingai.compile`` with an input signature: a training step traced once into a static
+graph, then run fast (``compiled.py`` is the front door, which also takes PyTorch's form).
 
     def step(x, y):
         optimizer.zero_grad()
@@ -135,7 +136,7 @@ class CompiledStep:
         return f"<CompiledStep {getattr(self.function, '__name__', 'step')}({specs})>"
 
 
-def compile(function, input_signature: list, optimize: bool = True) -> CompiledStep:  # noqa: A001
+def compile_step(function, input_signature: list, optimize: bool = True) -> CompiledStep:
     """Trace one call of the training step ``function`` into a ``CompiledStep``.
 
     ``input_signature``: one ``TensorSpec`` per positional input (``None`` or a name for sizes
@@ -150,4 +151,4 @@ def _mb(count: int) -> str:
     return f"{count / 1e6:.2f} MB" if count >= 1e5 else f"{count} B"
 
 
-__all__ = ["CompiledStep", "compile"]
+__all__ = ["CompiledStep", "compile_step"]

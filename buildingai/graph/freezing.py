@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..backend.random import get_rng_state, set_rng_state
 from ..nn.functional import cross_entropy
-from .compile import compile as compile_step
+from .compile import compile_step
 from .executor import StaticGraph
 from .graph import GraphError
 from .trace import check_signature, trace_call

@@ -235,6 +235,7 @@ class TrainingTracer(Tracer):
         self.written: dict = {}  # id(tensor) -> (tensor, value id before its first in-place op)
         self.state: list = []  # (value id, Tensor) of live tensors the step changes in place
         self.captured_arrays: dict = {}  # id(array) -> value id, of arrays captured as constants
+        self.grads_before: list = []  # (parameter, its .grad when first read), to undo a failed trace
 
     def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
         with self.lock:
@@ -340,6 +341,7 @@ class TrainingTracer(Tracer):
             name = self.names.get(id(tensor)) or f"param{len(self.params)}"
             value_id = self.add(tensor, "param", name, tuple(tensor.array.shape))
             self.params.append((value_id, tensor))
+            self.grads_before.append((tensor, tensor.grad))
             original = tensor.array
             self.saved.append((tensor, original, np.array(original, copy=True)))
             # values computed from parameters behind dispatch's back are caught like inputs'
@@ -400,6 +402,16 @@ class TrainingTracer(Tracer):
                 if id(tensor) not in self.written:  # an in-place op: the graph assigns it
                     changed.append(self.names.get(id(tensor), f"shape {tuple(original.shape)}"))
         return changed
+
+    def restore_grads(self) -> None:
+        """Give every parameter the trace read its ``.grad`` back (a trace that failed leaves
+        no traced gradient behind for the eager call that runs instead)."""
+        for tensor, grad in self.grads_before:
+            tensor.grad = grad
+
+
+class NotATrainingStep(GraphError):
+    """The traced function made no ``optimizer.step()`` call: it is not a training step."""
 
 
 class _TracingThread(threading.local):
@@ -477,6 +489,7 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
     inputs = traced_inputs(tracer, specs)
     random_state = get_rng_state()
     result = None
+    succeeded = False
     try:
         with (
             dispatch_mode(tracer),
@@ -502,8 +515,11 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
             )
             tracer.user_outputs = set_outputs(tracer, result, refusal, allow_none=True)
             tracer.write_back()
+            succeeded = tracer.updates > 0
     finally:
         changed = tracer.restore()
+        if not succeeded:
+            tracer.restore_grads()
         set_rng_state(random_state)
         _release_graph_of(result)
     if changed:
@@ -513,12 +529,14 @@ def trace_training_step(function, specs: list) -> TrainingTracer:
             help="update parameters through optimizer.step() (or tensor ops) inside the step",
         )
     if tracer.updates == 0:
-        raise GraphError(
+        error = NotATrainingStep(
             "[compile] the traced step made no optimizer.step() call, so the compiled step would "
             "train nothing",
             help="freeze(model, ...) compiles inference; a training step calls loss.backward() "
             "and optimizer.step()",
         )
+        error.read_trainable = bool(tracer.params)  # its outputs would need autograd
+        raise error
     graph = tracer.graph
     live = tracer.params + tracer.state
     graph.inputs = graph.inputs + [value_id for value_id, _ in live]
