@@ -15,8 +15,8 @@ stay the reference; these compute the same values another way, each where it pay
   (``products.matmul_array``: one pool, the own BLAS copy) and, for the weight gradient, the
   operand order OpenBLAS runs faster.
 
-A forward that makes no im2col columns keeps none on ``ctx``; the weight gradient then makes
-them from x (or reads x in place).
+As in the records, a forward keeps no im2col columns: the weight gradient makes them again from
+x (or reads x in place), so a step holds one convolution's columns at a time, not every layer's.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DIRECT_MIN_THREADS = 2
 def correlate(xp, x, taps, bias, out, *, padding) -> None:
     """out (N, O, Ho, Wo) = x (N, C, H, W) correlated with taps (O, C, kh, kw) at stride 1
     with zero padding ``padding``, plus bias (O,) or None: the reference of the direct twin."""
-    out[...] = conv._conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)[0]
+    out[...] = conv._conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)
 
 
 @compiled_twin("conv.correlate_weight_grad", params=("padding",))
@@ -105,21 +105,15 @@ def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
     return NotImplemented
 
 
-def _direct_weight_grad_fits(
-    xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-):
+def _direct_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     full_hw = conv.output_hw(x.shape[2:], weight_size, stride, padding, dilation)
     outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
-    return (
-        columns is None
-        and full_hw == tuple(grad.shape[2:])
-        and _direct_fits(xp, x, grad, stride, dilation, groups, outputs)
+    return full_hw == tuple(grad.shape[2:]) and _direct_fits(
+        xp, x, grad, stride, dilation, groups, outputs
     )
 
 
-def _direct_weight_grad(
-    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-):
+def _direct_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     out = np.empty((grad.shape[1], x.shape[1]) + tuple(weight_size), np.float32)
     if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
         return out
@@ -171,15 +165,11 @@ def _depthwise_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding,
     return conv.col2im(xp, cols, input_size, stride, padding, dilation)
 
 
-def _depthwise_weight_grad_fits(
-    xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-):
+def _depthwise_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     return _is_depthwise((grad.shape[1], x.shape[1] // groups), groups)
 
 
-def _depthwise_weight_grad(
-    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-):
+def _depthwise_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     n, out_channels = grad.shape[:2]
     out_hw = grad.shape[2:]
     view = conv.windows(xp, conv.pad_image(xp, x, padding), weight_size, out_hw, stride, dilation)
@@ -223,7 +213,6 @@ def _im2col_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, gr
     out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
     columns = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     out = product(xp, weight.reshape(groups, out_channels // groups, -1), columns)
-    conv.keep_columns(ctx, columns)
     return conv.to_nchw(xp, out.reshape((out_channels, x.shape[0]) + out_hw), bias)
 
 
@@ -236,12 +225,9 @@ def _im2col_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
     return conv.col2im(xp, cols, input_size, stride, padding, dilation)
 
 
-def _im2col_weight_grad(
-    ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-):
+def _im2col_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     channels, out_channels = x.shape[1], grad.shape[1]
-    if columns is None:
-        columns = conv.im2col(xp, x, weight_size, grad.shape[2:], stride, padding, dilation, groups)
+    columns = conv.im2col(xp, x, weight_size, grad.shape[2:], stride, padding, dilation, groups)
     rows = conv.grad_rows(xp, grad, groups)
     # With the inner dimension (every position of every sample) at least as long as the
     # columns' rows, OpenBLAS runs the product faster with the columns as its left operand

@@ -8,7 +8,7 @@ tensors, graph nodes that saved it, or any other reference. ``peak`` is the high
 since the last ``reset_peak``. Arrays an op allocates only while it runs, and arrays that never
 became a tensor's or a graph node's, are not counted.
 
-Arrays a forward keeps on its graph node for backward (``ctx.columns``...) are counted as well
+Arrays a forward keeps on its graph node for backward (``ctx.xhat``...) are counted as well
 (``record_saved``): they are held by the graph like saved tensors.
 
 Each buffer also keeps the name of the op that made it and the module path it was made in, for

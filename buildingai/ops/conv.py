@@ -12,7 +12,8 @@ into columns ``(groups, C/groups * kh * kw, N * Ho * Wo)``, and the weight resha
 ``(groups, O/groups, C/groups * kh * kw)`` times the columns is the output (O, N, Ho, Wo), put in
 NCHW order by one copy. The input gradient runs the product the other way and adds the columns
 back where their windows read (col2im); the weight gradient multiplies the output gradient by
-the columns, which the forward keeps for it.
+x's columns, made again from x: the forward keeps none, so a step holds one convolution's
+columns at a time rather than every layer's (each is kh * kw times its input).
 
 Attributes (normalised by ``nn.functional``): ``stride``, ``padding`` (symmetric, per side),
 ``dilation`` as ``(h, w)`` int pairs, ``groups`` an int; ``input_size`` / ``weight_size`` the
@@ -251,21 +252,12 @@ def to_nchw(xp, out, bias=None):
     return result
 
 
-def keep_columns(ctx, columns) -> None:
-    """Keep x's im2col columns on ``ctx`` for the weight gradient's product (making them again
-    would copy the whole im2col), where the weight gets a gradient. A forward that made no
-    columns keeps none: the weight gradient then makes them from x."""
-    inputs = getattr(ctx, "inputs", None)  # only a recorded call's context has inputs
-    if inputs is not None and inputs[1].requires_grad:
-        ctx.columns = columns
-
-
 # ----- the forward computations, shared by the three records --------------------------------------
 
 
 def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
     """conv2d on arrays: x (N, C, H, W), weight (O, C/groups, kh, kw), bias (O,) or None ->
-    (N, O, Ho, Wo), and the im2col columns it multiplied.
+    (N, O, Ho, Wo).
 
     Each output value is the dot product of a filter with the window it sees, so the whole
     convolution is one product per group: filters (O/groups, C/groups * kh * kw) times columns
@@ -277,7 +269,7 @@ def _conv(xp, x, weight, stride, padding, dilation, groups, bias=None):
     filters = weight.reshape(groups, out_channels // groups, -1)
     out = matmul_array(xp, filters, columns)  # (groups, O/groups, N * Ho * Wo)
     out = out.reshape((out_channels, x.shape[0]) + out_hw)
-    return to_nchw(xp, out, bias), columns
+    return to_nchw(xp, out, bias)
 
 
 def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, groups):
@@ -292,12 +284,11 @@ def _conv_input_grad(xp, grad, weight, input_hw, stride, padding, dilation, grou
     return col2im(xp, cols, input_hw, stride, padding, dilation)
 
 
-def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups, columns=None):
+def _conv_weight_grad(xp, x, grad, kernel, stride, padding, dilation, groups):
     """The weight gradient: x (N, C, H, W), grad (N, O, Ho, Wo) -> (O, C/groups, kh, kw), the
-    output gradient times x's im2col ``columns`` (those the forward kept, or made again)."""
+    output gradient times x's im2col columns."""
     channels, out_channels = x.shape[1], grad.shape[1]
-    if columns is None:
-        columns = im2col(xp, x, kernel, grad.shape[2:], stride, padding, dilation, groups)
+    columns = im2col(xp, x, kernel, grad.shape[2:], stride, padding, dilation, groups)
     out = matmul_array(xp, grad_rows(xp, grad, groups), columns.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(kernel))
 
@@ -333,9 +324,7 @@ class Conv2d(Op):
         _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
 
     def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-        out, columns = _conv(xp, x, weight, stride, padding, dilation, groups, bias)
-        keep_columns(ctx, columns)
-        return out
+        return _conv(xp, x, weight, stride, padding, dilation, groups, bias)
 
     def infer(self, x, weight, bias=None, *, stride, padding, dilation, groups):
         _infer_check_ranks(self.name, x, weight)
@@ -362,9 +351,7 @@ class Conv2d(Op):
         if x.requires_grad:
             grad_x = conv2d_input_grad(grad, weight, tuple(x.shape[2:]), **attrs)
         if weight.requires_grad:
-            columns = getattr(ctx, "columns", None)
-            columns = None if columns is None else ctx.tensor(columns)  # a constant
-            grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), columns, **attrs)
+            grad_w = conv2d_weight_grad(x, grad, tuple(weight.shape[2:]), **attrs)
         if not rest:
             return grad_x, grad_w
         bias = rest[0]
@@ -488,13 +475,11 @@ class Conv2dWeightGrad(Op):
     """The gradient of conv2d with respect to its weight.
 
     x: (N, C, H, W), grad: (N, O, Ho, Wo) -> (O, C/groups, kh, kw), (kh, kw) = ``weight_size``.
-    An optional third input, ``columns``, is x's im2col kept by the forward convolution (a
-    constant); without it they are made from x.
     """
 
     name = "conv2d_weight_grad"
 
-    def check(self, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups):
+    def check(self, x, grad, *, weight_size, stride, padding, dilation, groups):
         op = "conv2d_weight_grad"
         _check_image(op, "input", x)
         _check_image(op, "output gradient", grad)
@@ -517,23 +502,18 @@ class Conv2dWeightGrad(Op):
         ):
             raise ShapeError(f"[{op}] the output gradient does not fit the convolution: {shapes}")
 
-    def forward(
-        self, ctx, xp, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups
-    ):
-        return _conv_weight_grad(
-            xp, x, grad, weight_size, stride, padding, dilation, groups, columns
-        )
+    def forward(self, ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
+        return _conv_weight_grad(xp, x, grad, weight_size, stride, padding, dilation, groups)
 
-    def infer(self, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups):
+    def infer(self, x, grad, *, weight_size, stride, padding, dilation, groups):
         _infer_check_ranks(self.name, x, grad)
         shape = (grad.shape[1], x.shape[1] // groups, *weight_size)
         return ValueSpec(shape, x.dtype, x.device)
 
-    def cost(self, x, grad, columns=None, *, weight_size, stride, padding, dilation, groups):
+    def cost(self, x, grad, *, weight_size, stride, padding, dilation, groups):
         out = self.infer(
             x,
             grad,
-            columns,
             weight_size=weight_size,
             stride=stride,
             padding=padding,
@@ -542,9 +522,7 @@ class Conv2dWeightGrad(Op):
         )
         # one multiply-add per weight tap per output position, as in the forward convolution
         flops = 2 * grad.numel * prod(out.shape[1:])
-        # given the forward's columns, the GEMM reads them instead of x
-        source = x if columns is None else columns
-        return flops, bytes_of(source, grad), out.nbytes
+        return flops, bytes_of(x, grad), out.nbytes
 
     def backward(self, ctx, upstream):
         x, grad = ctx.inputs[:2]
@@ -555,7 +533,7 @@ class Conv2dWeightGrad(Op):
             d_x = conv2d_input_grad(grad, upstream, tuple(x.shape[2:]), **attrs)
         if grad.requires_grad:
             d_grad = _crop_to(conv2d(x, upstream, **attrs), grad.shape[2:])
-        return (d_x, d_grad) + (None,) * (len(ctx.inputs) - 2)
+        return d_x, d_grad
 
 
 CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD = Conv2d(), Conv2dInputGrad(), Conv2dWeightGrad()
@@ -579,11 +557,10 @@ def conv2d_input_grad(grad, weight, input_size, *, stride, padding, dilation, gr
     )
 
 
-def conv2d_weight_grad(x, grad, weight_size, columns=None, *, stride, padding, dilation, groups):
+def conv2d_weight_grad(x, grad, weight_size, *, stride, padding, dilation, groups):
     return CONV2D_WEIGHT_GRAD(
         x,
         grad,
-        *(() if columns is None else (columns,)),
         weight_size=tuple(weight_size),
         stride=stride,
         padding=padding,
