@@ -299,7 +299,7 @@ class ForwardGraph:
         arrays = [tensor.array for tensor in call.tensors]
         arrays.extend(tensor.array for tensor in self.live)
         sizes = {} if self.symbol is None else {self.symbol: call.batch}
-        xp = np if _device._cupy is None else _device.array_namespace(arrays[0])
+        xp = np if _device._cupy is None or not arrays else _device.array_namespace(arrays[0])
         outputs = [Tensor(array) for array in self.static.run(arrays, sizes, xp)]
         kind = self.static.graph.output_kind
         if kind == "single":
@@ -379,7 +379,7 @@ class _Compiled:
                 frame, level = frame.f_back, level + 1
             warnings.warn(message, CompileWarning, stacklevel=level)
 
-    def _room_for(self, key) -> bool:
+    def _room_for(self) -> bool:
         """Whether a new signature may be traced; warns once when the limit is reached."""
         if len(self._entries) < self.recompile_limit:
             return True
@@ -387,28 +387,28 @@ class _Compiled:
             "limit",
             f"[compile] {self._name}: the recompile limit ({self.recompile_limit} input "
             f"signatures) is reached; new signatures run eagerly (help: pass dynamic=True for "
-            f"changing batch sizes, or raise {self._name}.recompile_limit)",
+            "changing batch sizes, or raise the compiled object's recompile_limit)",
         )
         return False
 
     def _failed(self, key, error: BuildingAIError, eager_call):
-        """Run a signature whose trace failed eagerly, from now on (``fullgraph=True``: raise
-        instead). An error that is not the tracer's (a shape error, say) is the eager call's
-        to raise, without a warning, when the eager call raises it too."""
-        if not isinstance(error, GraphError):
+        """Run a signature whose trace failed eagerly, now and from now on (``fullgraph=True``:
+        raise instead). An error that is not the tracer's (a shape error, say) is the eager
+        call's to raise, as it raises it without compile, and then nothing is cached."""
+        if isinstance(error, GraphError):
+            result = None
+        else:
             result = eager_call()  # raises the user's error, if it is one
-            if self._settings.fullgraph:
-                raise error
-        elif self._settings.fullgraph:
+        if self._settings.fullgraph:
             raise error
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = (str(error).splitlines() or [type(error).__name__])[0]
         self._warn(
             "trace",
             f"[compile] {self._name}: a call could not be traced and runs eagerly: {reason} "
             "(help: fullgraph=True raises instead)",
         )
         self._entries[key] = _Eager(reason)
-        return result if not isinstance(error, GraphError) else eager_call()
+        return eager_call() if isinstance(error, GraphError) else result
 
 
 class CompiledFunction(_Compiled):
@@ -432,7 +432,7 @@ class CompiledFunction(_Compiled):
         key = call.key(grad_enabled)
         entry = self._entries.get(key)
         if entry is None:
-            if not self._room_for(key):
+            if not self._room_for():
                 return function(*args, **kwargs)
             return self._first_call(key, call, grad_enabled, args, kwargs)
         if isinstance(entry, ForwardGraph):
@@ -517,7 +517,7 @@ class CompiledModule(Module, _Compiled):
             return entry(call)
         if isinstance(entry, _Eager):
             return model(*args, **kwargs)
-        if entry is None and not self._room_for(key):
+        if entry is None and not self._room_for():
             return model(*args, **kwargs)
         names = {}
         for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
