@@ -289,7 +289,7 @@ def _likely_cause(name: str, inputs: tuple, output, attrs: dict) -> tuple[str | 
     if first is not None and first.size == 0:
         return f"{name} over no elements (an empty input)", "check the shapes that made it empty"
     ignored = attrs.get("ignore_index")
-    if name == "cross_entropy" and second is not None and np.all(second == ignored):
+    if name in ("cross_entropy", "nll_loss") and second is not None and np.all(second == ignored):
         return (
             f"every target equals ignore_index ({ignored}), so the mean is over no targets",
             "skip batches without counted targets, or use reduction='sum'",

@@ -1,5 +1,6 @@
-"""Loss primitives: element-wise binary cross-entropy on probabilities, and cross-entropy on
-logits with class-index targets fused into one op.
+"""Loss primitives: element-wise binary cross-entropy on probabilities, cross-entropy on
+logits with class-index targets fused into one op, and the negative log-likelihood of
+class-index targets.
 
 ``binary_cross_entropy`` is one op rather than a composite because its PyTorch semantics cannot be
 composed faithfully from log and clamp: the logarithms are clamped to >= -100 (so a probability of
@@ -17,6 +18,44 @@ from .base import Op
 
 LOG_FLOOR = -100.0  # PyTorch's lower bound on log(x) and log(1 - x)
 GRAD_EPSILON = 1e-12  # PyTorch's lower bound on x (1 - x) in the gradient
+
+
+def weighted_losses(ctx, xp, picked, index, valid, weight, dtype, *, axis, reduction):
+    """The negative log-likelihoods ``-picked`` (log-probabilities at the targets: the input's
+    shape with 1 along ``axis``), weighted by ``weight[target]`` (0 where ``valid`` is False)
+    and reduced; keeps on ``ctx`` the target ``index`` and each sample's share of the result,
+    ``scale``, which the gradient ops read."""
+    if weight is None:  # the weight of each sample: 0 where ignored
+        scale = valid.astype(dtype)
+    else:
+        scale = xp.where(valid, weight.astype(dtype, copy=False)[index.squeeze(axis)], 0)
+        scale = scale.astype(dtype, copy=False)
+    # an ignored sample's pick may be -inf (a log-probability of 0): it counts 0, not nan
+    losses = xp.where(valid, picked.squeeze(axis), 0) * -scale
+    if reduction == "none":
+        out = losses
+    else:
+        out = losses.sum()
+        if reduction == "mean":
+            normalizer = scale.sum()
+            with np.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
+                out = out / normalizer
+                # ignored samples get no gradient even then (as with the composite form)
+                scale = xp.where(valid, scale / normalizer, 0).astype(dtype, copy=False)
+    ctx.index, ctx.scale = index, scale
+    return xp.asarray(out, dtype=dtype)
+
+
+def _check_class_target_shape(op: str, x, target, axis: int) -> tuple:
+    """The target's shape: x's without the class axis."""
+    expected = tuple(extent for k, extent in enumerate(x.shape) if k != axis % x.ndim)
+    if tuple(target.shape) != expected:
+        raise ShapeError(
+            f"[{op}] target {target.shape} does not fit input {x.shape}: expected "
+            f"{expected} (the input without the class axis {axis})",
+            help="targets are class indices, one per sample",
+        )
+    return expected
 
 
 class BinaryCrossEntropy(Op):
@@ -110,34 +149,13 @@ class CrossEntropy(Op):
         """The losses ``-log_probs`` (log_softmax at the targets: x's shape with 1 along
         ``axis``) weighted and reduced; keeps on ``ctx`` what backward reads: the softmax
         ``probs``, the target ``index`` and each sample's share of the result, ``scale``."""
-        dtype = probs.dtype
-        if weight is None:  # the weight of each sample: 0 where ignored
-            scale = valid.astype(dtype)
-        else:
-            scale = xp.where(valid, weight.astype(dtype, copy=False)[index.squeeze(axis)], 0)
-            scale = scale.astype(dtype, copy=False)
-        losses = log_probs.squeeze(axis) * -scale
-        if reduction == "none":
-            out = losses
-        else:
-            out = losses.sum()
-            if reduction == "mean":
-                normalizer = scale.sum()
-                with np.errstate(invalid="ignore", divide="ignore"):  # nothing counted: nan
-                    out = out / normalizer
-                    # ignored samples get no gradient even then (as with the composite form)
-                    scale = xp.where(valid, scale / normalizer, 0).astype(dtype, copy=False)
-        ctx.probs, ctx.index, ctx.scale = probs, index, scale
-        return xp.asarray(out, dtype=dtype)
+        ctx.probs = probs
+        return weighted_losses(
+            ctx, xp, log_probs, index, valid, weight, probs.dtype, axis=axis, reduction=reduction
+        )
 
     def infer(self, x, target, weight=None, *, axis, ignore_index, reduction):
-        expected = tuple(extent for k, extent in enumerate(x.shape) if k != axis % x.ndim)
-        if tuple(target.shape) != expected:
-            raise ShapeError(
-                f"[cross_entropy] target {target.shape} does not fit logits {x.shape}: expected "
-                f"{expected} (the logits without the class axis {axis})",
-                help="targets are class indices, one per sample",
-            )
+        expected = _check_class_target_shape("cross_entropy", x, target, axis)
         shape = expected if reduction == "none" else ()
         return ValueSpec(shape, x.dtype, x.device)
 
@@ -236,3 +254,113 @@ class CrossEntropyGrad(Op):
 
 
 CROSS_ENTROPY, CROSS_ENTROPY_GRAD = CrossEntropy(), CrossEntropyGrad()
+
+
+class NLLLoss(Op):
+    """The negative log-likelihood of the target classes: ``-weight[t] * x[.., t, ..]``.
+
+    x: log-probabilities (C,), (N, C) or (N, C, d1, ...) with the classes along ``axis``;
+    target: class indices shaped like x without that axis (entries equal to ``ignore_index``
+    count for nothing); weight (optional, (C,), a constant): per-class weights. -> per-sample
+    losses (``"none"``) or their sum, or their weighted mean (``"mean"``: divided by the summed
+    weights of the counted targets, nan when there are none). Targets are validated by the
+    caller. The target is an input, not an attribute, so a traced graph picks the classes of
+    each call's targets. The gradient, ``-weight[target] / normalizer`` at each target class and
+    0 elsewhere, is the ``nll_loss_grad`` op.
+    """
+
+    name = "nll_loss"
+    autocast = "float32"
+
+    def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
+        valid = target != ignore_index
+        index = xp.expand_dims(xp.where(valid, target, 0), axis)  # ignored samples: class 0
+        picked = xp.take_along_axis(x, index, axis=axis)
+        return weighted_losses(
+            ctx, xp, picked, index, valid, weight, x.dtype, axis=axis, reduction=reduction
+        )
+
+    def infer(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        expected = _check_class_target_shape("nll_loss", x, target, axis)
+        return ValueSpec(expected if reduction == "none" else (), x.dtype, x.device)
+
+    def cost(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        # per sample: a comparison, a pick, a weight and a product, then the sum; of x only
+        # the picked values are read
+        out = self.infer(
+            x, target, weight, axis=axis, ignore_index=ignore_index, reduction=reduction
+        )
+        picked = target.with_dtype(x.dtype)
+        _, read, written = memory_cost((target, picked, weight), out)
+        return 4 * target.numel, read, written
+
+    def backward(self, ctx, grad):
+        x = ctx.inputs[0]
+        grad_x = NLL_LOSS_GRAD(
+            grad, x, ctx.tensor(ctx.scale), index=ctx.index, axis=ctx.attrs["axis"]
+        )
+        return (grad_x,) + (None,) * (len(ctx.inputs) - 1)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        # NegativeLogLikelihoodLoss takes the same ignore_index, per-class weights and
+        # reductions (a mean weighted over counted targets)
+        x, target, *weight = inputs
+        single = emit.rank(x) == 1  # one sample (C,): a batch of one, squeezed at the end
+        if single:
+            x, target = emit.unsqueeze(x, [0]), emit.unsqueeze(target, [0])
+        if emit.dtype(target) != np.int64:
+            target = emit.cast(target, np.int64)
+        if weight and emit.dtype(weight[0]) != emit.dtype(x):
+            weight = [emit.cast(weight[0], emit.dtype(x))]
+        reduction = attrs["reduction"]
+        squeeze = single and reduction == "none"
+        losses = emit.node(
+            "NegativeLogLikelihoodLoss",
+            [x, target, *weight],
+            None if squeeze else output,
+            reduction=reduction,
+            ignore_index=int(attrs["ignore_index"]),
+        )
+        if squeeze:
+            emit.squeeze(losses, [0], output)
+
+
+class NLLLossGrad(Op):
+    """The gradient of ``nll_loss``: zeros shaped like x, with ``-grad * scale`` at each
+    sample's target class along ``axis``.
+
+    Inputs: grad (the loss's gradient, () or the target's shape), x (the log-probabilities,
+    read for their shape and dtype only) and scale (per-sample weight over the normalizer, a
+    constant); ``index``: the target classes, x's shape with 1 along ``axis``. Linear in grad
+    and constant in x, so its own gradient is a pick of the incoming gradient.
+    """
+
+    name = "nll_loss_grad"
+
+    def forward(self, ctx, xp, grad, x, scale, *, index, axis):
+        dtype = np.result_type(x.dtype, grad.dtype, scale.dtype)
+        out = xp.zeros(x.shape, dtype=dtype)
+        at_target = xp.expand_dims(-(grad * scale), axis).astype(dtype, copy=False)
+        xp.put_along_axis(out, index, at_target, axis=axis)
+        return out
+
+    def infer(self, grad, x, scale, *, index, axis):
+        return x.with_dtype(np.result_type(x.dtype, grad.dtype, scale.dtype))
+
+    def cost(self, grad, x, scale, *, index, axis):
+        # zeros written over x's shape, a product and a store per sample; x is not read
+        out = self.infer(grad, x, scale, index=index, axis=axis)
+        _, read, written = memory_cost((grad, scale), out)
+        return scale.numel, total((read, index.nbytes)), written
+
+    def backward(self, ctx, grad_of_output):
+        grad, _, scale = ctx.inputs
+        axis, index = ctx.attrs["axis"], ctx.attrs["index"]
+        grad_grad = None
+        if grad.requires_grad:
+            picked = grad_of_output.take_along_axis(ctx.tensor(index), axis=axis).squeeze(axis)
+            grad_grad = -(picked * scale)
+        return grad_grad, None, None
+
+
+NLL_LOSS, NLL_LOSS_GRAD = NLLLoss(), NLLLossGrad()

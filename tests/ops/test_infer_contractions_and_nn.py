@@ -57,6 +57,16 @@ def _cross_entropy_grad(reduced: bool):
     }
 
 
+def _nll_loss_grad(reduced: bool):
+    """Inputs of nll_loss_grad: the gradient of a reduced loss is 0-d, of per-sample losses
+    (BATCH,)."""
+    x, target = floats(BATCH, 5, dtype=F64), ints(BATCH)
+    scale = bai.tensor(np.full(BATCH, 0.5))
+    index = target.numpy().reshape(BATCH, 1)
+    grad = bai.tensor(np.float64(1.0)) if reduced else floats(BATCH, dtype=F64)
+    return (grad, x, scale), {"index": index, "axis": 1}
+
+
 # name -> (op, inputs, attrs, whether symbolic sizes stay symbolic)
 CASES = {
     "matmul": (linalg.MATMUL, (floats(BATCH, 3, 4), floats(4, 5)), {}, True),
@@ -187,6 +197,20 @@ CASES = {
         *_cross_entropy_grad(reduced=False),
         True,
     ),
+    "nll_loss_none": (
+        loss.NLL_LOSS,
+        (floats(BATCH, 5, 3), ints(BATCH, 3)),
+        {"axis": 1, "ignore_index": -100, "reduction": "none"},
+        True,
+    ),
+    "nll_loss_mean": (
+        loss.NLL_LOSS,
+        (floats(BATCH, 5, dtype=F64), ints(BATCH), floats(5, dtype=F64, low=0.5)),
+        {"axis": 1, "ignore_index": 2, "reduction": "mean"},
+        True,
+    ),
+    "nll_loss_grad": (loss.NLL_LOSS_GRAD, *_nll_loss_grad(reduced=True), True),
+    "nll_loss_grad_none": (loss.NLL_LOSS_GRAD, *_nll_loss_grad(reduced=False), True),
     "standardize": (norm.STANDARDIZE, (floats(BATCH, 4, 5),), {"axes": (1, 2), "eps": 1e-5}, True),
     "standardize_grad": (
         norm.STANDARDIZE_GRAD,

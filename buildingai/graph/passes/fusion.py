@@ -127,8 +127,10 @@ def _fusible(graph: Graph, node: Node) -> bool:
     # the record itself, not a subclass or a look-alike with the same name
     if node.op is not _FUSIBLE_RECORDS.get(node.op.name):
         return False
-    dtype = graph.values[node.output].dtype
-    if dtype.kind != "f":
+    value = graph.values[node.output]
+    dtype = value.dtype
+    # a 0-d result: NumPy gives scalars there, which a later step cannot write into (out=)
+    if dtype.kind != "f" or len(value.shape) == 0:
         return False
     for ref in node.inputs:
         if isinstance(ref, Literal):

@@ -12,11 +12,10 @@ import math
 
 from ...autograd.dispatch import apply
 from ...autograd.tensor import Tensor
-from ...backend.device import array_namespace
 from ...errors import ArgumentError, DTypeError, IndexingError, ShapeError
 from ...functions.creation import as_tensor
 from ...functions.elementwise import softplus, where
-from ...functions.index import take_along_axis
+from ...functions.index import one_hot
 from ...functions.nn import log_softmax
 from ...ops import loss as ops
 
@@ -230,32 +229,41 @@ def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int, igno
         )
 
 
-def _pick_classes(log_probs: Tensor, target: Tensor, axis: int, ignore_index: int):
-    """``log_probs`` at each target class -> (values shaped like target, valid mask, safe
-    targets with ignored entries replaced by class 0)."""
-    xp = array_namespace(target.array)
-    valid = target.array != ignore_index
-    safe = target.array if valid.all() else xp.where(valid, target.array, 0)
-    picked = take_along_axis(log_probs, xp.expand_dims(safe, axis), axis=axis)
-    return picked.squeeze(axis), valid, safe
-
-
-def _weighted_nll(log_probs, target, weight, ignore_index, reduction, axis):
-    """The NLL part shared by nll_loss and cross_entropy -> (loss, per-element weights used)."""
-    picked, valid, safe = _pick_classes(log_probs, target, axis, ignore_index)
-    xp_valid = Tensor(valid)
-    if weight is None:
-        sample_weight = Tensor(valid.astype(log_probs.dtype))
-        loss = where(xp_valid, -picked, 0.0)
-    else:
-        sample_weight = where(xp_valid, weight.astype(log_probs.dtype)[safe], 0.0)
-        loss = where(xp_valid, -picked * sample_weight, 0.0)
+def _weighted_nll(log_probs, target, weight, ignore_index, reduction, axis) -> Tensor:
+    """The NLL part shared by nll_loss and cross_entropy: the ``nll_loss`` op, which takes the
+    target as an input (so a traced graph picks each call's classes). Class weights that
+    require a gradient multiply the per-sample losses as tensor ops, so the gradient reaches
+    them."""
+    if weight is None or not weight.requires_grad:
+        weights = () if weight is None else (weight,)
+        return apply(
+            ops.NLL_LOSS,
+            log_probs,
+            target,
+            *weights,
+            axis=axis,
+            ignore_index=ignore_index,
+            reduction=reduction,
+        )
+    losses = apply(
+        ops.NLL_LOSS, log_probs, target, axis=axis, ignore_index=ignore_index, reduction="none"
+    )
+    sample_weight = _sample_weights(target, weight.astype(log_probs.dtype), ignore_index)
+    losses = losses * sample_weight
     if reduction == "none":
-        return loss, sample_weight
-    total = loss.sum()
-    if reduction == "sum":
-        return total, sample_weight
-    return total / sample_weight.sum(), sample_weight
+        return losses
+    total = losses.sum()
+    return total if reduction == "sum" else total / sample_weight.sum()
+
+
+def _sample_weights(target: Tensor, weight: Tensor | None, ignore_index: int, dtype=None):
+    """``weight[target]`` (1 without weights) for each counted target and 0 for ignored ones,
+    shaped like target: the terms of a weighted mean's normalizer."""
+    valid = target != ignore_index
+    if weight is None:
+        return valid.astype(dtype)
+    classes = one_hot(where(valid, target, 0), weight.shape[0]).astype(weight.dtype)
+    return where(valid, (classes * weight).sum(axis=-1), 0.0)
 
 
 def nll_loss(
@@ -278,7 +286,7 @@ def nll_loss(
     axis = _class_axis("nll_loss", input)
     _check_weight("nll_loss", weight, input.shape[axis])
     _check_class_targets("nll_loss", input, target, axis, ignore_index)
-    return _weighted_nll(input, target, weight, ignore_index, reduction, axis)[0]
+    return _weighted_nll(input, target, weight, ignore_index, reduction, axis)
 
 
 def cross_entropy(
@@ -348,14 +356,15 @@ def cross_entropy(
         )
 
     _check_class_targets("cross_entropy", input, target, axis, ignore_index)
-    nll, sample_weight = _weighted_nll(log_probs, target, weight, ignore_index, reduction, axis)
+    nll = _weighted_nll(log_probs, target, weight, ignore_index, reduction, axis)
     if label_smoothing == 0.0:
         return nll
     # The smoothing term: minus the (weighted) sum of every class's log-probability.
     scaled = log_probs if weight_view is None else log_probs * weight_view
-    smooth = where(Tensor(target.array != ignore_index), -scaled.sum(axis=axis), 0.0)
+    smooth = where(target != ignore_index, -scaled.sum(axis=axis), 0.0)
     if reduction == "mean":
-        smooth = smooth.sum() / sample_weight.sum()
+        weights = None if weight is None else weight.astype(input.dtype)
+        smooth = smooth.sum() / _sample_weights(target, weights, ignore_index, input.dtype).sum()
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1.0 - label_smoothing) * nll + (label_smoothing / classes) * smooth

@@ -180,6 +180,56 @@ case(
 )
 
 
+def _nll_loss(d: Draw) -> Sample:
+    classes = d.size(2, 5)
+    spatial = trailing_sizes(d, 0, 1)
+    x = d.floats("n", classes, *spatial, low=-4.0, high=-0.1)  # log-probabilities
+    target = d.ints("n", *spatial, high=classes)
+    weight = d.choice((None, d.floats(classes, low=0.5, high=1.5)))
+    ignore_index = d.choice((-100, 1))
+    reduction = d.choice(("mean", "sum", "none"))
+    return d.capture(
+        "nll_loss",
+        lambda: F.nll_loss(
+            x, target, weight=weight, ignore_index=ignore_index, reduction=reduction
+        ),
+    )
+
+
+def _torch_nll_loss(x, target, weight=None, *, axis, ignore_index, reduction):
+    assert axis == 1
+    return TF.nll_loss(x, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
+
+
+case(
+    "nll_loss",
+    _nll_loss,
+    torch=_torch_nll_loss,
+    grad_inputs=(0,),  # the class weights are constants
+)
+
+
+def _nll_loss_grad(d: Draw) -> Sample:
+    classes = d.size(2, 5)
+    x = d.floats("n", classes, low=-4.0, high=-0.1, grad=True)
+    target = d.ints("n", high=classes)
+    reduction = d.choice(("mean", "none"))
+    return d.capture(
+        "nll_loss_grad",
+        lambda: backward_of(lambda t: F.nll_loss(t, target, reduction=reduction), x),
+        symbols={(1, 0): "n", (2, 0): "n"} | ({(0, 0): "n"} if reduction == "none" else {}),
+    )
+
+
+case(
+    "nll_loss_grad",
+    _nll_loss_grad,
+    gradcheck=True,
+    grad_inputs=(0,),  # linear in the upstream gradient; x is read for its shape only
+    onnx=NO_ONNX_MAPPING,
+)
+
+
 def _standardize(d: Draw) -> Sample:
     x = d.floats("n", *d.sizes(1, 2, 2, 4))
     axes = d.choice(((-1,), (1, -1) if x.ndim > 2 else (-1,), (0,)))
