@@ -71,6 +71,7 @@ CASES = {
     "threshold.fused": ([_x], {"threshold": 0.5, "value": -2.0}),
     "prelu.fused": ([_x, lambda r, d: np.asarray(0.25, d)], {}),
     "clamp.scalar_rows": ([_x, lambda r, d: 0.25, lambda r, d: None], {}),
+    "where.select": ([lambda r, d: r.random(N) < 0.5, _x, _grad], {}),
     "sum.rows_and_columns": (
         [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
         {"axes": (0, 1), "keepdims": False},
@@ -82,6 +83,8 @@ CASES = {
 }
 FLOAT32_ONLY = {"softplus.float32", "softplus_grad.float32"}
 FLOAT32_ONLY |= {"gelu.float32_polynomial", "gelu_grad.float32_polynomial"}
+FLOAT32_ONLY |= {"where.select"}
+NEEDS_NUMBA = {"where.select"}  # a compiled select or nothing: the record's where is the fallback
 MODULES = {"buildingai.accel.activations", "buildingai.accel.elementwise"}
 MODULES |= {"buildingai.accel.reductions"}
 
@@ -126,6 +129,8 @@ def _compare(name, reference, got, tolerance):
 def test_kernel_matches_the_reference_forward(name, dtype, accel_on):
     if dtype == np.float64 and name in FLOAT32_ONLY:
         pytest.skip("a float32 kernel")
+    if name in NEEDS_NUMBA:
+        pytest.importorskip("numba")
     entry = registry.kernel(name)
     makers, attrs = CASES[name]
     rng = np.random.default_rng(0)
@@ -158,6 +163,32 @@ def test_clamp_takes_the_rows_for_large_arrays_only():
     assert not fits(np, large, 0.5, 1.0) and not fits(np, large, large, None)
 
 
+@pytest.mark.parametrize("number_side", [1, 2])
+def test_where_selects_an_array_against_a_number_exactly(number_side, accel_on):
+    pytest.importorskip("numba")
+    entry = registry.kernel("where.select")
+    rng = np.random.default_rng(1)
+    condition, x = rng.random(N) < 0.3, _x(rng, np.float32)
+    operands = [condition, x, x]
+    operands[number_side] = -0.1  # not a float32 value: rounded to one, as where rounds it
+    assert entry.applies(np, *operands)
+    got = entry.run(None, np, *operands)
+    expected = np.where(*operands)
+    assert got.dtype == expected.dtype == np.float32
+    assert np.array_equal(got, expected, equal_nan=True)
+
+
+def test_where_hands_other_operands_to_the_record():
+    fits = registry.kernel("where.select").applies
+    condition, x = np.ones(8, bool), np.ones(8, np.float32)
+    assert fits(np, condition, x, x) and fits(np, condition, 0.0, x)
+    assert not fits(np, condition, x.astype(np.float64), x)  # the result would be float64
+    assert not fits(np, condition, x[:4], x[:4])  # broadcast
+    assert not fits(np, condition.astype(np.float32), x, x)
+    assert not fits(np, np.ones((8, 2), bool)[:, 0], x, 0.0)  # strided
+    assert not fits(np, condition, 0.0, 1.0)
+
+
 FUNCTIONS = {
     "relu": lambda t: t.relu(),
     "leaky_relu": lambda t: bai.nn.functional.leaky_relu(t, 0.1),
@@ -181,6 +212,8 @@ FUNCTIONS = {
     "clamp_high": lambda t: t.clamp(None, 0.5),
     "sum_leading": lambda t: t.sum(0),
     "sum_trailing": lambda t: t.sum((1, 2)),
+    "where": lambda t: bai.where(t > 0.5, t * 2, t),
+    "where_number": lambda t: bai.where(t > 0.5, t, 0.0),
 }
 
 
@@ -218,3 +251,28 @@ def test_second_derivatives_match_with_acceleration_on_and_off(name):
 
     for a, b in zip(second(False), second(True)):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_prelu_through_where_matches_pytorch(dtype, accel_on):
+    """PReLU's forward and both gradients (its backward runs two ``where``s) against PyTorch:
+    selects are exact, so float32 agrees with PyTorch to the products' rounding."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((16, 3, 900)) * 2).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    slopes = np.array([0.1, 0.25, 0.5], dtype)
+    ours_x, ours_w = bai.tensor(x, requires_grad=True), bai.tensor(slopes, requires_grad=True)
+    out = bai.nn.functional.prelu(ours_x, ours_w)
+    out.backward(bai.tensor(g))
+    theirs_x = torch.tensor(x, requires_grad=True)
+    theirs_w = torch.tensor(slopes, requires_grad=True)
+    expected = torch.nn.functional.prelu(theirs_x, theirs_w)
+    expected.backward(torch.tensor(g))
+    tolerance = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=tolerance)
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=tolerance)
+    # the slopes' gradients are sums of 14,400 products, added in another order
+    np.testing.assert_allclose(
+        ours_w.grad.numpy(), theirs_w.grad.numpy(), rtol=5e-5 if dtype == np.float32 else 1e-12
+    )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.accel.kernels import activations, compiled, gelu32, pool_flat
+from buildingai.accel.kernels import activations, compiled, gelu32, pool_flat, select
 from buildingai.accel.kernels import activations_fused as fused
 
 pytest.importorskip("numba")
@@ -38,6 +38,10 @@ def _values(rng, scale=4.0):
 
 def _grad(rng):
     return rng.standard_normal(N).astype(np.float32)
+
+
+def _mask(rng):
+    return rng.random(N) < 0.5
 
 
 SELU = {"alpha": 1.6732632423543772, "scale": 1.0507009873554805, "input_scale": 1.0}
@@ -67,6 +71,9 @@ CASES = {
     "hardsigmoid_grad": (fused.hardsigmoid_grad, [_grad, _values], 1, {"one_sixth": 1 / 6}, 0.0),
     "hardswish": (fused.hardswish, [_values], 1, {}, 1e-7),
     "hardswish_grad": (fused.hardswish_grad, [_grad, _values], 1, {}, 1e-7),
+    "select": (select.select, [_mask, _values, _grad], 1, {}, 0.0),
+    "select_else_value": (select.select_else_value, [_mask, _values], 1, {"value": -0.1}, 0.0),
+    "value_else_select": (select.value_else_select, [_mask, _values], 1, {"value": 2.5}, 0.0),
 }  # fmt: skip
 
 
