@@ -36,6 +36,10 @@ ACCUMULATORS = 24 if LANES == 16 else 12
 GRID_TILE = (8, 3) if LANES == 16 else (4, 3)  # (output channels, vectors)
 CACHE_BYTES = 1 << 19  # the samples of one weight-gradient pass fit this
 MIN_SUM_TASKS = 16  # tap blocks x channel tiles below which sum tiles leave threads idle
+# The forward tiles sum this many taps (channels of one tap, in window tiles) from zero before
+# adding them to their totals: float32 rounding then grows about as sqrt(block) + sqrt(taps /
+# block), not as sqrt(taps).
+SUM_BLOCK = 64
 
 
 def _weight_matrix(taps, bias, rows: int):
@@ -76,13 +80,14 @@ def _correlate_grid(x, taps, bias, out):
     weights, shifts = _weight_matrix(taps, bias, rows)
     offsets = _tap_offsets(c, (kh, kw), h, w, c * kh * kw)
     limit = (ho - 1) * w + wo  # one past the last grid position that is an output
-    _grid_loop(rows, vectors)(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o,
-                              ho * wo, wo, c * h * w, w, limit)  # fmt: skip
+    loop = _grid_loop(rows, vectors, SUM_BLOCK)
+    loop(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o, ho * wo, wo, c * h * w, w,
+         limit)  # fmt: skip
 
 
 @functools.cache
-def _grid_loop(rows: int, vectors: int):
-    tile = grid_tile(rows, vectors)
+def _grid_loop(rows: int, vectors: int, block: int):
+    tile = grid_tile(rows, vectors, block)
     span = vectors * LANES
 
     @njit(parallel=True, nogil=True)
@@ -116,13 +121,15 @@ def _correlate_windows(x, taps, bias, out, padding):
     rows, vectors = _window_shape(wo)
     weights, shifts = _weight_matrix(taps, bias, rows)
     geometry = np.array([c, h, w, kh, kw, padding[0], padding[1], wo], np.int64)
-    _window_loop(rows, vectors)(x.reshape(-1), geometry, weights, shifts, out.reshape(-1), n, o,
-                                ho)  # fmt: skip
+    # each tap's sum over channels in blocks, where the whole sum is long enough to need them
+    block = None if c * kh * kw <= 2 * SUM_BLOCK else SUM_BLOCK
+    loop = _window_loop(rows, vectors, block)
+    loop(x.reshape(-1), geometry, weights, shifts, out.reshape(-1), n, o, ho)
 
 
 @functools.cache
-def _window_loop(rows: int, vectors: int):
-    tile = window_tile(rows, vectors)
+def _window_loop(rows: int, vectors: int, block: int | None):
+    tile = window_tile(rows, vectors, block)
     span = vectors * LANES
 
     @njit(parallel=True, nogil=True)
@@ -227,10 +234,11 @@ def _weight_grad_by_channels(x, grad, out):
         channels_last = np.zeros((n, ho, wo, channels), np.float32)
         channels_last[..., :o] = grad.transpose(0, 2, 3, 1)
     sums = np.zeros((tap_rows, channels), np.float32)
+    partial = np.zeros_like(sums)
     chunk = max(1, CACHE_BYTES // (4 * (c * h * w + ho * wo * channels)))
     grad_rows = channels_last.reshape(-1, channels)
-    _channels_loop(rows, vectors)(x.reshape(-1), offsets, grad_rows, sums, n, ho, wo, c * h * w,
-                                  w, chunk)  # fmt: skip
+    _channels_loop(rows, vectors)(x.reshape(-1), offsets, grad_rows, sums, partial, n, ho, wo,
+                                  c * h * w, w, chunk)  # fmt: skip
     out[...] = sums[:taps, :o].T.reshape(out.shape)
 
 
@@ -240,11 +248,11 @@ def _channels_loop(rows: int, vectors: int):
     span = vectors * LANES
 
     @njit(parallel=True, nogil=True)
-    def loop(padded, offsets, grad, sums, n, ho, wo, image, row, chunk):
+    def loop(padded, offsets, grad, sums, partial, n, ho, wo, image, row, chunk):
         channels = grad.shape[1]
         blocks = offsets.shape[0] // rows
         channel_tiles = channels // span
-        flat = sums.reshape(-1)
+        flat = partial.reshape(-1)
         for begin in range(0, n, chunk):
             for task in prange(blocks * channel_tiles):
                 block = task // channel_tiles
@@ -256,5 +264,11 @@ def _channels_loop(rows: int, vectors: int):
                             grad.reshape(-1), ((sample * ho + line) * wo) * channels + left,
                             channels, wo, flat, block * rows * channels + left, channels,
                         )  # fmt: skip
+                # The chunk's sums (each row's added to them from zero) join the totals: three
+                # levels of partial sums keep float32 rounding small over many positions.
+                for r in range(block * rows, (block + 1) * rows):
+                    for lane in range(left, left + span):
+                        sums[r, lane] += partial[r, lane]
+                        partial[r, lane] = 0.0
 
     return loop

@@ -23,6 +23,7 @@ written, so a tile may straddle the end of an image row or the edge of the zero 
 
 from __future__ import annotations
 
+from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
@@ -30,7 +31,7 @@ from . import tile_ir as t
 from .tile_ir import LANES, index
 
 
-def grid_tile(rows: int, vectors: int):
+def grid_tile(rows: int, vectors: int, block: int):
     """``grid_tile(x, x_start, offsets, first, limit, weights, weight_start, weight_stride,
     bias, out, out_start, out_plane, out_rows, width, out_width)``.
 
@@ -39,8 +40,8 @@ def grid_tile(rows: int, vectors: int):
     vectors, reading where p < limit, and for r < rows stores ``bias[weight_start + r] + sum
     over k of weights[weight_start + k*weight_stride + r] * x[...]`` to ``out[out_start +
     r*out_plane + (p // width)*out_width + p % width]`` where r < out_rows, p < limit and
-    p % width < out_width. x, weights, bias, out: float32 1-D; offsets: int64 1-D; the rest
-    int64.
+    p % width < out_width. The taps are summed ``block`` at a time (``tile_ir.blocked_sum``).
+    x, weights, bias, out: float32 1-D; offsets: int64 1-D; the rest int64.
     """
 
     @intrinsic
@@ -82,7 +83,7 @@ def grid_tile(rows: int, vectors: int):
                     ]
                 return updated
 
-            final = t.loop(builder, index(0), steps, start, step)
+            final = t.blocked_sum(builder, index(0), steps, block, start, step)
             last = builder.add(first, index(vectors * LANES - 1))
 
             def store_row(line, unchanged):
@@ -113,7 +114,7 @@ def grid_tile(rows: int, vectors: int):
     return tile
 
 
-def window_tile(rows: int, vectors: int):
+def window_tile(rows: int, vectors: int, block: int | None):
     """``window_tile(x, x_start, geometry, weights, weight_start, weight_stride, bias, out,
     out_start, out_plane, out_rows, line, left)``.
 
@@ -122,7 +123,8 @@ def window_tile(rows: int, vectors: int):
     v*LANES + l of output row ``line``: stores ``bias[weight_start + r] + sum over (c, i, j)
     of weights[weight_start + ((c*kh + i)*kw + j)*weight_stride + r] * x[c, line + i - ph,
     w + j - pw]`` (zero outside the image) to ``out[out_start + r*out_plane + v*LANES + l]``
-    where r < out_rows and w < out_width.
+    where r < out_rows and w < out_width. With a ``block``, each tap's sum over channels runs
+    in blocks of ``block`` channels (``tile_ir.blocked_sum``).
     """
 
     @intrinsic
@@ -194,7 +196,9 @@ def window_tile(rows: int, vectors: int):
                             ]
                         return updated
 
-                    return t.loop(builder, index(0), channels, values, channel)
+                    if block is None:
+                        return t.loop(builder, index(0), channels, values, channel)
+                    return t.blocked_sum(builder, index(0), channels, block, values, channel)
 
                 return t.when(builder, inside, accumulators, columns)
 
@@ -345,8 +349,9 @@ def sum_tile(rows: int, vectors: int):
             bases = [
                 builder.add(sums_start, builder.mul(index(r), sums_stride)) for r in range(rows)
             ]
-            start = [t.load(builder, sums_data, builder.add(base, index(v * LANES)))
-                     for base in bases for v in range(vectors)]  # fmt: skip
+            # the row's sums start from zero and are added to ``sums`` at the end: partial sums
+            # one output row long keep float32 rounding small (``tile_ir.blocked_sum``)
+            start = [ir.Constant(t.VECTOR, None)] * (rows * vectors)
             inputs = [
                 builder.add(x_start, t.scalar(builder, offset_data,
                                               builder.add(first_offset, index(r))))
@@ -369,7 +374,8 @@ def sum_tile(rows: int, vectors: int):
             for r, base in enumerate(bases):
                 for v in range(vectors):
                     at = builder.add(base, index(v * LANES))
-                    t.store(builder, final[r * vectors + v], sums_data, at)
+                    total = builder.fadd(t.load(builder, sums_data, at), final[r * vectors + v])
+                    t.store(builder, total, sums_data, at)
             return context.get_dummy_value()
 
         return signature, codegen

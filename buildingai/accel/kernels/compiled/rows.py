@@ -260,8 +260,9 @@ def scale_rows(a, coefficient, out):
 
 # ----- column reductions: parameter gradients of normalisations and biases ---------------------
 # The rows are cut into blocks of a fixed size; each task sums one block into its own partial
-# row (contiguous, vectorised adds), and the partial rows are added in order at the end: the
-# result does not depend on the number of threads.
+# row (contiguous, vectorised adds), eight rows at a time in pairs, and the partial rows are
+# added in pairs at the end: the result does not depend on the number of threads, and float32
+# rounding stays near that of pairwise summation rather than growing with the number of rows.
 _ROWS = 128  # rows per block
 
 
@@ -285,9 +286,27 @@ def column_dot(a, b, out):
 
 @inline
 def _sum_block(a, b, block, total, product):
-    """total = the sum over block ``block`` of a's rows (of a * b with ``product``)."""
+    """total = the sum over block ``block`` of a's rows (of a * b with ``product``), each eight
+    rows added in pairs before they join the total."""
     total[:] = _ZERO
-    for i in range(block * _ROWS, min(block * _ROWS + _ROWS, a.shape[0])):
+    i, last = block * _ROWS, min(block * _ROWS + _ROWS, a.shape[0])
+    while i + 8 <= last:
+        a0, a1, a2, a3, a4, a5, a6, a7 = (a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4],
+                                          a[i + 5], a[i + 6], a[i + 7])  # fmt: skip
+        if product:
+            b0, b1, b2, b3, b4, b5, b6, b7 = (b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4],
+                                              b[i + 5], b[i + 6], b[i + 7])  # fmt: skip
+            for j in range(total.size):
+                total[j] += ((a0[j] * b0[j] + a1[j] * b1[j]) + (a2[j] * b2[j] + a3[j] * b3[j])) + (
+                    (a4[j] * b4[j] + a5[j] * b5[j]) + (a6[j] * b6[j] + a7[j] * b7[j])
+                )
+        else:
+            for j in range(total.size):
+                total[j] += ((a0[j] + a1[j]) + (a2[j] + a3[j])) + (
+                    (a4[j] + a5[j]) + (a6[j] + a7[j])
+                )
+        i += 8
+    while i < last:
         row_a = a[i]
         if product:
             row_b = b[i]
@@ -296,13 +315,17 @@ def _sum_block(a, b, block, total, product):
         else:
             for j in range(total.size):
                 total[j] += row_a[j]
+        i += 1
 
 
 @inline
 def _add_rows(partial, out):
-    """out = the sum of partial's rows, in order."""
+    """out = the sum of partial's rows, added in pairs (a tree; partial is overwritten)."""
+    step = 1
+    while step < partial.shape[0]:
+        for block in range(0, partial.shape[0] - step, 2 * step):
+            row, other = partial[block], partial[block + step]
+            for j in range(row.size):
+                row[j] += other[j]
+        step *= 2
     out[:] = partial[0]
-    for block in range(1, partial.shape[0]):
-        row = partial[block]
-        for j in range(out.size):
-            out[j] += row[j]

@@ -150,6 +150,38 @@ def loop(builder, start, stop, carried: list, body) -> list:
     return _merge(builder, [(carried, entry), (updated, tail)])
 
 
+def blocked_sum(builder, start, stop, block, totals: list, body) -> list:
+    """Emit the sums of ``loop(start, stop, ..., body)`` in blocks of ``block`` steps (an int
+    or an int64 value): each block's loop starts from zero vectors and its sums are then added
+    to ``totals``. A float32 sum's rounding error grows with the number of terms added to one
+    accumulator; in blocks it grows with the block's length plus the number of blocks, not with
+    their product."""
+
+    def one_block(low, high, zeros):
+        return loop(builder, low, high, zeros, body)
+
+    return sum_in_blocks(builder, start, stop, block, totals, one_block)
+
+
+def sum_in_blocks(builder, start, stop, block, totals: list, block_sums) -> list:
+    """``totals`` plus, for each block [low, high) of ``block`` steps of [start, stop),
+    ``block_sums(low, high, zeros)``: the sums of one block, started from the zero vectors
+    ``zeros`` (see ``blocked_sum``)."""
+    block = index(block) if isinstance(block, int) else block
+    zeros = [ir.Constant(value.type, None) for value in totals]
+    length = builder.sub(stop, start)
+    count = builder.sdiv(builder.add(length, builder.sub(block, index(1))), block)
+
+    def one_block(b, sums):
+        low = builder.add(start, builder.mul(b, block))
+        high = builder.add(low, block)
+        high = builder.select(builder.icmp_signed("<", high, stop), high, stop)
+        partial = block_sums(low, high, zeros)
+        return [builder.fadd(total, value) for total, value in zip(sums, partial)]
+
+    return loop(builder, index(0), count, totals, one_block)
+
+
 def when(builder, condition, carried: list, body) -> list:
     """Emit ``if condition: values = body(values)`` on the vectors ``carried``; returns their
     values after it."""
