@@ -4,19 +4,23 @@ same machine in the same run (interleaved timing, medians).
 Each ``bench_*(quick)`` function returns a list of records ``{"case", "buildingai", "pytorch",
 "ratio"}`` (timings are ``measure`` dicts in seconds); ``main`` runs every one present.
 
-Run: ``python -m benchmarks.layers [--quick]``.
+Run: ``python -m benchmarks.layers [--quick] [--threads N] [--only gru,cells]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 
 import numpy as np
 
 import buildingai as bai
 
 from .common import accelerate, environment, format_table, measure, set_threads, settle_for
+
+# the clock ``measure`` reads, set by ``main``'s --clock
+_CLOCK = {"clock": time.perf_counter}
 
 # ----- conv2d -----------------------------------------------------------------------------------
 
@@ -53,6 +57,7 @@ def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
         repeats=3 if quick else 5,
         number=1 if quick else 3,
         settle=settle_for(quick),
+        clock=_CLOCK["clock"],
     )
     case = f"conv2d {in_channels}->{out_channels} {kernel}x{kernel} pad {padding} on {x_shape}"
     return {
@@ -109,6 +114,7 @@ def _attention_case(torch, x_shape, embed_dim, num_heads, need_weights, quick):
         repeats=3 if quick else 7,
         number=1 if quick else 5,
         settle=settle_for(quick),
+        clock=_CLOCK["clock"],
     )
     case = (
         f"MultiheadAttention({embed_dim}, {num_heads}) self-attention on {x_shape}, "
@@ -135,33 +141,25 @@ def bench_attention(quick: bool = False) -> list[dict]:
     ]
 
 
-# ----- LSTM ---------------------------------------------------------------------------------------
+# ----- recurrent layers and cells ---------------------------------------------------------------
 
 
-def bench_lstm(quick: bool = False) -> list[dict]:
-    """LSTM(64, 128, 1 layer) forward+backward (input and every parameter) on a (32, 32, 64)
-    sequence (seq, batch, features), against torch.nn.LSTM with the same weights."""
-    import torch
-
-    from buildingai.nn.rnn import LSTM
-
-    length, batch, features, hidden = (3, 2, 4, 8) if quick else (32, 32, 64, 128)
-    torch.manual_seed(0)
-    theirs_layer = torch.nn.LSTM(features, hidden)
-    ours_layer = LSTM(features, hidden)
+def _recurrent_case(torch, ours_layer, theirs_layer, x, run_ours_layer, run_theirs_layer, label,
+                    quick):  # fmt: skip
+    """Forward + backward (input and every parameter) of one recurrent layer or cell loop, ours
+    against PyTorch's with the same weights; ``run_*_layer(layer, x)`` gives the output."""
     ours_layer.load_state_dict({k: v.numpy() for k, v in theirs_layer.state_dict().items()})
-    x = np.random.default_rng(0).standard_normal((length, batch, features)).astype(np.float32)
     ours_x = bai.Tensor(x, requires_grad=True)
     theirs_x = torch.tensor(x, requires_grad=True)
     ours_inputs = [ours_x, *ours_layer.parameters()]
     theirs_inputs = [theirs_x, *theirs_layer.parameters()]
 
     def run_ours():
-        y = ours_layer(ours_x)[0]
+        y = run_ours_layer(ours_layer, ours_x)
         bai.grad(y, ours_inputs, grad_outputs=bai.ones_like(y))
 
     def run_theirs():
-        y = theirs_layer(theirs_x)[0]
+        y = run_theirs_layer(theirs_layer, theirs_x)
         torch.autograd.grad(y, theirs_inputs, grad_outputs=torch.ones_like(y))
 
     timings = measure(
@@ -169,14 +167,95 @@ def bench_lstm(quick: bool = False) -> list[dict]:
         repeats=3 if quick else 7,
         number=1 if quick else 5,
         settle=settle_for(quick),
+        clock=_CLOCK["clock"],
     )
-    return [
-        {
-            "case": f"LSTM({features}, {hidden}) on ({length}, {batch}, {features})",
-            **timings,
-            "ratio": timings["buildingai"]["median"] / timings["pytorch"]["median"],
-        }
-    ]
+    ratio = timings["buildingai"]["median"] / timings["pytorch"]["median"]
+    return {"case": label, **timings, "ratio": ratio}
+
+
+def _recurrent_sizes(quick: bool) -> tuple[int, int, int, int]:
+    """(length, batch, features, hidden) of the recurrent cases."""
+    return (3, 2, 4, 8) if quick else (32, 32, 64, 128)
+
+
+def _sequence_layer_case(kind: str, quick: bool) -> dict:
+    """``kind`` ('LSTM', 'GRU' or 'RNN'), one layer of (features, hidden), over a (length,
+    batch, features) sequence: the output sequence's gradient is ones."""
+    import torch
+
+    from buildingai.nn import rnn
+
+    length, batch, features, hidden = _recurrent_sizes(quick)
+    torch.manual_seed(0)
+    theirs_layer = getattr(torch.nn, kind)(features, hidden)
+    ours_layer = getattr(rnn, kind)(features, hidden)
+    x = np.random.default_rng(0).standard_normal((length, batch, features)).astype(np.float32)
+    return _recurrent_case(
+        torch,
+        ours_layer,
+        theirs_layer,
+        x,
+        lambda layer, x: layer(x)[0],
+        lambda layer, x: layer(x)[0],
+        f"{kind}({features}, {hidden}) on ({length}, {batch}, {features})",
+        quick,
+    )
+
+
+def bench_lstm(quick: bool = False) -> list[dict]:
+    """LSTM(64, 128, 1 layer) forward+backward (input and every parameter) on a (32, 32, 64)
+    sequence (seq, batch, features), against torch.nn.LSTM with the same weights."""
+    return [_sequence_layer_case("LSTM", quick)]
+
+
+def bench_gru(quick: bool = False) -> list[dict]:
+    """GRU(64, 128) forward+backward on (32, 32, 64), as ``bench_lstm``."""
+    return [_sequence_layer_case("GRU", quick)]
+
+
+def bench_rnn(quick: bool = False) -> list[dict]:
+    """RNN(64, 128) (tanh) forward+backward on (32, 32, 64), as ``bench_lstm``."""
+    return [_sequence_layer_case("RNN", quick)]
+
+
+def _cell_loop(layer, x, stack):
+    """The loop users write around a cell: one call per step of x (L, N, I) from zero states,
+    every step's h stacked into (L, N, H)."""
+    state = None
+    outputs = []
+    for t in range(x.shape[0]):
+        state = layer(x[t], state)
+        outputs.append(state[0] if isinstance(state, tuple) else state)
+    return stack(outputs)
+
+
+def bench_cells(quick: bool = False) -> list[dict]:
+    """LSTMCell, GRUCell and RNNCell (64, 128) called step by step over a (32, 32, 64)
+    sequence, as a user's loop does (``x[t]`` per step, states carried, every h stacked),
+    forward + backward of the stacked outputs, against PyTorch's cells in the same loop."""
+    import torch
+
+    from buildingai.nn import rnn
+
+    length, batch, features, hidden = _recurrent_sizes(quick)
+    x = np.random.default_rng(0).standard_normal((length, batch, features)).astype(np.float32)
+    records = []
+    for kind in ("LSTMCell", "GRUCell", "RNNCell"):
+        torch.manual_seed(0)
+        label = f"{kind}({features}, {hidden}) x {length} steps of ({batch}, {features})"
+        records.append(
+            _recurrent_case(
+                torch,
+                getattr(rnn, kind)(features, hidden),
+                getattr(torch.nn, kind)(features, hidden),
+                x,
+                lambda layer, x: _cell_loop(layer, x, bai.stack),
+                lambda layer, x: _cell_loop(layer, x, torch.stack),
+                label,
+                quick,
+            )
+        )
+    return records
 
 
 # ----- element-wise layers -------------------------------------------------------------------------
@@ -255,6 +334,7 @@ def _ours_against_theirs(label: str, run_ours, run_theirs, quick: bool) -> dict:
         repeats=3 if quick else 7,
         number=1 if quick else 10,
         settle=settle_for(quick),
+        clock=_CLOCK["clock"],
     )
     ratio = timings["buildingai"]["median"] / timings["pytorch"]["median"]
     return {"case": label, **timings, "ratio": ratio}
@@ -263,11 +343,14 @@ def _ours_against_theirs(label: str, run_ours, run_theirs, quick: bool) -> dict:
 # ----- runner -----------------------------------------------------------------------------------
 
 
-def run(quick: bool = False) -> list[dict]:
-    """Every ``bench_*`` function in this module, in definition order."""
+def run(quick: bool = False, only: list[str] | None = None) -> list[dict]:
+    """Every ``bench_*`` function in this module, in definition order, or those named in
+    ``only`` (without the prefix: ``["gru", "cells"]``)."""
     records = []
     for name, function in list(globals().items()):
-        if name.startswith("bench_") and callable(function):
+        if not (name.startswith("bench_") and callable(function)):
+            continue
+        if only is None or name[len("bench_") :] in only:
             records.extend(function(quick))
     return records
 
@@ -279,10 +362,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS and PyTorch threads, set alike (default 1)"
     )
+    parser.add_argument(
+        "--only",
+        help="comma-separated cases to run (conv2d, attention, lstm, gru, rnn, cells, "
+        "elementwise); all by default",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "thread"),
+        default="wall",
+        help="wall clock (default), or the calling thread's CPU time, which other processes' "
+        "load on a shared machine does not change (read it at --threads 1)",
+    )
     args = parser.parse_args(argv)
     accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     set_threads(args.threads)
-    records = run(args.quick)
+    bai.set_num_threads(args.threads)  # BuildingAI's own threads alike, not every core
+    if args.clock == "thread":
+        _CLOCK["clock"] = time.thread_time
+    records = run(args.quick, args.only.split(",") if args.only else None)
     rows = [
         [
             r["case"],

@@ -1,5 +1,6 @@
 """Faster forwards of the LSTM time loop ``lstm_recurrence`` and of its back-propagation
-through time ``lstm_recurrence_grad`` (``ops/rnn.py``).
+through time ``lstm_recurrence_grad`` (``ops/rnn.py``), and of the GRU's, ``gru_recurrence``
+and ``gru_recurrence_grad`` (``ops/rnn_gru.py``).
 
 ``*.fused`` (float32, needs numba): the records' loops with each step's recurrent product on
 BLAS into one preallocated buffer (against a contiguous copy of w_hh^T in the forward) and
@@ -11,6 +12,10 @@ per step one product and one call, where the records make about fifteen array pa
 product noted as a BLAS call (``backend.threads.blas_called``, so that the element-wise work
 right after it stays on the calling thread while BLAS's threads may still spin) and the gate
 sigmoid through the kernels registered for ``sigmoid``.
+
+``gru_recurrence.fused``, ``gru_recurrence_grad.fused`` (float32, needs numba): the GRU
+records' loops in the same form, one sgemm and one compiled pass per step
+(``kernels/gru_steps.py`` and its twins).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import numpy as np
 
 from ..backend.threads import blas_called
 from ..ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
+from ..ops.rnn_gru import GRU_RECURRENCE, GRU_RECURRENCE_GRAD
 from ..ops.special import SIGMOID
 from . import own_blas
-from .kernels import compiled
+from .kernels import compiled, gru_steps
 from .kernels import lstm_steps as steps
 from .registry import register, run_accelerated
 
@@ -38,11 +44,11 @@ def _float32_shapes(*pairs) -> bool:
     )
 
 
-def _steps_of(gates: np.ndarray):
-    """(L, N, H) of an (L, N, 4H) array, or None for another shape."""
-    if gates.ndim != 3 or gates.shape[2] % 4 or not gates.shape[2]:
+def _steps_of(gates: np.ndarray, count: int = 4):
+    """(L, N, H) of an (L, N, count * H) array, or None for another shape."""
+    if gates.ndim != 3 or gates.shape[2] % count or not gates.shape[2]:
         return None
-    return gates.shape[0], gates.shape[1], gates.shape[2] // 4
+    return gates.shape[0], gates.shape[1], gates.shape[2] // count
 
 
 # ----- forward ------------------------------------------------------------------------------------
@@ -187,4 +193,73 @@ register(
     name="lstm_recurrence_grad.fused",
     requires=("numba",),
     description="per step one product and one compiled pass over the five gradients (float32)",
+)
+
+
+# ----- GRU ----------------------------------------------------------------------------------------
+
+
+def _gru_fits(xp, gates_x, h0, w_hh, b_hh=None, *, reverse) -> bool:
+    sizes = type(gates_x) is np.ndarray and _steps_of(gates_x, 3)
+    if not sizes:
+        return False
+    _, batch, size = sizes
+    pairs = [(gates_x, gates_x.shape), (h0, (batch, size)), (w_hh, (3 * size, size))]
+    if b_hh is not None:
+        pairs.append((b_hh, (3 * size,)))
+    return _float32_shapes(*pairs) and _loops_run(gru_steps.gru_forward_loop)
+
+
+def gru_recurrence_fused(ctx, xp, gates_x, h0, w_hh, b_hh=None, *, reverse):
+    """What ``GRURecurrence.forward`` computes: per step one product and one compiled pass."""
+    length, batch, gate_size = gates_x.shape
+    size = gate_size // 3
+    out = np.empty((length, batch, size), _FLOAT32)
+    bias = np.zeros(gate_size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
+    w_hh_t = np.ascontiguousarray(w_hh.T)
+    recurrent = np.empty((batch, gate_size), _FLOAT32)
+    arrays = (gates_x, np.ascontiguousarray(h0), w_hh_t, bias, recurrent, out, reverse)
+    _loop(gru_steps.gru_forward_loop, arrays)
+    return out
+
+
+def _gru_grad_fits(xp, grad, coefficients, w_hh, *, reverse) -> bool:
+    sizes = type(grad) is np.ndarray and grad.ndim == 3 and grad.shape
+    if not sizes or not sizes[2]:
+        return False
+    length, batch, size = sizes
+    return _float32_shapes(
+        (grad, grad.shape), (coefficients, (length, batch, 4 * size)), (w_hh, (3 * size, size))
+    ) and _loops_run(gru_steps.gru_backward_loop)
+
+
+def gru_recurrence_grad_fused(ctx, xp, grad, coefficients, w_hh, *, reverse):
+    """What ``GRURecurrenceGrad.forward`` computes: per step one product and one pass."""
+    length, batch, size = grad.shape
+    out = np.empty((length, batch, size), _FLOAT32)
+    carry = np.empty((batch, size), _FLOAT32)  # dh z of the step after
+    recurrent = np.empty((batch, size), _FLOAT32)  # that step's hidden gradient times w_hh
+    hidden = np.empty((batch, 3 * size), _FLOAT32)
+    w_hh = np.ascontiguousarray(w_hh)
+    arrays = (grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse)
+    _loop(gru_steps.gru_backward_loop, arrays)
+    return out
+
+
+register(
+    GRU_RECURRENCE,
+    _gru_fits,
+    gru_recurrence_fused,
+    name="gru_recurrence.fused",
+    requires=("numba",),
+    description="per step one recurrent product and one compiled pass over the gates (float32)",
+)
+register(
+    GRU_RECURRENCE_GRAD,
+    _gru_grad_fits,
+    gru_recurrence_grad_fused,
+    name="gru_recurrence_grad.fused",
+    requires=("numba",),
+    description="per step one product and one compiled pass over dh and the gate gradients "
+    "(float32)",
 )

@@ -33,3 +33,17 @@ def test_elementwise_quick_mode_produces_records():
     assert names == ["tanh-GELU", "softmax", "log_softmax", "layer_norm", "cross_entropy"]
     for record in records:
         assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+
+
+def test_recurrent_quick_mode_produces_records():
+    records = benchmark.bench_gru(quick=True) + benchmark.bench_rnn(quick=True)
+    records += benchmark.bench_cells(quick=True)
+    names = [r["case"].split("(")[0] for r in records]
+    assert names == ["GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"]
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+
+
+def test_only_runs_the_cases_named():
+    records = benchmark.run(quick=True, only=["gru"])
+    assert [r["case"].split("(")[0] for r in records] == ["GRU"]

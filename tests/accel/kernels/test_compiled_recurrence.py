@@ -1,5 +1,6 @@
-"""The compiled LSTM steps and time loops (``kernels/compiled/recurrence.py``) against their
-NumPy references (``kernels/lstm_steps.py``), and the float32 tanh they use against libm."""
+"""The compiled LSTM and GRU steps and time loops (``kernels/compiled/recurrence.py``) against
+their NumPy references (``kernels/lstm_steps.py``, ``kernels/gru_steps.py``), and the float32
+tanh they use against libm."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import numpy as np
 import pytest
 
 from buildingai.accel import recurrence
-from buildingai.accel.kernels import compiled
+from buildingai.accel.kernels import compiled, gru_steps
 from buildingai.accel.kernels import lstm_steps as steps
 
 pytest.importorskip("numba")
 
 # the twins this file compares, for test_compiled's check that every twin is compared somewhere
 CASES = {"lstm_forward_step", "lstm_backward_step", "lstm_forward_loop", "lstm_backward_loop"}
+CASES |= {"gru_forward_step", "gru_backward_step", "gru_forward_loop", "gru_backward_loop"}
 LENGTH, BATCH, SIZE = 5, 3, 16
 
 
@@ -59,6 +61,44 @@ def test_backward_loop_and_steps_match_the_numpy_loop(reverse):
         out = np.empty((LENGTH, BATCH, 5 * SIZE), np.float32)
         scratch = [np.full((BATCH, SIZE), np.nan, np.float32) for _ in range(2)]  # zeroed there
         run(grad, acts, states, c0, w_hh, *scratch, out, reverse)
+        results.append(out)
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
+
+
+def _gru_forward_inputs(rng, reverse):
+    gates_x = (rng.standard_normal((LENGTH, BATCH, 3 * SIZE)) * 2).astype(np.float32)
+    h0 = rng.standard_normal((BATCH, SIZE)).astype(np.float32)
+    w_hh_t = (rng.standard_normal((SIZE, 3 * SIZE)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(3 * SIZE).astype(np.float32)
+    recurrent = np.empty((BATCH, 3 * SIZE), np.float32)
+    out = np.empty((LENGTH, BATCH, SIZE), np.float32)
+    return [gates_x, h0, w_hh_t, bias, recurrent, out, reverse]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gru_forward_loop_and_steps_match_the_numpy_loop(reverse):
+    expected = _gru_forward_inputs(np.random.default_rng(2), reverse)
+    gru_steps.gru_forward_loop(np, None, *expected)
+    got = _gru_forward_inputs(np.random.default_rng(2), reverse)
+    compiled.twin_of(gru_steps.gru_forward_loop)(recurrence._sgemm(), *got)
+    np.testing.assert_allclose(got[5], expected[5], rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gru_backward_loop_and_steps_match_the_numpy_loop(reverse):
+    rng = np.random.default_rng(3)
+    grad = rng.standard_normal((LENGTH, BATCH, SIZE)).astype(np.float32)
+    coefficients = rng.standard_normal((LENGTH, BATCH, 4 * SIZE)).astype(np.float32)
+    w_hh = (rng.standard_normal((3 * SIZE, SIZE)) * 0.3).astype(np.float32)
+    results = []
+    for run in (
+        lambda *a: gru_steps.gru_backward_loop(np, None, *a),
+        lambda *a: compiled.twin_of(gru_steps.gru_backward_loop)(recurrence._sgemm(), *a),
+    ):
+        out = np.empty((LENGTH, BATCH, SIZE), np.float32)
+        carry, product = (np.full((BATCH, SIZE), np.nan, np.float32) for _ in range(2))
+        hidden = np.full((BATCH, 3 * SIZE), np.nan, np.float32)  # scratch, zeroed there
+        run(grad, coefficients, w_hh, carry, product, hidden, out, reverse)
         results.append(out)
     np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
 

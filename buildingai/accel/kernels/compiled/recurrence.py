@@ -1,6 +1,7 @@
-"""Compiled twins of the LSTM step kernels (``accel/kernels/lstm_steps.py``): each gate of a
-step read once and every result written once, in one loop over the step's (N, H) units that
-LLVM vectorises. Same arguments as the NumPy kernels, without ``xp``; float32 arrays.
+"""Compiled twins of the LSTM and GRU step kernels (``accel/kernels/lstm_steps.py``,
+``gru_steps.py``): each gate of a step read once and every result written once, in short loops
+over the step's (N, H) units that LLVM vectorises. Same arguments as the NumPy kernels, without
+``xp``; float32 arrays.
 
 tanh is Cephes' ``tanhf`` form on float32 (an odd polynomial below 0.625, 1 - 2 / (e^{2x} + 1)
 above, e^{2x} by ``exp32``), within a few units in the last place of libm's, since numba's
@@ -149,3 +150,70 @@ def lstm_backward_loop(address, grad, acts, states, c0, w_hh, recurrent, carry, 
         else:
             c_before = states[t + 1 if reverse else t - 1, :, size:]
         lstm_backward_step(grad, acts, states, c_before, recurrent, carry, out, t)
+
+
+# ----- GRU --------------------------------------------------------------------------------------
+
+
+@step
+def gru_forward_step(recurrent, gates_x, bias, h_prev, out, t):
+    batch, gate_size = recurrent.shape
+    size = gate_size // 3
+    for n in range(batch):
+        hidden, given, h_before, h = recurrent[n], gates_x[t, n], h_prev[n], out[t, n]
+        for j in range(gate_size):
+            hidden[j] = hidden[j] + bias[j]
+        for j in range(2 * size):
+            hidden[j] = _sigmoid(given[j] + hidden[j])
+        reset, update, hidden_new = hidden[:size], hidden[size : 2 * size], hidden[2 * size :]
+        given_new = given[2 * size :]
+        for j in range(size):
+            new = tanh32(given_new[j] + reset[j] * hidden_new[j])
+            h[j] = new + update[j] * (h_before[j] - new)
+
+
+@step
+def gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t):
+    batch, size = carry.shape
+    for n in range(batch):
+        given, kept, product, dh = grad[t, n], carry[n], recurrent[n], out[t, n]
+        factors, spread = coefficients[t, n], hidden[n]
+        for j in range(size):
+            dh[j] = given[j] + (kept[j] + product[j])
+        for j in range(size):
+            kept[j] = dh[j] * factors[3 * size + j]
+        for k in range(3):
+            for j in range(size):
+                spread[k * size + j] = dh[j] * factors[k * size + j]
+
+
+@step
+def gru_forward_loop(address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse):
+    """``gru_forward_step`` for every step in order: h0 (N, H) C-contiguous, w_hh_t (H, 3H)
+    C-contiguous, recurrent (N, 3H) scratch; ``address`` is a CBLAS sgemm."""
+    length, batch, gate_size = gates_x.shape
+    size = gate_size // 3
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        before = t + 1 if reverse else t - 1
+        h_before = h0 if s == 0 else out[before]
+        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, gate_size, size, _ONE,
+                   h_before.ctypes.data, size, w_hh_t.ctypes.data, gate_size,
+                   recurrent.ctypes.data, gate_size)  # fmt: skip
+        gru_forward_step(recurrent, gates_x, bias, h_before, out, t)
+
+
+@step
+def gru_backward_loop(address, grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse):
+    """``gru_backward_step`` for every step back: w_hh (3H, H) C-contiguous; carry, recurrent
+    (N, H) and hidden (N, 3H) scratch, zeroed here; ``address`` is a CBLAS sgemm."""
+    length, batch, size = grad.shape
+    carry[:] = 0
+    recurrent[:] = 0
+    for s in range(length):
+        t = s if reverse else length - 1 - s
+        if s > 0:
+            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, 3 * size, _ONE,
+                       hidden.ctypes.data, 3 * size, w_hh.ctypes.data, size,
+                       recurrent.ctypes.data, size)  # fmt: skip
+        gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t)
