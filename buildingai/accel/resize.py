@@ -1,8 +1,10 @@
-"""A faster kernel of the resize records (``ops/resize.py``: ``interpolate`` and
+"""Faster kernels of the resize records (``ops/resize.py``: ``interpolate`` and
 ``interpolate_grad``), registered beside them. The records apply each axis's sparse matrix as a
-few weighted gathers; where an output row mixes many inputs (area pooling to a few pixels) this
+few weighted gathers; where an output row mixes many inputs (area pooling to a few pixels) a
 kernel multiplies by the dense matrix instead, which BLAS runs faster. Inputs holding an inf or
-NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis.
+NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis. Where
+both axes of an image repeat each pixel a whole number of times (nearest upsampling by 2), the
+repeat and its gradient's block sums run as one compiled pass (``kernels/pixel_repeat.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from ..backend.threads import blas_called
 from ..ops import resize
 from ..ops.promotion import as_float
+from .kernels import compiled, pixel_repeat
 from .registry import register
 
 
@@ -83,4 +86,86 @@ register(
     _interpolate_grad,
     name="interpolate_grad.dense",
     description="long resize rows (area pooling) as one matrix product per axis",
+)
+
+
+# ----- nearest upsampling by whole factors ---------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _repeat_factor(key: tuple) -> int | None:
+    """f where the axis of ``key`` maps output pixel i to input pixel i // f (its plan is one
+    unit gather of that pattern), else None."""
+    columns, _, unit, padded = resize.axis_map(key, False)
+    _, in_size, out_size = key[:3]
+    if not unit or padded or columns.shape[1] != 1 or in_size == 0 or out_size % in_size:
+        return None
+    factor = out_size // in_size
+    pattern = np.repeat(np.arange(in_size), factor)
+    return factor if np.array_equal(columns[:, 0], pattern) else None
+
+
+def _factors(in_sizes, size, mode, align_corners, scales):
+    """(fh, fw) of an image whose two axes both repeat pixels, else None."""
+    if len(in_sizes) != 2 or mode not in ("nearest", "nearest-exact"):
+        return None
+    factors = [_repeat_factor(key) for key in _keys(in_sizes, size, mode, align_corners, scales)]
+    return None if None in factors else tuple(factors)
+
+
+def _repeat_fits(xp, x, *, size, mode, align_corners, scales) -> bool:
+    return (
+        type(x) is np.ndarray
+        and x.dtype == np.float32
+        and _factors(tuple(x.shape[2:]), size, mode, align_corners, scales) is not None
+    )
+
+
+def _repeat(ctx, xp, x, *, size, mode, align_corners, scales):
+    """Each pixel written into its block in one pass; NotImplemented where the twin declines."""
+    ctx.input_size = input_size = tuple(x.shape[2:])
+    fh, fw = _factors(input_size, size, mode, align_corners, scales)
+    x = np.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    out = np.empty((n, c, h * fh, w * fw), np.float32)
+    arrays = [x.reshape(n * c * h, w), out.reshape(n * c * h * fh, w * fw)]
+    done = compiled.run(pixel_repeat.repeat_pixels, arrays, {"fh": fh, "fw": fw})
+    return out if done else NotImplemented
+
+
+def _blocks_fit(xp, grad, *, input_size, size, mode, align_corners, scales) -> bool:
+    return (
+        type(grad) is np.ndarray
+        and grad.dtype == np.float32
+        and _factors(tuple(input_size), size, mode, align_corners, scales) is not None
+    )
+
+
+def _block_sums(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
+    """Each block of the gradient summed onto its pixel in one pass."""
+    fh, fw = _factors(tuple(input_size), size, mode, align_corners, scales)
+    grad = np.ascontiguousarray(grad)
+    n, c = grad.shape[:2]
+    h, w = input_size
+    out = np.empty((n, c, h, w), np.float32)
+    arrays = [grad.reshape(n * c * h * fh, w * fw), out.reshape(n * c * h, w)]
+    done = compiled.run(pixel_repeat.sum_pixel_blocks, arrays, {"fh": fh, "fw": fw})
+    return out if done else NotImplemented
+
+
+register(
+    resize.INTERPOLATE,
+    _repeat_fits,
+    _repeat,
+    name="interpolate.pixel_repeat",
+    requires=("numba",),
+    description="nearest upsampling by whole factors: each pixel written into its block",
+)
+register(
+    resize.INTERPOLATE_GRAD,
+    _blocks_fit,
+    _block_sums,
+    name="interpolate_grad.pixel_blocks",
+    requires=("numba",),
+    description="nearest upsampling by whole factors: each gradient block summed in one pass",
 )

@@ -143,8 +143,42 @@ RESIZE_CASES = [
     ((2, 3, 32, 30), {"size": (2, 3), "mode": "area"}),  # long rows: one product per axis
     ((2, 3, 32, 8), {"size": (3, 8), "mode": "area"}),  # one axis long, one copied
     ((2, 3, 6, 5), {"size": (9, 7), "mode": "bilinear"}),
-    ((2, 3, 6, 5), {"scale_factor": 2, "mode": "nearest"}),
+    ((2, 3, 6, 5), {"scale_factor": 2, "mode": "nearest"}),  # short rows: the dense products
+    ((2, 3, 12, 10), {"scale_factor": 2, "mode": "nearest"}),  # pixels repeated into 2x2 blocks
+    ((2, 3, 12, 10), {"size": (36, 20), "mode": "nearest"}),  # 3x2 blocks
+    ((2, 3, 12, 10), {"scale_factor": 2, "mode": "nearest-exact"}),
+    ((2, 3, 12, 10), {"size": (24, 10), "mode": "nearest"}),  # one axis copied
 ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("size", [None, (21, 16)], ids=["2x", "3x2"])
+def test_nearest_upsampling_by_whole_factors_matches_pytorch(size, dtype, accel_on):
+    """Values and input gradient against PyTorch's nearest upsampling: copies are exact, and
+    each gradient block sums fh * fw values (float32 error of a few ulps, PyTorch's too)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 8, 7, 8)).astype(dtype)
+    kwargs = {"size": size} if size else {"scale_factor": 2}
+    ours = bai.tensor(x, requires_grad=True)
+    y = F.interpolate(ours, mode="nearest", **kwargs)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    y.backward(bai.tensor(g))
+    theirs = torch.tensor(x, requires_grad=True)
+    expected = torch.nn.functional.interpolate(theirs, mode="nearest", **kwargs)
+    expected.backward(torch.tensor(g))
+    np.testing.assert_array_equal(y.numpy(), expected.detach().numpy())
+    exact = torch.nn.functional.interpolate(
+        torch.tensor(x, dtype=torch.float64, requires_grad=True), mode="nearest", **kwargs
+    )
+    reference = torch.autograd.grad(exact, exact.grad_fn.next_functions[0][0].variable,
+                                    torch.tensor(g, dtype=torch.float64))[0].numpy()  # fmt: skip
+    ours_error = np.abs(ours.grad.numpy() - reference).max()
+    theirs_error = np.abs(theirs.grad.numpy() - reference).max()
+    if dtype == np.float64:
+        assert ours_error <= 1e-14
+    else:  # within 1.5 times PyTorch's own float32 error (at least one float32 ulp of the sum)
+        assert ours_error <= max(1.5 * theirs_error, 4e-7 * np.abs(reference).max())
 
 
 def test_resize_kernels_agree_with_the_records(kernels_ran):

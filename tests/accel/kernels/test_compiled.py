@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.accel.kernels import activations, compiled, gelu32, pool_flat, select
+from buildingai.accel.kernels import activations, compiled, gelu32, pixel_repeat, pool_flat, select
 from buildingai.accel.kernels import activations_fused as fused
 
 pytest.importorskip("numba")
@@ -98,7 +98,13 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
         test_compiled_rows,
     )
 
-    covered = set(CASES) | set(POOLING) | {"adam"} | set(getattr(test_compiled_rows, "CASES", {}))
+    covered = (
+        set(CASES)
+        | set(POOLING)
+        | {"adam"}
+        | set(PIXEL_REPEAT)
+        | set(getattr(test_compiled_rows, "CASES", {}))
+    )
     covered |= test_compiled_conv.CASES | test_compiled_recurrence.CASES
     named = {twin.split(".", 1)[1] for twin, _ in compiled.REGISTRY.values()}
     assert named <= covered, f"twins without a reference comparison: {sorted(named - covered)}"
@@ -363,3 +369,25 @@ def test_twins_stay_on_one_thread_while_blas_threads_spin(monkeypatch):
         assert compiled._threads.count == 2
     finally:
         bai.set_num_threads(None)
+
+
+PIXEL_REPEAT = {"repeat_pixels": pixel_repeat.repeat_pixels}
+PIXEL_REPEAT["sum_pixel_blocks"] = pixel_repeat.sum_pixel_blocks
+
+
+@pytest.mark.parametrize("factors", [(2, 2), (3, 2), (1, 3), (2, 1)])
+def test_pixel_repeat_twins_match_their_numpy_references(factors):
+    fh, fw = factors
+    rng = np.random.default_rng(7)
+    rows, width = 301, 97
+    x = _values(rng)[: rows * width].reshape(rows, width)
+    grad = rng.standard_normal((rows * fh, width * fw)).astype(np.float32)
+    keywords = {"fh": fh, "fw": fw}
+    for kernel, source, shape in (
+        (pixel_repeat.repeat_pixels, x, grad.shape),
+        (pixel_repeat.sum_pixel_blocks, grad, x.shape),
+    ):
+        expected, got = np.empty(shape, np.float32), np.empty(shape, np.float32)
+        kernel(np, source, expected, **keywords)
+        assert compiled.run(kernel, [source, got], keywords), kernel.__name__
+        np.testing.assert_array_equal(got, expected)  # copies, and sums in the same order
