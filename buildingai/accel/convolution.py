@@ -32,6 +32,10 @@ from .products import einsum_array
 from .products import matmul_array as product
 from .registry import register
 
+# The im2col weight gradient's product sums its inner dimension in blocks this long or longer,
+# at most this many blocks (``_blocked_product``).
+INNER_BLOCK = 64
+INNER_BLOCKS = 16
 # The direct twins run on at least this many of numba's threads: on one (BLAS's threads still
 # spinning after a product, or one element-wise thread) they are no faster than im2col.
 DIRECT_MIN_THREADS = 2
@@ -233,10 +237,31 @@ def _im2col_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilat
     # columns' rows, OpenBLAS runs the product faster with the columns as its left operand
     # (a transposed result: a small copy).
     if columns.shape[-1] >= columns.shape[-2]:
-        out = product(xp, columns, rows.swapaxes(-1, -2)).swapaxes(-1, -2)
+        out = _blocked_product(xp, columns, rows.swapaxes(-1, -2)).swapaxes(-1, -2)
     else:
-        out = product(xp, rows, columns.swapaxes(-1, -2))
+        out = _blocked_product(xp, rows, columns.swapaxes(-1, -2))
     return out.reshape((out_channels, channels // groups) + tuple(weight_size))
+
+
+def _blocked_product(xp, left, right):
+    """left (g, m, k) @ right (g, k, n) as products of blocks of the inner dimension, added up:
+    a weight gradient's inner dimension (every position of every sample) is long, and a
+    float32 sum's rounding grows with the terms added to one accumulator. The blocks, at most
+    ``INNER_BLOCKS`` of at least ``INNER_BLOCK``, are one stack of products (views, no copy)."""
+    length = left.shape[-1]
+    count = min(INNER_BLOCKS, length // INNER_BLOCK)
+    while count > 1 and length % count:
+        count -= 1
+    if count <= 1:
+        return product(xp, left, right)
+    block = length // count
+    out = np.empty(left.shape[:-1] + right.shape[-1:], left.dtype)
+    for entry in range(left.shape[0]):
+        rows, inner = left[entry].shape
+        blocks = left[entry].reshape(rows, count, block).swapaxes(0, 1)  # (count, m, block)
+        partial = product(xp, blocks, right[entry].reshape(count, block, -1))
+        np.sum(partial, axis=0, out=out[entry])
+    return out
 
 
 # ----- registrations, in the order they are tried -------------------------------------------------
