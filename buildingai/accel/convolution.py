@@ -255,12 +255,12 @@ def _blocked_product(xp, left, right):
     if count <= 1:
         return product(xp, left, right)
     block = length // count
-    out = np.empty(left.shape[:-1] + right.shape[-1:], left.dtype)
+    rows = left.shape[-2]
+    out = xp.empty(left.shape[:-1] + right.shape[-1:], left.dtype)
     for entry in range(left.shape[0]):
-        rows, inner = left[entry].shape
         blocks = left[entry].reshape(rows, count, block).swapaxes(0, 1)  # (count, m, block)
         partial = product(xp, blocks, right[entry].reshape(count, block, -1))
-        np.sum(partial, axis=0, out=out[entry])
+        xp.sum(partial, axis=0, out=out[entry])
     return out
 
 
