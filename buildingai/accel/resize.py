@@ -5,6 +5,8 @@ kernel multiplies by the dense matrix instead, which BLAS runs faster. Inputs ho
 NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis. Where
 both axes of an image repeat each pixel a whole number of times (nearest upsampling by 2), the
 repeat and its gradient's block sums run as one compiled pass (``kernels/pixel_repeat.py``).
+Other float32 images resize through both axis maps in one compiled pass over each output row,
+rows across threads (``kernels/separable_resize.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from ..backend.threads import blas_called
 from ..ops import resize
 from ..ops.promotion import as_float
-from .kernels import compiled, pixel_repeat
+from .kernels import compiled, pixel_repeat, separable_resize
 from .registry import register
 
 
@@ -168,4 +170,70 @@ register(
     name="interpolate_grad.pixel_blocks",
     requires=("numba",),
     description="nearest upsampling by whole factors: each gradient block summed in one pass",
+)
+
+
+# ----- any 2-D map: both axes in one pass over each output row -------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _taps(key: tuple, transpose: bool) -> tuple:
+    """(columns, float32 weights) of the axis map, contiguous, as the compiled pass reads them."""
+    columns, weights, _, _ = resize.axis_map(key, transpose)
+    return np.ascontiguousarray(columns, np.int64), np.ascontiguousarray(weights, np.float32)
+
+
+def _image_fits(xp, x) -> bool:
+    return type(x) is np.ndarray and x.dtype == np.float32 and x.ndim == 4
+
+
+def _separable_fits(xp, x, *, size, mode, align_corners, scales) -> bool:
+    return _image_fits(xp, x)
+
+
+def _separable(xp, x, keys, transpose: bool, out_sizes):
+    """Both axis maps of ``keys`` applied to x (N, C, h, w); NotImplemented where the twin
+    declines."""
+    n, c, h, w = x.shape
+    out = np.empty((n, c, *out_sizes), np.float32)
+    (columns_h, weights_h), (columns_w, weights_w) = (_taps(key, transpose) for key in keys)
+    if columns_h.shape[1] == 0 or columns_w.shape[1] == 0:
+        return NotImplemented  # an empty axis: the record's zeros
+    planes = np.ascontiguousarray(x).reshape(n * c, h, w)
+    arrays = [planes, columns_h, weights_h, columns_w, weights_w, out.reshape(n * c, *out_sizes)]
+    return out if compiled.run(separable_resize.resize_planes, arrays) else NotImplemented
+
+
+def _interpolate_separable(ctx, xp, x, *, size, mode, align_corners, scales):
+    ctx.input_size = input_size = tuple(x.shape[2:])
+    keys = _keys(input_size, size, mode, align_corners, scales)
+    return _separable(xp, x, keys, False, tuple(size))
+
+
+def _separable_grad_fits(xp, grad, *, input_size, size, mode, align_corners, scales) -> bool:
+    return _image_fits(xp, grad)
+
+
+def _interpolate_grad_separable(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
+    keys = _keys(tuple(input_size), size, mode, align_corners, scales)
+    return _separable(xp, grad, keys, True, tuple(input_size))
+
+
+register(
+    resize.INTERPOLATE,
+    _separable_fits,
+    _interpolate_separable,
+    name="interpolate.separable",
+    requires=("numba",),
+    description="float32 images: both axis maps in one compiled pass per output row, rows "
+    "across threads",
+)
+register(
+    resize.INTERPOLATE_GRAD,
+    _separable_grad_fits,
+    _interpolate_grad_separable,
+    name="interpolate_grad.separable",
+    requires=("numba",),
+    description="float32 images: both transposed axis maps in one compiled pass per row, rows "
+    "across threads",
 )

@@ -148,6 +148,10 @@ RESIZE_CASES = [
     ((2, 3, 12, 10), {"size": (36, 20), "mode": "nearest"}),  # 3x2 blocks
     ((2, 3, 12, 10), {"scale_factor": 2, "mode": "nearest-exact"}),
     ((2, 3, 12, 10), {"size": (24, 10), "mode": "nearest"}),  # one axis copied
+    ((2, 3, 20, 18), {"size": (31, 9), "mode": "bilinear"}),  # both maps in one pass per row
+    ((2, 3, 20, 18), {"scale_factor": 2, "mode": "bicubic"}),
+    ((2, 3, 20, 18), {"scale_factor": 0.5, "mode": "bilinear", "align_corners": True}),
+    ((2, 3, 20, 18), {"size": (17, 50), "mode": "nearest"}),
 ]
 
 
@@ -202,3 +206,46 @@ def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(kernels_ran):
         (F.max_pool2d(x, 2) ** 2).sum().backward()
     twins = {"max_pool2d.twin_2x2", "max_pool2d_choice.twin_2x2", "max_pool2d_scatter.twin_2x2"}
     assert kernels_ran(POOL_OPS) >= twins
+
+
+RESIZE_AGAINST_PYTORCH = [
+    {"scale_factor": 2, "mode": "bilinear"},
+    {"scale_factor": 0.5, "mode": "bilinear"},
+    {"scale_factor": 2, "mode": "bilinear", "align_corners": True},
+    {"scale_factor": 2, "mode": "bicubic"},
+    {"size": (17, 50), "mode": "nearest"},
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kwargs", RESIZE_AGAINST_PYTORCH, ids=lambda kw: str(kw))
+def test_resizing_matches_pytorch_with_acceleration_on(kwargs, dtype, accel_on):
+    """Values and input gradient against PyTorch's, and the float32 errors against a float64
+    computation within 1.5 times PyTorch's own float32 errors (or one float32 ulp)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((4, 8, 24, 20))
+    g = rng.standard_normal(tuple(torch.nn.functional.interpolate(torch.tensor(x), **kwargs).shape))
+
+    def ours(dtype):
+        t = bai.tensor(x.astype(dtype), requires_grad=True)
+        y = F.interpolate(t, **kwargs)
+        y.backward(bai.tensor(g.astype(dtype)))
+        return y.numpy(), t.grad.numpy()
+
+    def theirs(dtype):
+        t = torch.tensor(x.astype(dtype), requires_grad=True)
+        y = torch.nn.functional.interpolate(t, **kwargs)
+        y.backward(torch.tensor(g.astype(dtype)))
+        return y.detach().numpy(), t.grad.numpy()
+
+    exact = theirs(np.float64)
+    got, expected = ours(dtype), theirs(dtype)
+    for what, a, e, reference in zip(("value", "gradient"), got, expected, exact):
+        if dtype == np.float64:
+            np.testing.assert_allclose(a, reference, rtol=0, atol=1e-12, err_msg=what)
+            continue
+        ours_error = np.abs(a - reference).max()
+        theirs_error = np.abs(e - reference).max()
+        ulp = np.finfo(np.float32).eps * np.abs(reference).max()
+        assert ours_error <= max(1.5 * theirs_error, ulp), (what, ours_error, theirs_error)

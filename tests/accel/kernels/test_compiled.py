@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.accel.kernels import activations, compiled, gelu32, pixel_repeat, pool_flat, select
+from buildingai.accel.kernels import (
+    activations,
+    compiled,
+    gelu32,
+    pixel_repeat,
+    pool_flat,
+    select,
+    separable_resize,
+)
 from buildingai.accel.kernels import activations_fused as fused
 
 pytest.importorskip("numba")
@@ -373,6 +381,7 @@ def test_twins_stay_on_one_thread_while_blas_threads_spin(monkeypatch):
 
 PIXEL_REPEAT = {"repeat_pixels": pixel_repeat.repeat_pixels}
 PIXEL_REPEAT["sum_pixel_blocks"] = pixel_repeat.sum_pixel_blocks
+PIXEL_REPEAT["resize_planes"] = separable_resize.resize_planes
 
 
 @pytest.mark.parametrize("factors", [(2, 2), (3, 2), (1, 3), (2, 1)])
@@ -391,3 +400,21 @@ def test_pixel_repeat_twins_match_their_numpy_references(factors):
         kernel(np, source, expected, **keywords)
         assert compiled.run(kernel, [source, got], keywords), kernel.__name__
         np.testing.assert_array_equal(got, expected)  # copies, and sums in the same order
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_separable_resize_twin_matches_its_numpy_reference(mode):
+    from buildingai.ops import resize
+
+    rng = np.random.default_rng(9)
+    x = _values(rng)[: 6 * 37 * 41].reshape(6, 37, 41)
+    keys = [(mode, 37, 50, False, None, True), (mode, 41, 19, False, None, True)]
+    taps = []
+    for key in keys:
+        columns, weights, _, _ = resize.axis_map(key, False)
+        taps += [np.ascontiguousarray(columns), weights.astype(np.float32)]
+    expected, got = np.empty((6, 50, 19), np.float32), np.empty((6, 50, 19), np.float32)
+    with np.errstate(invalid="ignore"):  # inf * 0 weights: NaN in both
+        separable_resize.resize_planes(np, x, *taps, expected)
+    assert compiled.run(separable_resize.resize_planes, [x, *taps, got])
+    np.testing.assert_array_equal(got, expected)  # the same products and sums, in order
