@@ -5,8 +5,10 @@ of its inner loop: for rows of 64-128 values that per-row overhead is most of th
 ``einsum`` walks the same rows with its own unrolled sum-of-products loops, and a product and
 its sum in one pass, with no temporary (figures: docs/design_notes/performance.md).
 
-einsum adds each row with a few running float32 sums rather than NumPy's pairwise blocks, so it
-is used for rows up to ``LONGEST_ROW`` values, where both round alike; longer rows, other
+einsum adds each row with a few running float32 sums rather than NumPy's pairwise blocks, so its
+rounding grows with the row's length: ``row_sum`` and ``row_dot`` use it for rows up to
+``LONGEST_ROW`` values, ``sum_axes`` adds blocks of ``ROW_BLOCK`` values and then their sums,
+which round as NumPy's pairwise sums do, for up to ``LONGEST_SUM`` values. Longer rows, other
 array types and other ranks keep ``sum``.
 
 Sums down the columns (over the leading axes: bias gradients) are a BLAS matrix-vector product
@@ -25,6 +27,8 @@ from . import compiled
 from .compiled import compiled_twin
 
 LONGEST_ROW = 4096
+ROW_BLOCK = 256  # sum_axes adds its rows in blocks this long ...
+LONGEST_SUM = ROW_BLOCK * ROW_BLOCK  # ... up to this many values, then NumPy's pairwise sum
 
 
 def _summable(xp, x) -> bool:
@@ -61,13 +65,28 @@ def sum_axes(xp, x, axes: tuple):
     span = 1
     for extent in x.shape[trailing:]:
         span *= extent
-    if not _summable(xp, x) or trailing == x.ndim or span > LONGEST_ROW or not x.flags.c_contiguous:
+    if not _summable(xp, x) or trailing == x.ndim or span > LONGEST_SUM or not x.flags.c_contiguous:
         return x.sum(axis=axes, keepdims=True)
-    rows = np.einsum("...i->...", x.reshape(x.shape[:trailing] + (span,)))
+    rows = _blocked_row_sums(x.reshape(-1, span)).reshape(x.shape[:trailing])
     rest = tuple(axis for axis in axes if axis < trailing)
     if rest:
         rows = rows.sum(axis=rest, keepdims=True)
     return rows.reshape(rows.shape + (1,) * (x.ndim - trailing))
+
+
+def _blocked_row_sums(a):
+    """a (rows, n) -> (rows,): each row summed by einsum in blocks of ``ROW_BLOCK`` values,
+    then the blocks' sums: einsum's few running sums round like NumPy's pairwise ones over a
+    block, not over a whole long row."""
+    rows, n = a.shape
+    if n <= ROW_BLOCK:
+        return np.einsum("ij->i", a)
+    whole = n - n % ROW_BLOCK
+    blocks = a[:, :whole].reshape(rows, whole // ROW_BLOCK, ROW_BLOCK)
+    sums = np.einsum("ij->i", np.einsum("ijk->ij", blocks))
+    if whole < n:
+        sums += np.einsum("ij->i", a[:, whole:])
+    return sums
 
 
 def row_dot(xp, a, b):
