@@ -60,12 +60,14 @@ def _float32_like(array, condition) -> bool:
 
 
 def _where_fits(xp, condition, a, b) -> bool:
-    """A C-contiguous boolean NumPy condition, and float32 arrays of its shape on both sides or
-    on one side with a Python number on the other (the result is then float32 too)."""
+    """A C-contiguous boolean NumPy condition large enough for the compiled select, and float32
+    arrays of its shape on both sides or on one side with a Python number on the other (the
+    result is then float32 too)."""
     if not (
         type(condition) is np.ndarray
         and condition.dtype == np.bool_
         and condition.flags.c_contiguous
+        and 3 * condition.size >= compiled.MIN_WORK  # smaller: the twin declines, NumPy's is quick
     ):
         return False
     if _float32_like(a, condition):

@@ -180,13 +180,14 @@ def test_where_selects_an_array_against_a_number_exactly(number_side, accel_on):
 
 def test_where_hands_other_operands_to_the_record():
     fits = registry.kernel("where.select").applies
-    condition, x = np.ones(8, bool), np.ones(8, np.float32)
+    condition, x = np.ones(N, bool), np.ones(N, np.float32)
     assert fits(np, condition, x, x) and fits(np, condition, 0.0, x)
     assert not fits(np, condition, x.astype(np.float64), x)  # the result would be float64
     assert not fits(np, condition, x[:4], x[:4])  # broadcast
     assert not fits(np, condition.astype(np.float32), x, x)
-    assert not fits(np, np.ones((8, 2), bool)[:, 0], x, 0.0)  # strided
+    assert not fits(np, np.ones((N, 2), bool)[:, 0], x, 0.0)  # strided
     assert not fits(np, condition, 0.0, 1.0)
+    assert not fits(np, condition[:8], x[:8], x[:8])  # small: NumPy's where
 
 
 FUNCTIONS = {
