@@ -1,7 +1,7 @@
-"""Inference benchmark: a frozen graph (plain and optimised) against eager BuildingAI, PyTorch
-eager and onnxruntime (one thread) on an MLP and a small CNN, same run, interleaved timing (the
-PyTorch and onnxruntime columns appear when those packages are installed and the graph exports);
-plus the speed-up of
+"""Inference benchmark: a frozen graph (plain and optimised) against eager BuildingAI,
+``bai.compile(model)`` (as ``torch.compile(model)``), PyTorch eager and onnxruntime (one
+thread) on an MLP and a small CNN, same run, interleaved timing (the PyTorch and onnxruntime
+columns appear when those packages are installed and the graph exports); plus the speed-up of
 ``parallel()`` / concurrent frozen branches on two independent matmul-heavy branches with one
 BLAS thread each.
 
@@ -157,6 +157,13 @@ def _candidates(model, static, optimized, torch, torch_model, session, x) -> dic
             model(tensor)
 
     candidates["eager"] = eager
+    compiled = bai.compile(model)  # torch.compile(model): a frozen graph per input shape
+
+    def compiled_model():
+        with bai.no_grad():
+            compiled(tensor)
+
+    candidates["compile(model)"] = compiled_model
     if torch is not None:
         torch_x = torch.from_numpy(x)
 

@@ -208,25 +208,32 @@ class _Call:
         if dynamic:
             for tensor in self.tensors:
                 if tensor.ndim >= 1:
-                    self.batch = tensor.shape[0]
+                    self.batch = tensor.array.shape[0]
                     break
 
-    def specs(self) -> list:
-        """A ``TensorSpec`` per tensor argument: its shape and dtype, with the batch dimension
-        symbolic when ``dynamic`` made one."""
-        specs = []
+    def shapes(self) -> list:
+        """The shape of each tensor argument, with ``None`` for the batch dimension when
+        ``dynamic`` made one symbolic."""
+        shapes = []
         for tensor in self.tensors:
-            shape = tuple(tensor.shape)
+            shape = tensor.array.shape
             if self.batch is not None and shape and shape[0] == self.batch:
                 shape = (None,) + shape[1:]
-            specs.append(TensorSpec(shape, tensor.dtype))
-        return specs
+            shapes.append(shape)
+        return shapes
+
+    def specs(self) -> list:
+        """A ``TensorSpec`` per tensor argument (its shape, as ``shapes``, and dtype)."""
+        return [TensorSpec(shape, t.dtype) for shape, t in zip(self.shapes(), self.tensors)]
 
     def key(self, grad_enabled: bool) -> tuple:
+        """What a graph is specialised on: shapes, dtypes, array types and devices, which tensors
+        require grad, the other arguments, and whether gradients are recorded."""
         described = tuple(
-            (spec.shape, spec.dtype.str, str(tensor.device), tensor.requires_grad)
-            for spec, tensor in zip(self.specs(), self.tensors)
-        )
+            (shape, t.array.dtype.str, type(t.array), getattr(t.array, "device", None),
+             t.requires_grad)
+            for shape, t in zip(self.shapes(), self.tensors)
+        )  # fmt: skip
         return (grad_enabled, self.structure, described)
 
     def function_of_tensors(self, target):
@@ -360,7 +367,7 @@ class _Compiled:
         ``training step`` or ``eager: why``)."""
         lines = []
         for key, entry in self._entries.items():
-            shapes = ", ".join(f"{shape} {dtype}" for shape, dtype, _, _ in key[2])
+            shapes = ", ".join(f"{shape} {dtype}" for shape, dtype, *_ in key[2])
             if isinstance(entry, ForwardGraph):
                 what = "graph"
             elif isinstance(entry, CompiledStep):
