@@ -5,7 +5,7 @@ columns appear when those packages are installed and the graph exports); plus th
 ``parallel()`` / concurrent frozen branches on two independent matmul-heavy branches with one
 BLAS thread each.
 
-Run: ``python -m benchmarks.inference [--quick]``.
+Run: ``python -m benchmarks.inference [--quick] [--threads N] [--only mlp,cnn,parallel]``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import buildingai as bai
 from buildingai import nn
 from buildingai.graph import TensorSpec, freeze
 
-from .common import accelerate, format_table, measure, save_run, settle_for
+from .common import accelerate, format_table, measure, save_run, set_threads, settle_for
 
 
 def _mlp(sizes):
@@ -265,11 +265,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="also write the records to this file")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="BLAS and PyTorch threads, set alike"
+    )
+    parser.add_argument(
+        "--only", default="mlp,cnn,parallel", help="comma-separated parts: mlp, cnn, parallel"
+    )
     arguments = parser.parse_args()
     accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
-    records = (
-        bench_mlp(arguments.quick) + bench_cnn(arguments.quick) + bench_parallel(arguments.quick)
-    )
+    set_threads(arguments.threads)
+    parts = {"mlp": bench_mlp, "cnn": bench_cnn, "parallel": bench_parallel}
+    records = []
+    for name in arguments.only.split(","):
+        records += parts[name.strip()](arguments.quick)
     save_run(records, arguments.json)
     _print(records)
 
