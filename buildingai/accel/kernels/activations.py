@@ -177,12 +177,22 @@ def gelu_tanh(xp, x, out, gate) -> None:
 @compiled_twin("activations.gelu_tanh_grad")
 def gelu_tanh_grad(xp, grad, x, gate, out) -> None:
     """out = grad * d/dx[x s(2u)] = grad * s (1 + 2 x u' (1 - s)), s = gate = sigmoid(2u),
-    u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
+    u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). 1 - s is computed again as sigmoid(-2u): taken
+    from s, it would keep only float32's absolute precision where s is near 1, and 2 x u'
+    magnifies that error."""
+    rest = xp.multiply(x, x)
+    rest *= 2 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
+    rest += 2 * SQRT_2_OVER_PI
+    rest *= x  # 2u
+    with np.errstate(over="ignore"):
+        xp.exp(rest, out=rest)
+    rest += 1
+    reciprocal(xp, rest)  # sigmoid(-2u) = 1 - s
     xp.multiply(x, x, out=out)
     out *= 6 * SQRT_2_OVER_PI * GELU_TANH_CUBIC
     out += 2 * SQRT_2_OVER_PI
     out *= x  # 2 x u'
-    out *= 1 - gate
+    out *= rest
     out += 1
     out *= gate
     out *= grad

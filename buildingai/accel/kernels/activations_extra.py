@@ -108,28 +108,42 @@ def threshold(xp, x, out, *, threshold, value) -> None:
 
 
 def mish(xp, x, out) -> None:
-    """x * tanh(log1p(exp(x))); where exp overflows, log1p gives inf and tanh 1: x itself."""
-    with np.errstate(over="ignore"):
-        xp.exp(x, out=out)
-    xp.log1p(out, out=out)
-    xp.tanh(out, out=out)
+    """x * tanh(log1p(exp(x))) as x * n / (n + 2), n = e (e + 2), e = exp(x): tanh(log1p(e))
+    is ((1 + e)^2 - 1) / ((1 + e)^2 + 1), one exp instead of three rounded functions. x is
+    clipped at ``MISH_CLIP`` for the exp: the fraction is 1 in float32 long before, and n stays
+    finite."""
+    xp.minimum(x, MISH_CLIP, out=out)
+    xp.exp(out, out=out)
+    n = out + 2
+    n *= out  # e (e + 2)
+    xp.add(n, 2, out=out)
+    xp.divide(n, out, out=out)  # tanh(softplus(x))
     out *= x
+
+
+MISH_CLIP = 40.0
 
 
 def mish_derivative(xp, x, out) -> None:
-    """t + x * sigmoid(x) * (1 - t^2) with t = tanh(softplus(x))."""
-    gate = xp.empty_like(out)
-    with np.errstate(over="ignore"):
-        xp.exp(x, out=gate)
-        xp.log1p(gate, out=gate)
-        xp.tanh(gate, out=gate)  # t
-        xp.negative(x, out=out)
-        xp.exp(out, out=out)
-    out += 1
-    xp.reciprocal(out, out=out)  # sigmoid(x): 0 where exp(-x) overflowed
-    out *= x
-    out *= 1 - gate * gate
-    out += gate
+    """t + x sigmoid(x) (1 - t^2) with t = tanh(softplus(x)) = 1 - d, d = 2 / (n + 2),
+    n = e (e + 2), e = exp(x): 1 - t^2 = d (2 - d) keeps its digits where t is near 1, and
+    sigmoid(x) = 1 / (1 + 1/e) is 1 where e overflows, 0 where it underflows."""
+    e = xp.empty_like(out)
+    with np.errstate(over="ignore", divide="ignore"):
+        xp.exp(x, out=e)
+        xp.add(e, 2, out=out)
+        out *= e
+        out += 2
+        xp.divide(2, out, out=out)  # d: 0 where n overflowed
+        xp.reciprocal(e, out=e)
+    e += 1
+    xp.reciprocal(e, out=e)  # sigmoid(x)
+    e *= x
+    e *= out
+    xp.subtract(2, out, out=out)  # 2 - d
+    e *= out
+    out -= 1  # t = 1 - d
+    out += e
 
 
 def logsigmoid(xp, x, out) -> None:

@@ -138,12 +138,14 @@ def gelu_tanh(x, out, gate):
 
 @kernel
 def gelu_tanh_grad(grad, x, gate, out):
-    """out = grad * s (1 + 2 x u' (1 - s)), s = gate, u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
+    """out = grad * s (1 + 2 x u' (1 - s)), s = gate, u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2),
+    1 - s computed as sigmoid(-2u) (see the NumPy kernel)."""
     for i in prange(x.size):
         v = x[i]
         s = gate[i]
         slope = (_SIX_K_CUBIC * v * v + _TWO_K) * v
-        out[i] = (slope * (_ONE - s) + _ONE) * s * grad[i]
+        rest = _sigmoid(-(_TWO_K_CUBIC * v * v + _TWO_K) * v)
+        out[i] = (slope * rest + _ONE) * s * grad[i]
 
 
 # log1p(e) = 2 atanh(s), s = e / (2 + e): for e in [0, 1], s <= 1/3, and the series

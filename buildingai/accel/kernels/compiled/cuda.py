@@ -56,7 +56,8 @@ SOURCES = {
         "float32 grad, float32 x, float32 gate",
         "float32 out",
         f"float slope = 2.0f * {_K} * (1.0f + 3.0f * {_C} * x * x) * x;"
-        " out = (slope * (1.0f - gate) + 1.0f) * gate * grad;",
+        f" float rest = 1.0f / (1.0f + expf(2.0f * {_K} * (x + {_C} * x * x * x)));"
+        " out = (slope * rest + 1.0f) * gate * grad;",
     ),
     # 1 - beta arrive computed in double on the host: 1.0f - 0.999f is off by 1.3e-5
     "optim.adam": (
