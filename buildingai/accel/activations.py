@@ -394,7 +394,11 @@ _gradient(
     extra_kernels.softsign_derivative,
     "grad / (1 + |x|)^2 in place",
 )
-_unary(activation_extra.LOGSIGMOID, extra_kernels.logsigmoid, "the stable form in place")
+_unary(
+    activation_extra.LOGSIGMOID,
+    fused_kernels.logsigmoid,
+    "the stable form in place, or in one pass through its twin",
+)
 
 
 def _threshold(ctx, xp, x, *, threshold, value):

@@ -1,6 +1,6 @@
-"""float32 elu, selu, celu, hardsigmoid and hardswish with acceleration on (their compiled
-twins): values and gradients no further from a float64 reference than PyTorch's own float32
-kernels are (at most 1.5 times, in absolute and in relative error)."""
+"""float32 elu, selu, celu, hardsigmoid, hardswish and logsigmoid with acceleration on (their
+compiled twins): values and gradients no further from a float64 reference than PyTorch's own
+float32 kernels are (at most 1.5 times, in absolute and in relative error)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ CASES = {
     ),
     "hardsigmoid": (bai.nn.functional.hardsigmoid, torch.nn.functional.hardsigmoid),
     "hardswish": (bai.nn.functional.hardswish, torch.nn.functional.hardswish),
+    "logsigmoid": (bai.nn.functional.logsigmoid, torch.nn.functional.logsigmoid),
 }
 
 

@@ -53,3 +53,9 @@ def hardswish_grad(xp, grad, x, out) -> None:
     """0 up to -3, grad * (x / 3 + 0.5) inside (-3, 3), then grad (NaN: grad)."""
     extra.hardswish_derivative(xp, x, out)
     out *= grad
+
+
+@compiled_twin("activations_fused.logsigmoid")
+def logsigmoid(xp, x, out) -> None:
+    """min(x, 0) - log1p(exp(-|x|)) (NaN stays NaN)."""
+    extra.logsigmoid(xp, x, out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .activations import _log1p_small
 from .expf import exp32
 
 _ZERO = np.float32(0.0)
@@ -99,3 +100,12 @@ def hardswish_grad(grad, x, out):
         g = grad[i]
         inside = g * (v / _THREE + _HALF) if v < _THREE else g
         out[i] = _ZERO if v <= _MINUS_THREE else inside
+
+
+@kernel
+def logsigmoid(x, out):
+    """min(x, 0) - log1p(exp(-|x|)); exp(-|x|) is in [0, 1], where the series log1p holds."""
+    for i in prange(x.size):
+        v = x[i]
+        below = v if v < _ZERO else _ZERO  # NaN -> 0 here, and NaN from the log1p below
+        out[i] = below - _log1p_small(exp32(-abs(v)))
