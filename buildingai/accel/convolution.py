@@ -2,8 +2,6 @@
 ``conv2d_weight_grad``), registered beside them. The records' im2col and one product per group
 stay the reference; these compute the same values another way, each where it pays:
 
-- ``conv2d.winograd`` (numba): small float32 3x3 stride-1 convolutions (a batch of one or a few
-  images) by Winograd's F(2x2, 3x3), ``winograd.py``.
 - ``*.direct`` (numba): float32 stride-1 convolutions with one group, on the register tiles of
   ``kernels/compiled/conv.py``, which read the input in place (no im2col columns, no padded
   copy). The input gradient is the correlation of the output gradient with the turned filters.
@@ -27,7 +25,6 @@ import numpy as np
 
 from ..ops import conv
 from ..ops.abstract import prod
-from . import winograd
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .kernels.conv_grid import grid_col2im, grid_for, to_grid
@@ -125,15 +122,6 @@ def _direct_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilat
     if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
         return out
     return NotImplemented
-
-
-def _winograd_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    """Winograd's F(2x2, 3x3) where it applies and the direct twins do not run: on two threads
-    and more they are faster at every size measured."""
-    attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    return winograd.fits(xp, x, weight, bias, **attrs) and not _direct_conv_fits(
-        xp, x, weight, bias, **attrs
-    )
 
 
 # ----- depthwise ----------------------------------------------------------------------------------
@@ -279,15 +267,6 @@ def _blocked_product(xp, left, right):
 # ----- registrations, in the order they are tried -------------------------------------------------
 
 NUMBA = ("numba",)
-register(
-    conv.CONV2D,
-    _winograd_fits,
-    winograd.convolve,
-    name="conv2d.winograd",
-    requires=NUMBA,
-    description="small float32 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3): 2.25 "
-    "times fewer multiply-adds than im2col, no im2col copy",
-)
 register(
     conv.CONV2D,
     _direct_conv_fits,

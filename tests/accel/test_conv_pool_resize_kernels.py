@@ -9,7 +9,7 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.accel import convolution, registry, winograd
+from buildingai.accel import convolution, registry
 from buildingai.accel.kernels import compiled, conv_grid
 from tests.ops.test_conv import CONV2D_CASES, TRANSPOSE_CASES
 
@@ -24,7 +24,6 @@ def kernels_ran(monkeypatch):
     a function giving the names of the kernels of some ops that computed a call."""
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
-    monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
     ran = set()
     for entry in registry.registered():
         if entry.op is None:
@@ -93,17 +92,9 @@ def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dt
     for x_shape, w_shape, kwargs in TRANSPOSE_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
         _agree(lambda x, w, kw=kwargs: F.conv_transpose2d(x, w, **kw), (x, w), TOLERANCE[dtype])
-    if dtype is np.float32:  # on one thread, where the direct twins do not run: Winograd's
-        monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1 << 30)
-        for x_shape, w_shape, kwargs in CONV2D_CASES:
-            x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
-            b = rng.standard_normal(w_shape[0]).astype(dtype)
-            _agree(lambda x, w, b, kw=kwargs: F.conv2d(x, w, b, **kw), (x, w, b), TOLERANCE[dtype])
-    float32_only = {
-        name for name in _registered(CONV_OPS) if name.endswith((".direct", ".winograd"))
-    }
+    direct = {name for name in _registered(CONV_OPS) if name.endswith(".direct")}
     assert kernels_ran(CONV_OPS) == _registered(CONV_OPS) - (
-        float32_only if dtype is np.float64 else set()
+        direct if dtype is np.float64 else set()
     )
 
 

@@ -1,7 +1,6 @@
 """The direct convolution twins (``compiled/conv.py``) against their NumPy references
 (``accel/convolution.correlate`` and ``correlate_weight_grad``: the records' im2col and one
-GEMM), and the Winograd transforms' twins (``compiled/winograd.py``) against theirs, over
-geometries that exercise every edge of the register tiles: channel counts that are
+GEMM), over geometries that exercise every edge of the register tiles: channel counts that are
 not a multiple of the tile's rows, rows shorter and longer than a tile, 1x1 to 5x5 kernels,
 uneven padding, inf and NaN inputs, and one and two threads."""
 
@@ -12,7 +11,6 @@ import pytest
 
 import buildingai as bai
 from buildingai.accel import convolution as conv
-from buildingai.accel import winograd
 from buildingai.accel.kernels import compiled
 
 pytest.importorskip("numba")
@@ -33,8 +31,7 @@ GEOMETRIES = {
     "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
     "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
 }
-# the twins this file compares: the direct correlations and the Winograd transforms
-CASES = {"correlate", "correlate_weight_grad", "input_tiles", "output_tiles"}
+CASES = {"correlate", "correlate_weight_grad"}  # the twins this file compares
 
 
 def _arrays(geometry, seed=0):
@@ -173,7 +170,6 @@ def test_the_tile_shapes_fit_the_registers():
 _OTHER_WIDTH = """
 import numpy as np
 from buildingai.accel import convolution as conv
-from buildingai.accel import winograd
 from buildingai.accel.kernels.compiled import conv as direct, tile_ir
 from tests.accel.kernels.test_compiled_conv import GEOMETRIES, _arrays, _close
 
@@ -215,81 +211,3 @@ def test_a_vector_width_other_than_8_or_16_is_refused(monkeypatch):
     monkeypatch.setenv(tile_ir.LANES_VARIABLE, "12")
     with pytest.raises(ValueError, match="8 or 16"):
         tile_ir._lanes_for_this_cpu()
-
-
-# ----- Winograd's F(2x2, 3x3) ---------------------------------------------------------------------
-
-# (N, C, H, W, O, padding, bias): even and odd output sizes, padding on one axis or both
-WINOGRAD_GEOMETRIES = {
-    "cnn-second-layer": (1, 32, 26, 26, 64, (0, 0), True),
-    "odd-output-same": (1, 16, 7, 9, 24, (1, 1), False),
-    "images-uneven-padding": (3, 17, 6, 5, 20, (1, 0), True),
-}
-
-
-def _winograd_transforms(geometry, twin: bool):
-    """(tiles, outputs) of the input and output transforms, by the twins or the references."""
-    n, c, h, w, o, padding, with_bias = geometry
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    out_hw = (h + 2 * padding[0] - 2, w + 2 * padding[1] - 2)
-    th, tw = winograd.tiles_of(out_hw)
-    image = winograd.channels_last_image(np, x, padding, (th, tw))
-    tiles = np.full((16, n * th * tw, c), np.float32(7.0))
-    products = rng.standard_normal((16, n * th * tw, o)).astype(np.float32)
-    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
-    out = np.full((n, o) + out_hw, np.float32(7.0))
-    if twin:
-        assert compiled.run(winograd.input_tiles, (image, tiles))
-        assert compiled.run(winograd.output_tiles, (products, bias, out))
-    else:
-        winograd.input_tiles(np, image, tiles)
-        winograd.output_tiles(np, products, bias, out)
-    return tiles, out
-
-
-@pytest.mark.parametrize("name", WINOGRAD_GEOMETRIES)
-@pytest.mark.parametrize("threads", [1, 2])
-def test_winograd_transforms_match_their_references(name, threads, monkeypatch):
-    monkeypatch.setattr(compiled, "MIN_WORK", 0)
-    bai.set_num_threads(threads)
-    try:
-        got = _winograd_transforms(WINOGRAD_GEOMETRIES[name], twin=True)
-    finally:
-        bai.set_num_threads(None)
-    expected = _winograd_transforms(WINOGRAD_GEOMETRIES[name], twin=False)
-    for a, e in zip(got, expected):  # sums and differences: the same to round-off
-        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-5)
-
-
-@pytest.mark.parametrize("name", WINOGRAD_GEOMETRIES)
-def test_winograd_convolution_matches_pytorch_in_float64(name):
-    torch = pytest.importorskip("torch")
-    n, c, h, w, o, padding, with_bias = WINOGRAD_GEOMETRIES[name]
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    weight = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
-    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
-    attrs = dict(stride=(1, 1), padding=padding, dilation=(1, 1), groups=1)
-    got = winograd.convolve(None, np, x, weight, bias, **attrs)
-    expected = torch.nn.functional.conv2d(
-        *(torch.from_numpy(a).double() for a in (x, weight)),
-        None if bias is None else torch.from_numpy(bias).double(),
-        padding=padding,
-    ).numpy()
-    # float32 products of transformed values: the error of a float32 im2col product
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
-
-
-def test_winograd_hands_non_finite_inputs_to_the_next_kernel():
-    """A transformed tile mixes its 16 inputs: an inf would reach outputs that do not read it,
-    so such calls go to the kernels that compute every output from its own window."""
-    x = np.ones((1, 16, 6, 6), np.float32)
-    weight = np.ones((16, 16, 3, 3), np.float32)
-    attrs = dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
-    assert winograd.convolve(None, np, x, weight, **attrs) is not NotImplemented
-    x[0, 3, 0, 0] = np.inf
-    assert winograd.convolve(None, np, x, weight, **attrs) is NotImplemented
-    x[0, 3, 0, 0] = 1.0
-    weight[2, 0, 1, 1] = np.nan
-    assert winograd.convolve(None, np, x, weight, **attrs) is NotImplemented
