@@ -1,6 +1,7 @@
 """Faster forwards of the LSTM time loop ``lstm_recurrence`` and of its back-propagation
 through time ``lstm_recurrence_grad`` (``ops/rnn.py``), and of the GRU's, ``gru_recurrence``
-and ``gru_recurrence_grad`` (``ops/rnn_gru.py``).
+and ``gru_recurrence_grad`` (``ops/rnn_gru.py``), and the Elman RNN's, ``rnn_recurrence`` and
+``rnn_recurrence_grad`` (``ops/rnn_elman.py``).
 
 ``*.fused`` (float32, needs numba): the records' loops with each step's recurrent product on
 BLAS into one preallocated buffer (against a contiguous copy of w_hh^T in the forward) and
@@ -15,7 +16,9 @@ sigmoid through the kernels registered for ``sigmoid``.
 
 ``gru_recurrence.fused``, ``gru_recurrence_grad.fused`` (float32, needs numba): the GRU
 records' loops in the same form, one sgemm and one compiled pass per step
-(``kernels/gru_steps.py`` and its twins).
+(``kernels/gru_steps.py`` and its twins); ``rnn_recurrence.fused``,
+``rnn_recurrence_grad.fused`` likewise for the Elman RNN (``kernels/elman_steps.py``), whose
+per-step product would otherwise go to NumPy's BLAS and its threads.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ import numpy as np
 
 from ..backend.threads import blas_called
 from ..ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
+from ..ops.rnn_elman import RNN_RECURRENCE, RNN_RECURRENCE_GRAD
 from ..ops.rnn_gru import GRU_RECURRENCE, GRU_RECURRENCE_GRAD
 from ..ops.special import SIGMOID
 from . import own_blas
-from .kernels import compiled, gru_steps
+from .kernels import compiled, elman_steps, gru_steps
 from .kernels import lstm_steps as steps
 from .registry import register, run_accelerated
 
@@ -262,4 +266,67 @@ register(
     requires=("numba",),
     description="per step one product and one compiled pass over dh and the gate gradients "
     "(float32)",
+)
+
+
+# ----- Elman RNN ----------------------------------------------------------------------------------
+
+
+def _rnn_fits(xp, gates_x, h0, w_hh, b_hh=None, *, nonlinearity, reverse) -> bool:
+    if type(gates_x) is not np.ndarray or gates_x.ndim != 3 or not gates_x.shape[2]:
+        return False
+    _, batch, size = gates_x.shape
+    pairs = [(gates_x, gates_x.shape), (h0, (batch, size)), (w_hh, (size, size))]
+    if b_hh is not None:
+        pairs.append((b_hh, (size,)))
+    return _float32_shapes(*pairs) and _loops_run(elman_steps.rnn_forward_loop)
+
+
+def rnn_recurrence_fused(ctx, xp, gates_x, h0, w_hh, b_hh=None, *, nonlinearity, reverse):
+    """What ``RNNRecurrence.forward`` computes: per step one product and one compiled pass."""
+    length, batch, size = gates_x.shape
+    out = np.empty((length, batch, size), _FLOAT32)
+    bias = np.zeros(size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
+    recurrent = np.empty((batch, size), _FLOAT32)
+    w_hh_t = np.ascontiguousarray(w_hh.T)
+    relu = nonlinearity == "relu"
+    arrays = (gates_x, np.ascontiguousarray(h0), w_hh_t, bias, recurrent, out, reverse, relu)
+    _loop(elman_steps.rnn_forward_loop, arrays)
+    return out
+
+
+def _rnn_grad_fits(xp, grad, states, w_hh, *, nonlinearity, reverse) -> bool:
+    if type(states) is not np.ndarray or states.ndim != 3 or not states.shape[2]:
+        return False
+    size = states.shape[2]
+    pairs = [(grad, states.shape), (states, states.shape), (w_hh, (size, size))]
+    return _float32_shapes(*pairs) and _loops_run(elman_steps.rnn_backward_loop)
+
+
+def rnn_recurrence_grad_fused(ctx, xp, grad, states, w_hh, *, nonlinearity, reverse):
+    """What ``RNNRecurrenceGrad.forward`` computes: per step one product and one pass."""
+    length, batch, size = states.shape
+    out = np.empty((length, batch, size), _FLOAT32)
+    recurrent = np.empty((batch, size), _FLOAT32)  # d pre of the step after, times w_hh
+    relu = nonlinearity == "relu"
+    arrays = (grad, states, np.ascontiguousarray(w_hh), recurrent, out, reverse, relu)
+    _loop(elman_steps.rnn_backward_loop, arrays)
+    return out
+
+
+register(
+    RNN_RECURRENCE,
+    _rnn_fits,
+    rnn_recurrence_fused,
+    name="rnn_recurrence.fused",
+    requires=("numba",),
+    description="per step one recurrent product and one compiled pass (float32)",
+)
+register(
+    RNN_RECURRENCE_GRAD,
+    _rnn_grad_fits,
+    rnn_recurrence_grad_fused,
+    name="rnn_recurrence_grad.fused",
+    requires=("numba",),
+    description="per step one product and one compiled pass over d pre (float32)",
 )

@@ -1,6 +1,6 @@
-"""The compiled LSTM and GRU steps and time loops (``kernels/compiled/recurrence.py``) against
-their NumPy references (``kernels/lstm_steps.py``, ``kernels/gru_steps.py``), and the float32
-tanh they use against libm."""
+"""The compiled LSTM, GRU and Elman RNN steps and time loops (``kernels/compiled/recurrence.py``)
+against their NumPy references (``kernels/lstm_steps.py``, ``gru_steps.py``, ``elman_steps.py``),
+and the float32 tanh they use against libm."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from buildingai.accel import recurrence
-from buildingai.accel.kernels import compiled, gru_steps
+from buildingai.accel.kernels import compiled, elman_steps, gru_steps
 from buildingai.accel.kernels import lstm_steps as steps
 
 pytest.importorskip("numba")
@@ -16,6 +16,7 @@ pytest.importorskip("numba")
 # the twins this file compares, for test_compiled's check that every twin is compared somewhere
 CASES = {"lstm_forward_step", "lstm_backward_step", "lstm_forward_loop", "lstm_backward_loop"}
 CASES |= {"gru_forward_step", "gru_backward_step", "gru_forward_loop", "gru_backward_loop"}
+CASES |= {"rnn_forward_step", "rnn_backward_step", "rnn_forward_loop", "rnn_backward_loop"}
 LENGTH, BATCH, SIZE = 5, 3, 16
 
 
@@ -99,6 +100,40 @@ def test_gru_backward_loop_and_steps_match_the_numpy_loop(reverse):
         carry, product = (np.full((BATCH, SIZE), np.nan, np.float32) for _ in range(2))
         hidden = np.full((BATCH, 3 * SIZE), np.nan, np.float32)  # scratch, zeroed there
         run(grad, coefficients, w_hh, carry, product, hidden, out, reverse)
+        results.append(out)
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
+
+
+def _rnn_forward_inputs(rng, reverse, relu):
+    gates_x = (rng.standard_normal((LENGTH, BATCH, SIZE)) * 2).astype(np.float32)
+    h0 = rng.standard_normal((BATCH, SIZE)).astype(np.float32)
+    w_hh_t = (rng.standard_normal((SIZE, SIZE)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(SIZE).astype(np.float32)
+    recurrent = np.empty((BATCH, SIZE), np.float32)
+    out = np.empty((LENGTH, BATCH, SIZE), np.float32)
+    return [gates_x, h0, w_hh_t, bias, recurrent, out, reverse, relu]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_rnn_loops_and_steps_match_the_numpy_loops(reverse, relu):
+    expected = _rnn_forward_inputs(np.random.default_rng(4), reverse, relu)
+    elman_steps.rnn_forward_loop(np, None, *expected)
+    got = _rnn_forward_inputs(np.random.default_rng(4), reverse, relu)
+    compiled.twin_of(elman_steps.rnn_forward_loop)(recurrence._sgemm(), *got)
+    np.testing.assert_allclose(got[5], expected[5], rtol=2e-6, atol=2e-6)
+    states = expected[5]
+    rng = np.random.default_rng(5)
+    grad = rng.standard_normal((LENGTH, BATCH, SIZE)).astype(np.float32)
+    w_hh = np.ascontiguousarray(expected[2].T)
+    results = []
+    for run in (
+        lambda *a: elman_steps.rnn_backward_loop(np, None, *a),
+        lambda *a: compiled.twin_of(elman_steps.rnn_backward_loop)(recurrence._sgemm(), *a),
+    ):
+        out = np.empty((LENGTH, BATCH, SIZE), np.float32)
+        product = np.full((BATCH, SIZE), np.nan, np.float32)  # scratch, zeroed there
+        run(grad, states, w_hh, product, out, reverse, relu)
         results.append(out)
     np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
 

@@ -16,6 +16,7 @@ from numba import njit
 from .expf import exp32
 from .gemm import _call_gemm  # the sgemm call by address the split products use
 
+_ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _TWO = np.float32(2.0)
 _SMALL = np.float32(0.625)
@@ -217,3 +218,64 @@ def gru_backward_loop(address, grad, coefficients, w_hh, carry, recurrent, hidde
                        hidden.ctypes.data, 3 * size, w_hh.ctypes.data, size,
                        recurrent.ctypes.data, size)  # fmt: skip
         gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t)
+
+
+# ----- Elman RNN ----------------------------------------------------------------------------------
+
+
+@step
+def rnn_forward_step(recurrent, gates_x, bias, out, t, relu):
+    batch, size = recurrent.shape
+    for n in range(batch):
+        product, given, h = recurrent[n], gates_x[t, n], out[t, n]
+        if relu:
+            for j in range(size):
+                pre = product[j] + given[j] + bias[j]
+                h[j] = _ZERO if pre < _ZERO else pre  # NaN stays NaN, as NumPy's maximum
+        else:
+            for j in range(size):
+                h[j] = tanh32(product[j] + given[j] + bias[j])
+
+
+@step
+def rnn_backward_step(grad, states, recurrent, out, t, relu):
+    batch, size = recurrent.shape
+    for n in range(batch):
+        given, h, product, grad_pre = grad[t, n], states[t, n], recurrent[n], out[t, n]
+        if relu:
+            for j in range(size):
+                grad_pre[j] = (given[j] + product[j]) * (_ONE if h[j] > _ZERO else _ZERO)
+        else:
+            for j in range(size):
+                grad_pre[j] = (given[j] + product[j]) * (_ONE - h[j] * h[j])
+
+
+@step
+def rnn_forward_loop(address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse, relu):
+    """``rnn_forward_step`` for every step in order: h0 (N, H) and w_hh_t (H, H) C-contiguous,
+    recurrent (N, H) scratch; ``address`` is a CBLAS sgemm."""
+    length, batch, size = gates_x.shape
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        before = t + 1 if reverse else t - 1
+        h_before = h0 if s == 0 else out[before]
+        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, size, _ONE,
+                   h_before.ctypes.data, size, w_hh_t.ctypes.data, size,
+                   recurrent.ctypes.data, size)  # fmt: skip
+        rnn_forward_step(recurrent, gates_x, bias, out, t, relu)
+
+
+@step
+def rnn_backward_loop(address, grad, states, w_hh, recurrent, out, reverse, relu):
+    """``rnn_backward_step`` for every step back: w_hh (H, H) C-contiguous, recurrent (N, H)
+    scratch, zeroed here; ``address`` is a CBLAS sgemm."""
+    length, batch, size = grad.shape
+    recurrent[:] = 0
+    for s in range(length):
+        t = s if reverse else length - 1 - s
+        if s > 0:
+            after = t - 1 if reverse else t + 1
+            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, size, _ONE,
+                       out[after].ctypes.data, size, w_hh.ctypes.data, size,
+                       recurrent.ctypes.data, size)  # fmt: skip
+        rnn_backward_step(grad, states, recurrent, out, t, relu)
