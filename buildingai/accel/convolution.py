@@ -5,7 +5,9 @@ stay the reference; these compute the same values another way, each where it pay
 - ``*.direct`` (numba): float32 stride-1 convolutions with one group, on the register tiles of
   ``kernels/compiled/conv.py``, which read the input in place (no im2col columns, no padded
   copy). The input gradient is the correlation of the output gradient with the turned filters.
-  They run where two of numba's threads are free: on one they are no faster than im2col.
+  They run where two of numba's threads are free, or where the im2col product would get no
+  more threads than they do (one pool of one thread); where they would get one thread and the
+  product more, im2col runs.
   ``correlate`` and ``correlate_weight_grad`` below are their NumPy references.
 - ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
   multiply-adds per kernel offset, or one small contraction.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.threads import gemm_threads, one_pool
 from ..ops import conv
 from ..ops.abstract import prod
 from .kernels import compiled
@@ -36,8 +39,9 @@ from .registry import register
 # at most this many blocks (``_blocked_product``).
 INNER_BLOCK = 64
 INNER_BLOCKS = 16
-# The direct twins run on at least this many of numba's threads: on one (BLAS's threads still
-# spinning after a product, or one element-wise thread) they are no faster than im2col.
+# The direct twins run on at least this many of numba's threads, or on as many as one pool
+# gives a product: on one thread beside a product cut across more (BLAS's threads still spinning,
+# or work too small to split) they are no faster than im2col.
 DIRECT_MIN_THREADS = 2
 
 
@@ -60,14 +64,17 @@ def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
 
 def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int) -> bool:
     """float32 NumPy arrays, stride 1, no dilation, one group, and ``DIRECT_MIN_THREADS`` of
-    numba's threads free now for ``outputs`` output values."""
-    return (
+    numba's threads free now for ``outputs`` output values, or as many as one pool would give
+    the im2col product (one thread each: the register tiles beat the product's GEMM)."""
+    if not (
         xp is np
         and first.dtype == second.dtype == np.float32
         and tuple(stride) == tuple(dilation) == (1, 1)
         and groups == 1
-        and compiled.thread_count(first.size + second.size + outputs) >= DIRECT_MIN_THREADS
-    )
+    ):
+        return False
+    threads = compiled.thread_count(first.size + second.size + outputs)
+    return threads >= DIRECT_MIN_THREADS or (one_pool() and gemm_threads() <= threads)
 
 
 def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):

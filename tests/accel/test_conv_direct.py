@@ -118,17 +118,29 @@ def test_calls_that_keep_to_im2col(direct_calls):
     assert direct_calls == []
 
 
-def test_one_thread_keeps_to_im2col(monkeypatch, accel_on):
+def _direct_ran(threads: int, gemm: bool, monkeypatch) -> bool:
+    """Whether the direct forward twin ran for a convolution and its backward on ``threads``
+    threads, the products on them (``gemm``) or on NumPy's BLAS."""
     ran = []
     run = compiled.run
     monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
     x, w, b = _inputs((8, 16, 20, 20), (16, 16, 3, 3))
-    bai.set_num_threads(1)  # the default where BuildingAI has no BLAS of its own
+    bai.set_num_threads(threads, gemm=gemm)
     try:
         _forward_backward(x, w, b, {"padding": 1}, True)
     finally:
         bai.set_num_threads(None)
-    assert convolution.correlate not in ran
+    return convolution.correlate in ran
+
+
+def test_one_thread_beside_blas_threads_keeps_to_im2col(monkeypatch, accel_on):
+    assert not _direct_ran(1, gemm=False, monkeypatch=monkeypatch)
+
+
+def test_one_pool_of_one_thread_convolves_directly(monkeypatch, accel_on):
+    """The product would get one thread too, and the register tiles beat its GEMM there."""
+    pytest.importorskip("threadpoolctl")  # one pool holds NumPy's BLAS at one thread
+    assert _direct_ran(1, gemm=True, monkeypatch=monkeypatch)
 
 
 def test_two_threads_convolve_at_once(direct_calls):
