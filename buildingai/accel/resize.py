@@ -5,8 +5,8 @@ kernel multiplies by the dense matrix instead, which BLAS runs faster. Inputs ho
 NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis. Where
 both axes of an image repeat each pixel a whole number of times (nearest upsampling by 2), the
 repeat and its gradient's block sums run as one compiled pass (``kernels/pixel_repeat.py``).
-Other float32 images resize through both axis maps in one compiled pass over each output row,
-rows across threads (``kernels/separable_resize.py``).
+Other float32 images whose rows do not grow resize through both axis maps in one compiled pass
+over each output row, rows across threads (``kernels/separable_resize.py``).
 """
 
 from __future__ import annotations
@@ -178,17 +178,26 @@ register(
 
 @functools.lru_cache(maxsize=256)
 def _taps(key: tuple, transpose: bool) -> tuple:
-    """(columns, float32 weights) of the axis map, contiguous, as the compiled pass reads them."""
+    """(int32 columns, float32 weights) of the axis map, contiguous, as the compiled pass reads
+    them (int32 indices: half the bytes of int64 in the pass's gather)."""
     columns, weights, _, _ = resize.axis_map(key, transpose)
-    return np.ascontiguousarray(columns, np.int64), np.ascontiguousarray(weights, np.float32)
+    return np.ascontiguousarray(columns, np.int32), np.ascontiguousarray(weights, np.float32)
 
 
-def _image_fits(xp, x) -> bool:
-    return type(x) is np.ndarray and x.dtype == np.float32 and x.ndim == 4
+def _image_fits(x, out_sizes) -> bool:
+    """A float32 NumPy image whose rows do not grow: each output pixel of a row is a scalar
+    gather of its taps (LLVM emits no vector gathers here), which loses to the record's gathers
+    where rows grow (upsampling, and the gradient of downsampling)."""
+    return (
+        type(x) is np.ndarray
+        and x.dtype == np.float32
+        and x.ndim == 4
+        and out_sizes[1] <= x.shape[3]
+    )
 
 
 def _separable_fits(xp, x, *, size, mode, align_corners, scales) -> bool:
-    return _image_fits(xp, x)
+    return _image_fits(x, size)
 
 
 def _separable(xp, x, keys, transpose: bool, out_sizes):
@@ -211,7 +220,7 @@ def _interpolate_separable(ctx, xp, x, *, size, mode, align_corners, scales):
 
 
 def _separable_grad_fits(xp, grad, *, input_size, size, mode, align_corners, scales) -> bool:
-    return _image_fits(xp, grad)
+    return _image_fits(grad, input_size)
 
 
 def _interpolate_grad_separable(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
