@@ -55,12 +55,17 @@ def _weight_matrix(taps, bias, rows: int):
     return weights, shifts
 
 
+@functools.lru_cache(maxsize=256)
 def _tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int):
     """int64 offsets, ``count`` long, of each tap (c, i, j) in a flat (C, H, W) image, in the
-    weight matrix's row order; offset 0 past the C*kh*kw taps (summed and thrown away)."""
-    c, i, j = np.meshgrid(*(np.arange(size) for size in (channels, *kernel)), indexing="ij")
+    weight matrix's row order; offset 0 past the C*kh*kw taps (summed and thrown away).
+    Read-only, and kept per geometry: building it costs more than a small convolution."""
+    c = np.arange(channels).reshape(-1, 1, 1) * (height * width)
+    i = np.arange(kernel[0]).reshape(1, -1, 1) * width
+    j = np.arange(kernel[1]).reshape(1, 1, -1)
     offsets = np.zeros(count, np.int64)
-    offsets[: c.size] = (c * height * width + i * width + j).reshape(-1)
+    offsets[: channels * kernel[0] * kernel[1]] = (c + i + j).reshape(-1)
+    offsets.flags.writeable = False
     return offsets
 
 
