@@ -35,6 +35,9 @@ from .products import einsum_array
 from .products import matmul_array as product
 from .registry import register
 
+# The im2col forward's product sums its inner dimension in parts at most this long
+# (``_product_in_parts``).
+PART = 144
 # The im2col weight gradient's product sums its inner dimension in blocks this long or longer,
 # at most this many blocks (``_blocked_product``).
 INNER_BLOCK = 64
@@ -223,8 +226,22 @@ def _im2col_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, gr
     out_channels, kernel = weight.shape[0], weight.shape[2:]
     out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
     columns = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
-    out = product(xp, weight.reshape(groups, out_channels // groups, -1), columns)
+    out = _product_in_parts(xp, weight.reshape(groups, out_channels // groups, -1), columns)
     return conv.to_nchw(xp, out.reshape((out_channels, x.shape[0]) + out_hw), bias)
+
+
+def _product_in_parts(xp, left, right):
+    """left (..., m, k) @ right (..., k, n) as the sum of the products of parts of the inner
+    dimension at most ``PART`` long, each part's float32 sum started from zero: BLAS adds up
+    to a few hundred products into one accumulator. Each part after the first costs one pass
+    over the output."""
+    length = left.shape[-1]
+    parts = -(-length // PART)
+    step = -(-length // parts)
+    out = product(xp, left[..., :step], right[..., :step, :])
+    for start in range(step, length, step):
+        out += product(xp, left[..., start : start + step], right[..., start : start + step, :])
+    return out
 
 
 def _im2col_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
