@@ -4,7 +4,8 @@ same machine in the same run (interleaved timing, medians).
 Each ``bench_*(quick)`` function returns a list of records ``{"case", "buildingai", "pytorch",
 "ratio"}`` (timings are ``measure`` dicts in seconds); ``main`` runs every one present.
 
-Run: ``python -m benchmarks.layers [--quick] [--threads N] [--only gru,cells]``.
+Run: ``python -m benchmarks.layers [--quick] [--threads 1,2] [--only gru,cells]
+[--clock thread]``.
 """
 
 from __future__ import annotations
@@ -360,7 +361,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     parser.add_argument("--json", action="store_true", help="also print the records as JSON")
     parser.add_argument(
-        "--threads", type=int, default=1, help="BLAS and PyTorch threads, set alike (default 1)"
+        "--threads",
+        default="1",
+        help="BLAS, BuildingAI and PyTorch threads, set alike; a comma-separated list runs "
+        "every case at each count (default 1)",
     )
     parser.add_argument(
         "--only",
@@ -374,25 +378,40 @@ def main(argv: list[str] | None = None) -> None:
         help="wall clock (default), or the calling thread's CPU time, which other processes' "
         "load on a shared machine does not change (read it at --threads 1)",
     )
+    parser.add_argument(
+        "--return-freed-memory",
+        action="store_true",
+        help="leave glibc malloc at its defaults (freed memory goes back to the OS) instead of "
+        "calling buildingai.backend.retain_freed_memory(), as Trainer and the suite do",
+    )
     args = parser.parse_args(argv)
     accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
-    set_threads(args.threads)
-    bai.set_num_threads(args.threads)  # BuildingAI's own threads alike, not every core
+    if not args.return_freed_memory:
+        # The process-wide malloc setting Trainer applies; it serves both frameworks alike.
+        from buildingai.backend import retain_freed_memory
+
+        retain_freed_memory()
     if args.clock == "thread":
         _CLOCK["clock"] = time.thread_time
-    records = run(args.quick, args.only.split(",") if args.only else None)
-    rows = [
-        [
-            r["case"],
-            f"{r['buildingai']['median'] * 1e3:.2f}",
-            f"{r['pytorch']['median'] * 1e3:.2f}",
-            f"{r['ratio']:.2f}",
+    only = args.only.split(",") if args.only else None
+    for threads in [int(count) for count in args.threads.split(",") if count.strip()]:
+        set_threads(threads)
+        bai.set_num_threads(threads)  # BuildingAI's own threads alike, not every core
+        records = run(args.quick, only)
+        rows = [
+            [
+                r["case"],
+                f"{r['buildingai']['median'] * 1e3:.2f}",
+                f"{r['pytorch']['median'] * 1e3:.2f}",
+                f"{r['ratio']:.2f}",
+            ]
+            for r in records
         ]
-        for r in records
-    ]
-    print(format_table(["case", "buildingai ms", "pytorch ms", "ours / torch"], rows))
-    if args.json:
-        print(json.dumps({"environment": environment(), "records": records}, indent=2))
+        print(f"{threads} thread(s), {args.clock} clock")
+        print(format_table(["case", "buildingai ms", "pytorch ms", "ours / torch"], rows))
+        if args.json:
+            environment_record = {**environment(), "threads": threads}
+            print(json.dumps({"environment": environment_record, "records": records}, indent=2))
 
 
 if __name__ == "__main__":
