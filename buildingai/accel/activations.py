@@ -67,6 +67,12 @@ def _into(xp, kernel, inputs, outputs: int = 1, **params):
 # ----- rectifiers ---------------------------------------------------------------------------------
 
 
+def _relu_fits(xp, x) -> bool:
+    """Float NumPy arrays large enough for the twin (input and output together): below, the
+    kernel is the record's own ``maximum`` behind more calls."""
+    return _numpy_float(x) and 2 * x.size >= compiled.MIN_WORK
+
+
 def _relu(ctx, xp, x):
     return _into(np, kernels.relu, (x,))[0]
 
@@ -97,7 +103,7 @@ def _leaky_relu_grad(ctx, xp, grad, x, *, negative_slope):
 
 register(
     activation.RELU,
-    lambda xp, x: _numpy_float(x),
+    _relu_fits,
     _relu,
     name="relu.fused",
     description="max(x, 0) in one pass, cut across threads or through its compiled twin",
