@@ -42,6 +42,7 @@ PART = 144
 # at most this many blocks (``_blocked_product``).
 INNER_BLOCK = 64
 INNER_BLOCKS = 16
+MOST_BLOCKED_OUTPUTS = 1 << 18
 # The direct twins run on at least this many of numba's threads, or on as many as one pool
 # gives a product: on one thread beside a product cut across more (BLAS's threads still spinning,
 # or work too small to split) they are no faster than im2col.
@@ -271,15 +272,18 @@ def _blocked_product(xp, left, right):
     """left (g, m, k) @ right (g, k, n) as products of blocks of the inner dimension, added up:
     a weight gradient's inner dimension (every position of every sample) is long, and a
     float32 sum's rounding grows with the terms added to one accumulator. The blocks, at most
-    ``INNER_BLOCKS`` of at least ``INNER_BLOCK``, are one stack of products (views, no copy)."""
-    length = left.shape[-1]
+    ``INNER_BLOCKS`` of at least ``INNER_BLOCK``, are one stack of products (views, no copy),
+    for outputs of up to ``MOST_BLOCKED_OUTPUTS`` values: one output per block costs memory
+    traffic that a larger output does not repay."""
+    (rows, length), columns = left.shape[-2:], right.shape[-1]
     count = min(INNER_BLOCKS, length // INNER_BLOCK)
+    if rows * columns > MOST_BLOCKED_OUTPUTS:
+        count = 1
     while count > 1 and length % count:
         count -= 1
     if count <= 1:
         return product(xp, left, right)
     block = length // count
-    rows = left.shape[-2]
     out = xp.empty(left.shape[:-1] + right.shape[-1:], left.dtype)
     for entry in range(left.shape[0]):
         blocks = left[entry].reshape(rows, count, block).swapaxes(0, 1)  # (count, m, block)
