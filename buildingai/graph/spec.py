@@ -3,6 +3,7 @@ dimensions (``None`` or a name) for sizes that may change from call to call."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,9 +40,10 @@ class TensorSpec:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", np.dtype(as_dtype(self.dtype)))
 
-    @property
+    @functools.cached_property
     def symbols(self) -> tuple:
-        """The symbol of each dimension (None for fixed ones)."""
+        """The symbol of each dimension (None for fixed ones); read on every call of a frozen
+        graph, so worked out once."""
         return tuple(symbol_of(extent, axis) for axis, extent in enumerate(self.shape))
 
     def __repr__(self) -> str:
