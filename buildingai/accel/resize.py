@@ -234,8 +234,8 @@ register(
     _interpolate_separable,
     name="interpolate.separable",
     requires=("numba",),
-    description="float32 images: both axis maps in one compiled pass per output row, rows "
-    "across threads",
+    description="float32 images whose rows do not grow: both axis maps in one compiled pass "
+    "per output row, rows across threads",
 )
 register(
     resize.INTERPOLATE_GRAD,
@@ -243,6 +243,6 @@ register(
     _interpolate_grad_separable,
     name="interpolate_grad.separable",
     requires=("numba",),
-    description="float32 images: both transposed axis maps in one compiled pass per row, rows "
-    "across threads",
+    description="float32 gradients whose rows do not grow: both transposed axis maps in one "
+    "compiled pass per row, rows across threads",
 )
