@@ -182,28 +182,8 @@ class CrossEntropy(Op):
         return (grad_x,) + (None,) * (len(ctx.inputs) - 1)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        # LogSoftmax along the classes, then NegativeLogLikelihoodLoss, which takes the same
-        # ignore_index, per-class weights and reductions (a mean weighted over counted targets)
-        x, target, *weight = inputs
-        single = emit.rank(x) == 1  # one sample (C,): a batch of one, squeezed at the end
-        if single:
-            x, target = emit.unsqueeze(x, [0]), emit.unsqueeze(target, [0])
-        log_probs = emit.node("LogSoftmax", [x], axis=1)
-        if emit.dtype(target) != np.int64:
-            target = emit.cast(target, np.int64)
-        if weight and emit.dtype(weight[0]) != emit.dtype(x):
-            weight = [emit.cast(weight[0], emit.dtype(x))]
-        reduction = attrs["reduction"]
-        squeeze = single and reduction == "none"
-        losses = emit.node(
-            "NegativeLogLikelihoodLoss",
-            [log_probs, target, *weight],
-            None if squeeze else output,
-            reduction=reduction,
-            ignore_index=int(attrs["ignore_index"]),
-        )
-        if squeeze:
-            emit.squeeze(losses, [0], output)
+        # LogSoftmax along the classes, then nll_loss's NegativeLogLikelihoodLoss
+        _emit_nll_loss(emit, inputs, output, attrs, log_softmax_first=True)
 
 
 class CrossEntropyGrad(Op):
@@ -302,27 +282,7 @@ class NLLLoss(Op):
         return (grad_x,) + (None,) * (len(ctx.inputs) - 1)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        # NegativeLogLikelihoodLoss takes the same ignore_index, per-class weights and
-        # reductions (a mean weighted over counted targets)
-        x, target, *weight = inputs
-        single = emit.rank(x) == 1  # one sample (C,): a batch of one, squeezed at the end
-        if single:
-            x, target = emit.unsqueeze(x, [0]), emit.unsqueeze(target, [0])
-        if emit.dtype(target) != np.int64:
-            target = emit.cast(target, np.int64)
-        if weight and emit.dtype(weight[0]) != emit.dtype(x):
-            weight = [emit.cast(weight[0], emit.dtype(x))]
-        reduction = attrs["reduction"]
-        squeeze = single and reduction == "none"
-        losses = emit.node(
-            "NegativeLogLikelihoodLoss",
-            [x, target, *weight],
-            None if squeeze else output,
-            reduction=reduction,
-            ignore_index=int(attrs["ignore_index"]),
-        )
-        if squeeze:
-            emit.squeeze(losses, [0], output)
+        _emit_nll_loss(emit, inputs, output, attrs, log_softmax_first=False)
 
 
 class NLLLossGrad(Op):
@@ -364,3 +324,29 @@ class NLLLossGrad(Op):
 
 
 NLL_LOSS, NLL_LOSS_GRAD = NLLLoss(), NLLLossGrad()
+
+
+def _emit_nll_loss(emit, inputs, output, attrs, log_softmax_first: bool) -> None:
+    """ONNX NegativeLogLikelihoodLoss for (x, target[, weight]) -> output: it takes the same
+    ignore_index, per-class weights and reductions (a mean weighted over counted targets).
+    ``log_softmax_first``: x holds logits (cross_entropy), else log-probabilities (nll_loss)."""
+    x, target, *weight = inputs
+    single = emit.rank(x) == 1  # one sample (C,): a batch of one, squeezed at the end
+    if single:
+        x, target = emit.unsqueeze(x, [0]), emit.unsqueeze(target, [0])
+    log_probs = emit.node("LogSoftmax", [x], axis=1) if log_softmax_first else x
+    if emit.dtype(target) != np.int64:
+        target = emit.cast(target, np.int64)
+    if weight and emit.dtype(weight[0]) != emit.dtype(x):
+        weight = [emit.cast(weight[0], emit.dtype(x))]
+    reduction = attrs["reduction"]
+    squeeze = single and reduction == "none"
+    losses = emit.node(
+        "NegativeLogLikelihoodLoss",
+        [log_probs, target, *weight],
+        None if squeeze else output,
+        reduction=reduction,
+        ignore_index=int(attrs["ignore_index"]),
+    )
+    if squeeze:
+        emit.squeeze(losses, [0], output)
