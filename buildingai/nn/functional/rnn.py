@@ -9,11 +9,11 @@ the hidden state.
 Speed: the input part of the gates does not depend on the previous step, so a layer projects the
 whole sequence with one GEMM, ``x @ w_ih^T`` on (L * N, input) rows. Only the recurrent part,
 one ``h @ w_hh^T`` per step followed by slicing into gates, runs in the loop over time. Steps
-are built from differentiable primitives (linear, sigmoid, tanh, getitem, stack), so first and
-second derivatives come from their rules; the time loops of the LSTM (without projections),
-the Elman RNN and the GRU are one fused op each (``ops/rnn.py``, ``rnn_elman.py``,
-``rnn_gru.py``), with back-propagation
-through time as one gradient op, because per-op overhead dominates at the sizes of one step.
+of the LSTM with projections are built from differentiable primitives (linear, sigmoid, tanh,
+getitem, stack); the time loops of the LSTM (without projections), the Elman RNN and the GRU are
+one fused op each (``ops/rnn.py``, ``rnn_elman.py``, ``rnn_gru.py``), with back-propagation
+through time as one gradient op, and a cell's step is its two products and one op for the gate
+arithmetic (``ops/rnn_cells.py``), because per-op overhead dominates at the sizes of one step.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from ...autograd.tensor import Tensor
 from ...errors import BuildingAIError
 from ...functions import concatenate, dropout, linear, stack, zeros
+from ...ops.rnn_cells import GRU_CELL, LSTM_CELL, RNN_CELL
 from ...ops.rnn_elman import RNN_RECURRENCE
 from ...ops.rnn_gru import GRU_RECURRENCE
 from .rnn_fused import lstm_recurrence
@@ -119,7 +120,7 @@ def rnn_tanh_cell(
 ) -> Tensor:
     """h' = tanh(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
     _check_cell("rnn_tanh_cell", x, h, w_ih, w_hh.shape[1])
-    return _rnn_step(linear(x, w_ih, b_ih), h, w_hh, b_hh, relu=False)
+    return RNN_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), nonlinearity="tanh")
 
 
 def rnn_relu_cell(
@@ -132,7 +133,7 @@ def rnn_relu_cell(
 ) -> Tensor:
     """h' = relu(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
     _check_cell("rnn_relu_cell", x, h, w_ih, w_hh.shape[1])
-    return _rnn_step(linear(x, w_ih, b_ih), h, w_hh, b_hh, relu=True)
+    return RNN_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), nonlinearity="relu")
 
 
 def lstm_cell(
@@ -150,7 +151,10 @@ def lstm_cell(
     h, c = state
     _check_cell("lstm_cell", x, h, w_ih, w_hh.shape[1])
     _check_cell("lstm_cell", x, c, w_ih, w_hh.shape[0] // 4)
-    return _lstm_step(linear(x, w_ih, b_ih), h, c, w_hh, b_hh)
+    size = c.shape[-1]
+    # the gate arithmetic of the step as one op (ops/rnn_cells.py): [h', c'] (N, 2H)
+    states = LSTM_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), c)
+    return states[:, :size], states[:, size:]
 
 
 def gru_cell(
@@ -167,7 +171,7 @@ def gru_cell(
     n = tanh(x W_in + b_in + r * (h W_hn + b_hn)); h' = (1 - z) * n + z * h.
     """
     _check_cell("gru_cell", x, h, w_ih, w_hh.shape[1])
-    return _gru_step(linear(x, w_ih, b_ih), h, w_hh, b_hh)
+    return GRU_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), h)
 
 
 # ----- whole sequences ---------------------------------------------------------------------------

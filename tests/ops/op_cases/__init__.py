@@ -24,6 +24,7 @@ from . import (  # noqa: F401 - each module adds its cases
     rectifier_grads,
     reduce,
     resize,
+    rnn_cells,
     shape,
     sort,
 )
