@@ -55,6 +55,9 @@ BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
 # In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, on
 # one thread; a smaller one on NumPy's, whose threads share it faster than numba's wake up for it.
 OWN_GEMV_ELEMENTS = 1 << 20
+# A stack of products of at most this many multiply-adds each multiplies a transposed right
+# operand as a contiguous copy (``_transposed_entries``).
+SMALL_ENTRY_MULTIPLY_ADDS = 1 << 17
 
 OWN_COPY = register_switch(
     "blas.own_copy",
@@ -255,13 +258,13 @@ def _routed(xp, *arrays, **attrs) -> bool:
     return xp is np and (one_pool() or threads.get_num_threads() > 1)
 
 
-def _routed_product(xp, a, b, **attrs) -> bool:
+def _routed_product(xp, a, b, transpose_a=False, transpose_b=False) -> bool:
     """``_routed`` for a product large enough for routing to change anything: a smaller one is
-    never cut, stays off the own BLAS and leaves NumPy's BLAS threads asleep."""
-    if a.ndim < 2 or b.ndim < 2:
+    never cut, stays off the own BLAS and leaves NumPy's BLAS threads asleep. (The size comes
+    first: most products of a small model stop there, and this test runs on every one.)"""
+    if b.ndim < 2 or a.size * b.shape[-2 if transpose_b else -1] <= BLAS_THREADED_MULTIPLY_ADDS:
         return False
-    work = a.size * b.shape[-2 if attrs.get("transpose_b") else -1]
-    return work > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
+    return a.ndim >= 2 and _routed(xp)
 
 
 def _routed_layer(xp, x, weight, bias=None) -> bool:
@@ -269,12 +272,23 @@ def _routed_layer(xp, x, weight, bias=None) -> bool:
     return x.size * weight.shape[0] > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
 
 
+def _transposed_entries(a, b):
+    """``b.swapaxes(-1, -2)``; for a stack of small matrices, a contiguous copy of it: OpenBLAS
+    multiplies a small matrix by a transposed one slower than by a plain one, by more than the
+    copy costs (64 entries (64x32)(32x64): 137 us as they are, 102 us with the copy)."""
+    view = b.swapaxes(-1, -2)
+    small = a.shape[-2] * a.shape[-1] * view.shape[-1] <= SMALL_ENTRY_MULTIPLY_ADDS
+    if b.ndim > 2 and isinstance(b, np.ndarray) and small:
+        return np.ascontiguousarray(view)
+    return view
+
+
 def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
     """``MatMul.forward`` with its product routed."""
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:
-        b = b.swapaxes(-1, -2)
+        b = _transposed_entries(a, b)
     if a.ndim == 2 and b.ndim == 2 and gemm_result_dtype(a, b) is None:  # the commonest call
         return _dot(a, b)
     if a.ndim < 2 or b.ndim < 2:

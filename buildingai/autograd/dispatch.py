@@ -217,7 +217,8 @@ def binary_operator(op, rank: int = 0, general=None):
         if rank and (left.ndim < rank or right.ndim < rank):
             return general(first, second)
         if needs_grad and state.grad_enabled and op.differentiable:
-            ctx = node = Node(op, (first, second), {})
+            ctx = node = _new_node(Node)  # Node.__init__'s three fields, without its frame
+            node.op, node.inputs, node.attrs = op, (first, second), {}
         else:
             ctx, node = _SCRATCH, None
         try:
@@ -238,13 +239,23 @@ def binary_operator(op, rank: int = 0, general=None):
             raise _with_module_path(op.describe_failure(exc, [left, right], {})) from exc
         if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
             data = np.asarray(data)
-        if node is not None or op.view or _accounting.tracking:
+        if op.view or op.save_output or _accounting.tracking:
             return output_tensor(op, data, first, node)
-        out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
+        out = _new_tensor(Tensor)  # output_tensor's steps for a new array, written out
         out.array = data
-        out.grad = out._node = out._hooks = out._post_hooks = out._base = None
-        out.requires_grad = False
+        out.grad = out._hooks = out._post_hooks = out._base = None
         out._version = [0, None]
+        if node is None or data.dtype.kind not in "fV":
+            out.requires_grad = False
+            out._node = None
+            return out
+        out.requires_grad = True
+        out._node = node
+        if op.save_inputs:  # the versions backward will check, as output_tensor notes them
+            node.input_versions = [
+                first._version[0] if type(first) is Tensor else None,
+                second._version[0] if type(second) is Tensor else None,
+            ]
         return out
 
     operator.__name__ = op.name
@@ -321,6 +332,7 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
 
 
 _new_tensor = Tensor.__new__
+_new_node = Node.__new__
 
 
 class _Unrecorded:
