@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activations,
     convolution,
     elementwise,
+    embedding,
     optimizers,
     pooling,
     products,

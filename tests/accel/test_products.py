@@ -96,10 +96,11 @@ def test_matmul_kernel_equals_the_record(arrangement, dtype, a_layout, b_layout,
 
 @pytest.mark.parametrize("transpose_a", [False, True])
 @pytest.mark.parametrize("transpose_b", [False, True])
-def test_matmul_kernel_takes_the_transposed_forms(arrangement, transpose_a, transpose_b):
+@pytest.mark.parametrize("b_batch", [(), (4,)], ids=["matrix", "stack"])
+def test_matmul_kernel_takes_the_transposed_forms(arrangement, transpose_a, transpose_b, b_batch):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((4, 30, 20) if transpose_a else (4, 20, 30)).astype(np.float32)
-    b = rng.standard_normal((40, 30) if transpose_b else (30, 40)).astype(np.float32)
+    b = rng.standard_normal(b_batch + ((40, 30) if transpose_b else (30, 40))).astype(np.float32)
     attrs = {"transpose_a": transpose_a, "transpose_b": transpose_b}
     reference, accelerated = _both_ways(MATMUL, (a, b), **attrs)
     _assert_close(reference, accelerated, np.float32, scale=6)
@@ -323,3 +324,16 @@ def test_acceleration_on_a_product_runs_the_registered_kernel():
     assert numba_loaded == "True" and spin_set == "False"  # the spin count is set only while
     assert int(count) == threads.available_cores()  # numba's threads start
     assert "matmul.routed" in " ".join(ran)
+
+
+def test_a_stack_of_small_products_multiplies_a_transposed_operand_as_a_copy():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 4, 64, 32)).astype(np.float32)
+    b = rng.standard_normal((16, 4, 64, 32)).astype(np.float32)
+    copied = products._transposed_entries(a, b)
+    assert copied.flags.c_contiguous and copied.shape == (16, 4, 32, 64)
+    large = rng.standard_normal((2, 256, 64)).astype(np.float32)
+    assert not products._transposed_entries(large, large).flags.c_contiguous  # a view
+    with bai.accel.enabled(True):
+        got = products.routed_matmul(None, np, a, b, transpose_b=True)
+    np.testing.assert_allclose(got, np.matmul(a, b.swapaxes(-1, -2)), rtol=1e-5, atol=1e-4)
