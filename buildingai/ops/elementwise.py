@@ -37,7 +37,8 @@ def _is_tensor(value) -> bool:
 
 
 def _needs(value) -> bool:
-    return _is_tensor(value) and value.requires_grad
+    """Whether ``value`` is a Tensor that requires grad (a Python number never does)."""
+    return getattr(value, "requires_grad", False)
 
 
 def in_place(ufunc, array, *operands):

@@ -102,12 +102,13 @@ def einsum_array(xp, equation: str, *arrays, optimize=False):
 
 def _matmul(a, b, transpose_a: bool = False, transpose_b: bool = False):
     """``MATMUL`` with only the flags that are set among its attributes."""
-    attrs = {}
     if transpose_a:
-        attrs["transpose_a"] = True
+        if transpose_b:
+            return MATMUL(a, b, transpose_a=True, transpose_b=True)
+        return MATMUL(a, b, transpose_a=True)
     if transpose_b:
-        attrs["transpose_b"] = True
-    return MATMUL(a, b, **attrs)
+        return MATMUL(a, b, transpose_b=True)
+    return MATMUL(a, b)
 
 
 def swap_last_two(shape: tuple) -> tuple:
