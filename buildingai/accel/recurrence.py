@@ -19,6 +19,11 @@ records' loops in the same form, one sgemm and one compiled pass per step
 (``kernels/gru_steps.py`` and its twins); ``rnn_recurrence.fused``,
 ``rnn_recurrence_grad.fused`` likewise for the Elman RNN (``kernels/elman_steps.py``), whose
 per-step product would otherwise go to NumPy's BLAS and its threads.
+
+``lstm_cell.fused``, ``lstm_cell_grad.fused``, ``gru_cell.fused``, ``gru_cell_grad.fused``
+(float32, needs numba): one step of a cell (``ops/rnn_cells.py``) in one compiled pass over its
+units, where the records make about ten NumPy passes (``lstm_cell_*`` in ``kernels/lstm_steps.py``,
+``gru_cell_*`` in ``kernels/gru_steps.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import numpy as np
 
 from ..backend.threads import blas_called
 from ..ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
+from ..ops.rnn_cells import GRU_CELL, GRU_CELL_GRAD, LSTM_CELL, LSTM_CELL_GRAD
 from ..ops.rnn_elman import RNN_RECURRENCE, RNN_RECURRENCE_GRAD
 from ..ops.rnn_gru import GRU_RECURRENCE, GRU_RECURRENCE_GRAD
 from ..ops.special import SIGMOID
@@ -329,4 +335,75 @@ register(
     name="rnn_recurrence_grad.fused",
     requires=("numba",),
     description="per step one product and one compiled pass over d pre (float32)",
+)
+
+
+# ----- one cell step ------------------------------------------------------------------------------
+
+
+def _cell_fits(kernel, gates: int, gates_x, gates_h, state, grad=None, grad_width=0) -> bool:
+    """Whether a cell's arrays are float32 NumPy arrays of fitting shapes (gates_x, gates_h
+    (N, gates * H), the state (N, H), grad (N, grad_width * H)) and ``kernel``'s twin runs."""
+    if type(state) is not np.ndarray or state.ndim != 2 or not state.shape[1]:
+        return False
+    batch, size = state.shape
+    pairs = [(gates_x, (batch, gates * size)), (gates_h, (batch, gates * size)), (state, None)]
+    if grad is not None:
+        pairs.append((grad, (batch, grad_width * size)))
+    return (
+        _float32_shapes(
+            *((array, array.shape if shape is None else shape) for array, shape in pairs)
+        )
+        and compiled.twin_of(kernel) is not None
+    )
+
+
+def _cell(kernel, width: int, *arrays):
+    """``kernel``'s twin on ``arrays``, into a new (N, width * H) float32 array."""
+    state = arrays[-1]
+    out = np.empty((state.shape[0], width * state.shape[1]), _FLOAT32)
+    # contiguous rows let LLVM vectorise the twin's loops (a state cut from [h, c] is not)
+    compiled.twin_of(kernel)(*(np.ascontiguousarray(array) for array in arrays), out)
+    return out
+
+
+register(
+    LSTM_CELL,
+    lambda xp, gates_x, gates_h, c: _cell_fits(steps.lstm_cell_forward, 4, gates_x, gates_h, c),
+    lambda ctx, xp, gates_x, gates_h, c: _cell(steps.lstm_cell_forward, 2, gates_x, gates_h, c),
+    name="lstm_cell.fused",
+    requires=("numba",),
+    description="the step's gates, cell and hidden state in one compiled pass (float32)",
+)
+register(
+    LSTM_CELL_GRAD,
+    lambda xp, grad, gates_x, gates_h, c: _cell_fits(
+        steps.lstm_cell_backward, 4, gates_x, gates_h, c, grad, 2
+    ),
+    lambda ctx, xp, grad, gates_x, gates_h, c: _cell(
+        steps.lstm_cell_backward, 5, grad, gates_x, gates_h, c
+    ),
+    name="lstm_cell_grad.fused",
+    requires=("numba",),
+    description="the step's gates again and the five gradients in one compiled pass (float32)",
+)
+register(
+    GRU_CELL,
+    lambda xp, gates_x, gates_h, h: _cell_fits(gru_steps.gru_cell_forward, 3, gates_x, gates_h, h),
+    lambda ctx, xp, gates_x, gates_h, h: _cell(gru_steps.gru_cell_forward, 1, gates_x, gates_h, h),
+    name="gru_cell.fused",
+    requires=("numba",),
+    description="the step's gates and new state in one compiled pass (float32)",
+)
+register(
+    GRU_CELL_GRAD,
+    lambda xp, grad, gates_x, gates_h, h: _cell_fits(
+        gru_steps.gru_cell_backward, 3, gates_x, gates_h, h, grad, 1
+    ),
+    lambda ctx, xp, grad, gates_x, gates_h, h: _cell(
+        gru_steps.gru_cell_backward, 7, grad, gates_x, gates_h, h
+    ),
+    name="gru_cell_grad.fused",
+    requires=("numba",),
+    description="the step's gates again and the seven gradients in one compiled pass (float32)",
 )

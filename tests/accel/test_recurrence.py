@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.nn.rnn import GRU, LSTM, RNN
+from buildingai.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell
+from buildingai.ops import all_ops
 from buildingai.ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
 from buildingai.ops.rnn_elman import RNN_RECURRENCE, RNN_RECURRENCE_GRAD
 from buildingai.ops.rnn_gru import GRU_RECURRENCE, GRU_RECURRENCE_GRAD
@@ -251,3 +252,43 @@ def test_accelerated_second_derivatives_equal_the_records(kind, layer_options):
             assert mine is None
         else:
             np.testing.assert_allclose(mine, record, rtol=1e-4, atol=1e-5)
+
+
+# ----- cells --------------------------------------------------------------------------------------
+
+CELL_KINDS = {"LSTMCell": LSTMCell, "GRUCell": GRUCell}
+
+
+@pytest.mark.parametrize("kind", sorted(CELL_KINDS))
+@pytest.mark.parametrize("bias", [True, False])
+def test_accelerated_cells_equal_the_records_and_pytorch(kind, bias):
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(6, 16, bias=bias)
+    layer = CELL_KINDS[kind](6, 16, bias=bias)
+    layer.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 6)).astype(np.float32)
+    upstream = rng.standard_normal((5, 4, 16)).astype(np.float32)
+
+    def run(lib, layer, grad, accelerated):
+        with bai.accel.enabled(accelerated):
+            inputs = [lib.tensor(x, requires_grad=True), *layer.parameters()]
+            state, outputs = None, []
+            for t in range(x.shape[0]):
+                state = layer(inputs[0][t], state)
+                outputs.append(state[0] if isinstance(state, tuple) else state)
+            total = (lib.stack(outputs) * lib.tensor(upstream)).sum()
+            return [
+                np.asarray(g.detach() if lib is torch else g.numpy()) for g in grad(total, inputs)
+            ]
+
+    names = {"LSTMCell": ("lstm_cell", "lstm_cell_grad"), "GRUCell": ("gru_cell", "gru_cell_grad")}
+    ops = [op for op in all_ops() if op.name in names[kind]]
+    with bai.accel.enabled(True):
+        assert all(f"{op.name}.fused" in {e.name for e in op.accelerated} for op in ops)
+    reference = run(bai, layer, bai.grad, accelerated=False)
+    accelerated = run(bai, layer, bai.grad, accelerated=True)
+    pytorch = run(torch, theirs, torch.autograd.grad, accelerated=False)
+    for mine, record, theirs_grad in zip(accelerated, reference, pytorch):
+        np.testing.assert_allclose(mine, record, rtol=1e-5, atol=2e-6)
+        np.testing.assert_allclose(mine, theirs_grad, rtol=1e-5, atol=2e-6)

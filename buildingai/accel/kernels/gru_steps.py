@@ -76,3 +76,34 @@ def gru_backward_loop(
             xp.matmul(hidden, w_hh, out=recurrent)
         gru_backward_step(xp, grad, coefficients, carry, recurrent, hidden, out, t)
         first = False
+
+
+# ----- one cell step (``ops/rnn_cells.py``) -------------------------------------------------------
+
+
+@compiled.compiled_twin("recurrence.gru_cell_forward")
+def gru_cell_forward(xp, gates_x, gates_h, h, out) -> None:
+    """``gru_cell``: gates_x, gates_h (N, 3H), h (N, H) -> out (N, H) = h'."""
+    size = h.shape[-1]
+    reset_update = _sigmoid(xp, gates_x[:, : 2 * size] + gates_h[:, : 2 * size])
+    reset, update = reset_update[:, :size], reset_update[:, size:]
+    new = xp.tanh(gates_x[:, 2 * size :] + reset * gates_h[:, 2 * size :])
+    out[...] = new + update * (h - new)
+
+
+@compiled.compiled_twin("recurrence.gru_cell_backward")
+def gru_cell_backward(xp, grad, gates_x, gates_h, h, out) -> None:
+    """``gru_cell_grad``: grad (N, H) of h' and the cell's inputs -> out (N, 7H) =
+    [d gates_x, d gates_h, d h]."""
+    size = h.shape[-1]
+    reset_update = _sigmoid(xp, gates_x[:, : 2 * size] + gates_h[:, : 2 * size])
+    reset, update = reset_update[:, :size], reset_update[:, size:]
+    hidden_new = gates_h[:, 2 * size :]
+    new = xp.tanh(gates_x[:, 2 * size :] + reset * hidden_new)
+    grad_new = grad * ((1 - update) * (1 - new * new))
+    out[:, :size] = grad_new * (hidden_new * (reset * (1 - reset)))
+    out[:, size : 2 * size] = grad * ((h - new) * (update * (1 - update)))
+    out[:, 2 * size : 3 * size] = grad_new
+    out[:, 3 * size : 5 * size] = out[:, : 2 * size]
+    out[:, 5 * size : 6 * size] = grad_new * reset
+    out[:, 6 * size :] = grad * update

@@ -83,3 +83,37 @@ def lstm_backward_loop(xp, address, grad, acts, states, c0, w_hh, recurrent, car
         c_prev = c0 if first else states[t + 1 if reverse else t - 1, :, size:]
         lstm_backward_step(xp, grad, acts, states, c_prev, recurrent, carry, out, t)
         after = t
+
+
+# ----- one cell step (``ops/rnn_cells.py``) -------------------------------------------------------
+
+
+@compiled.compiled_twin("recurrence.lstm_cell_forward")
+def lstm_cell_forward(xp, gates_x, gates_h, c, out) -> None:
+    """``lstm_cell``: gates_x, gates_h (N, 4H), c (N, H) -> out (N, 2H) = [h', c']."""
+    size = c.shape[-1]
+    pre = gates_x + gates_h
+    gate = _sigmoid(xp, pre)
+    cell_input = xp.tanh(pre[:, 2 * size : 3 * size])
+    c_next = gate[:, size : 2 * size] * c + gate[:, :size] * cell_input
+    out[:, size:] = c_next
+    out[:, :size] = gate[:, 3 * size :] * xp.tanh(c_next)
+
+
+@compiled.compiled_twin("recurrence.lstm_cell_backward")
+def lstm_cell_backward(xp, grad, gates_x, gates_h, c, out) -> None:
+    """``lstm_cell_grad``: grad (N, 2H) of [h', c'] and the cell's inputs -> out (N, 5H) =
+    [d pre, d c]."""
+    size = c.shape[-1]
+    pre = gates_x + gates_h
+    gate = _sigmoid(xp, pre)
+    i, f, o = gate[:, :size], gate[:, size : 2 * size], gate[:, 3 * size :]
+    g = xp.tanh(pre[:, 2 * size : 3 * size])
+    tanh_c = xp.tanh(f * c + i * g)
+    grad_h = grad[:, :size]
+    grad_c = grad[:, size:] + grad_h * (o * (1 - tanh_c * tanh_c))
+    out[:, :size] = grad_c * (g * (i * (1 - i)))
+    out[:, size : 2 * size] = grad_c * (c * (f * (1 - f)))
+    out[:, 2 * size : 3 * size] = grad_c * (i * (1 - g * g))
+    out[:, 3 * size : 4 * size] = grad_h * (tanh_c * (o * (1 - o)))
+    out[:, 4 * size :] = grad_c * f

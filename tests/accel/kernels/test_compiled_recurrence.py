@@ -163,3 +163,35 @@ def test_tanh32_is_within_a_few_units_in_the_last_place():
     out = np.empty_like(special)
     tanh_all(special, out)
     assert np.isnan(out[0]) and out[1] == 1 and out[2] == -1
+
+
+# ----- one cell step ------------------------------------------------------------------------------
+
+CASES |= {"lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"}
+CELL_KERNELS = [
+    (steps.lstm_cell_forward, 4, None, 2),
+    (steps.lstm_cell_backward, 4, 2, 5),
+    (gru_steps.gru_cell_forward, 3, None, 1),
+    (gru_steps.gru_cell_backward, 3, 1, 7),
+]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "gates", "grad_width", "width"),
+    CELL_KERNELS,
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided state"])
+def test_cell_twins_match_their_numpy_kernels(kernel, gates, grad_width, width, strided):
+    rng = np.random.default_rng(3)
+    gates_x, gates_h = (rng.standard_normal((2, BATCH, gates * SIZE)) * 2).astype(np.float32)
+    state = rng.standard_normal((BATCH, 2 * SIZE)).astype(np.float32)
+    state = state[:, SIZE:] if strided else np.ascontiguousarray(state[:, SIZE:])
+    arrays = [gates_x, gates_h, state]
+    if grad_width is not None:
+        arrays.insert(0, rng.standard_normal((BATCH, grad_width * SIZE)).astype(np.float32))
+    expected = np.full((BATCH, width * SIZE), np.nan, np.float32)
+    kernel(np, *arrays, expected)
+    got = np.full((BATCH, width * SIZE), np.nan, np.float32)
+    compiled.twin_of(kernel)(*arrays, got)
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6)

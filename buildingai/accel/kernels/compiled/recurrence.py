@@ -279,3 +279,102 @@ def rnn_backward_loop(address, grad, states, w_hh, recurrent, out, reverse, relu
                        out[after].ctypes.data, size, w_hh.ctypes.data, size,
                        recurrent.ctypes.data, size)  # fmt: skip
         rnn_backward_step(grad, states, recurrent, out, t, relu)
+
+
+# ----- one cell step (``ops/rnn_cells.py``) -------------------------------------------------------
+# The same arithmetic as the time loops' steps for one step of a cell, both products given.
+
+
+@step
+def lstm_cell_forward(gates_x, gates_h, c, out):
+    batch, gate_size = gates_x.shape
+    size = gate_size // 4
+    gate = np.empty(gate_size, np.float32)
+    for n in range(batch):
+        given, hidden, c_before, state = gates_x[n], gates_h[n], c[n], out[n]
+        for j in range(gate_size):
+            gate[j] = given[j] + hidden[j]
+        for j in range(2 * size):
+            gate[j] = _sigmoid(gate[j])
+        for j in range(2 * size, 3 * size):
+            gate[j] = tanh32(gate[j])
+        i, f, g, o = gate[:size], gate[size : 2 * size], gate[2 * size : 3 * size], gate[3 * size :]
+        for j in range(size):
+            o[j] = _sigmoid(o[j])
+        h, c_next = state[:size], state[size:]
+        for j in range(size):
+            c_next[j] = f[j] * c_before[j] + i[j] * g[j]
+        for j in range(size):
+            h[j] = o[j] * tanh32(c_next[j])
+
+
+@step
+def lstm_cell_backward(grad, gates_x, gates_h, c, out):
+    batch, gate_size = gates_x.shape
+    size = gate_size // 4
+    gate = np.empty(gate_size, np.float32)
+    cell = np.empty(size, np.float32)  # tanh(c'), then dc'
+    for n in range(batch):
+        given, hidden, c_before, result = gates_x[n], gates_h[n], c[n], out[n]
+        grad_h, grad_c = grad[n, :size], grad[n, size:]
+        for j in range(gate_size):
+            gate[j] = given[j] + hidden[j]
+        for j in range(2 * size):
+            gate[j] = _sigmoid(gate[j])
+        for j in range(2 * size, 3 * size):
+            gate[j] = tanh32(gate[j])
+        i, f, g, o = gate[:size], gate[size : 2 * size], gate[2 * size : 3 * size], gate[3 * size :]
+        for j in range(size):
+            o[j] = _sigmoid(o[j])
+        for j in range(size):
+            cell[j] = tanh32(f[j] * c_before[j] + i[j] * g[j])
+        for j in range(size):
+            tanh_c = cell[j]
+            result[3 * size + j] = grad_h[j] * (tanh_c * (o[j] * (_ONE - o[j])))
+            cell[j] = grad_c[j] + grad_h[j] * (o[j] * (_ONE - tanh_c * tanh_c))
+        for j in range(size):
+            result[j] = cell[j] * (g[j] * (i[j] * (_ONE - i[j])))
+            result[size + j] = cell[j] * (c_before[j] * (f[j] * (_ONE - f[j])))
+            result[2 * size + j] = cell[j] * (i[j] * (_ONE - g[j] * g[j]))
+            result[4 * size + j] = cell[j] * f[j]
+
+
+@step
+def gru_cell_forward(gates_x, gates_h, h, out):
+    batch, size = h.shape
+    reset_update = np.empty(2 * size, np.float32)
+    for n in range(batch):
+        given, hidden, h_before, h_next = gates_x[n], gates_h[n], h[n], out[n]
+        for j in range(2 * size):
+            reset_update[j] = _sigmoid(given[j] + hidden[j])
+        reset, update = reset_update[:size], reset_update[size:]
+        given_new, hidden_new = given[2 * size :], hidden[2 * size :]
+        for j in range(size):
+            new = tanh32(given_new[j] + reset[j] * hidden_new[j])
+            h_next[j] = new + update[j] * (h_before[j] - new)
+
+
+@step
+def gru_cell_backward(grad, gates_x, gates_h, h, out):
+    batch, size = h.shape
+    reset_update = np.empty(2 * size, np.float32)
+    new = np.empty(size, np.float32)
+    for n in range(batch):
+        given, hidden, h_before, result, upstream = gates_x[n], gates_h[n], h[n], out[n], grad[n]
+        for j in range(2 * size):
+            reset_update[j] = _sigmoid(given[j] + hidden[j])
+        reset, update = reset_update[:size], reset_update[size:]
+        given_new, hidden_new = given[2 * size :], hidden[2 * size :]
+        for j in range(size):
+            new[j] = tanh32(given_new[j] + reset[j] * hidden_new[j])
+        for j in range(size):
+            grad_new = upstream[j] * ((_ONE - update[j]) * (_ONE - new[j] * new[j]))
+            grad_reset = grad_new * (hidden_new[j] * (reset[j] * (_ONE - reset[j])))
+            grad_update = upstream[j] * ((h_before[j] - new[j]) * (update[j] * (_ONE - update[j])))
+            result[j] = grad_reset
+            result[size + j] = grad_update
+            result[2 * size + j] = grad_new
+            result[3 * size + j] = grad_reset
+            result[4 * size + j] = grad_update
+            result[5 * size + j] = grad_new * reset[j]
+            result[6 * size + j] = upstream[j] * update[j]
