@@ -114,9 +114,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def check_floating_input(op: str, x: Tensor, weight: Tensor) -> None:
     """Refuse an integer or bool input to a layer with floating weights, as PyTorch does: NumPy
     would silently promote it (int64 @ float32 -> float64)."""
-    dtype = getattr(x, "dtype", None)
-    if dtype is None or is_floating(dtype):
+    array = getattr(x, "array", None)
+    if array is None or array.dtype.kind == "f" or is_floating(array.dtype):
         return
+    dtype = array.dtype
     raise DTypeError(
         f"[{op}] input must be a floating-point tensor, got {dtype} of shape "
         f"{tuple(x.shape)} (weight {weight.dtype} {tuple(weight.shape)})",

@@ -83,7 +83,7 @@ def linear_array(xp, x, weight, bias=None, product=multiply):
         x, weight = gemm_operand(x), gemm_operand(weight)
     out = product(xp, x, weight.T) if x.ndim > 1 else x.dot(weight.T)
     if bias is not None:
-        if out.dtype == xp.result_type(out, bias):
+        if bias.dtype is out.dtype or out.dtype == xp.result_type(out, bias):
             out += bias  # in place: the product is a fresh array nobody else holds
         else:
             out = out + bias
@@ -258,7 +258,7 @@ class Linear(Op):
                 f"last input dimension must be in_features = {weight.shape[1]}",
                 help="the weight is laid out (out_features, in_features), as in PyTorch",
             )
-        if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        if bias is not None and bias.shape != (weight.shape[0],):
             raise ShapeError(
                 f"[linear] bias {tuple(bias.shape)} does not fit weight {tuple(weight.shape)}: "
                 f"expected ({weight.shape[0]},)"
