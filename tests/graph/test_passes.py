@@ -6,6 +6,7 @@ import pytest
 import buildingai as bai
 from buildingai.graph import TensorSpec, freeze
 from buildingai.graph.passes import (
+    assemble_slices,
     eliminate_common_subexpressions,
     eliminate_dead_code,
     fold_constants,
@@ -124,6 +125,39 @@ def test_fusion_stops_at_values_with_several_readers_outputs_and_other_dtypes():
 
     graph = fuse_elementwise(freeze(function, [TensorSpec((2, 3))]).graph)
     assert _names(graph) == ["exp", "cast", "tanh+sin+add", "mul+exp"]
+
+
+def _scattered(first, second, third, shape=(4, 9)):
+    """Three tensors put into zeros at slices of the last axis and summed, as a split's
+    backward sums its pieces' gradients."""
+    pieces = zip((first, second, third), ((0, 2), (2, 5), (5, 9)))
+    sums = [bai.zeros_index_add(p, shape, (slice(None), slice(a, b))) for p, (a, b) in pieces]
+    return (sums[0] + sums[1]) + sums[2]
+
+
+def test_slices_that_tile_an_axis_are_assembled_into_one_concatenation():
+    static = freeze(_scattered, [TensorSpec((4, 2)), TensorSpec((4, 3)), TensorSpec((4, 4))])
+    assert _names(static.graph).count("zeros_index_add") == 3
+    assembled = eliminate_dead_code(assemble_slices(static.graph))
+    assert _names(assembled) == ["concatenate"]
+    assert assembled.nodes[0].attrs == {"axis": 1}
+    arrays = _x(4, 2), _x(4, 3, seed=1), _x(4, 4, seed=2)
+    np.testing.assert_array_equal(
+        static.__class__(assembled)(*arrays).numpy(), static(*arrays).numpy()
+    )
+
+
+def test_slices_with_a_gap_an_overlap_or_a_broadcast_stay_sums():
+    def gap(first, second, third):
+        return _scattered(first, second, third, shape=(4, 10))  # the last column stays zero
+
+    def broadcast(first, second, third):
+        return _scattered(first, second, third[:1])  # one row spread over four
+
+    specs = [TensorSpec((4, 2)), TensorSpec((4, 3)), TensorSpec((4, 4))]
+    for function in (gap, broadcast):
+        graph = freeze(function, specs).graph
+        assert _names(assemble_slices(graph)) == _names(graph)
 
 
 @pytest.mark.parametrize("name", sorted(FUSIBLE))

@@ -9,19 +9,22 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dead_code import eliminate_dead_code
 from .fusion import fuse_elementwise
+from .slices import assemble_slices
 
 
 def optimize(graph: Graph) -> Graph:
-    """Fold constants, merge repeated computations, drop unused nodes, fuse element-wise chains
-    and plan buffer reuse."""
+    """Fold constants, merge repeated computations, join scattered slices, drop unused nodes,
+    fuse element-wise chains and plan buffer reuse."""
     graph = fold_constants(graph)
     graph = eliminate_common_subexpressions(graph)
+    graph = assemble_slices(graph)
     graph = eliminate_dead_code(graph)
     graph = fuse_elementwise(graph)
     return reuse_buffers(graph)
 
 
 __all__ = [
+    "assemble_slices",
     "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "fold_constants",
