@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from ...autograd.tensor import Tensor
 from ...errors import BuildingAIError
 from ...functions import concatenate, dropout, linear, stack, zeros
+from ...ops.rnn import LSTM_RECURRENCE
 from ...ops.rnn_cells import GRU_CELL, LSTM_CELL, RNN_CELL
 from ...ops.rnn_elman import RNN_RECURRENCE
 from ...ops.rnn_gru import GRU_RECURRENCE
-from .rnn_fused import lstm_recurrence
 
 __all__ = [
     "rnn_tanh_cell",
@@ -207,26 +207,30 @@ def _run_direction(
     """One layer in one direction over x (L, N, I): (output (L, N, H_out), final states)."""
     w_ih, w_hh, b_ih, b_hh = weights[:4]
     w_hr = weights[4] if len(weights) > 4 else None
-    # The input half of every gate for every step: one GEMM on (L * N, I) rows.
-    gates_x = linear(x, w_ih, b_ih)  # (L, N, G * H)
-    if mode == "lstm" and w_hr is None:
-        # The fused time loop (see rnn_fused.py): one op for the sequence, not ops per step.
-        h, c = state
-        size = c.shape[-1]
-        states = lstm_recurrence(gates_x, h, c, w_hh, b_hh, reverse)  # (L, N, 2H): [h_t, c_t]
-        last = states[0 if reverse else -1]
-        return states[..., :size], (last[:, :size], last[:, size:])
-    if mode == "gru":
-        (h,) = state
-        bias = () if b_hh is None else (b_hh,)
-        hs = GRU_RECURRENCE(gates_x, h, w_hh, *bias, reverse=reverse)  # (L, N, H)
-        return hs, (hs[0 if reverse else -1],)
-    if mode in ("rnn_tanh", "rnn_relu"):
+    if mode in ("rnn_tanh", "rnn_relu") or (mode == "lstm" and w_hr is None):
+        # Both biases sit outside every nonlinearity: added once, by the fused loop, their
+        # gradient is one sum over the sequence and the input GEMM needs no pass of its own.
+        gates_x = linear(x, w_ih)  # (L, N, G * H): the input half of every gate, one GEMM
+        bias = () if b_ih is None and b_hh is None else (_summed(b_ih, b_hh),)
+        if mode == "lstm":
+            # The fused time loop (ops/rnn.py): one op for the sequence, not ops per step.
+            h, c = state
+            size = c.shape[-1]
+            states = LSTM_RECURRENCE(gates_x, h, c, w_hh, *bias, reverse=reverse)  # [h_t, c_t]
+            last = states[0 if reverse else -1]
+            return states[..., :size], (last[:, :size], last[:, size:])
         # the fused time loop as well (ops/rnn_elman.py)
         (h,) = state
         attrs = {"nonlinearity": mode[4:], "reverse": reverse}
-        bias = () if b_hh is None else (b_hh,)
         hs = RNN_RECURRENCE(gates_x, h, w_hh, *bias, **attrs)  # (L, N, H)
+        return hs, (hs[0 if reverse else -1],)
+    # The input half of every gate for every step: one GEMM on (L * N, I) rows.
+    gates_x = linear(x, w_ih, b_ih)  # (L, N, G * H)
+    if mode == "gru":
+        # b_hn sits inside the reset product: the GRU's hidden bias stays with the loop
+        (h,) = state
+        bias = () if b_hh is None else (b_hh,)
+        hs = GRU_RECURRENCE(gates_x, h, w_hh, *bias, reverse=reverse)  # (L, N, H)
         return hs, (hs[0 if reverse else -1],)
     steps = _time_steps(gates_x, reverse)  # L x (N, G * H)
     outputs = []
@@ -248,6 +252,13 @@ def _run_direction(
     if reverse:
         outputs.reverse()  # the output at time t belongs at position t in both directions
     return stack(outputs), final
+
+
+def _summed(first: Tensor | None, second: Tensor | None) -> Tensor:
+    """first + second, or the one that is not None."""
+    if first is None or second is None:
+        return second if first is None else first
+    return first + second
 
 
 def _recurrent(
