@@ -26,6 +26,10 @@ GEOMETRIES = {
     "five-by-five-same": (2, 5, 11, 13, 8, 5, 5, (2, 2), True),
     "input-gradient-padding": (1, 3, 4, 4, 2, 3, 3, (2, 2), True),
     "many-channels": (2, 8, 12, 12, 64, 3, 3, (1, 1), True),
+    # same-size tiles over flat positions: vectors that run past an image's end into the next
+    # sample's, output channels not a whole number of tiles, a kernel wider than 8 columns
+    "same-across-samples": (3, 6, 5, 5, 13, 3, 3, (1, 1), True),
+    "same-wide-kernel": (2, 2, 4, 12, 3, 1, 9, (0, 4), False),
     # enough taps for the channels-last weight gradient: output channels a whole number of
     # vectors, and not
     "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
@@ -164,6 +168,8 @@ def test_the_tile_shapes_fit_the_registers():
         assert max(1, direct.ACCUMULATORS // taps) * taps + taps + 1 <= registers
     for outputs in (1, 16, 40, 64, 256):
         rows, vectors = direct._sum_shape(outputs)
+        assert rows * vectors + vectors + 1 <= registers
+        rows, vectors = direct._flat_shape(outputs)
         assert rows * vectors + vectors + 1 <= registers
 
 

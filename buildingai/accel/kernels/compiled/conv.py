@@ -27,6 +27,7 @@ import functools
 import numpy as np
 from numba import njit, prange
 
+from .flat_tile import flat_dot_tile, flat_tile
 from .register_tile import dot_tile, grid_tile, sum_tile, window_tile
 from .tile_ir import LANES
 
@@ -69,9 +70,49 @@ def _tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: i
     return offsets
 
 
+def _same_size(kernel, padding) -> bool:
+    """Whether a stride-1 correlation with this kernel and padding keeps the image's size (odd
+    kernel, half its size padded): then every tap is one shift of the flat image."""
+    return all(2 * p == k - 1 for k, p in zip(kernel, padding))
+
+
+@functools.lru_cache(maxsize=256)
+def _lane_masks(height: int, width: int, kernel: tuple, padding: tuple):
+    """int32 (Q, kh*kw + 1), Q = ceil(H*W / LANES), read-only and kept per geometry: bit l of
+    entry (q, i*kw + j) says whether flat position p = q*LANES + l is in the image and tap
+    (i, j) of a same-size correlation reads inside it at p; entry (q, kh*kw), whether p is in
+    the image (``flat_tile.py``)."""
+    kh, kw = kernel
+    per_image = -(-height * width // LANES)
+    p = np.arange(per_image * LANES).reshape(per_image, LANES)
+    h, w = p // width, p % width
+    present = p < height * width
+    inside = np.empty((per_image, kh * kw + 1, LANES), bool)
+    for i in range(kh):
+        for j in range(kw):
+            row, column = h + i - padding[0], w + j - padding[1]
+            inside[:, i * kw + j] = present & (row >= 0) & (row < height)
+            inside[:, i * kw + j] &= (column >= 0) & (column < width)
+    inside[:, kh * kw] = present
+    bits = (inside.astype(np.int64) << np.arange(LANES)).sum(axis=-1)
+    masks = np.ascontiguousarray(bits.astype(np.uint32).view(np.int32))
+    masks.flags.writeable = False
+    return masks
+
+
+def _flat_geometry(x, kernel, padding, outputs):
+    n, c, h, w = x.shape
+    per_image = -(-h * w // LANES)
+    values = [c, h, w, kernel[0], kernel[1], padding[0], padding[1], outputs, per_image,
+              n * per_image]  # fmt: skip
+    return np.array(values, np.int64)
+
+
 def correlate(x, taps, bias, out, padding):
     """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
-    if tuple(padding) == (0, 0):
+    if _same_size(taps.shape[2:], padding):
+        _correlate_flat(x, taps, bias, out, padding)
+    elif tuple(padding) == (0, 0):
         _correlate_grid(x, taps, bias, out)
     else:
         _correlate_windows(x, taps, bias, out, padding)
@@ -109,6 +150,63 @@ def _grid_loop(rows: int, vectors: int, block: int):
                 weights.shape[1], bias, out, (sample * o + channel) * plane, plane, o - channel,
                 width, wo,
             )  # fmt: skip
+
+    return loop
+
+
+def _flat_shape(outputs: int) -> tuple[int, int]:
+    """(output channels, vectors) of a flat tile: ``GRID_TILE``, or one more vector and fewer
+    channels where that rounds ``outputs`` up less (48 channels: 6 x 4)."""
+    rows, vectors = GRID_TILE
+    fewer = ACCUMULATORS // (vectors + 1)
+    if -(-outputs // fewer) * fewer < -(-outputs // rows) * rows:
+        return fewer, vectors + 1
+    return rows, vectors
+
+
+def _correlate_flat(x, taps, bias, out, padding):
+    n, c, h, w = x.shape
+    o, _, kh, kw = taps.shape
+    rows, vectors = _flat_shape(o)
+    blocks = -(-o // rows)
+    # weights (blocks, kh, kw, C, rows): one tile's taps in the order it reads them
+    padded = np.zeros((kh, kw, c, blocks * rows), np.float32)
+    padded[..., :o] = taps.transpose(2, 3, 1, 0)
+    weights = np.ascontiguousarray(padded.reshape(kh, kw, c, blocks, rows).transpose(3, 0, 1, 2, 4))
+    shifts = np.zeros(blocks * rows, np.float32)
+    if bias.size:
+        shifts[:o] = bias
+    masks = _lane_masks(h, w, (kh, kw), tuple(padding))
+    geometry = _flat_geometry(x, (kh, kw), padding, o)
+    group = max(1, CACHE_BYTES // (16 * c * vectors * LANES))  # tiles whose input fills ~L2/4
+    geometry = np.append(geometry, group)
+    block = None if c * kh * kw <= 2 * SUM_BLOCK else SUM_BLOCK
+    _flat_loop(rows, vectors, block)(x.reshape(-1), masks.reshape(-1), geometry,
+                                     weights.reshape(-1), shifts, out.reshape(-1))  # fmt: skip
+
+
+@functools.cache
+def _flat_loop(rows: int, vectors: int, block: int | None):
+    tile = flat_tile(rows, vectors, block)
+
+    @njit(parallel=True, nogil=True)
+    def loop(x, masks, geometry, weights, bias, out):
+        outputs, total = geometry[7], geometry[9]
+        blocks = bias.shape[0] // rows
+        per_block = weights.shape[0] // blocks
+        tiles = (total + vectors - 1) // vectors
+        group = geometry[10]
+        for task in prange(tiles * blocks):
+            # groups of ``group`` tiles, every block of channels over one group in turn: the
+            # group's input stays in the L2 cache, a block's weights in L1
+            start = task // (group * blocks) * group
+            size = min(group, tiles - start)
+            within = task - start * blocks
+            block = within // size
+            channel = block * rows
+            first = (start + within % size) * vectors
+            tile(x, masks, geometry, first, weights, block * per_block, bias, out, channel,
+                 outputs - channel)  # fmt: skip
 
     return loop
 
@@ -168,7 +266,9 @@ def correlate_weight_grad(x, grad, out, padding):
     o, c, kh, kw = out.shape
     rows, vectors = _sum_shape(o)
     tasks = -(-c * kh * kw // rows) * -(-o // (vectors * LANES))
-    if tuple(padding) == (0, 0) and tasks >= MIN_SUM_TASKS:
+    if _same_size((kh, kw), padding) and tuple(padding) != (0, 0) and kw <= 8:
+        _weight_grad_flat(x, grad, out, padding)
+    elif tuple(padding) == (0, 0) and tasks >= MIN_SUM_TASKS:
         _weight_grad_by_channels(x, grad, out)
     else:
         _weight_grad_by_positions(x, grad, out, padding)
@@ -210,6 +310,47 @@ def _positions_loop(rows: int, taps: int, vectors: int):
                 tile(
                     x, grad, geometry, begin, end, channel, kernel_row, first_tap, block * rows,
                     sums.reshape(-1),
+                    block * rows * stride + (channel * kh + kernel_row) * columns + first_tap,
+                    stride,
+                )  # fmt: skip
+
+    return loop
+
+
+def _weight_grad_flat(x, grad, out, padding):
+    n, c, h, w = x.shape
+    o, _, kh, kw = out.shape
+    rows = max(1, ACCUMULATORS // kw)
+    sums = np.zeros((-(-o // rows) * rows, c, kh, kw), np.float32)
+    masks = _lane_masks(h, w, (kh, kw), tuple(padding))
+    geometry = _flat_geometry(x, (kh, kw), padding, o)
+    chunk = max(1, 3 * CACHE_BYTES // (16 * (c + o) * h * w))
+    _flat_dot_loop(rows, kw)(x.reshape(-1), grad.reshape(-1), masks.reshape(-1), geometry, sums,
+                             n, chunk)  # fmt: skip
+    out[...] = sums[:o]
+
+
+@functools.cache
+def _flat_dot_loop(rows: int, taps: int):
+    tile = flat_dot_tile(rows, taps)
+
+    @njit(parallel=True, nogil=True)
+    def loop(x, grad, masks, geometry, sums, n, chunk):
+        blocks, c, kh, columns = sums.shape
+        blocks //= rows
+        groups = columns // taps
+        stride = c * kh * columns  # between output channels in sums
+        flat = sums.reshape(-1)
+        for begin in range(0, n, chunk):
+            end = min(begin + chunk, n)
+            for task in prange(blocks * c * kh * groups):
+                block = task // (c * kh * groups)
+                channel = (task // (kh * groups)) % c
+                kernel_row = (task // groups) % kh
+                first_tap = task % groups * taps
+                tile(
+                    x, grad, masks, geometry, begin, end, channel, kernel_row, first_tap,
+                    block * rows, flat,
                     block * rows * stride + (channel * kh + kernel_row) * columns + first_tap,
                     stride,
                 )  # fmt: skip

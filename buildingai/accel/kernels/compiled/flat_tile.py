@@ -1,0 +1,251 @@
+"""Register tiles for the same-size stride-1 convolution (``compiled/conv.py``): output as large
+as the input (``2 * ph == kh - 1``, ``2 * pw == kw - 1``), so that each tap is one shift of the
+flat image and its output.
+
+Lanes run over flat positions ``p = h * W + w`` of one image, ``LANES`` at a time: vector ``q``
+of a sample covers ``p = q * LANES + lane``, and an image of ``H * W`` positions has ``Q =
+ceil(H * W / LANES)`` of them. Unlike a tile of one output row, no lane is spent past the end of
+a row (a 28-wide row fills 28 of 32 lanes; 784 positions fill 49 vectors). Which lanes a tap may
+read (inside the image once shifted) comes from a table of lane masks built once per geometry
+(``compiled/conv._lane_masks``): entry ``q * (kh * kw + 1) + i * kw + j`` holds the lanes of
+vector ``q`` that tap (i, j) reads, entry ``q * (kh * kw + 1) + kh * kw`` the lanes that are
+positions of the image at all; lane ``l`` is bit ``l`` of an int32.
+
+- ``flat_tile``: the forward correlation: ``rows`` output channels x ``vectors`` vectors, each
+  vector any (sample, q) of the batch, so tiles run on across images without waste.
+- ``flat_dot_tile``: the weight gradient: ``rows`` output channels x ``taps`` kernel columns of
+  one (input channel, kernel row), each accumulator a vector of partial sums over positions,
+  its lanes summed and added to the result at the end of a range of samples.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from . import tile_ir as t
+from .tile_ir import LANES, index
+
+_LANE_BITS = ir.IntType(LANES)
+
+
+def _mask(builder, table, at):
+    """The lane mask stored as bits of the int32 ``table[at]``."""
+    bits = builder.trunc(t.scalar(builder, table, at), _LANE_BITS)
+    return builder.bitcast(bits, t.MASK)
+
+
+def flat_tile(rows: int, vectors: int, block: int | None):
+    """``flat_tile(x, masks, geometry, first_vector, weights, weight_start, bias, out,
+    out_channel, out_rows)``.
+
+    ``geometry`` (int64): channels C, height H, width W, kh, kw, ph, pw, outputs O, vectors per
+    image Q, vectors in the batch N*Q, for x (N, C, H, W) and out (N, O, H, W), flat. ``weights``
+    holds, from ``weight_start``, ``((i*kw + j)*C + c)*rows + r`` the tap (c, i, j) of output
+    channel ``out_channel + r``. For vectors q = first_vector + v (v < vectors, q < N*Q) of
+    sample n = q // Q, positions p = (q % Q)*LANES + lane < H*W, and r < out_rows, stores
+    ``bias[out_channel + r] + sum over (i, j, c) of weight * x[n, c, h + i - ph, w + j - pw]``
+    (zero outside the image) to ``out[n, out_channel + r, p]``. With a ``block``, each tap's sum
+    over channels runs in blocks of ``block`` channels (``tile_ir.blocked_sum``).
+    """
+
+    @intrinsic
+    def tile(typing_context, x, masks, geometry, first_vector, weights, weight_start, bias, out,
+             out_channel, out_rows):  # fmt: skip
+        signature = types.void(x, masks, geometry, first_vector, weights, weight_start, bias,
+                               out, out_channel, out_rows)  # fmt: skip
+
+        def codegen(context, builder, signature, arguments):
+            kinds = signature.args
+            x_data, mask_data, shape_data, weight_data, bias_data, out_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 1, 2, 4, 6, 7)
+            )
+            first_vector, weight_start, out_channel, out_rows = (arguments[i] for i in (3, 5, 8, 9))
+            channels, height, width, kh, kw, ph, pw, outputs, per_image, total = (
+                t.scalar(builder, shape_data, index(k)) for k in range(10)
+            )
+            plane = builder.mul(height, width)
+            image = builder.mul(channels, plane)
+            taps = builder.mul(kh, kw)
+            entries = builder.add(taps, index(1))  # mask table entries per vector
+            no_lane = ir.Constant(t.MASK, None)
+            # each vector's sample, first position and row of the mask table; a vector past the
+            # batch reads and writes nothing (its masks are empty)
+            present, x_bases, mask_rows, out_bases = [], [], [], []
+            for v in range(vectors):
+                q = builder.add(first_vector, index(v))
+                inside = builder.icmp_signed("<", q, total)
+                q = builder.select(inside, q, first_vector)
+                sample, local = builder.sdiv(q, per_image), builder.srem(q, per_image)
+                position = builder.mul(local, index(LANES))
+                present.append(inside)
+                x_bases.append(builder.add(builder.mul(sample, image), position))
+                mask_rows.append(builder.mul(local, entries))
+                out_image = builder.mul(builder.add(builder.mul(sample, outputs), out_channel),
+                                        plane)  # fmt: skip
+                out_bases.append(builder.add(out_image, position))
+            start = []
+            for r in range(rows):
+                value = t.scalar(builder, bias_data, builder.add(out_channel, index(r)))
+                start += [t.splat(builder, value)] * vectors
+
+            def kernel_row(i, accumulators):
+                def kernel_column(j, values):
+                    tap = builder.add(builder.mul(i, kw), j)
+                    shift = builder.add(builder.mul(builder.sub(i, ph), width), builder.sub(j, pw))
+                    lane_masks = [
+                        builder.select(
+                            present[v],
+                            _mask(builder, mask_data, builder.add(mask_rows[v], tap)),
+                            no_lane,
+                        )  # fmt: skip
+                        for v in range(vectors)
+                    ]
+                    reads = [builder.add(x_bases[v], shift) for v in range(vectors)]
+                    weight_tap = builder.add(
+                        weight_start, builder.mul(builder.mul(tap, channels), index(rows))
+                    )
+
+                    def channel(c, sums):
+                        at = builder.mul(c, plane)
+                        inputs = [
+                            t.masked_load(builder, x_data, builder.add(reads[v], at),
+                                          lane_masks[v])
+                            for v in range(vectors)
+                        ]  # fmt: skip
+                        weight_row = builder.add(weight_tap, builder.mul(c, index(rows)))
+                        updated = []
+                        for r in range(rows):
+                            weight = t.scalar(builder, weight_data,
+                                              builder.add(weight_row, index(r)))  # fmt: skip
+                            broadcast = t.splat(builder, weight)
+                            updated += [
+                                t.fma(builder, broadcast, inputs[v], sums[r * vectors + v])
+                                for v in range(vectors)
+                            ]
+                        return updated
+
+                    if block is None:
+                        return t.loop(builder, index(0), channels, values, channel)
+                    return t.blocked_sum(builder, index(0), channels, block, values, channel)
+
+                return t.loop(builder, index(0), kw, accumulators, kernel_column)
+
+            final = t.loop(builder, index(0), kh, start, kernel_row)
+            for v in range(vectors):
+                valid = builder.select(
+                    present[v], _mask(builder, mask_data, builder.add(mask_rows[v], taps)), no_lane
+                )
+                for r in range(rows):
+                    kept = builder.icmp_signed("<", index(r), out_rows)
+                    mask = builder.and_(valid, t.splat(builder, kept, t.MASK))
+                    at = builder.add(out_bases[v], builder.mul(index(r), plane))
+                    t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return tile
+
+
+def flat_dot_tile(rows: int, taps: int):
+    """``flat_dot_tile(x, grad, masks, geometry, first_sample, last_sample, channel,
+    kernel_row, first_tap, first_output, sums, sums_start, sums_stride)``.
+
+    ``geometry`` (int64) as ``flat_tile``'s, for x (N, C, H, W) and grad (N, O, H, W), flat. For
+    r < rows, j < taps, adds lane by lane ``sum over samples n in [first_sample, last_sample)
+    and vectors q < Q of grad[n, first_output + r, p] * x[n, channel, h + kernel_row - ph, w +
+    first_tap + j - pw]`` (p = q*LANES + lane; zero outside the image, past H*W and for r
+    past O; first_tap + taps <= kw), its lanes summed, to ``sums[sums_start + r*sums_stride +
+    j]``.
+    """
+
+    @intrinsic
+    def tile(typing_context, x, grad, masks, geometry, first_sample, last_sample, channel,
+             kernel_row, first_tap, first_output, sums, sums_start, sums_stride):  # fmt: skip
+        signature = types.void(x, grad, masks, geometry, first_sample, last_sample, channel,
+                               kernel_row, first_tap, first_output, sums, sums_start,
+                               sums_stride)  # fmt: skip
+
+        def codegen(context, builder, signature, arguments):
+            kinds = signature.args
+            x_data, grad_data, mask_data, shape_data, sums_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 1, 2, 3, 10)
+            )
+            (first_sample, last_sample, channel, kernel_row, first_tap, first_output,
+             sums_start, sums_stride) = (arguments[i] for i in (4, 5, 6, 7, 8, 9, 11, 12))  # fmt: skip
+            channels, height, width, kh, kw, ph, pw, outputs, per_image = (
+                t.scalar(builder, shape_data, index(k)) for k in range(9)
+            )
+            plane = builder.mul(height, width)
+            image = builder.mul(channels, plane)
+            out_image = builder.mul(outputs, plane)
+            whole_vectors = builder.sdiv(plane, index(LANES))
+            entries = builder.add(builder.mul(kh, kw), index(1))
+            row_shift = builder.mul(builder.sub(kernel_row, ph), width)
+            # Rows past O read the last output channel instead: their sums land in entries of
+            # ``sums`` that are thrown away, and no lane needs a mask of its own for them. The
+            # taps of a tile are neighbours (constant offsets from one address each).
+            last_output = builder.sub(outputs, index(1))
+            shift = builder.add(row_shift, builder.sub(first_tap, pw))
+            tap_entry = builder.add(builder.mul(kernel_row, kw), first_tap)
+            grad_rows = []
+            for r in range(rows):
+                output = builder.add(first_output, index(r))
+                output = builder.select(builder.icmp_signed("<", output, outputs), output,
+                                        last_output)  # fmt: skip
+                grad_rows.append(builder.mul(builder.sub(output, first_output), plane))
+            zero = t.splat(builder, t.FLOAT(0.0))
+
+            def sample(n, accumulators):
+                x_image = builder.add(builder.mul(n, image), builder.mul(channel, plane))
+                grad_image = builder.add(builder.mul(n, out_image),
+                                         builder.mul(first_output, plane))  # fmt: skip
+
+                def vector(q, sums, whole):
+                    position = builder.mul(q, index(LANES))
+                    mask_row = builder.mul(q, entries)
+                    x_at = builder.add(builder.add(x_image, position), shift)
+                    mask_at = builder.add(mask_row, tap_entry)
+                    inputs = []
+                    for j in range(taps):
+                        lane_mask = _mask(builder, mask_data, builder.add(mask_at, index(j)))
+                        inputs.append(t.masked_load(builder, x_data,
+                                                    builder.add(x_at, index(j)), lane_mask))  # fmt: skip
+                    grad_at = builder.add(grad_image, position)
+                    sums = list(sums)
+                    if not whole:
+                        valid = _mask(builder, mask_data, builder.add(mask_row, builder.sub(
+                            entries, index(1))))  # fmt: skip
+                    for r in range(rows):
+                        at = builder.add(grad_at, grad_rows[r])
+                        if whole:
+                            g = t.load(builder, grad_data, at)
+                        else:
+                            g = t.masked_load(builder, grad_data, at, valid)
+                        for j in range(taps):
+                            sums[r * taps + j] = t.fma(builder, g, inputs[j], sums[r * taps + j])
+                    return sums
+
+                # vectors wholly inside the image read the gradient without a mask; the last
+                # one, where the image ends inside it, with one
+                sums = t.loop(builder, index(0), whole_vectors, accumulators,
+                              lambda q, values: vector(q, values, True))  # fmt: skip
+                return t.loop(builder, whole_vectors, per_image, sums,
+                              lambda q, values: vector(q, values, False))  # fmt: skip
+
+            final = t.loop(builder, first_sample, last_sample, [zero] * (rows * taps), sample)
+            for r in range(rows):
+                for j in range(taps):
+                    at = builder.add(sums_start,
+                                     builder.add(builder.mul(index(r), sums_stride), index(j)))  # fmt: skip
+                    pointer = builder.gep(sums_data, [at])
+                    total = builder.fadd(builder.load(pointer),
+                                         t.horizontal_sum(builder, final[r * taps + j]))  # fmt: skip
+                    builder.store(total, pointer)
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return tile
