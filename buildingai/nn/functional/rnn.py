@@ -8,12 +8,12 @@ the hidden state.
 
 Speed: the input part of the gates does not depend on the previous step, so a layer projects the
 whole sequence with one GEMM, ``x @ w_ih^T`` on (L * N, input) rows. Only the recurrent part,
-one ``h @ w_hh^T`` per step followed by slicing into gates, runs in the loop over time. Steps
-of the LSTM with projections are built from differentiable primitives (linear, sigmoid, tanh,
-getitem, stack); the time loops of the LSTM (without projections), the Elman RNN and the GRU are
-one fused op each (``ops/rnn.py``, ``rnn_elman.py``, ``rnn_gru.py``), with back-propagation
-through time as one gradient op, and a cell's step is its two products and one op for the gate
-arithmetic (``ops/rnn_cells.py``), because per-op overhead dominates at the sizes of one step.
+one ``h @ w_hh^T`` per step and the gate arithmetic, runs in the loop over time. The time loops
+of the LSTM (without projections), the Elman RNN and the GRU are one fused op each
+(``ops/rnn.py``, ``rnn_elman.py``, ``rnn_gru.py``), with back-propagation through time as one
+gradient op; a cell's step, and a step of the LSTM with projections, is its two products and one
+op for the gate arithmetic (``ops/rnn_cells.py``): per-op overhead dominates at the sizes of one
+step.
 """
 
 from __future__ import annotations
@@ -48,12 +48,6 @@ GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 # ``gates_x`` is ``x_t @ w_ih^T + b_ih``: (N, gates * H), computed for all steps at once.
 
 
-def _rnn_step(gates_x: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
-    """h' = act(gates_x + h @ w_hh^T + b_hh), act = tanh or relu. h: (N, H) -> (N, H)."""
-    pre = linear(h, w_hh, b_hh) + gates_x
-    return pre.relu() if relu else pre.tanh()
-
-
 def _lstm_step(
     gates_x: Tensor,
     h: Tensor,
@@ -65,32 +59,12 @@ def _lstm_step(
     """One LSTM step: h (N, P), c (N, H) -> (h', c'), with P = H, or the projection size when
     ``w_hr`` (P, H) projects the new hidden state down (h' = w_hr (o * tanh c'))."""
     size = c.shape[-1]
-    gates = linear(h, w_hh, b_hh) + gates_x  # (N, 4H)
-    # One sigmoid over all four gates costs a quarter more arithmetic than three slices but
-    # saves two ops per step; the per-op overhead dominates at the sizes an RNN step has.
-    sig = gates.sigmoid()
-    input_gate = sig[:, :size]
-    forget_gate = sig[:, size : 2 * size]
-    cell_candidate = gates[:, 2 * size : 3 * size].tanh()
-    output_gate = sig[:, 3 * size :]
-    c_next = forget_gate * c + input_gate * cell_candidate
-    h_next = output_gate * c_next.tanh()
+    # the gate arithmetic of the step as one op (ops/rnn_cells.py): [h', c'] (N, 2H)
+    states = LSTM_CELL(gates_x, linear(h, w_hh, b_hh), c)
+    h_next, c_next = states[:, :size], states[:, size:]
     if w_hr is not None:
         h_next = linear(h_next, w_hr)
     return h_next, c_next
-
-
-def _gru_step(gates_x: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One GRU step, h (N, H) -> (N, H), with PyTorch's placement of the hidden bias of the new
-    gate inside the reset product: n = tanh(x W_in + b_in + r * (h W_hn + b_hn))."""
-    size = h.shape[-1]
-    gates_h = linear(h, w_hh, b_hh)  # (N, 3H)
-    reset_update = (gates_x[:, : 2 * size] + gates_h[:, : 2 * size]).sigmoid()
-    reset = reset_update[:, :size]
-    update = reset_update[:, size:]
-    new = (gates_x[:, 2 * size :] + reset * gates_h[:, 2 * size :]).tanh()
-    # (1 - z) * n + z * h, written with one multiplication fewer.
-    return new + update * (h - new)
 
 
 # ----- single-step cells (the functional side of RNNCell, LSTMCell, GRUCell) ---------------------
@@ -151,10 +125,7 @@ def lstm_cell(
     h, c = state
     _check_cell("lstm_cell", x, h, w_ih, w_hh.shape[1])
     _check_cell("lstm_cell", x, c, w_ih, w_hh.shape[0] // 4)
-    size = c.shape[-1]
-    # the gate arithmetic of the step as one op (ops/rnn_cells.py): [h', c'] (N, 2H)
-    states = LSTM_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), c)
-    return states[:, :size], states[:, size:]
+    return _lstm_step(linear(x, w_ih, b_ih), h, c, w_hh, b_hh)
 
 
 def gru_cell(
@@ -232,23 +203,13 @@ def _run_direction(
         bias = () if b_hh is None else (b_hh,)
         hs = GRU_RECURRENCE(gates_x, h, w_hh, *bias, reverse=reverse)  # (L, N, H)
         return hs, (hs[0 if reverse else -1],)
-    steps = _time_steps(gates_x, reverse)  # L x (N, G * H)
+    # an LSTM with projections: its steps composed of primitives
+    h, c = state
     outputs = []
-    if mode == "lstm":
-        h, c = state
-        for gates_x in steps:
-            h, c = _lstm_step(gates_x, h, c, w_hh, b_hh, w_hr)
-            outputs.append(h)
-        final = (h, c)
-    else:
-        (h,) = state
-        for gates_x in steps:
-            if mode == "gru":
-                h = _gru_step(gates_x, h, w_hh, b_hh)
-            else:
-                h = _rnn_step(gates_x, h, w_hh, b_hh, relu=mode == "rnn_relu")
-            outputs.append(h)
-        final = (h,)
+    for step in _time_steps(gates_x, reverse):  # L x (N, 4H)
+        h, c = _lstm_step(step, h, c, w_hh, b_hh, w_hr)
+        outputs.append(h)
+    final = (h, c)
     if reverse:
         outputs.reverse()  # the output at time t belongs at position t in both directions
     return stack(outputs), final
