@@ -161,16 +161,31 @@ def log_softmax_grad_rows(grad, out, result):
 # ----- layer normalisation ------------------------------------------------------------------------
 
 
+@reduction
+def _centered_squares(row, mean):
+    """The float32 sum of (row - mean)^2 for a 1-D row."""
+    total = _ZERO
+    for j in range(row.size):
+        d = row[j] - mean
+        total += d * d
+    return total
+
+
+@inline
+def _row_statistics(x, eps, scale):
+    """(mean, 1 / sqrt(var + eps)) of a 1-D row: the mean first, then the centred squares, each
+    one pass over the row (no centred copy written)."""
+    mean = _sum(x) * scale
+    variance = _centered_squares(x, mean) * scale + eps
+    return mean, _ONE / np.sqrt(variance)
+
+
 @inline
 def _standardize_row(x, out, eps, scale):
     """out = (x - mean) / sqrt(var + eps) for 1-D rows; returns 1 / sqrt(var + eps)."""
-    mean = _sum(x) * scale
+    mean, rstd = _row_statistics(x, eps, scale)
     for j in range(x.size):
-        out[j] = x[j] - mean
-    variance = _dot(out, out) * scale + eps
-    rstd = _ONE / np.sqrt(variance)
-    for j in range(x.size):
-        out[j] = out[j] * rstd
+        out[j] = (x[j] - mean) * rstd
     return rstd
 
 
@@ -190,21 +205,49 @@ def layer_norm_rows(x, xhat, out, rstd, weight, bias, eps):
     eps = np.float32(eps)
     scale = np.float32(1 / x.shape[1])
     for r in prange(x.shape[0]):
-        h, res = xhat[r], out[r]
-        rstd[r, 0] = _standardize_row(x[r], h, eps, scale)
+        row, h, res = x[r], xhat[r], out[r]
+        mean, row_rstd = _row_statistics(row, eps, scale)
+        rstd[r, 0] = row_rstd
         if bias is None:
             for j in range(h.size):
-                res[j] = h[j] * weight[j]
+                value = (row[j] - mean) * row_rstd
+                h[j] = value
+                res[j] = value * weight[j]
         else:
             for j in range(h.size):
-                res[j] = h[j] * weight[j] + bias[j]
+                value = (row[j] - mean) * row_rstd
+                h[j] = value
+                res[j] = value * weight[j] + bias[j]
+
+
+@reduction
+def _sum_and_dot(g, h):
+    """(sum(g), sum(g * h)) for 1-D rows, in one pass."""
+    total = _ZERO
+    projection = _ZERO
+    for j in range(g.size):
+        total += g[j]
+        projection += g[j] * h[j]
+    return total, projection
+
+
+@reduction
+def _weighted_sum_and_dot(g, w, h):
+    """(sum(g * w), sum(g * w * h)) for 1-D rows, in one pass."""
+    total = _ZERO
+    projection = _ZERO
+    for j in range(g.size):
+        product = g[j] * w[j]
+        total += product
+        projection += product * h[j]
+    return total, projection
 
 
 @inline
 def _standardize_grad_row(g, h, rstd, out, scale):
     """out = rstd * (g - mean(g) - h * mean(g * h)) for 1-D rows (out may be g)."""
-    projection = _dot(g, h) * scale
-    mean = _sum(g) * scale
+    total, projection = _sum_and_dot(g, h)
+    mean, projection = total * scale, projection * scale
     for j in range(g.size):
         out[j] = ((g[j] - mean) - h[j] * projection) * rstd
 
@@ -221,13 +264,18 @@ def standardize_grad_rows(g, xhat, rstd, out):
 @kernel
 def layer_norm_input_grad_rows(grad, xhat, rstd, out, weight):
     """out = standardize_grad(grad * weight) per row (``rows._layer_norm_input_grad_rows``):
-    the product written into out, then its standardize gradient over it."""
+    the two row sums of the product in one pass, then the combination with the product
+    computed again."""
     scale = np.float32(1 / grad.shape[1])
     for r in prange(grad.shape[0]):
-        g, res = grad[r], out[r]
-        for j in range(g.size):
-            res[j] = g[j] * weight[j]
-        _standardize_grad_row(res, xhat[r], rstd[r, 0], res, scale)
+        g, h, res, row_rstd = grad[r], xhat[r], out[r], rstd[r, 0]
+        total, projection = _weighted_sum_and_dot(g, weight, h)
+        mean, projection = total * scale, projection * scale
+        if g.size == 1:  # the product is its own mean: exactly zero (NaN and inf kept)
+            res[0] = ((total - mean) - h[0] * projection) * row_rstd
+            continue
+        for j in range(g.size):  # g * w - mean may become one FMA: rounded once
+            res[j] = ((g[j] * weight[j] - mean) - h[j] * projection) * row_rstd
 
 
 # ----- cross-entropy ------------------------------------------------------------------------------
