@@ -3,13 +3,18 @@ spends its time: ops by total time over a few steps, with their calls per step a
 of the step (a ``TimeTracer``, as ``benchmarks.op_times`` does for the synthetic workloads).
 
 Run: ``python -m benchmarks.real_op_times WORKLOAD [--threads N] [--steps S] [--top K]
-[--compiled] [--quick]``; ``--compiled`` profiles the ``buildingai.compile`` step.
+[--compiled] [--quick] [--clock thread]``; ``--compiled`` profiles the ``buildingai.compile``
+step (each step of its graph's plan, timed as the executor runs it); ``--clock thread`` times
+the step and each op in the calling thread's CPU time, which other processes' load does not
+inflate (at one thread everything runs on the calling thread).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import collections.abc
+import contextlib
 import time
 
 from .common import accelerate, format_table
@@ -19,11 +24,58 @@ from .suite.harness import in_default_arrangement, thread_limit
 from .suite.real_workloads import WORKLOADS
 
 
+@contextlib.contextmanager
+def timing_plan_steps(clock_ns) -> collections.abc.Iterator[dict]:
+    """Within the block, time each step a compiled graph's executor runs (``clock_ns``);
+    yields ``{(op name, None): [seconds, calls]}``, as ``timing_ops`` for eager ops."""
+    from buildingai.graph import executor
+
+    totals: dict = collections.defaultdict(lambda: [0.0, 0])
+    run_step = executor._run_step
+
+    def timed(step, *arguments):
+        started = clock_ns()
+        result = run_step(step, *arguments)
+        entry = totals[(step.op.name, None)]
+        entry[0] += (clock_ns() - started) / 1e9
+        entry[1] += 1
+        return result
+
+    executor._run_step = timed
+    try:
+        yield totals
+    finally:
+        executor._run_step = run_step
+
+
+@contextlib.contextmanager
+def op_clock(clock: str) -> collections.abc.Iterator[None]:
+    """Dispatch's timing of each op's array work on ``clock``: "wall" leaves it as it is,
+    "thread" reads the calling thread's CPU clock instead."""
+    from buildingai.autograd import dispatch
+
+    if clock == "wall":
+        yield
+        return
+    wall = dispatch.perf_counter_ns
+    dispatch.perf_counter_ns = time.thread_time_ns
+    try:
+        yield
+    finally:
+        dispatch.perf_counter_ns = wall
+
+
 def op_shares(
-    name: str, threads: int | None = 2, steps: int = 5, compiled: bool = False, quick: bool = False
+    name: str,
+    threads: int | None = 2,
+    steps: int = 5,
+    compiled: bool = False,
+    quick: bool = False,
+    clock: str = "wall",
 ) -> dict:
     """``{"step_ms", "ops": [(op, ms per step, calls per step, share of the step)]}``, ops
-    summed over their input shapes, slowest first, over ``steps`` steps after three warm-ups."""
+    summed over their input shapes, slowest first, over ``steps`` steps after three warm-ups;
+    ``clock`` "wall" or "thread" (this thread's CPU time)."""
     from buildingai.backend import retain_freed_memory
 
     retain_freed_memory()  # as the suite and Trainer run
@@ -32,14 +84,17 @@ def op_shares(
     if compiled:
         stepper = buildingai_compiled(stepper)
     step = in_default_arrangement(stepper.step)  # BuildingAI at the limit's thread count
-    with thread_limit(threads):
+    clock_s = time.thread_time if clock == "thread" else time.perf_counter
+    nanoseconds = time.thread_time_ns if clock == "thread" else time.perf_counter_ns
+    timing = (lambda: timing_plan_steps(nanoseconds)) if compiled else timing_ops
+    with thread_limit(threads), op_clock(clock):
         for _ in range(3):
             step()
-        with timing_ops() as totals:
-            start = time.perf_counter()
+        with timing() as totals:
+            start = clock_s()
             for _ in range(steps):
                 float(step().item())
-            elapsed = time.perf_counter() - start
+            elapsed = clock_s() - start
     by_op: dict = collections.defaultdict(lambda: [0.0, 0])
     for (op, _shapes), (seconds, calls) in totals.items():
         by_op[op][0] += seconds
@@ -59,13 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--compiled", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                        help="wall clock (default), or the calling thread's CPU time")  # fmt: skip
     args = parser.parse_args(argv)
     accelerate()
-    found = op_shares(args.workload, args.threads, args.steps, args.compiled, args.quick)
+    found = op_shares(
+        args.workload, args.threads, args.steps, args.compiled, args.quick, args.clock
+    )
     inside = sum(row[3] for row in found["ops"])
     rows = [[op, f"{ms:.2f}", f"{calls:g}", f"{share:.1%}"]
             for op, ms, calls, share in found["ops"][: args.top]]  # fmt: skip
-    print(f"{args.workload}: {found['step_ms']:.1f} ms per step at {args.threads} thread(s); "
+    print(f"{args.workload}: {found['step_ms']:.1f} ms per step at {args.threads} thread(s), "
+          f"{args.clock} clock; "
           f"ops' own work {inside:.0%} of it, the rest dispatch, autograd and Python")  # fmt: skip
     print(format_table(["op", "ms per step", "calls per step", "share of step"], rows))
     return 0

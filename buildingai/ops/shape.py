@@ -268,7 +268,10 @@ class Concatenate(CopyOp):
         dtype = arrays[0].dtype
         if any(a.dtype != dtype for a in arrays[1:]):  # NumPy would widen int + float32
             return xp.concatenate(arrays, axis=axis, dtype=result_type(*arrays))
-        return xp.concatenate(arrays, axis=axis)
+        # row-major, as PyTorch's cat: NumPy's own result would follow strided inputs' layout
+        shape = list(arrays[0].shape)
+        shape[axis] = sum(a.shape[axis] for a in arrays)
+        return xp.concatenate(arrays, axis=axis, out=xp.empty(shape, dtype))
 
     def backward(self, ctx, grad):
         axis = ctx.attrs["axis"]

@@ -147,6 +147,22 @@ def test_slices_that_tile_an_axis_are_assembled_into_one_concatenation():
     )
 
 
+def test_pieces_merged_by_reshapes_are_joined_before_the_merge():
+    def function(first, second, third):
+        heads = [t.permute(0, 2, 1).reshape(4, 6) for t in (first, second, third)]  # copies
+        pieces = zip(heads, ((0, 6), (6, 12), (12, 18)))
+        sums = [bai.zeros_index_add(p, (4, 18), (slice(None), slice(a, b))) for p, (a, b) in pieces]
+        return sums[0] + sums[1] + sums[2]
+
+    static = freeze(function, [TensorSpec((4, 2, 3))] * 3)
+    assembled = eliminate_dead_code(assemble_slices(static.graph))
+    assert _names(assembled) == ["permute"] * 3 + ["concatenate", "reshape"]
+    arrays = _x(4, 2, 3), _x(4, 2, 3, seed=1), _x(4, 2, 3, seed=2)
+    np.testing.assert_array_equal(
+        static.__class__(assembled)(*arrays).numpy(), static(*arrays).numpy()
+    )
+
+
 def test_slices_with_a_gap_an_overlap_or_a_broadcast_stay_sums():
     def gap(first, second, third):
         return _scattered(first, second, third, shape=(4, 10))  # the last column stays zero

@@ -230,6 +230,15 @@ def test_concatenate_and_stack_of_one_tensor_copy_it():
     check_op(lambda x: bai.cat([x], 1), (2, 3), torch_fn=lambda x: torch.cat([x], 1))
 
 
+def test_concatenate_of_strided_tensors_is_row_major_like_torch():
+    heads = bai.tensor(np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5))
+    pieces = [heads.transpose(1, 2)] * 2  # (2, 4, 3, 5) views
+    joined = bai.cat(pieces, dim=2)
+    assert joined.array.flags.c_contiguous
+    expected = torch.cat([torch.tensor(heads.numpy()).transpose(1, 2)] * 2, dim=2)
+    np.testing.assert_array_equal(joined.numpy(), expected.numpy())
+
+
 def test_concatenate_errors():
     with pytest.raises(
         bai.ShapeError,

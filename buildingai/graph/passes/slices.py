@@ -7,12 +7,19 @@ hand): each piece's gradient is scattered into zeros of the whole shape by ``get
 adjoint, and the pieces' gradients are added. nanoGPT's attention splits its fused query, key
 and value product this way: three (B, T, 3C) arrays of zeros, three copies and two sums become
 one concatenation that writes (B, T, 3C) once.
+
+Where each piece is a ``reshape`` that merges the trailing axes of a strided array into the
+last axis (the heads' gradients, (B, T, H, D) seen as (B, T, C)), that reshape would copy:
+the concatenation then joins the arrays before the merge, and one reshape of its contiguous
+result merges the axes for free.
 """
 
 from __future__ import annotations
 
-from ...ops.shape import CONCATENATE
-from ..graph import Graph, Literal, Node
+from math import prod
+
+from ...ops.shape import CONCATENATE, RESHAPE
+from ..graph import Graph, Literal, Node, Value
 
 
 def assemble_slices(graph: Graph) -> Graph:
@@ -22,7 +29,8 @@ def assemble_slices(graph: Graph) -> Graph:
     producer = graph.producer()
     readers = graph.consumers()
     kept = set(graph.outputs)
-    nodes = list(graph.nodes)
+    nodes: list = list(graph.nodes)  # a replaced node may become two (a list)
+    added: dict = {}
     changed = False
     for position, node in enumerate(graph.nodes):
         if node.op.name != "add" or any(isinstance(ref, Literal) for ref in node.inputs):
@@ -34,14 +42,58 @@ def assemble_slices(graph: Graph) -> Graph:
         if joined is None:
             continue
         values, axis = joined
-        nodes[position] = Node(CONCATENATE, tuple(values), {"axis": axis}, node.output, node.module)
+        merged = _merged_inputs(graph, values, axis, producer, readers, kept)
+        if merged is None:
+            nodes[position] = Node(CONCATENATE, tuple(values), {"axis": axis}, node.output,
+                                   node.module)  # fmt: skip
+        else:
+            result = graph.values[node.output]
+            joined_id = max(graph.values) + 1 + len(added)
+            shape = _joined_shape(graph, merged, axis)
+            added[joined_id] = Value(joined_id, shape, result.dtype, "op", f"{result.name}/joined")
+            nodes[position] = [
+                Node(CONCATENATE, tuple(merged), {"axis": axis}, joined_id, node.module),
+                Node(RESHAPE, (joined_id,), {"shape": tuple(result.shape)}, node.output,
+                     node.module),
+            ]  # fmt: skip
         changed = True
     if not changed:
         return graph
     out = graph.copy()
-    out.nodes = nodes
+    out.nodes = [one for entry in nodes for one in (entry if isinstance(entry, list) else [entry])]
+    out.values.update(added)
     out.donations = {}
     return out
+
+
+def _merged_inputs(graph, values, axis, producer, readers, kept) -> list | None:
+    """The inputs of the reshapes that made ``values`` where each merges the trailing axes of
+    an array, from ``axis`` on, into the last axis ``axis`` (and is read only here); else
+    None."""
+    inputs = []
+    for value in values:
+        if value not in producer or value in kept or len(readers.get(value, ())) != 1:
+            return None
+        node = graph.nodes[producer[value]]
+        if node.op.name != "reshape" or not isinstance(node.inputs[0], int):
+            return None
+        before = tuple(graph.values[node.inputs[0]].shape)
+        after = tuple(graph.values[value].shape)
+        if len(after) != axis + 1 or len(before) <= len(after) or before[:axis] != after[:axis]:
+            return None
+        if not all(isinstance(extent, int) for extent in before):
+            return None
+        if prod(before[axis:]) != after[axis]:
+            return None
+        inputs.append(node.inputs[0])
+    trailing = {tuple(graph.values[ref].shape)[axis + 1 :] for ref in inputs}
+    return inputs if len(trailing) == 1 else None
+
+
+def _joined_shape(graph: Graph, inputs: list, axis: int) -> tuple:
+    shapes = [tuple(graph.values[ref].shape) for ref in inputs]
+    first = shapes[0]
+    return first[:axis] + (sum(shape[axis] for shape in shapes),) + first[axis + 1 :]
 
 
 def _collect(graph: Graph, ref: int, producer: dict, readers: dict, kept: set, pieces: list):
