@@ -341,15 +341,19 @@ register(
 # ----- one cell step ------------------------------------------------------------------------------
 
 
-def _cell_fits(kernel, gates: int, gates_x, gates_h, state, grad=None, grad_width=0) -> bool:
+def _cell_fits(
+    kernel, gates: int, gates_x, gates_h, state, grad=None, grad_width=0, biases=()
+) -> bool:
     """Whether a cell's arrays are float32 NumPy arrays of fitting shapes (gates_x, gates_h
-    (N, gates * H), the state (N, H), grad (N, grad_width * H)) and ``kernel``'s twin runs."""
+    (N, gates * H), the state (N, H), grad (N, grad_width * H), biases (gates * H,)) and
+    ``kernel``'s twin runs."""
     if type(state) is not np.ndarray or state.ndim != 2 or not state.shape[1]:
         return False
     batch, size = state.shape
     pairs = [(gates_x, (batch, gates * size)), (gates_h, (batch, gates * size)), (state, None)]
     if grad is not None:
         pairs.append((grad, (batch, grad_width * size)))
+    pairs += [(bias, (gates * size,)) for bias in biases]
     return (
         _float32_shapes(
             *((array, array.shape if shape is None else shape) for array, shape in pairs)
@@ -367,22 +371,43 @@ def _cell(kernel, width: int, *arrays):
     return out
 
 
+def _lstm_cell_fits(xp, gates_x, gates_h, c, *biases) -> bool:
+    return _cell_fits(steps.lstm_cell_forward, 4, gates_x, gates_h, c, biases=biases)
+
+
+def lstm_cell_fused(ctx, xp, gates_x, gates_h, c, *biases):
+    """What ``LSTMCell.forward`` computes, in one compiled pass."""
+    return _cell(steps.lstm_cell_forward, 2, gates_x, gates_h, *_two_biases(biases, c), c)
+
+
+def _lstm_cell_grad_fits(xp, grad, gates_x, gates_h, c, *biases) -> bool:
+    kernel = steps.lstm_cell_backward
+    return _cell_fits(kernel, 4, gates_x, gates_h, c, grad, 2, biases=biases)
+
+
+def lstm_cell_grad_fused(ctx, xp, grad, gates_x, gates_h, c, *biases):
+    """What ``LSTMCellGrad.forward`` computes, in one compiled pass."""
+    arrays = (grad, gates_x, gates_h, *_two_biases(biases, c), c)
+    return _cell(steps.lstm_cell_backward, 5, *arrays)
+
+
+def _two_biases(biases: tuple, c) -> tuple:
+    """b_ih, b_hh of an LSTM cell, zeros (4H,) for none (+ 0 leaves values as they are)."""
+    return biases or (np.zeros(4 * c.shape[1], _FLOAT32),) * 2
+
+
 register(
     LSTM_CELL,
-    lambda xp, gates_x, gates_h, c: _cell_fits(steps.lstm_cell_forward, 4, gates_x, gates_h, c),
-    lambda ctx, xp, gates_x, gates_h, c: _cell(steps.lstm_cell_forward, 2, gates_x, gates_h, c),
+    _lstm_cell_fits,
+    lstm_cell_fused,
     name="lstm_cell.fused",
     requires=("numba",),
     description="the step's gates, cell and hidden state in one compiled pass (float32)",
 )
 register(
     LSTM_CELL_GRAD,
-    lambda xp, grad, gates_x, gates_h, c: _cell_fits(
-        steps.lstm_cell_backward, 4, gates_x, gates_h, c, grad, 2
-    ),
-    lambda ctx, xp, grad, gates_x, gates_h, c: _cell(
-        steps.lstm_cell_backward, 5, grad, gates_x, gates_h, c
-    ),
+    _lstm_cell_grad_fits,
+    lstm_cell_grad_fused,
     name="lstm_cell_grad.fused",
     requires=("numba",),
     description="the step's gates again and the five gradients in one compiled pass (float32)",

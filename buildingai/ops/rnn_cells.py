@@ -1,10 +1,11 @@
 """One step of each recurrent cell as one op: the gate arithmetic of ``lstm_cell``,
 ``gru_cell`` and ``rnn_cell``, each with its gradient as one op (``*_cell_grad``).
 
-The cells' products stay outside: ``gates_x = x W_ih^T + b_ih`` and ``gates_h = h W_hh^T + b_hh``
-are two ``linear`` calls, and the op takes both (as PyTorch's ``_thnn_fused_lstm_cell`` and
+The cells' products stay outside: ``gates_x = x W_ih^T`` and ``gates_h = h W_hh^T`` are two
+``linear`` calls, and the op takes both (as PyTorch's ``_thnn_fused_lstm_cell`` and
 ``_thnn_fused_gru_cell`` do), so that their sum costs no op of its own and its backward hands the
-same gradient to both. Composed of primitives, an LSTM or GRU step costs about fifteen dispatched
+same gradient to both; the LSTM and Elman cells also take the two biases, whose gradient is then
+one sum (the GRU's b_hn sits inside the reset product, so its biases stay in the products). Composed of primitives, an LSTM or GRU step costs about fifteen dispatched
 ops forward and forty backward; with these, five and about fifteen. Each gradient op recomputes
 the gates from the pre-activations it is given, so it is a function of its inputs alone and its
 own backward, written with Tensor ops, gives second derivatives (and, through those ops, higher
@@ -42,6 +43,24 @@ def _check_pair(name: str, gates_x, gates_h, state, gates: int, state_label: str
     return size
 
 
+def _check_biases(name: str, biases: tuple, width) -> None:
+    """The optional biases (b_ih, b_hh) of a cell: none, or both (width,)."""
+    if biases and (len(biases) != 2 or any(tuple(bias.shape) != (width,) for bias in biases)):
+        shapes = [tuple(bias.shape) for bias in biases]
+        raise ShapeError(
+            f"[{name}] expected the biases b_ih and b_hh of shape ({width},), got {shapes}",
+            help="pass both biases or neither",
+        )
+
+
+def _pre_activation(gates_x, gates_h, biases: tuple):
+    """gates_x + gates_h (+ b_ih + b_hh): arrays or Tensors."""
+    pre = gates_x + gates_h
+    for bias in biases:
+        pre = pre + bias
+    return pre
+
+
 # ----- LSTM ---------------------------------------------------------------------------------------
 
 
@@ -49,50 +68,59 @@ class LSTMCell(Op):
     """One LSTM step after its two products.
 
     gates_x, gates_h (N, 4H): the input and hidden parts of the pre-activations in the order
-    i, f, g, o; c (N, H) the cell state before the step. Output (N, 2H): [h', c'], with
+    i, f, g, o; c (N, H) the cell state before the step; b_ih, b_hh (4H,) optional (both or
+    neither), added here so that their gradient is one sum. Output (N, 2H): [h', c'], with
+    pre = gates_x + gates_h + b_ih + b_hh and
 
-        i, f, o = sigmoid(gates_x + gates_h)[i, f, o];  g = tanh(gates_x + gates_h)[g]
-        c' = f c + i g;  h' = o tanh(c')
+        i, f, o = sigmoid(pre)[i, f, o];  g = tanh(pre)[g];  c' = f c + i g;  h' = o tanh(c')
     """
 
     name = "lstm_cell"
     save_inputs, save_output = True, False
 
-    def check(self, gates_x, gates_h, c):
+    def check(self, gates_x, gates_h, c, *biases):
         _check_pair("lstm_cell", gates_x, gates_h, c, 4, "c")
+        _check_biases("lstm_cell", biases, gates_x.shape[-1])
 
-    def forward(self, ctx, xp, gates_x, gates_h, c):
+    def forward(self, ctx, xp, gates_x, gates_h, c, *biases):
         size = c.shape[-1]
-        pre = gates_x + gates_h
+        pre = _pre_activation(gates_x, gates_h, biases)
         gate = _sigmoid(xp, pre)  # i, f and o; the g block is replaced by tanh below
         cell_input = xp.tanh(pre[:, 2 * size : 3 * size])
         c_next = gate[:, size : 2 * size] * c + gate[:, :size] * cell_input
         h_next = gate[:, 3 * size :] * xp.tanh(c_next)
         return xp.concatenate([h_next, c_next], axis=1)
 
-    def infer(self, gates_x, gates_h, c):
+    def infer(self, gates_x, gates_h, c, *biases):
         size = _check_pair("lstm_cell", gates_x, gates_h, c, 4, "c")
-        dtype = np.result_type(gates_x.dtype, gates_h.dtype, c.dtype)
+        _check_biases("lstm_cell", biases, gates_x.shape[-1])
+        dtype = np.result_type(gates_x.dtype, gates_h.dtype, c.dtype, *(b.dtype for b in biases))
         return ValueSpec((c.shape[0], 2 * size), dtype, gates_x.device)
 
-    def cost(self, gates_x, gates_h, c):
-        out = self.infer(gates_x, gates_h, c)
+    def cost(self, gates_x, gates_h, c, *biases):
+        out = self.infer(gates_x, gates_h, c, *biases)
         batch, gate_size = gates_x.shape
-        # the sum and activation of every gate (about 5 per gate), the cell and hidden updates
-        flops = 5 * batch * gate_size + 6 * batch * (gate_size // 4)
-        return flops, bytes_of(gates_x, gates_h, c), out.nbytes
+        # the sums and activation of every gate (about 5 per gate), the cell and hidden updates
+        flops = (5 + len(biases)) * batch * gate_size + 6 * batch * (gate_size // 4)
+        return flops, bytes_of(gates_x, gates_h, c, *biases), out.nbytes
 
     def backward(self, ctx, grad):
-        gates_x, gates_h, c = ctx.inputs
+        gates_x, gates_h, c, *biases = ctx.inputs
         gate_size = gates_x.shape[-1]
-        through = LSTM_CELL_GRAD(grad, gates_x, gates_h, c)  # (N, 5H): [d pre, d c]
-        grad_pre = through[:, :gate_size]  # the gradient of both parts of the pre-activations
-        return grad_pre, grad_pre, through[:, gate_size:]
+        through = LSTM_CELL_GRAD(grad, gates_x, gates_h, c, *biases)  # (N, 5H): [d pre, d c]
+        grad_pre = through[:, :gate_size]  # the gradient of every part of the pre-activations
+        grads = [grad_pre, grad_pre, through[:, gate_size:]]
+        if biases:
+            grad_bias = grad_pre.sum(axis=0)
+            grads += [grad_bias, grad_bias]
+        return tuple(grads)
 
     def to_onnx(self, emit, inputs, output, attrs):
-        gates_x, gates_h, c = emit.operands(list(inputs), emit.dtypes.get(output))
+        gates_x, gates_h, c, *biases = emit.operands(list(inputs), emit.dtypes.get(output))
         size = int(emit.shapes[inputs[2]][-1])
         pre = emit.node("Add", [gates_x, gates_h])
+        for bias in biases:
+            pre = emit.node("Add", [pre, bias])
         i_pre, f_pre, g_pre, o_pre = _split(emit, pre, [size] * 4)
         i, f = emit.node("Sigmoid", [i_pre]), emit.node("Sigmoid", [f_pre])
         g, o = emit.node("Tanh", [g_pre]), emit.node("Sigmoid", [o_pre])
@@ -103,8 +131,9 @@ class LSTMCell(Op):
 
 class LSTMCellGrad(Op):
     """The gradient of ``lstm_cell``: [d pre (4H), d c (H)] (N, 5H) from grad (N, 2H) =
-    [dh', dc'] and the cell's inputs gates_x, gates_h (N, 4H), c (N, H). With the gates
-    recomputed from pre = gates_x + gates_h and t = tanh(c'):
+    [dh', dc'] and the cell's inputs gates_x, gates_h (N, 4H), c (N, H) and optional b_ih,
+    b_hh (4H,). With the gates recomputed from pre = gates_x + gates_h + b_ih + b_hh and
+    t = tanh(c'):
 
         dc = dc' + dh' o (1 - t^2)
         d pre = [dc g i (1 - i), dc c f (1 - f), dc i (1 - g^2), dh' t o (1 - o)]
@@ -114,16 +143,16 @@ class LSTMCellGrad(Op):
     name = "lstm_cell_grad"
     save_inputs, save_output = True, False
 
-    def forward(self, ctx, xp, grad, gates_x, gates_h, c):
+    def forward(self, ctx, xp, grad, gates_x, gates_h, c, *biases):
         size = c.shape[-1]
-        pre = gates_x + gates_h
+        pre = _pre_activation(gates_x, gates_h, biases)
         gate = _sigmoid(xp, pre)
         i, f, o = gate[:, :size], gate[:, size : 2 * size], gate[:, 3 * size :]
         g = xp.tanh(pre[:, 2 * size : 3 * size])
         tanh_c = xp.tanh(f * c + i * g)
         grad_h = grad[:, :size]
         grad_c = grad[:, size:] + grad_h * (o * (1 - tanh_c * tanh_c))
-        dtype = xp.result_type(grad, gates_x, gates_h, c)
+        dtype = xp.result_type(grad, gates_x, gates_h, c, *biases)
         out = xp.empty((c.shape[0], 5 * size), dtype=dtype)
         out[:, :size] = grad_c * (g * (i * (1 - i)))
         out[:, size : 2 * size] = grad_c * (c * (f * (1 - f)))
@@ -132,23 +161,23 @@ class LSTMCellGrad(Op):
         out[:, 4 * size :] = grad_c * f
         return out
 
-    def infer(self, grad, gates_x, gates_h, c):
+    def infer(self, grad, gates_x, gates_h, c, *biases):
         size = _check_pair("lstm_cell_grad", gates_x, gates_h, c, 4, "c")
-        dtype = np.result_type(grad.dtype, gates_x.dtype, gates_h.dtype, c.dtype)
-        return ValueSpec((c.shape[0], 5 * size), dtype, gates_x.device)
+        dtypes = (grad.dtype, gates_x.dtype, gates_h.dtype, c.dtype, *(b.dtype for b in biases))
+        return ValueSpec((c.shape[0], 5 * size), np.result_type(*dtypes), gates_x.device)
 
-    def cost(self, grad, gates_x, gates_h, c):
-        out = self.infer(grad, gates_x, gates_h, c)
+    def cost(self, grad, gates_x, gates_h, c, *biases):
+        out = self.infer(grad, gates_x, gates_h, c, *biases)
         batch, gate_size = gates_x.shape
         # the gates again (about 5 per gate) and about 20 operations per hidden unit
-        flops = 5 * batch * gate_size + 20 * batch * (gate_size // 4)
-        return flops, bytes_of(grad, gates_x, gates_h, c), out.nbytes
+        flops = (5 + len(biases)) * batch * gate_size + 20 * batch * (gate_size // 4)
+        return flops, bytes_of(grad, gates_x, gates_h, c, *biases), out.nbytes
 
     def backward(self, ctx, grad_of_result):
-        grad, gates_x, gates_h, c = ctx.inputs
+        grad, gates_x, gates_h, c, *biases = ctx.inputs
         size = c.shape[-1]
         # the forward's values, as Tensors of the inputs
-        pre = gates_x + gates_h
+        pre = _pre_activation(gates_x, gates_h, biases)
         gate = pre.sigmoid()
         i, f, o = gate[:, :size], gate[:, size : 2 * size], gate[:, 3 * size :]
         g = pre[:, 2 * size : 3 * size].tanh()
@@ -183,7 +212,11 @@ class LSTMCellGrad(Op):
             [bar_act_i * slope_i, bar_act_f * slope_f, bar_act_g * slope_g, bar_act_o * slope_o],
             axis=1,
         )
-        return grad_grad, grad_pre, grad_pre, grad_state
+        grads = [grad_grad, grad_pre, grad_pre, grad_state]
+        if biases:
+            grad_bias = grad_pre.sum(axis=0)
+            grads += [grad_bias, grad_bias]
+        return tuple(grads)
 
 
 # ----- GRU ----------------------------------------------------------------------------------------
@@ -328,39 +361,48 @@ class GRUCellGrad(Op):
 
 
 class RNNCell(Op):
-    """One Elman step after its two products: h' = act(gates_x + gates_h), gates_x, gates_h
-    (N, H); attribute ``nonlinearity``, 'tanh' or 'relu'."""
+    """One Elman step after its two products: h' = act(gates_x + gates_h + b_ih + b_hh),
+    gates_x, gates_h (N, H), b_ih, b_hh (H,) optional (both or neither, added here so that their
+    gradient is one sum); attribute ``nonlinearity``, 'tanh' or 'relu'."""
 
     name = "rnn_cell"
     save_inputs, save_output = False, True
 
-    def forward(self, ctx, xp, gates_x, gates_h, *, nonlinearity):
-        return _activate(xp, gates_x + gates_h, nonlinearity)
+    def forward(self, ctx, xp, gates_x, gates_h, *biases, nonlinearity):
+        return _activate(xp, _pre_activation(gates_x, gates_h, biases), nonlinearity)
 
-    def check(self, gates_x, gates_h, *, nonlinearity):
+    def check(self, gates_x, gates_h, *biases, nonlinearity):
         if nonlinearity not in NONLINEARITIES:
             raise ArgumentError(
                 f"[rnn_cell] nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}"
             )
         _check_pair("rnn_cell", gates_x, gates_h, gates_h, 1, "gates_h")
+        _check_biases("rnn_cell", biases, gates_x.shape[-1])
 
-    def infer(self, gates_x, gates_h, *, nonlinearity):
+    def infer(self, gates_x, gates_h, *biases, nonlinearity):
         _check_pair("rnn_cell", gates_x, gates_h, gates_h, 1, "gates_h")
-        dtype = np.result_type(gates_x.dtype, gates_h.dtype)
+        _check_biases("rnn_cell", biases, gates_x.shape[-1])
+        dtype = np.result_type(gates_x.dtype, gates_h.dtype, *(b.dtype for b in biases))
         return ValueSpec(tuple(gates_x.shape), dtype, gates_x.device)
 
-    def cost(self, gates_x, gates_h, *, nonlinearity):
-        out = self.infer(gates_x, gates_h, nonlinearity=nonlinearity)
-        return 2 * out.numel, bytes_of(gates_x, gates_h), out.nbytes
+    def cost(self, gates_x, gates_h, *biases, nonlinearity):
+        out = self.infer(gates_x, gates_h, *biases, nonlinearity=nonlinearity)
+        return (2 + len(biases)) * out.numel, bytes_of(gates_x, gates_h, *biases), out.nbytes
 
     def backward(self, ctx, grad):
         grad_pre = RNN_CELL_GRAD(grad, ctx.output, nonlinearity=ctx.attrs["nonlinearity"])
-        return grad_pre, grad_pre
+        if len(ctx.inputs) == 2:
+            return grad_pre, grad_pre
+        grad_bias = grad_pre.sum(axis=0)
+        return grad_pre, grad_pre, grad_bias, grad_bias
 
     def to_onnx(self, emit, inputs, output, attrs):
-        gates_x, gates_h = emit.operands(list(inputs), emit.dtypes.get(output))
+        gates_x, gates_h, *biases = emit.operands(list(inputs), emit.dtypes.get(output))
+        pre = emit.node("Add", [gates_x, gates_h])
+        for bias in biases:
+            pre = emit.node("Add", [pre, bias])
         kind = "Tanh" if attrs["nonlinearity"] == "tanh" else "Relu"
-        emit.node(kind, [emit.node("Add", [gates_x, gates_h])], output)
+        emit.node(kind, [pre], output)
 
 
 class RNNCellGrad(Op):

@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 BATCH, INPUT, HIDDEN = 3, 4, 5
 
 
-def _lstm_reference(gates_x, gates_h, c):
-    i, f, g, o = (gates_x + gates_h).chunk(4, dim=1)
+def _lstm_reference(gates_x, gates_h, c, *biases):
+    i, f, g, o = (gates_x + gates_h + sum(biases)).chunk(4, dim=1)
     c_next = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.cat([torch.sigmoid(o) * torch.tanh(c_next), c_next], dim=1)
 
@@ -35,12 +35,15 @@ def _gru_reference(gates_x, gates_h, h):
     return (1 - z) * n + z * h
 
 
-def test_lstm_cell_against_pytorch():
+@pytest.mark.parametrize("bias", [False, True])
+def test_lstm_cell_against_pytorch(bias):
+    biases = [(4 * HIDDEN,)] * 2 if bias else []
     check_op(
         LSTM_CELL,
         (BATCH, 4 * HIDDEN),
         (BATCH, 4 * HIDDEN),
         (BATCH, HIDDEN),
+        *biases,
         torch_fn=_lstm_reference,
         gradgrad=True,
     )
@@ -61,10 +64,12 @@ def test_gru_cell_against_pytorch():
 def test_rnn_cell_against_pytorch(nonlinearity):
     act = torch.tanh if nonlinearity == "tanh" else torch.relu
     check_op(
-        lambda x, h: RNN_CELL(x, h, nonlinearity=nonlinearity),
+        lambda x, h, *biases: RNN_CELL(x, h, *biases, nonlinearity=nonlinearity),
         (BATCH, HIDDEN),
         (BATCH, HIDDEN),
-        torch_fn=lambda x, h: act(x + h),
+        (HIDDEN,),
+        (HIDDEN,),
+        torch_fn=lambda x, h, b_ih, b_hh: act(x + h + b_ih + b_hh),
         gradgrad=nonlinearity == "tanh",  # relu's second derivative is zero
     )
 

@@ -89,10 +89,11 @@ def lstm_backward_loop(xp, address, grad, acts, states, c0, w_hh, recurrent, car
 
 
 @compiled.compiled_twin("recurrence.lstm_cell_forward")
-def lstm_cell_forward(xp, gates_x, gates_h, c, out) -> None:
-    """``lstm_cell``: gates_x, gates_h (N, 4H), c (N, H) -> out (N, 2H) = [h', c']."""
+def lstm_cell_forward(xp, gates_x, gates_h, b_ih, b_hh, c, out) -> None:
+    """``lstm_cell``: gates_x, gates_h (N, 4H), b_ih, b_hh (4H,) (zeros for none), c (N, H)
+    -> out (N, 2H) = [h', c']."""
     size = c.shape[-1]
-    pre = gates_x + gates_h
+    pre = gates_x + gates_h + b_ih + b_hh
     gate = _sigmoid(xp, pre)
     cell_input = xp.tanh(pre[:, 2 * size : 3 * size])
     c_next = gate[:, size : 2 * size] * c + gate[:, :size] * cell_input
@@ -101,11 +102,11 @@ def lstm_cell_forward(xp, gates_x, gates_h, c, out) -> None:
 
 
 @compiled.compiled_twin("recurrence.lstm_cell_backward")
-def lstm_cell_backward(xp, grad, gates_x, gates_h, c, out) -> None:
-    """``lstm_cell_grad``: grad (N, 2H) of [h', c'] and the cell's inputs -> out (N, 5H) =
-    [d pre, d c]."""
+def lstm_cell_backward(xp, grad, gates_x, gates_h, b_ih, b_hh, c, out) -> None:
+    """``lstm_cell_grad``: grad (N, 2H) of [h', c'] and the cell's inputs (as
+    ``lstm_cell_forward``'s) -> out (N, 5H) = [d pre, d c]."""
     size = c.shape[-1]
-    pre = gates_x + gates_h
+    pre = gates_x + gates_h + b_ih + b_hh
     gate = _sigmoid(xp, pre)
     i, f, o = gate[:, :size], gate[:, size : 2 * size], gate[:, 3 * size :]
     g = xp.tanh(pre[:, 2 * size : 3 * size])

@@ -61,6 +61,11 @@ def _lstm_step(
     size = c.shape[-1]
     # the gate arithmetic of the step as one op (ops/rnn_cells.py): [h', c'] (N, 2H)
     states = LSTM_CELL(gates_x, linear(h, w_hh, b_hh), c)
+    return _split_states(states, size, w_hr)
+
+
+def _split_states(states: Tensor, size: int, w_hr: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(h', c') of an LSTM step's [h', c'] (N, 2H), h' projected by ``w_hr`` when given."""
     h_next, c_next = states[:, :size], states[:, size:]
     if w_hr is not None:
         h_next = linear(h_next, w_hr)
@@ -68,6 +73,14 @@ def _lstm_step(
 
 
 # ----- single-step cells (the functional side of RNNCell, LSTMCell, GRUCell) ---------------------
+
+
+def _cell_products(x, h, w_ih, w_hh, b_ih, b_hh) -> tuple[Tensor, Tensor, tuple]:
+    """x w_ih^T and h w_hh^T, and the biases for the cell op to add: both there, or each in its
+    product when one is None. Added by the cell op, their gradient is one sum, not two."""
+    if b_ih is not None and b_hh is not None:
+        return linear(x, w_ih), linear(h, w_hh), (b_ih, b_hh)
+    return linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), ()
 
 
 def _check_cell(name: str, x: Tensor, h: Tensor, w_ih: Tensor, state_size: int) -> None:
@@ -94,7 +107,8 @@ def rnn_tanh_cell(
 ) -> Tensor:
     """h' = tanh(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
     _check_cell("rnn_tanh_cell", x, h, w_ih, w_hh.shape[1])
-    return RNN_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), nonlinearity="tanh")
+    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
+    return RNN_CELL(gates_x, gates_h, *biases, nonlinearity="tanh")
 
 
 def rnn_relu_cell(
@@ -107,7 +121,8 @@ def rnn_relu_cell(
 ) -> Tensor:
     """h' = relu(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
     _check_cell("rnn_relu_cell", x, h, w_ih, w_hh.shape[1])
-    return RNN_CELL(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), nonlinearity="relu")
+    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
+    return RNN_CELL(gates_x, gates_h, *biases, nonlinearity="relu")
 
 
 def lstm_cell(
@@ -125,7 +140,8 @@ def lstm_cell(
     h, c = state
     _check_cell("lstm_cell", x, h, w_ih, w_hh.shape[1])
     _check_cell("lstm_cell", x, c, w_ih, w_hh.shape[0] // 4)
-    return _lstm_step(linear(x, w_ih, b_ih), h, c, w_hh, b_hh)
+    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
+    return _split_states(LSTM_CELL(gates_x, gates_h, c, *biases), c.shape[-1])
 
 
 def gru_cell(

@@ -188,6 +188,8 @@ def test_cell_twins_match_their_numpy_kernels(kernel, gates, grad_width, width, 
     state = rng.standard_normal((BATCH, 2 * SIZE)).astype(np.float32)
     state = state[:, SIZE:] if strided else np.ascontiguousarray(state[:, SIZE:])
     arrays = [gates_x, gates_h, state]
+    if gates == 4:  # the LSTM cell's biases
+        arrays[2:2] = list(rng.standard_normal((2, gates * SIZE)).astype(np.float32))
     if grad_width is not None:
         arrays.insert(0, rng.standard_normal((BATCH, grad_width * SIZE)).astype(np.float32))
     expected = np.full((BATCH, width * SIZE), np.nan, np.float32)

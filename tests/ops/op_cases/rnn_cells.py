@@ -10,14 +10,20 @@ def _gates(d: Draw, count: int, hidden: int, **options):
     return d.floats("n", count * hidden, low=-1.5, high=1.5, **options)
 
 
+def _biases(d: Draw, width: int) -> tuple:
+    """None, or b_ih and b_hh (width,)."""
+    return d.choice(((), tuple(d.floats(width, low=-1.0, high=1.0) for _ in range(2))))
+
+
 def _lstm_cell(d: Draw) -> Sample:
     hidden = d.size(1, 3)
     state = d.floats("n", hidden, low=-1.0, high=1.0)
-    return d.call("lstm_cell", _gates(d, 4, hidden), _gates(d, 4, hidden), state)
+    gates = _gates(d, 4, hidden), _gates(d, 4, hidden)
+    return d.call("lstm_cell", *gates, state, *_biases(d, 4 * hidden))
 
 
-def _torch_lstm_cell(gates_x, gates_h, c):
-    i, f, g, o = (gates_x + gates_h).chunk(4, dim=1)
+def _torch_lstm_cell(gates_x, gates_h, c, *biases):
+    i, f, g, o = (gates_x + gates_h + sum(biases)).chunk(4, dim=1)
     c_next = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.cat([torch.sigmoid(o) * torch.tanh(c_next), c_next], dim=1)
 
@@ -26,7 +32,8 @@ def _lstm_cell_grad(d: Draw) -> Sample:
     hidden = d.size(1, 3)
     grad = d.floats("n", 2 * hidden)
     state = d.floats("n", hidden, low=-1.0, high=1.0)
-    return d.call("lstm_cell_grad", grad, _gates(d, 4, hidden), _gates(d, 4, hidden), state)
+    gates = _gates(d, 4, hidden), _gates(d, 4, hidden)
+    return d.call("lstm_cell_grad", grad, *gates, state, *_biases(d, 4 * hidden))
 
 
 def _gru_cell(d: Draw) -> Sample:
@@ -57,11 +64,12 @@ def _rnn_cell(d: Draw) -> Sample:
     low = 0.1 if nonlinearity == "relu" else -1.5
     gates_x = d.floats("n", hidden, low=low, high=1.5)
     gates_h = d.floats("n", hidden, low=low, high=1.5)
-    return d.call("rnn_cell", gates_x, gates_h, nonlinearity=nonlinearity)
+    biases = () if nonlinearity == "relu" else _biases(d, hidden)  # relu: kept off its kink
+    return d.call("rnn_cell", gates_x, gates_h, *biases, nonlinearity=nonlinearity)
 
 
-def _torch_rnn_cell(gates_x, gates_h, *, nonlinearity):
-    pre = gates_x + gates_h
+def _torch_rnn_cell(gates_x, gates_h, *biases, nonlinearity):
+    pre = gates_x + gates_h + sum(biases)
     return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
 
 

@@ -286,14 +286,14 @@ def rnn_backward_loop(address, grad, states, w_hh, recurrent, out, reverse, relu
 
 
 @step
-def lstm_cell_forward(gates_x, gates_h, c, out):
+def lstm_cell_forward(gates_x, gates_h, b_ih, b_hh, c, out):
     batch, gate_size = gates_x.shape
     size = gate_size // 4
     gate = np.empty(gate_size, np.float32)
     for n in range(batch):
         given, hidden, c_before, state = gates_x[n], gates_h[n], c[n], out[n]
         for j in range(gate_size):
-            gate[j] = given[j] + hidden[j]
+            gate[j] = given[j] + hidden[j] + b_ih[j] + b_hh[j]
         for j in range(2 * size):
             gate[j] = _sigmoid(gate[j])
         for j in range(2 * size, 3 * size):
@@ -309,7 +309,7 @@ def lstm_cell_forward(gates_x, gates_h, c, out):
 
 
 @step
-def lstm_cell_backward(grad, gates_x, gates_h, c, out):
+def lstm_cell_backward(grad, gates_x, gates_h, b_ih, b_hh, c, out):
     batch, gate_size = gates_x.shape
     size = gate_size // 4
     gate = np.empty(gate_size, np.float32)
@@ -318,7 +318,7 @@ def lstm_cell_backward(grad, gates_x, gates_h, c, out):
         given, hidden, c_before, result = gates_x[n], gates_h[n], c[n], out[n]
         grad_h, grad_c = grad[n, :size], grad[n, size:]
         for j in range(gate_size):
-            gate[j] = given[j] + hidden[j]
+            gate[j] = given[j] + hidden[j] + b_ih[j] + b_hh[j]
         for j in range(2 * size):
             gate[j] = _sigmoid(gate[j])
         for j in range(2 * size, 3 * size):
