@@ -3,14 +3,16 @@
 numba calls libm's ``expf`` one value at a time, which keeps a loop scalar. Here exp(x) =
 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is exact), exp(r) a
 degree-7 polynomial on |r| <= ln 2 / 2 (Cephes' ``expf`` coefficients) and 2^n built in the
-exponent bits: within 1 unit in the last place of libm's result.
+exponent bits: within 1 unit in the last place of libm's result from ln(FLT_MIN) to 88. Above
+ln(FLT_MAX) the result is inf and below ln(FLT_MIN) it is 0 (libm gives subnormals down to
+-103.9; every caller here, sigmoids and softmax shifted by its maximum, adds them to at least
+1). NaN stays NaN.
 
 n is rounded by adding 1.5 * 2^23 (+ 127, the exponent bias): at that magnitude a float32 has
 no fraction bits, so the addition rounds x / ln 2 to an integer, and the sum's low mantissa bits
 are n + 127 itself, shifted into the exponent field by one integer shift. This replaces a floor
-and a float-to-integer conversion (which AVX-512 does through 64-bit lanes): 1.8x faster. Above ln(FLT_MAX) the result
-is inf and below ln(FLT_MIN) it is 0 (libm gives subnormals down to -103.9; every caller here,
-sigmoids and softmax shifted by its maximum, adds them to at least 1). NaN stays NaN.
+and a float-to-integer conversion (which AVX-512 does through 64-bit lanes). Below ln(FLT_MIN)
+the bits mean nothing and a final select gives 0, so no lower clamp is needed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ _LOG2E = np.float32(1.4426950408889634)
 _LN2_HIGH = np.float32(0.693359375)
 _LN2_LOW = np.float32(-2.12194440e-4)
 _HIGHEST = np.float32(88.0)  # the clamp keeps 2^n a normal float32; past it the result saturates
-_LOWEST = np.float32(-87.0)
 _OVERFLOW = np.float32(88.72283)  # ln(FLT_MAX)
 _UNDERFLOW = np.float32(-87.33654)  # ln(FLT_MIN)
 _INF = np.float32(np.inf)
@@ -37,10 +38,8 @@ _P = tuple(
 
 
 @njit(inline="always", fastmath={"contract"})
-def exp32(value):
-    """exp(value) for a float32 scalar (see the module docstring for range and accuracy)."""
-    x = _HIGHEST if value > _HIGHEST else value  # comparisons false for NaN: NaN passes through
-    x = _LOWEST if x < _LOWEST else x
+def _scaled_polynomial(x):
+    """2^n exp(r) for float32 x in [ln(FLT_MIN), 88]; meaningless (but no trap) elsewhere."""
     rounded = x * _LOG2E + _ROUNDER
     n = rounded - _ROUNDER
     r = x - n * _LN2_HIGH
@@ -52,6 +51,22 @@ def exp32(value):
     p = p * r + _HALF
     p = p * r * r + r + _ONE
     scale = np.float32(rounded).view(np.int32) << np.int32(23)  # (n + 127) << 23: 2^n
-    result = p * np.int32(scale).view(np.float32)
+    return p * np.int32(scale).view(np.float32)
+
+
+@njit(inline="always", fastmath={"contract"})
+def exp32(value):
+    """exp(value) for a float32 scalar (see the module docstring for range and accuracy)."""
+    x = _HIGHEST if value > _HIGHEST else value  # comparisons false for NaN: NaN passes through
+    result = _scaled_polynomial(x)
     result = _INF if value > _OVERFLOW else result
+    return _ZERO if value < _UNDERFLOW else result  # also where the polynomial meant nothing
+
+
+@njit(inline="always", fastmath={"contract"})
+def exp32_nonpositive(value):
+    """exp(value) for a float32 scalar at most 0 (or -inf, or NaN), as ``exp32`` gives it,
+    without the upper clamp and overflow test: about 30% fewer operations. For softmax rows
+    shifted by their maximum and for log-probabilities."""
+    result = _scaled_polynomial(value)
     return _ZERO if value < _UNDERFLOW else result

@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .expf import exp32
+from .expf import exp32_nonpositive
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _MINUS_INF = np.float32(-np.inf)
 
 # contract: a multiply and the add after it become one FMA (one rounding instead of two). No
-# reassociation: exp32's reduction relies on its operations' order, so sums are split into
-# lanes by hand below.
+# reassociation: the exp's range reduction relies on its operations' order, so sums are split
+# into lanes by hand below.
 kernel = njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
 inline = njit(inline="always", fastmath={"contract"})
 
@@ -94,7 +94,7 @@ def _exp_shifted(x, out):
     """out = exp(x - max(x)) for 1-D rows; returns (max, sum of out)."""
     m = _max(x)
     for j in range(x.size):
-        out[j] = exp32(x[j] - m)
+        out[j] = exp32_nonpositive(x[j] - m)  # x - max <= 0, or NaN
     return m, _sum(out)
 
 
@@ -155,7 +155,7 @@ def log_softmax_grad_rows(grad, out, result):
         g, o, res = grad[r], out[r], result[r]
         total = _sum(g)
         for j in range(g.size):
-            res[j] = g[j] - exp32(o[j]) * total
+            res[j] = g[j] - exp32_nonpositive(o[j]) * total  # log-probabilities: <= 0
 
 
 # ----- layer normalisation ------------------------------------------------------------------------
