@@ -59,6 +59,15 @@ def correlate(xp, x, taps, bias, out, *, padding) -> None:
     out[...] = conv._conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)
 
 
+@compiled_twin("conv.correlate_turned", params=("padding",))
+def correlate_turned(xp, grad, weight, out, *, padding) -> None:
+    """out (N, C, H, W) = grad (N, O, Ho, Wo) correlated with the filters of weight (O, C, kh,
+    kw) turned (O and C swapped, each kernel turned half a circle): the input gradient of a
+    stride-1 convolution with padding ``kernel - 1 - padding``. The reference of its twin."""
+    turned = xp.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    correlate(xp, grad, turned, None, out, padding=padding)
+
+
 @compiled_twin("conv.correlate_weight_grad", params=("padding",))
 def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
     """out (O, C, kh, kw) = the weight gradient of ``correlate`` for x (N, C, H, W) and the
@@ -112,10 +121,9 @@ def _direct_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, di
 
 def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
     # The correlation of the output gradient with the turned filters (O and C swapped).
-    turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
     out = np.empty((grad.shape[0], weight.shape[1]) + tuple(input_size), np.float32)
     turn = _turned_padding(weight, padding)
-    if compiled.run(correlate, (grad, turned, None, out), {"padding": turn}):
+    if compiled.run(correlate_turned, (grad, weight, out), {"padding": turn}):
         return out
     return NotImplemented
 

@@ -35,7 +35,7 @@ GEOMETRIES = {
     "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
     "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
 }
-CASES = {"correlate", "correlate_weight_grad"}  # the twins this file compares
+CASES = {"correlate", "correlate_turned", "correlate_weight_grad"}  # the twins this file compares
 
 
 def _arrays(geometry, seed=0):
@@ -66,6 +66,19 @@ def _weight_grad(x, grad, kernel, padding, twin: bool):
         assert compiled.run(conv.correlate_weight_grad, (x, grad, out), {"padding": padding})
     else:
         conv.correlate_weight_grad(np, x, grad, out, padding=padding)
+    return out
+
+
+def _input_grad(grad, taps, padding, twin: bool):
+    """The input gradient of a forward with ``taps`` and ``padding``, as correlate_turned."""
+    turn = (taps.shape[2] - 1 - padding[0], taps.shape[3] - 1 - padding[1])
+    size = (grad.shape[2] + taps.shape[2] - 1 - 2 * padding[0],
+            grad.shape[3] + taps.shape[3] - 1 - 2 * padding[1])  # fmt: skip
+    out = np.full((grad.shape[0], taps.shape[1]) + size, np.float32(7.0))
+    if twin:
+        assert compiled.run(conv.correlate_turned, (grad, taps, out), {"padding": turn})
+    else:
+        conv.correlate_turned(np, grad, taps, out, padding=turn)
     return out
 
 
@@ -104,13 +117,19 @@ def test_both_weight_gradient_tilings_match_im2col(name):
         _close(got, expected)
 
 
+@pytest.mark.parametrize("name", sorted(GEOMETRIES))
+def test_direct_input_gradient_matches_im2col(name):
+    _, taps, _, grad, padding = _arrays(GEOMETRIES[name])
+    if min(taps.shape[2] - 1 - padding[0], taps.shape[3] - 1 - padding[1]) < 0:
+        pytest.skip("the input gradient's direct form needs kernel - 1 - padding >= 0")
+    _close(_input_grad(grad, taps, padding, True), _input_grad(grad, taps, padding, False))
+
+
 def test_the_input_gradient_is_the_correlation_with_the_turned_filters():
     """conv2d_input_grad's direct form, against PyTorch's input gradient in float64."""
     torch = pytest.importorskip("torch")
     x, taps, _, grad, padding = _arrays(GEOMETRIES["many-channels"])
-    turned = np.ascontiguousarray(taps[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
-    turn = (taps.shape[2] - 1 - padding[0], taps.shape[3] - 1 - padding[1])
-    got = _forward(grad, turned, None, turn, True)
+    got = _input_grad(grad, taps, padding, True)
     x64 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
     y = torch.nn.functional.conv2d(x64, torch.tensor(taps, dtype=torch.float64), padding=padding)
     y.backward(torch.tensor(grad, dtype=torch.float64))
@@ -193,6 +212,13 @@ for name, geometry in GEOMETRIES.items():
     got = np.empty_like(taps)
     direct.correlate_weight_grad(x, grad, got, padding)
     _close(got, expected)
+    turn = (taps.shape[2] - 1 - padding[0], taps.shape[3] - 1 - padding[1])
+    if min(turn) >= 0:
+        expected = np.empty(x.shape, np.float32)
+        conv.correlate_turned(np, grad, taps, expected, padding=turn)
+        got = np.empty_like(expected)
+        direct.correlate_turned(grad, taps, got, turn)
+        _close(got, expected)
 print("ok")
 """
 

@@ -108,6 +108,16 @@ def _flat_geometry(x, kernel, padding, outputs):
     return np.array(values, np.int64)
 
 
+def correlate_turned(grad, weight, out, padding):
+    """out (N, C, H, W) = grad (N, O, Ho, Wo) correlated with the turned filters of weight
+    (O, C, kh, kw) at stride 1 with zero padding: the input gradient of a convolution."""
+    if _same_size(weight.shape[2:], padding):
+        _correlate_flat(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
+    else:
+        turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+        correlate(grad, turned, np.empty(0, np.float32), out, padding)
+
+
 def correlate(x, taps, bias, out, padding):
     """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
     if _same_size(taps.shape[2:], padding):
@@ -164,15 +174,18 @@ def _flat_shape(outputs: int) -> tuple[int, int]:
     return rows, vectors
 
 
-def _correlate_flat(x, taps, bias, out, padding):
+def _correlate_flat(x, taps, bias, out, padding, turned=False):
+    """``correlate`` of a same-size convolution; with ``turned``, taps (C, O, kh, kw) are a
+    forward's filters, read turned (O and C swapped, each kernel turned half a circle): the
+    correlation is then the input gradient of that forward."""
     n, c, h, w = x.shape
-    o, _, kh, kw = taps.shape
+    o = taps.shape[0] if not turned else taps.shape[1]
+    kh, kw = taps.shape[2:]
     rows, vectors = _flat_shape(o)
     blocks = -(-o // rows)
-    # weights (blocks, kh, kw, C, rows): one tile's taps in the order it reads them
-    padded = np.zeros((kh, kw, c, blocks * rows), np.float32)
-    padded[..., :o] = taps.transpose(2, 3, 1, 0)
-    weights = np.ascontiguousarray(padded.reshape(kh, kw, c, blocks, rows).transpose(3, 0, 1, 2, 4))
+    # weights (blocks, C, kh, kw, rows): one tile's taps side by side
+    weights = np.empty((blocks, c, kh, kw, rows), np.float32)
+    _pack_weights(taps, weights, turned)
     shifts = np.zeros(blocks * rows, np.float32)
     if bias.size:
         shifts[:o] = bias
@@ -183,6 +196,37 @@ def _correlate_flat(x, taps, bias, out, padding):
     block = None if c * kh * kw <= 2 * SUM_BLOCK else SUM_BLOCK
     _flat_loop(rows, vectors, block)(x.reshape(-1), masks.reshape(-1), geometry,
                                      weights.reshape(-1), shifts, out.reshape(-1))  # fmt: skip
+
+
+@njit(nogil=True, boundscheck=False)
+def _pack_weights(taps, weights, turned):
+    """weights[b, c, i, j, r] = tap (c, i, j) of output channel b*rows + r (zero past the
+    last): taps[b*rows + r, c, i, j], or with ``turned`` taps[c, b*rows + r, kh-1-i, kw-1-j]
+    (turning a kernel half a circle reverses its flat taps)."""
+    blocks, c, kh, kw, rows = weights.shape
+    count = kh * kw
+    o = taps.shape[1] if turned else taps.shape[0]
+    source, out = taps.reshape(-1), weights.reshape(-1)
+    block = c * count * rows  # one block's values
+    if o < blocks * rows:
+        weights[-1] = 0.0
+    # in the order that reads taps from start to end: their pages change least often
+    if turned:  # taps (C, O, kh, kw): channel slowest
+        for channel in range(c):
+            for k in range(o):
+                b, r = k // rows, k % rows
+                at = b * block + channel * count * rows + r
+                start = (channel * o + k) * count + count - 1
+                for tap in range(count):
+                    out[at + tap * rows] = source[start - tap]
+    else:
+        for k in range(o):
+            b, r = k // rows, k % rows
+            for channel in range(c):
+                at = b * block + channel * count * rows + r
+                start = (k * c + channel) * count
+                for tap in range(count):
+                    out[at + tap * rows] = source[start + tap]
 
 
 @functools.cache

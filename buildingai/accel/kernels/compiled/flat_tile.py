@@ -42,7 +42,7 @@ def flat_tile(rows: int, vectors: int, block: int | None):
 
     ``geometry`` (int64): channels C, height H, width W, kh, kw, ph, pw, outputs O, vectors per
     image Q, vectors in the batch N*Q, for x (N, C, H, W) and out (N, O, H, W), flat. ``weights``
-    holds, from ``weight_start``, ``((i*kw + j)*C + c)*rows + r`` the tap (c, i, j) of output
+    holds, from ``weight_start``, ``((c*kh + i)*kw + j)*rows + r`` the tap (c, i, j) of output
     channel ``out_channel + r``. For vectors q = first_vector + v (v < vectors, q < N*Q) of
     sample n = q // Q, positions p = (q % Q)*LANES + lane < H*W, and r < out_rows, stores
     ``bias[out_channel + r] + sum over (i, j, c) of weight * x[n, c, h + i - ph, w + j - pw]``
@@ -69,6 +69,7 @@ def flat_tile(rows: int, vectors: int, block: int | None):
             image = builder.mul(channels, plane)
             taps = builder.mul(kh, kw)
             entries = builder.add(taps, index(1))  # mask table entries per vector
+            channel_stride = builder.mul(taps, index(rows))  # between a tap's weights
             no_lane = ir.Constant(t.MASK, None)
             # each vector's sample, first position and row of the mask table; a vector past the
             # batch reads and writes nothing (its masks are empty)
@@ -103,9 +104,7 @@ def flat_tile(rows: int, vectors: int, block: int | None):
                         for v in range(vectors)
                     ]
                     reads = [builder.add(x_bases[v], shift) for v in range(vectors)]
-                    weight_tap = builder.add(
-                        weight_start, builder.mul(builder.mul(tap, channels), index(rows))
-                    )
+                    weight_tap = builder.add(weight_start, builder.mul(tap, index(rows)))
 
                     def channel(c, sums):
                         at = builder.mul(c, plane)
@@ -114,7 +113,7 @@ def flat_tile(rows: int, vectors: int, block: int | None):
                                           lane_masks[v])
                             for v in range(vectors)
                         ]  # fmt: skip
-                        weight_row = builder.add(weight_tap, builder.mul(c, index(rows)))
+                        weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
                         updated = []
                         for r in range(rows):
                             weight = t.scalar(builder, weight_data,
