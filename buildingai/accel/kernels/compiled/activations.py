@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..gelu32 import _K
-from .expf import exp32
+from .expf import exp32, exp32_nonpositive
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -122,7 +122,7 @@ def gelu_grad(grad, x, cdf, out):
     """out = grad (Phi(x) + x phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
     for i in prange(x.size):
         v = x[i]
-        density = exp32(_MINUS_HALF * v * v) * _INV_SQRT_2PI
+        density = exp32_nonpositive(_MINUS_HALF * v * v) * _INV_SQRT_2PI  # exponent <= 0
         out[i] = (density * v + cdf[i]) * grad[i]
 
 
