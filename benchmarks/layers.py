@@ -328,6 +328,32 @@ def _cross_entropy_case(torch, shape, quick):
     return _ours_against_theirs(f"cross_entropy on {shape}", run_ours, run_theirs, quick)
 
 
+def bench_batch_norm(quick: bool = False) -> list[dict]:
+    """BatchNorm2d in training (batch statistics, running statistics updated), forward +
+    backward of the input, weight and bias, at ResNet-18's first and last stages on 32x32
+    images, batch 32."""
+    import torch
+
+    shapes = [(4, 3, 5, 5)] if quick else [(32, 64, 32, 32), (32, 512, 4, 4)]
+    return [_batch_norm_case(torch, shape, quick) for shape in shapes]
+
+
+def _batch_norm_case(torch, shape, quick):
+    """One BatchNorm2d, ours against PyTorch's, from the same float32 input."""
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    ours_layer, theirs_layer = bai.nn.BatchNorm2d(shape[1]), torch.nn.BatchNorm2d(shape[1])
+    ours, theirs = bai.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours_upstream, theirs_upstream = bai.ones_like(ours), torch.ones_like(theirs)
+
+    def run_ours():
+        ours_layer(ours).backward(ours_upstream)
+
+    def run_theirs():
+        theirs_layer(theirs).backward(theirs_upstream)
+
+    return _ours_against_theirs(f"batch_norm2d on {shape}", run_ours, run_theirs, quick)
+
+
 def _ours_against_theirs(label: str, run_ours, run_theirs, quick: bool) -> dict:
     """Time the two runs interleaved: the record with the ratio of the medians."""
     timings = measure(
@@ -369,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         help="comma-separated cases to run (conv2d, attention, lstm, gru, rnn, cells, "
-        "elementwise); all by default",
+        "elementwise, batch_norm); all by default",
     )
     parser.add_argument(
         "--clock",

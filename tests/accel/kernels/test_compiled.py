@@ -102,6 +102,7 @@ def _run_both(name, seed=0):
 
 def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     from tests.accel.kernels import (
+        test_compiled_channel_norm,
         test_compiled_conv,
         test_compiled_index,
         test_compiled_recurrence,
@@ -116,6 +117,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
         | set(getattr(test_compiled_rows, "CASES", {}))
     )
     covered |= test_compiled_conv.CASES | test_compiled_recurrence.CASES
+    covered |= test_compiled_channel_norm.CASES
     covered |= test_compiled_index.CASES
     named = {twin.split(".", 1)[1] for twin, _ in compiled.REGISTRY.values()}
     assert named <= covered, f"twins without a reference comparison: {sorted(named - covered)}"
