@@ -3,13 +3,15 @@
 
 The cells' products stay outside: ``gates_x = x W_ih^T`` and ``gates_h = h W_hh^T`` are two
 ``linear`` calls, and the op takes both (as PyTorch's ``_thnn_fused_lstm_cell`` and
-``_thnn_fused_gru_cell`` do), so that their sum costs no op of its own and its backward hands the
-same gradient to both; the LSTM and Elman cells also take the two biases, whose gradient is then
-one sum (the GRU's b_hn sits inside the reset product, so its biases stay in the products). Composed of primitives, an LSTM or GRU step costs about fifteen dispatched
-ops forward and forty backward; with these, five and about fifteen. Each gradient op recomputes
-the gates from the pre-activations it is given, so it is a function of its inputs alone and its
-own backward, written with Tensor ops, gives second derivatives (and, through those ops, higher
-ones).
+``_thnn_fused_gru_cell`` do), so that their sum costs no op of its own and its backward hands
+the same gradient to both. The LSTM and Elman cells also take the two biases, whose gradient is
+then one sum; the GRU's stay in the products, b_hn sitting inside the reset product.
+
+Composed of primitives, an LSTM or GRU step costs about fifteen dispatched ops forward and
+forty backward; with these, about five and twenty, most of them the products' and the engine's
+gradient sums. Each gradient op recomputes the gates from the inputs it is given, so it is a
+function of its inputs alone, and its own backward, written with Tensor ops, gives second
+derivatives (and, through those ops, higher ones).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _check_pair(name: str, gates_x, gates_h, state, gates: int, state_label: str
             f"[{name}] gates_x {tuple(gates_x.shape)}, gates_h {tuple(gates_h.shape)} and "
             f"{state_label} {tuple(state.shape)} do not fit: expected (N, {gates}H), "
             f"(N, {gates}H), (N, H)",
-            help="gates_x is x @ w_ih^T + b_ih and gates_h is h @ w_hh^T + b_hh for one step",
+            help="gates_x is x @ w_ih^T and gates_h is h @ w_hh^T for one step (N rows)",
         )
     return size
 

@@ -162,3 +162,25 @@ def test_cells_reject_states_that_do_not_fit():
         RNN_CELL(gates, gates, nonlinearity="sigmoid")
     with pytest.raises(ShapeError, match=r"\[gru_cell\]"):
         F.gru_cell(bai.zeros((2, 3)), bai.zeros((2, 4)), bai.zeros((12, 3)), bai.zeros((8, 4)))
+
+
+@pytest.mark.parametrize("kind", ["lstm_cell", "rnn_tanh_cell", "gru_cell"])
+def test_one_bias_alone_goes_with_its_product(kind):
+    """The cell ops take both biases or neither: with one None, the other joins its product."""
+    gates = {"lstm_cell": 4, "rnn_tanh_cell": 1, "gru_cell": 3}[kind]
+    rng = np.random.default_rng(4)
+    shapes = [(BATCH, INPUT), (BATCH, HIDDEN), (BATCH, HIDDEN)]
+    shapes += [(gates * HIDDEN, INPUT), (gates * HIDDEN, HIDDEN), (gates * HIDDEN,)]
+    arrays = [rng.uniform(-1, 1, shape) for shape in shapes]
+    results = []
+    for lib, fn in ((bai, getattr(F, kind)), (torch, getattr(torch, kind))):
+        x, h, c, w_ih, w_hh, b_ih = (lib.tensor(a, requires_grad=True) for a in arrays)
+        state = (h, c) if kind == "lstm_cell" else h
+        out = fn(x, state, w_ih, w_hh, b_ih, None)
+        out = out[0] * out[1] if kind == "lstm_cell" else out
+        grad = bai.grad if lib is bai else torch.autograd.grad
+        inputs = [x, h, w_ih, w_hh, b_ih] + ([c] if kind == "lstm_cell" else [])
+        grads = grad((out * out).sum(), inputs)
+        results.append([np.asarray(g.detach() if lib is torch else g.numpy()) for g in grads])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
