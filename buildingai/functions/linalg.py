@@ -114,10 +114,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def check_floating_input(op: str, x: Tensor, weight: Tensor) -> None:
     """Refuse an integer or bool input to a layer with floating weights, as PyTorch does: NumPy
     would silently promote it (int64 @ float32 -> float64)."""
-    array = getattr(x, "array", None)
-    if array is None or array.dtype.kind == "f" or is_floating(array.dtype):
+    dtype = getattr(x, "dtype", None)  # not x.array: a pending parallel() result would wait
+    if dtype is None or is_floating(dtype):
         return
-    dtype = array.dtype
     raise DTypeError(
         f"[{op}] input must be a floating-point tensor, got {dtype} of shape "
         f"{tuple(x.shape)} (weight {weight.dtype} {tuple(weight.shape)})",
