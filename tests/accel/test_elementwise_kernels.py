@@ -86,8 +86,8 @@ CASES = {
     "prelu.fused": ([_x, lambda r, d: np.asarray(0.25, d)], {}),
     "clamp.scalar_rows": ([_x, lambda r, d: 0.25, lambda r, d: None], {}),
     "where.select": ([lambda r, d: r.random(N) < 0.5, _x, _grad], {}),
-    "sum.rows_and_columns": (
-        [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
+    "sum.rows_and_columns": (  # leading axes: above COLUMN_SUM_MIN elements
+        [lambda r, d: r.standard_normal((128, 30, 37)).astype(d)],
         {"axes": (0, 1), "keepdims": False},
     ),
     "sum_to.rows_and_columns": (
