@@ -47,6 +47,10 @@ MOST_BLOCKED_OUTPUTS = 1 << 18
 # gives a product: on one thread beside a product cut across more (BLAS's threads still spinning,
 # or work too small to split) they are no faster than im2col.
 DIRECT_MIN_THREADS = 2
+# The direct weight gradient runs on images of more positions than this: on smaller ones each
+# of its tiles sums too few positions between setting up and summing its lanes, and im2col's
+# one long product is faster (ResNet-18's 8x8 and 4x4 stages).
+DIRECT_WEIGHT_GRAD_MIN_POSITIONS = 64
 
 
 # ----- direct convolution (numba) -----------------------------------------------------------------
@@ -131,8 +135,10 @@ def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
 def _direct_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     full_hw = conv.output_hw(x.shape[2:], weight_size, stride, padding, dilation)
     outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
-    return full_hw == tuple(grad.shape[2:]) and _direct_fits(
-        xp, x, grad, stride, dilation, groups, outputs
+    return (
+        full_hw == tuple(grad.shape[2:])
+        and prod(x.shape[2:]) > DIRECT_WEIGHT_GRAD_MIN_POSITIONS
+        and _direct_fits(xp, x, grad, stride, dilation, groups, outputs)
     )
 
 

@@ -25,6 +25,7 @@ def direct_calls(monkeypatch, accel_on):
     yields the names of the reference kernels whose twins ran."""
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
     ran = []
     run = compiled.run
 
@@ -119,6 +120,19 @@ def test_calls_that_keep_to_im2col(direct_calls):
     _forward_backward(x, w, b, {"dilation": 2}, True)
     _forward_backward(x, w[:, :2], b, {"groups": 2}, True)
     assert direct_calls == []
+
+
+def test_small_images_keep_the_weight_gradient_on_im2col(direct_calls, monkeypatch):
+    """At most DIRECT_WEIGHT_GRAD_MIN_POSITIONS positions: im2col's product for the weight
+    gradient, the direct twins for the rest."""
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 64)
+    x, w, b = _inputs((2, 4, 8, 8), (4, 4, 3, 3))
+    _forward_backward(x, w, b, {"padding": 1}, True)
+    assert direct_calls == ["correlate", "correlate_turned"]
+    direct_calls.clear()
+    x, w, b = _inputs((2, 4, 9, 8), (4, 4, 3, 3))
+    _forward_backward(x, w, b, {"padding": 1}, True)
+    assert direct_calls == ["correlate", "correlate_turned", "correlate_weight_grad"]
 
 
 def _direct_ran(threads: int, gemm: bool, monkeypatch) -> bool:

@@ -59,6 +59,7 @@ def kernels_run(monkeypatch, accel_on):
     """Acceleration on; the compiled twins and direct convolutions take every call they can;
     yields the set of kernel names that computed a call."""
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
     ran = set()
     for entry in registry.registered():

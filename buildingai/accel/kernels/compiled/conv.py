@@ -36,6 +36,7 @@ from .tile_ir import LANES
 ACCUMULATORS = 24 if LANES == 16 else 12
 GRID_TILE = (8, 3) if LANES == 16 else (4, 3)  # (output channels, vectors)
 CACHE_BYTES = 1 << 19  # the samples of one weight-gradient pass fit this
+L1_BYTES = 1 << 16  # about what stays in the L1 cache while a tile runs
 MIN_SUM_TASKS = 16  # tap blocks x channel tiles below which sum tiles leave threads idle
 # The forward tiles sum this many taps (channels of one tap, in window tiles) from zero before
 # adding them to their totals: float32 rounding then grows about as sqrt(block) + sqrt(taps /
@@ -98,6 +99,17 @@ def _lane_masks(height: int, width: int, kernel: tuple, padding: tuple):
     masks = np.ascontiguousarray(bits.astype(np.uint32).view(np.int32))
     masks.flags.writeable = False
     return masks
+
+
+@functools.lru_cache(maxsize=256)
+def _tap_shifts(width: int, kernel: tuple, padding: tuple):
+    """int64 (kh*kw,): how far tap (i, j) of a same-size correlation reads from the output
+    position in the flat image, (i - ph)*W + j - pw. Read-only, kept per geometry."""
+    i = np.arange(kernel[0]).reshape(-1, 1) - padding[0]
+    j = np.arange(kernel[1]).reshape(1, -1) - padding[1]
+    shifts = np.ascontiguousarray((i * width + j).reshape(-1).astype(np.int64))
+    shifts.flags.writeable = False
+    return shifts
 
 
 def _flat_geometry(x, kernel, padding, outputs):
@@ -193,9 +205,14 @@ def _correlate_flat(x, taps, bias, out, padding, turned=False):
     geometry = _flat_geometry(x, (kh, kw), padding, o)
     group = max(1, CACHE_BYTES // (16 * c * vectors * LANES))  # tiles whose input fills ~L2/4
     geometry = np.append(geometry, group)
-    block = None if c * kh * kw <= 2 * SUM_BLOCK else SUM_BLOCK
-    _flat_loop(rows, vectors, block)(x.reshape(-1), masks.reshape(-1), geometry,
-                                     weights.reshape(-1), shifts, out.reshape(-1))  # fmt: skip
+    # channel by channel where a tile's input of every channel would not stay in L1
+    channel_major = c * vectors * LANES * 4 > L1_BYTES
+    block = None
+    if c * kh * kw > 2 * SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
+        block = max(1, SUM_BLOCK // (kh * kw)) if channel_major else SUM_BLOCK
+    loop = _flat_loop(rows, vectors, block, channel_major)
+    loop(x.reshape(-1), masks.reshape(-1), _tap_shifts(w, (kh, kw), tuple(padding)), geometry,
+         weights.reshape(-1), shifts, out.reshape(-1))  # fmt: skip
 
 
 @njit(nogil=True, boundscheck=False)
@@ -230,11 +247,11 @@ def _pack_weights(taps, weights, turned):
 
 
 @functools.cache
-def _flat_loop(rows: int, vectors: int, block: int | None):
-    tile = flat_tile(rows, vectors, block)
+def _flat_loop(rows: int, vectors: int, block: int | None, channel_major: bool):
+    tile = flat_tile(rows, vectors, block, channel_major)
 
     @njit(parallel=True, nogil=True)
-    def loop(x, masks, geometry, weights, bias, out):
+    def loop(x, masks, tap_shifts, geometry, weights, bias, out):
         outputs, total = geometry[7], geometry[9]
         blocks = bias.shape[0] // rows
         per_block = weights.shape[0] // blocks
@@ -249,7 +266,8 @@ def _flat_loop(rows: int, vectors: int, block: int | None):
             block = within // size
             channel = block * rows
             first = (start + within % size) * vectors
-            tile(x, masks, geometry, first, weights, block * per_block, bias, out, channel,
+            tile(x, masks, tap_shifts, geometry, first, weights, block * per_block, bias, out,
+                 channel,
                  outputs - channel)  # fmt: skip
 
     return loop
@@ -368,7 +386,8 @@ def _weight_grad_flat(x, grad, out, padding):
     sums = np.zeros((-(-o // rows) * rows, c, kh, kw), np.float32)
     masks = _lane_masks(h, w, (kh, kw), tuple(padding))
     geometry = _flat_geometry(x, (kh, kw), padding, o)
-    chunk = max(1, 3 * CACHE_BYTES // (16 * (c + o) * h * w))
+    # samples per pass: a block's gradient stays in L1 through its tasks, the input in L2
+    chunk = max(1, min(L1_BYTES // (8 * rows * h * w), CACHE_BYTES // (4 * c * h * w)))
     _flat_dot_loop(rows, kw)(x.reshape(-1), grad.reshape(-1), masks.reshape(-1), geometry, sums,
                              n, chunk)  # fmt: skip
     out[...] = sums[:o]

@@ -36,43 +36,50 @@ def _mask(builder, table, at):
     return builder.bitcast(bits, t.MASK)
 
 
-def flat_tile(rows: int, vectors: int, block: int | None):
-    """``flat_tile(x, masks, geometry, first_vector, weights, weight_start, bias, out,
+def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
+    """``flat_tile(x, masks, shifts, geometry, first_vector, weights, weight_start, bias, out,
     out_channel, out_rows)``.
 
     ``geometry`` (int64): channels C, height H, width W, kh, kw, ph, pw, outputs O, vectors per
-    image Q, vectors in the batch N*Q, for x (N, C, H, W) and out (N, O, H, W), flat. ``weights``
-    holds, from ``weight_start``, ``((c*kh + i)*kw + j)*rows + r`` the tap (c, i, j) of output
-    channel ``out_channel + r``. For vectors q = first_vector + v (v < vectors, q < N*Q) of
-    sample n = q // Q, positions p = (q % Q)*LANES + lane < H*W, and r < out_rows, stores
-    ``bias[out_channel + r] + sum over (i, j, c) of weight * x[n, c, h + i - ph, w + j - pw]``
-    (zero outside the image) to ``out[n, out_channel + r, p]``. With a ``block``, each tap's sum
-    over channels runs in blocks of ``block`` channels (``tile_ir.blocked_sum``).
+    image Q, vectors in the batch N*Q, for x (N, C, H, W) and out (N, O, H, W), flat.
+    ``shifts`` (int64, kh*kw): ``(i - ph)*W + j - pw`` for tap (i, j). ``weights`` holds, from
+    ``weight_start``, ``((c*kh + i)*kw + j)*rows + r`` the tap (c, i, j) of output channel
+    ``out_channel + r``. For vectors q = first_vector + v (v < vectors, q < N*Q) of sample n =
+    q // Q, positions p = (q % Q)*LANES + lane < H*W, and r < out_rows, stores
+    ``bias[out_channel + r] + sum over (c, i, j) of weight * x[n, c, h + i - ph, w + j - pw]``
+    (zero outside the image) to ``out[n, out_channel + r, p]``.
+
+    Tap by tap, each over every channel (``block`` channels at a time, ``tile_ir.blocked_sum``),
+    where the tile's input of every channel stays in the L1 cache; else, ``channel_major``,
+    channel by channel, each with its taps (``block`` channels of taps at a time): a channel's
+    input stays in cache for its taps.
     """
 
     @intrinsic
-    def tile(typing_context, x, masks, geometry, first_vector, weights, weight_start, bias, out,
-             out_channel, out_rows):  # fmt: skip
-        signature = types.void(x, masks, geometry, first_vector, weights, weight_start, bias,
-                               out, out_channel, out_rows)  # fmt: skip
+    def tile(typing_context, x, masks, shifts, geometry, first_vector, weights, weight_start,
+             bias, out, out_channel, out_rows):  # fmt: skip
+        signature = types.void(x, masks, shifts, geometry, first_vector, weights, weight_start,
+                               bias, out, out_channel, out_rows)  # fmt: skip
 
         def codegen(context, builder, signature, arguments):
             kinds = signature.args
-            x_data, mask_data, shape_data, weight_data, bias_data, out_data = (
-                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 1, 2, 4, 6, 7)
+            x_data, mask_data, shift_data, shape_data, weight_data, bias_data, out_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 1, 2, 3, 5, 7, 8)
             )
-            first_vector, weight_start, out_channel, out_rows = (arguments[i] for i in (3, 5, 8, 9))
-            channels, height, width, kh, kw, ph, pw, outputs, per_image, total = (
+            first_vector, weight_start, out_channel, out_rows = (
+                arguments[i] for i in (4, 6, 9, 10)
+            )
+            channels, height, width, kh, kw, _, _, outputs, per_image, total = (
                 t.scalar(builder, shape_data, index(k)) for k in range(10)
             )
             plane = builder.mul(height, width)
             image = builder.mul(channels, plane)
             taps = builder.mul(kh, kw)
             entries = builder.add(taps, index(1))  # mask table entries per vector
-            channel_stride = builder.mul(taps, index(rows))  # between a tap's weights
+            channel_stride = builder.mul(taps, index(rows))  # between a channel's weights
             no_lane = ir.Constant(t.MASK, None)
             # each vector's sample, first position and row of the mask table; a vector past the
-            # batch reads and writes nothing (its masks are empty)
+            # batch reads the tile's first vector again and writes nothing
             present, x_bases, mask_rows, out_bases = [], [], [], []
             for v in range(vectors):
                 q = builder.add(first_vector, index(v))
@@ -91,47 +98,61 @@ def flat_tile(rows: int, vectors: int, block: int | None):
                 value = t.scalar(builder, bias_data, builder.add(out_channel, index(r)))
                 start += [t.splat(builder, value)] * vectors
 
-            def kernel_row(i, accumulators):
-                def kernel_column(j, values):
-                    tap = builder.add(builder.mul(i, kw), j)
-                    shift = builder.add(builder.mul(builder.sub(i, ph), width), builder.sub(j, pw))
-                    lane_masks = [
-                        builder.select(
-                            present[v],
-                            _mask(builder, mask_data, builder.add(mask_rows[v], tap)),
-                            no_lane,
-                        )  # fmt: skip
+            def step(reads, weight_row, lane_masks, sums):
+                """One channel and tap: ``rows`` broadcast weights times ``vectors`` inputs."""
+                inputs = [
+                    t.masked_load(builder, x_data, reads[v], lane_masks[v]) for v in range(vectors)
+                ]
+                updated = []
+                for r in range(rows):
+                    weight = t.scalar(builder, weight_data, builder.add(weight_row, index(r)))
+                    broadcast = t.splat(builder, weight)
+                    updated += [
+                        t.fma(builder, broadcast, inputs[v], sums[r * vectors + v])
                         for v in range(vectors)
                     ]
-                    reads = [builder.add(x_bases[v], shift) for v in range(vectors)]
-                    weight_tap = builder.add(weight_start, builder.mul(tap, index(rows)))
+                return updated
 
-                    def channel(c, sums):
-                        at = builder.mul(c, plane)
-                        inputs = [
-                            t.masked_load(builder, x_data, builder.add(reads[v], at),
-                                          lane_masks[v])
-                            for v in range(vectors)
-                        ]  # fmt: skip
-                        weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
-                        updated = []
-                        for r in range(rows):
-                            weight = t.scalar(builder, weight_data,
-                                              builder.add(weight_row, index(r)))  # fmt: skip
-                            broadcast = t.splat(builder, weight)
-                            updated += [
-                                t.fma(builder, broadcast, inputs[v], sums[r * vectors + v])
-                                for v in range(vectors)
-                            ]
-                        return updated
+            def tap_major(k, accumulators):
+                """Tap k over every channel: the masks and shifts loaded once per tap."""
+                shift = t.scalar(builder, shift_data, k)
+                lane_masks = [
+                    _mask(builder, mask_data, builder.add(mask_rows[v], k)) for v in range(vectors)
+                ]
+                weight_tap = builder.add(weight_start, builder.mul(k, index(rows)))
 
-                    if block is None:
-                        return t.loop(builder, index(0), channels, values, channel)
-                    return t.blocked_sum(builder, index(0), channels, block, values, channel)
+                def channel(c, sums):
+                    at = builder.add(shift, builder.mul(c, plane))
+                    reads = [builder.add(x_bases[v], at) for v in range(vectors)]
+                    weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
+                    return step(reads, weight_row, lane_masks, sums)
 
-                return t.loop(builder, index(0), kw, accumulators, kernel_column)
+                if block is None:
+                    return t.loop(builder, index(0), channels, accumulators, channel)
+                return t.blocked_sum(builder, index(0), channels, block, accumulators, channel)
 
-            final = t.loop(builder, index(0), kh, start, kernel_row)
+            def channel(c, accumulators):
+                reads = [builder.add(x_bases[v], builder.mul(c, plane)) for v in range(vectors)]
+                weight_channel = builder.add(weight_start, builder.mul(c, channel_stride))
+
+                def tap(k, sums):
+                    shift = t.scalar(builder, shift_data, k)
+                    lane_masks = [
+                        _mask(builder, mask_data, builder.add(mask_rows[v], k))
+                        for v in range(vectors)
+                    ]
+                    weight_row = builder.add(weight_channel, builder.mul(k, index(rows)))
+                    return step([builder.add(r, shift) for r in reads], weight_row, lane_masks,
+                                sums)  # fmt: skip
+
+                return t.loop(builder, index(0), taps, accumulators, tap)
+
+            if not channel_major:
+                final = t.loop(builder, index(0), taps, start, tap_major)
+            elif block is None:
+                final = t.loop(builder, index(0), channels, start, channel)
+            else:
+                final = t.blocked_sum(builder, index(0), channels, block, start, channel)
             for v in range(vectors):
                 valid = builder.select(
                     present[v], _mask(builder, mask_data, builder.add(mask_rows[v], taps)), no_lane
