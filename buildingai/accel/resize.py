@@ -31,6 +31,8 @@ def _dense(key: tuple, transpose: bool):
     if 8 * columns.shape[1] <= n_columns:
         return None
     matrix = resize.resize_matrix(*key)
+    if key[0] == "area":  # sums: the record divides once by the bins' sizes afterwards
+        matrix = (matrix > 0).astype(np.float64)
     return np.ascontiguousarray(matrix.T if transpose else matrix)
 
 
@@ -43,7 +45,8 @@ def _along(xp, x, key: tuple, transpose: bool, axis: int):
     """W (or W^T) of ``key`` applied along ``axis`` of x: one product where rows are long."""
     dense = _dense(key, transpose)
     if dense is None or x.dtype.kind != "f" or not bool(xp.isfinite(x).all()):
-        return resize.along(xp, x, resize.axis_map(key, transpose), axis)
+        plan = resize.axis_map(key, transpose)
+        return resize.along(xp, x, resize.summing(plan) if key[0] == "area" else plan, axis)
     moved = xp.moveaxis(x, axis, -1)
     product = (moved @ xp.asarray(dense, dtype=x.dtype).T).astype(x.dtype, copy=False)
     blas_called()
@@ -59,8 +62,11 @@ def _interpolate(ctx, xp, x, *, size, mode, align_corners, scales):
     if resize.output_dtype(x.dtype, mode) != x.dtype:
         x = as_float(x)
     ctx.input_size = input_size = tuple(x.shape[2:])
-    for axis, key in enumerate(_keys(input_size, size, mode, align_corners, scales), start=2):
+    keys = _keys(input_size, size, mode, align_corners, scales)
+    for axis, key in enumerate(keys, start=2):
         x = _along(xp, x, key, False, axis)
+    if mode == "area":  # each bin's sum, divided once by its size, as the record does
+        x = x / resize.area_sizes(xp, keys, x.dtype)
     return xp.ascontiguousarray(x)
 
 
@@ -70,7 +76,10 @@ def _interpolate_grad_fits(xp, grad, *, input_size, size, mode, align_corners, s
 
 
 def _interpolate_grad(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
-    for axis, key in enumerate(_keys(input_size, size, mode, align_corners, scales), start=2):
+    keys = _keys(input_size, size, mode, align_corners, scales)
+    if mode == "area":  # divided once by the bins' sizes, then spread, as the record does
+        grad = grad / resize.area_sizes(xp, keys, grad.dtype)
+    for axis, key in enumerate(keys, start=2):
         grad = _along(xp, grad, key, True, axis)
     return xp.ascontiguousarray(grad)
 
@@ -181,6 +190,8 @@ def _taps(key: tuple, transpose: bool) -> tuple:
     """(int32 columns, float32 weights) of the axis map, contiguous, as the compiled pass reads
     them (int32 indices: half the bytes of int64 in the pass's gather)."""
     columns, weights, _, _ = resize.axis_map(key, transpose)
+    if key[0] == "area":  # sums: the kernel divides once by the bins' sizes (``_separable``)
+        weights = (weights != 0).astype(np.float32)
     return np.ascontiguousarray(columns, np.int32), np.ascontiguousarray(weights, np.float32)
 
 
@@ -208,9 +219,16 @@ def _separable(xp, x, keys, transpose: bool, out_sizes):
     (columns_h, weights_h), (columns_w, weights_w) = (_taps(key, transpose) for key in keys)
     if columns_h.shape[1] == 0 or columns_w.shape[1] == 0:
         return NotImplemented  # an empty axis: the record's zeros
+    area = keys[0][0] == "area"  # the taps sum; one division by the bins' sizes, as the record
+    if area and transpose:
+        x = x / resize.area_sizes(np, keys, np.float32)
     planes = np.ascontiguousarray(x).reshape(n * c, h, w)
     arrays = [planes, columns_h, weights_h, columns_w, weights_w, out.reshape(n * c, *out_sizes)]
-    return out if compiled.run(separable_resize.resize_planes, arrays) else NotImplemented
+    if not compiled.run(separable_resize.resize_planes, arrays):
+        return NotImplemented
+    if area and not transpose:
+        out /= resize.area_sizes(np, keys, np.float32)
+    return out
 
 
 def _interpolate_separable(ctx, xp, x, *, size, mode, align_corners, scales):

@@ -85,9 +85,7 @@ def axis_entries(
         columns = _nearest_indices(in_size, out_size, scale, exact, shortcut)
         return rows, columns, np.ones(out_size)
     if mode == "area":  # adaptive average pooling: bin i covers [floor(i*in/out), ceil(...))
-        starts = rows * in_size // out_size
-        ends = ((rows + 1) * in_size + out_size - 1) // out_size
-        counts = ends - starts
+        starts, counts = area_bins(in_size, out_size)
         bin_rows = np.repeat(rows, counts)
         offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
         return bin_rows, np.repeat(starts, counts) + offsets, np.repeat(1.0 / counts, counts)
@@ -112,6 +110,32 @@ def axis_entries(
         np.stack([columns for columns, _ in taps], axis=1).reshape(-1),
         np.stack([weights for _, weights in taps], axis=1).reshape(-1),
     )
+
+
+def area_bins(in_size: int, out_size: int) -> tuple:
+    """(starts, sizes) of the bins of mode "area" along one axis: output pixel i averages the
+    input pixels [floor(i * in / out), ceil((i + 1) * in / out))."""
+    rows = np.arange(out_size)
+    starts = rows * in_size // out_size
+    ends = ((rows + 1) * in_size + out_size - 1) // out_size
+    return starts, ends - starts
+
+
+def area_sizes(xp, keys, dtype):
+    """How many input pixels each output pixel of mode "area" averages: the outer product of
+    each axis's bin sizes, (*out_sizes) in ``dtype`` (whole numbers, exact in any float)."""
+    sizes = np.ones(())
+    for key in keys:
+        sizes = np.multiply.outer(sizes, area_bins(key[1], key[2])[1])
+    return xp.asarray(sizes, dtype=dtype)
+
+
+def summing(plan: tuple) -> tuple:
+    """An ``axis_map`` plan that sums each output's inputs, its weights left out: mode "area"
+    divides once by ``area_sizes`` instead, as PyTorch's average pooling does (the weights
+    1 / size, rounded and applied axis by axis, would round two or three times)."""
+    columns, weights, _, padded = plan
+    return columns, weights, True, padded
 
 
 def resize_matrix(
@@ -225,6 +249,10 @@ class Interpolate(Op):
             x = as_float(x)
         ctx.input_size = input_size = tuple(x.shape[2:])
         keys = axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
+        if mode == "area":  # each bin's sum, divided once by its size
+            for axis, key in enumerate(keys, start=2):
+                x = along(xp, x, summing(axis_map(key, transpose=False)), axis)
+            return xp.ascontiguousarray(x / area_sizes(xp, keys, x.dtype))
         for axis, key in enumerate(keys, start=2):
             x = along(xp, x, axis_map(key, transpose=False), axis)
         return xp.ascontiguousarray(x)
@@ -266,6 +294,11 @@ class InterpolateGrad(Op):
 
     def forward(self, ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
         keys = axis_keys(input_size, _attrs_of(size, mode, align_corners, scales))
+        if mode == "area":  # each output's gradient divided once by its bin's size, then spread
+            grad = grad / area_sizes(xp, keys, grad.dtype)
+            for axis, key in enumerate(keys, start=2):
+                grad = along(xp, grad, summing(axis_map(key, transpose=True)), axis)
+            return xp.ascontiguousarray(grad)
         for axis, key in enumerate(keys, start=2):
             grad = along(xp, grad, axis_map(key, transpose=True), axis)
         return xp.ascontiguousarray(grad)

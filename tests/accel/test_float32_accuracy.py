@@ -303,11 +303,6 @@ def test_cross_entropy(kernels_run):
 # ----- resizing -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="the area gradient, record and interpolate_grad.dense alike, divides by each axis's "
-    "window in turn: about 2x PyTorch's near-largest and 3x its mean float32 error",
-    strict=False,
-)
 def test_area_interpolation(kernels_run):
     x = np.random.default_rng(0).standard_normal((8, 16, 96, 96))
     _compare(
