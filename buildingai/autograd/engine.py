@@ -60,9 +60,9 @@ class _ObservedWalk(set_grad_enabled):
 
 
 class _BackwardRecording(threading.local):
-    """Set on a thread whose training step is being traced (``buildingai.compile``): its
-    ``backward()`` calls take the rules' differentiable form, so every gradient is an op the
-    tracer records."""
+    """Set on a thread whose training step is being traced (``buildingai.compile``): a leaf's
+    ``.grad`` is then the gradient tensor backward computed (which the tracer recorded), never
+    a copy made outside dispatch; and clipping waits for the recorded update."""
 
     active = False
 
@@ -71,8 +71,8 @@ _RECORDING = _BackwardRecording()
 
 
 class recording_backward:
-    """``with recording_backward(deferrer): ...``: backward() on this thread records its ops;
-    ``deferrer(action)`` receives work that must wait for the recorded optimizer update
+    """``with recording_backward(deferrer): ...``: backward() on this thread stores the traced
+    gradient tensors themselves in ``.grad``; ``deferrer(action)`` receives work that must wait for the recorded optimizer update
     (gradient clipping, see ``defer_to_update``)."""
 
     def __init__(self, deferrer=None) -> None:
@@ -114,7 +114,6 @@ def backward(
     """
     roots = _as_list(tensors, "tensors")
     grads = _root_gradients(roots, grad_tensors, "backward")
-    create_graph = create_graph or _RECORDING.active
     retain = create_graph if retain_graph is None else retain_graph
     _run(roots, grads, retain, create_graph, targets=None)
 
@@ -456,7 +455,7 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
     if leaf.grad is not None:
         leaf.grad = _ADD(leaf.grad, gradient)
         return
-    if not create_graph:
+    if not (create_graph or _RECORDING.active):  # (a traced step stores the traced tensor)
         data = gradient.array
         shared = data.base is not None or not data.flags.writeable or id(data) in assigned
         gradient = Tensor(data.copy() if shared else data)

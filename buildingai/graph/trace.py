@@ -34,6 +34,7 @@ changed, and another thread running eager code meanwhile sees plain tensors.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -86,9 +87,12 @@ class Tracer(DispatchMode):
         self.ids: dict = {}  # id(tensor) -> value id
         self.devices: dict = {}  # value id -> device string
         self.versions: dict = {}  # value id -> (version counter, version when first seen)
-        self.keep: dict = {}  # id -> tensor: keeps traced tensors alive, so ids stay unique
         self.dependent: set = set()  # ids of tensors whose values depend on the inputs
-        self.arrays: dict = {}  # id(array) -> (value id, array), for traced values' arrays
+        self.arrays: dict = {}  # id(array) -> (value id, None), for traced values' arrays
+        # The tables above are keyed by id(): a tensor or array freed during the call gives
+        # its id up for reuse, so its entries go with it (``hold``). Keeping every traced
+        # tensor alive instead would hold every intermediate array of the call at once.
+        self.watched: dict = {}  # id -> weak reference whose callback forgets that id
 
     # ----- values -------------------------------------------------------------------------------
     def add(self, tensor: Tensor, kind: str, name: str, shape: tuple, array=None) -> int:
@@ -101,10 +105,38 @@ class Tracer(DispatchMode):
         self.ids[id(tensor)] = value_id
         self.devices[value_id] = str(tensor.device)
         self.versions[value_id] = (tensor._version, tensor._version[0])
-        self.keep[id(tensor)] = tensor
+        self.hold(tensor)
         if kind in ("input", "op"):
-            self.arrays[id(tensor.array)] = (value_id, tensor.array)  # the array kept alive too
+            self.note_array(tensor.array, self.arrays, (value_id, None))
         return value_id
+
+    def hold(self, tensor: Tensor) -> None:
+        """Forget ``tensor``'s id in ``ids`` and ``dependent`` when it is freed, before another
+        object can take the id over."""
+        self._watch(tensor, (self.ids, self.dependent))
+
+    def note_array(self, array, table: dict, entry) -> None:
+        """``table[id(array)] = entry``, the entry dropped when ``array`` is freed."""
+        table[id(array)] = entry
+        self._watch(array, (table,))
+
+    def _watch(self, thing, tables: tuple) -> None:
+        """Drop ``id(thing)`` from each of ``tables`` (dicts or sets) when ``thing`` is freed."""
+        key = id(thing)
+        watch = self.watched.get(key)
+        if watch is None:
+            watched, forget = self.watched, []
+
+            def freed(_, key=key, forget=forget):  # runs as ``thing`` is freed, on any thread
+                watched.pop(key, None)
+                for table in forget:
+                    table.discard(key) if isinstance(table, set) else table.pop(key, None)
+
+            watch = watched[key] = (weakref.ref(thing, freed), forget)
+        forget = watch[1]
+        for table in tables:
+            if not any(table is known for known in forget):
+                forget.append(table)
 
     def ref(self, tensor: Tensor, op) -> int:
         value_id = self.ids.get(id(tensor))
@@ -132,7 +164,7 @@ class Tracer(DispatchMode):
         alias, _ = self.arrays.get(id(array), (None, None))
         if alias is not None:  # Tensor(x.array): another tensor over a traced value's array
             self.ids[id(tensor)] = alias
-            self.keep[id(tensor)] = tensor
+            self.hold(tensor)
             return alias
         if isinstance(array, _Traced):
             reader = f" (first read by '{op.name}'{_in_module()}){where()}"
@@ -179,7 +211,7 @@ class Tracer(DispatchMode):
                 return
             self.ids[id(target)] = result_id
             self.versions[result_id] = (target._version, target._version[0])
-            self.keep[id(target)] = target
+            self.hold(target)
             if id(result) in self.dependent:
                 self.dependent.add(id(target))
 

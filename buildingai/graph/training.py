@@ -3,9 +3,11 @@
 ``trace_training_step`` runs the step once on sample inputs with a ``TrainingTracer``
 observing dispatch, as ``freeze`` does for inference, with three differences:
 
-- Gradient recording stays on, and ``backward()`` takes the op records' differentiable form
-  (``engine.recording_backward``): every gradient is an op call the tracer records, so the
-  graph holds the backward the records define, and the graph passes run over it too.
+- ``backward()`` runs as in eager execution, each rule's ops through dispatch, so the tracer
+  records every gradient op and the graph holds the backward the records define (the graph
+  passes run over it too); under ``engine.recording_backward`` a leaf's ``.grad`` is the
+  traced gradient tensor itself, not a copy made outside dispatch. The forward's nodes are
+  freed as backward passes them, as eagerly: the trace holds no more memory than an eager step.
 - Trainable leaves (parameters) are graph inputs bound to the live tensors on every call, not
   constants: the optimizer changes them between calls, and no pass may fold them.
 - ``optimizer.step()`` is recorded, not run: an ``OptimizerUpdate`` node hands the traced
@@ -59,9 +61,13 @@ class OptimizerUpdate(Op):
     effectful = True
 
     def forward(self, ctx, xp, *grads, optimizer, params, before=()):
+        given = set()
         for param, grad in zip(params, grads):
-            if grad.base is not None or not grad.flags.writeable:
-                grad = grad.copy()  # clipping and hooks may write .grad in place
+            # clipping and hooks may write .grad in place: each gets memory of its own, also
+            # where two parameters have one gradient value (an LSTM's two biases)
+            if grad.base is not None or not grad.flags.writeable or id(grad) in given:
+                grad = grad.copy()
+            given.add(id(grad))
             param.grad = Tensor(grad)
         for action in before:
             action()
@@ -259,7 +265,7 @@ class TrainingTracer(Tracer):
             self.ids[id(target)] = value_id
             self.versions[value_id] = (target._version, target._version[0])
             self.dependent.add(id(target))  # its value now exists only when the graph runs
-            self.keep[id(target)] = target
+            self.hold(target)
             self.made_symbolic.append(symbolic(target))
 
     def write_back(self) -> None:
@@ -315,7 +321,7 @@ class TrainingTracer(Tracer):
         """A Tensor standing for a kept context array, known to the tracer as its value."""
         tensor = Tensor(array)
         self.ids[id(tensor)] = self.kept_value(array)
-        self.keep[id(tensor)] = tensor
+        self.hold(tensor)
         return tensor
 
     def kept_value(self, array) -> int:
@@ -335,7 +341,7 @@ class TrainingTracer(Tracer):
         if id(tensor.array) in self.kept:  # ctx.tensor(ctx.probs) in a backward rule
             value_id = self.kept_value(tensor.array)
             self.ids[id(tensor)] = value_id
-            self.keep[id(tensor)] = tensor
+            self.hold(tensor)
             return value_id
         if tensor.requires_grad and tensor._node is None and is_floating(tensor.dtype):
             name = self.names.get(id(tensor)) or f"param{len(self.params)}"
@@ -348,10 +354,11 @@ class TrainingTracer(Tracer):
             tensor.array = original.view(_Traced)
             self.dependent.add(id(tensor))
             self.made_symbolic.append(symbolic(tensor))
-            self.arrays[id(tensor.array)] = (value_id, tensor.array)
+            self.note_array(tensor.array, self.arrays, (value_id, None))
             return value_id
         value_id = super().capture(tensor, op)
-        self.captured_arrays.setdefault(id(tensor.array), value_id)
+        if id(tensor.array) not in self.captured_arrays:
+            self.note_array(tensor.array, self.captured_arrays, value_id)
         return value_id
 
     def defer(self, action) -> Tensor:
@@ -361,7 +368,7 @@ class TrainingTracer(Tracer):
         self.deferred.append(action)
         stand_in = symbolic(Tensor(np.full((), np.nan, dtype=np.float32)))
         self.dependent.add(id(stand_in))
-        self.keep[id(stand_in)] = stand_in
+        self.hold(stand_in)
         return stand_in
 
     def record_update(self, optimizer) -> None:

@@ -305,6 +305,43 @@ def test_gradient_clipping_runs_inside_the_update_and_its_norm_cannot_be_read():
         run(True, read_norm=True)
 
 
+def test_parameters_that_share_one_gradient_value_are_clipped_once_each():
+    """Two biases added to one output (an LSTM's b_ih and b_hh) have one gradient value; the
+    compiled update gives each its own memory, so clipping in place scales each once."""
+
+    class TwoBiases(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(bai.tensor(np.linspace(-1, 1, 8, dtype=np.float32)))
+            self.first = nn.Parameter(bai.zeros(8))
+            self.second = nn.Parameter(bai.zeros(8))
+
+        def forward(self, x):
+            return x * self.weight + self.first + self.second
+
+    def run(compiled_step: bool):
+        model = TwoBiases()
+        optimizer = bai.optim.SGD(model.parameters(), lr=0.5)
+
+        def step(x):
+            optimizer.zero_grad()
+            loss = (model(x) ** 2).sum() * 100
+            loss.backward()
+            bai.optim.clip_grad_norm_(model.parameters(), 0.1)
+            optimizer.step()
+            return loss
+
+        call = bai.compile(step, [TensorSpec((8,))]) if compiled_step else step
+        x = bai.tensor(np.linspace(-1, 1, 8, dtype=np.float32))  # no batch: no sum_to apart
+        losses = [call(x).item() for _ in range(3)]
+        return losses, [p.numpy().copy() for p in model.parameters()]
+
+    (eager_losses, eager), (compiled_losses, compiled) = run(False), run(True)
+    np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-6)
+    for mine, expected in zip(compiled, eager):
+        np.testing.assert_allclose(mine, expected, rtol=1e-6, atol=1e-7)
+
+
 def test_a_compiled_trainer_matches_an_eager_one():
     def fit(compile_steps: bool):
         config = Config(
