@@ -159,7 +159,8 @@ def _dot(a, b, out=None):
     if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):
         return out
     if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
-        blas_called()  # (NumPy's BLAS, with its threads where it is not held)
+        if work > BLAS_THREADED_MULTIPLY_ADDS:  # (NumPy's BLAS threads it where not held)
+            blas_called()
         return np.dot(a, b, out=out)
 
     def row_range(start: int, stop: int) -> None:
@@ -196,7 +197,10 @@ def _split_matmul(a, b):
     if _compiled_product(*stacks, results, work, False, cut, own):
         return out
     if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
-        blas_called()
+        # one GEMM per entry on NumPy's BLAS, which threads only entries above the threshold:
+        # noting smaller ones would keep the element-wise kernels on one thread for nothing
+        if rows * inner * columns > BLAS_THREADED_MULTIPLY_ADDS:
+            blas_called()
         np.matmul(*stacks, out=results)
         return out
     if batch < 2 * gemm_threads():

@@ -14,7 +14,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.engine import defer_to_update
 from ..backend import array_namespace
-from ..backend.threads import blas_called
+from ..backend.threads import blas_called, own_blas
 from ..errors import BuildingAIError
 
 
@@ -43,6 +43,10 @@ def _vector_norm(xp, array, norm_type: float) -> float:
         array = array.astype(xp.float32)
     flat = array.reshape(-1)
     if norm_type == 2.0:
+        if xp is np and own_blas():
+            # one pool: NumPy's BLAS threads stay asleep (a threaded dot would leave them
+            # spinning on the pool's cores, and the next step's kernels on one thread)
+            return math.sqrt(float(np.square(flat).sum()))
         blas_called()
         return math.sqrt(float(xp.dot(flat, flat)))  # BLAS: no |x|**2 temporary
     if norm_type == math.inf:
