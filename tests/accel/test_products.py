@@ -337,3 +337,26 @@ def test_a_stack_of_small_products_multiplies_a_transposed_operand_as_a_copy():
     with bai.accel.enabled(True):
         got = products.routed_matmul(None, np, a, b, transpose_b=True)
     np.testing.assert_allclose(got, np.matmul(a, b.swapaxes(-1, -2)), rtol=1e-5, atol=1e-4)
+
+
+def test_in_one_pool_clipping_and_small_stacked_products_leave_numpys_blas_asleep(monkeypatch):
+    """On the own BLAS, NumPy's BLAS threads are woken only by products it really threads: a
+    gradient norm for clipping, or a stack of products small per entry, noted as a BLAS call
+    would keep every element-wise kernel on one thread for the next 0.1 s (and the next step)."""
+    pytest.importorskip("numba")
+    pytest.importorskip("scipy_openblas64")
+    with bai.accel.enabled(True):
+        bai.set_num_threads(2)
+        try:
+            assert threads.own_blas()
+            monkeypatch.setitem(threads._blas, "last", 0.0)  # nothing noted yet
+            weights = bai.nn.Parameter(bai.randn(512, 512))
+            (weights * weights).sum().backward()
+            bai.nn.utils.clip_grad_norm_([weights], 1.0)
+            q, k = bai.randn(64, 64, 32), bai.randn(64, 32, 64)  # attention's scores, per head
+            # the fallback where the pool cannot take the cut (numba's threads busy)
+            monkeypatch.setattr(compiled, "split_product", lambda *args, **kwargs: False)
+            q @ k
+            assert not threads.blas_spinning()
+        finally:
+            bai.set_num_threads(None)
