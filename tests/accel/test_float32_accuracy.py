@@ -17,8 +17,7 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.accel import convolution, registry
-from buildingai.accel.kernels import compiled
+from buildingai.accel import registry
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("numba")
@@ -52,28 +51,6 @@ def assert_within_pytorchs(label: str, ours, theirs, exact) -> None:
         assert error <= bound * their_error + FLOOR, (
             f"{label}: {what} relative error {error:.3g} against PyTorch's {their_error:.3g}"
         )
-
-
-@pytest.fixture
-def kernels_run(monkeypatch, accel_on):
-    """Acceleration on; the compiled twins and direct convolutions take every call they can;
-    yields the set of kernel names that computed a call."""
-    monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
-    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
-    monkeypatch.setattr(compiled, "MIN_WORK", 0)
-    ran = set()
-    for entry in registry.registered():
-        if entry.run is None:
-            continue
-
-        def spy(*args, _run=entry.run, _name=entry.name, **kwargs):
-            result = _run(*args, **kwargs)
-            if result is not NotImplemented:
-                ran.add(_name)
-            return result
-
-        monkeypatch.setattr(entry, "run", spy)
-    return ran
 
 
 @pytest.fixture

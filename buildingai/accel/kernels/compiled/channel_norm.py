@@ -15,7 +15,22 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .rows import _centered_squares, _sum, _sum_and_dot, kernel
+from .rows import _centered_squares, _sum, _sum_and_dot, inline, kernel
+
+
+@inline
+def _statistics(x, c):
+    """(mean as float32, sum of squared deviations as float64) of channel c of an (N, C, S)
+    array: the rows' float32 sums added in float64, the mean first, then the centred squares."""
+    batch, _, size = x.shape
+    total = 0.0
+    for n in range(batch):
+        total += _sum(x[n, c])
+    mean = np.float32(total / (batch * size))
+    squares = 0.0
+    for n in range(batch):
+        squares += _centered_squares(x[n, c], mean)
+    return mean, squares
 
 
 @kernel
@@ -25,13 +40,7 @@ def standardize_channels(x, out, rstd, eps):
     batch, channels, size = x.shape
     scale = 1.0 / (batch * size)
     for c in prange(channels):
-        total = 0.0
-        for n in range(batch):
-            total += _sum(x[n, c])
-        mean = np.float32(total * scale)
-        squares = 0.0
-        for n in range(batch):
-            squares += _centered_squares(x[n, c], mean)
+        mean, squares = _statistics(x, c)
         reciprocal = np.float32(1.0 / np.sqrt(squares * scale + eps))
         rstd[c] = reciprocal
         for n in range(batch):
@@ -79,13 +88,6 @@ def channel_variances(x, out, correction):
     """out (C,) = the variance of each channel over axes 0 and 2 of an (N, C, S) array, the
     centred squares divided by N * S - correction."""
     batch, channels, size = x.shape
-    scale = 1.0 / (batch * size)
     for c in prange(channels):
-        total = 0.0
-        for n in range(batch):
-            total += _sum(x[n, c])
-        mean = np.float32(total * scale)
-        squares = 0.0
-        for n in range(batch):
-            squares += _centered_squares(x[n, c], mean)
+        _, squares = _statistics(x, c)
         out[c] = np.float32(squares / (batch * size - correction))
