@@ -279,7 +279,7 @@ def _routed_layer(xp, x, weight, bias=None) -> bool:
 def _transposed_entries(a, b):
     """``b.swapaxes(-1, -2)``; for a stack of small matrices, a contiguous copy of it: OpenBLAS
     multiplies a small matrix by a transposed one slower than by a plain one, by more than the
-    copy costs (64 entries (64x32)(32x64): 137 us as they are, 102 us with the copy)."""
+    copy costs (docs/design_notes/performance.md has the figures)."""
     view = b.swapaxes(-1, -2)
     small = a.shape[-2] * a.shape[-1] * view.shape[-1] <= SMALL_ENTRY_MULTIPLY_ADDS
     if b.ndim > 2 and isinstance(b, np.ndarray) and small:

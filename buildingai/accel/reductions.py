@@ -17,7 +17,7 @@ def _float_numpy(x) -> bool:
 
 
 # Below this many elements a sum over leading axes is faster as NumPy's own reduction than as
-# ``ones @ a`` (the product's call costs more than it saves: (32, 128) 3.8 against 7.0 us).
+# ``ones @ a``: the product's call costs more than it saves.
 COLUMN_SUM_MIN = 1 << 17
 
 

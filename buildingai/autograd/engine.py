@@ -72,8 +72,8 @@ _RECORDING = _BackwardRecording()
 
 class recording_backward:
     """``with recording_backward(deferrer): ...``: backward() on this thread stores the traced
-    gradient tensors themselves in ``.grad``; ``deferrer(action)`` receives work that must wait for the recorded optimizer update
-    (gradient clipping, see ``defer_to_update``)."""
+    gradient tensors themselves in ``.grad``; ``deferrer(action)`` receives work that must wait
+    for the recorded optimizer update (gradient clipping, see ``defer_to_update``)."""
 
     def __init__(self, deferrer=None) -> None:
         self.deferrer = deferrer

@@ -125,18 +125,19 @@ class Tracer(DispatchMode):
         key = id(thing)
         watch = self.watched.get(key)
         if watch is None:
-            watched, forget = self.watched, []
+            forget: dict = {}  # id(table) -> table
+            watched = self.watched
 
-            def freed(_, key=key, forget=forget):  # runs as ``thing`` is freed, on any thread
+            def freed(_, key=key):  # runs as ``thing`` is freed, on any thread
                 watched.pop(key, None)
-                for table in forget:
-                    table.discard(key) if isinstance(table, set) else table.pop(key, None)
+                for table in forget.values():
+                    if isinstance(table, set):
+                        table.discard(key)
+                    else:
+                        table.pop(key, None)
 
             watch = watched[key] = (weakref.ref(thing, freed), forget)
-        forget = watch[1]
-        for table in tables:
-            if not any(table is known for known in forget):
-                forget.append(table)
+        watch[1].update((id(table), table) for table in tables)
 
     def ref(self, tensor: Tensor, op) -> int:
         value_id = self.ids.get(id(tensor))
