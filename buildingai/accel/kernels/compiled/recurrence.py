@@ -84,22 +84,29 @@ def lstm_forward_step(recurrent, gates_x, bias, c_prev, acts, states, t):
 def lstm_backward_step(grad, acts, states, c_prev, recurrent, carry, out, t):
     batch, size = c_prev.shape
     for n in range(batch):
-        act, state, result = acts[t, n], states[t, n], out[t, n]
+        act, cell, result = acts[t, n], states[t, n, size:], out[t, n]
         i, f, g, o = act[:size], act[size : 2 * size], act[2 * size : 3 * size], act[3 * size :]
         grad_h, grad_c, c_before = grad[t, n, :size], grad[t, n, size:], c_prev[n]
         product, kept = recurrent[n], carry[n]
-        grad_pre, dc = result[: 4 * size], result[4 * size :]
-        dh = grad_pre[3 * size : 4 * size]  # dh until the output gate's gradient replaces it
+        grad_i, grad_f = result[:size], result[size : 2 * size]
+        grad_g, grad_o, dc = (
+            result[2 * size : 3 * size],
+            result[3 * size : 4 * size],
+            result[4 * size :],
+        )
+        # dh kept in a register; one loop per gate gradient keeps each loop's arrays few
         for j in range(size):
-            dh[j] = grad_h[j] + product[j]
+            tanh_c = tanh32(cell[j])
+            dh = grad_h[j] + product[j]
+            dc[j] = grad_c[j] + dh * (o[j] * (_ONE - tanh_c * tanh_c)) + kept[j]
+            grad_o[j] = dh * (tanh_c * (o[j] * (_ONE - o[j])))
         for j in range(size):
-            tanh_c = tanh32(state[size + j])
-            dc[j] = grad_c[j] + dh[j] * (o[j] * (_ONE - tanh_c * tanh_c)) + kept[j]
-            dh[j] = dh[j] * (tanh_c * (o[j] * (_ONE - o[j])))
+            grad_i[j] = dc[j] * (g[j] * (i[j] * (_ONE - i[j])))
         for j in range(size):
-            grad_pre[j] = dc[j] * (g[j] * (i[j] * (_ONE - i[j])))
-            grad_pre[size + j] = dc[j] * (c_before[j] * (f[j] * (_ONE - f[j])))
-            grad_pre[2 * size + j] = dc[j] * (i[j] * (_ONE - g[j] * g[j]))
+            grad_f[j] = dc[j] * (c_before[j] * (f[j] * (_ONE - f[j])))
+        for j in range(size):
+            grad_g[j] = dc[j] * (i[j] * (_ONE - g[j] * g[j]))
+        for j in range(size):
             kept[j] = dc[j] * f[j]
 
 
