@@ -262,6 +262,57 @@ def binary_operator(op, rank: int = 0, general=None):
     return operator
 
 
+def tensor_operator(op, general=None):
+    """The function of ``op`` on Tensors: ``tensor_operator(LINEAR)(x, weight, bias)`` is
+    exactly ``apply(LINEAR, x, weight, bias)`` (keyword arguments are the op's attributes),
+    with apply's steps for a layer's commonest call at inference written out in one function:
+    CPU Tensors that no mode watches and that record no gradient. Every other call goes to
+    ``general(*inputs, **attrs)``, or to ``apply`` when ``general`` is None.
+    ``benchmarks/suite/inference.py`` measures what this saves.
+    """
+    if general is None:
+
+        def general(*inputs, **attrs):
+            return apply(op, *inputs, **attrs)
+
+    check, differentiable = op.check, op.differentiable
+
+    def operator(*inputs, **attrs):
+        state = _current_state()
+        if state.observed or _device._cupy is not None:
+            return general(*inputs, **attrs)
+        records = state.grad_enabled and differentiable
+        arrays = []
+        for value in inputs:
+            if not isinstance(value, Tensor) or (records and value.requires_grad):
+                return general(*inputs, **attrs)
+            arrays.append(value.array)
+        try:
+            if check is not None:
+                check(*arrays, **attrs)
+            if op.accelerated:
+                data = run_accelerated(op, _SCRATCH, np, arrays, attrs)
+            else:
+                data = op.forward(_SCRATCH, np, *arrays, **attrs)
+        except BuildingAIError as error:
+            raise _with_module_path(error) from None
+        except (ValueError, TypeError, IndexError) as exc:
+            raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
+        if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
+            data = np.asarray(data)
+        if op.view or _accounting.tracking:
+            return output_tensor(op, data, inputs[0], None)
+        out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
+        out.array = data
+        out.grad = out._node = out._hooks = out._post_hooks = out._base = None
+        out.requires_grad = False
+        out._version = [0, None]
+        return out
+
+    operator.__name__ = op.name
+    return operator
+
+
 def run_forward(op, ctx, xp, *arrays, **attrs):
     """``op``'s output array from backend arrays, outside the graph and the mode stack: the
     first registered kernel of ``buildingai.accel`` that applies, else the record's forward.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from ..autograd.dispatch import apply, binary_operator
+from ..autograd.dispatch import apply, binary_operator, tensor_operator
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..backend.dtypes import is_floating
@@ -13,6 +13,8 @@ from ..ops import linalg as ops
 
 # The product through dispatch's operator path (apply's steps for an unwatched CPU call inline)
 _PRODUCT = binary_operator(ops.MATMUL)
+# The dense layer through dispatch's Tensor path (apply's steps for an unrecorded CPU call inline)
+_LINEAR = tensor_operator(ops.LINEAR)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -107,8 +109,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """
     check_floating_input("linear", x, weight)
     if bias is None:
-        return apply(ops.LINEAR, x, weight)
-    return apply(ops.LINEAR, x, weight, bias)
+        return _LINEAR(x, weight)
+    return _LINEAR(x, weight, bias)
 
 
 def check_floating_input(op: str, x: Tensor, weight: Tensor) -> None:

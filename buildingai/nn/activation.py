@@ -20,7 +20,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x, self.inplace)
+        return F.relu(x, True) if self.inplace else F.relu(x)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""

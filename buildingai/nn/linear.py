@@ -43,7 +43,12 @@ class Linear(Module):
         init_like_linear_(self.weight, self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.linear(x, self.weight, self.bias)
+        # read from their store: ``self.weight`` reaches it only after the instance and class
+        # lookups fail (``Module.__getattr__``), which costs more than the op's dispatch
+        parameters = self._parameters
+        if "weight" in parameters and "bias" in parameters:
+            return functions.linear(x, parameters["weight"], parameters["bias"])
+        return functions.linear(x, self.weight, self.bias)  # replaced by a plain attribute
 
     def extra_repr(self) -> str:
         return (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...autograd.dispatch import tensor_operator
 from ...autograd.mode import is_grad_enabled
 from ...autograd.tensor import Tensor
 from ...backend.device import array_namespace
@@ -19,6 +20,10 @@ from ...functions import activation as extra
 from ...functions import elementwise
 from ...functions.inplace import _in_place
 from ...functions.random_like import rand_like
+from ...ops.activation import RELU
+
+# relu through dispatch's Tensor path (apply's steps for an unrecorded CPU call inline)
+_relu = tensor_operator(RELU, general=elementwise.relu)
 
 
 def _keep_saved_output(x: Tensor) -> None:
@@ -54,7 +59,9 @@ def _activation(name: str, x: Tensor, compute: Callable[[Tensor], Tensor], inpla
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - PyTorch's name
     """max(x, 0). input: any shape (*) -> the same shape."""
-    return _activation("relu", input, elementwise.relu, inplace)
+    if inplace:
+        return in_place("relu", input, elementwise.relu)
+    return _relu(input)
 
 
 def leaky_relu(
