@@ -44,6 +44,12 @@ from .kernels import lstm_steps as steps
 from .registry import register, run_accelerated
 
 _FLOAT32 = np.dtype(np.float32)
+# Each step's recurrent product runs as one sgemm per block of the weight's columns, each block
+# of at most this many multiply-adds: under the limit (10^6) of OpenBLAS's small-matrix kernels,
+# which skip packing the operands (docs/design_notes/performance.md has the figures).
+BLOCK_MULTIPLY_ADDS = 1 << 19
+WIDEST_BLOCK = 64
+NARROWEST_BLOCK = 16
 
 
 def _float32_shapes(*pairs) -> bool:
@@ -83,13 +89,29 @@ def lstm_recurrence_fused(ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse)
     states = np.empty((length, batch, 2 * size), _FLOAT32)
     acts = np.empty((length, batch, gate_size), _FLOAT32)
     bias = np.zeros(gate_size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
-    w_hh_t = np.ascontiguousarray(w_hh.T)  # measured faster as the right operand than w_hh.T
+    w_hh_t = _column_blocks(w_hh.T, batch)
     recurrent = np.empty((batch, gate_size), _FLOAT32)
     h0, c0 = np.ascontiguousarray(h0), np.ascontiguousarray(c0)
     arrays = (gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse)
     _loop(steps.lstm_forward_loop, arrays)
     ctx.acts = acts
     return states
+
+
+def _column_blocks(matrix, rows: int):
+    """``matrix`` (k, n) as contiguous blocks of its columns (parts, k, width), for products
+    of ``rows`` rows by it: blocks of at most ``BLOCK_MULTIPLY_ADDS`` and at most
+    ``WIDEST_BLOCK`` columns, a power of two dividing n; one block where none fits."""
+    inner, columns = matrix.shape
+    width = WIDEST_BLOCK
+    while width >= NARROWEST_BLOCK and (
+        columns % width or rows * inner * width > BLOCK_MULTIPLY_ADDS
+    ):
+        width //= 2
+    if width < NARROWEST_BLOCK or width >= columns:
+        width = columns
+    parts = columns // width
+    return np.ascontiguousarray(matrix.reshape(inner, parts, width).transpose(1, 0, 2))
 
 
 def _loop(kernel, arrays) -> None:
@@ -194,7 +216,7 @@ def lstm_recurrence_grad_fused(ctx, xp, grad, acts, states, c0, w_hh, *, reverse
     out = np.empty((length, batch, 5 * size), _FLOAT32)
     recurrent = np.empty((batch, size), _FLOAT32)  # d pre of the step after, times w_hh
     carry = np.empty((batch, size), _FLOAT32)  # dc * f of the step after
-    c0, w_hh = np.ascontiguousarray(c0), np.ascontiguousarray(w_hh)
+    c0, w_hh = np.ascontiguousarray(c0), _column_blocks(w_hh, batch)
     _loop(steps.lstm_backward_loop, (grad, acts, states, c0, w_hh, recurrent, carry, out, reverse))
     return out
 

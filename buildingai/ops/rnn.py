@@ -111,8 +111,11 @@ class LSTMRecurrence(Op):
         through_time = LSTM_RECURRENCE_GRAD(grad, acts, out, c0, w_hh, reverse=reverse)
         grad_pre = through_time[..., :gate_size]  # (L, N, 4H): also the gradient of gates_x
         first = length - 1 if reverse else 0  # the step processed first reads h0 and c0
-        grad_h0 = grad_pre[first] @ w_hh
-        grad_c0 = through_time[first, :, gate_size:] * acts[first, :, size : 2 * size]
+        grad_h0 = grad_c0 = None  # for initial states that need none (zeros, most often)
+        if h0.requires_grad:
+            grad_h0 = grad_pre[first] @ w_hh
+        if c0.requires_grad:
+            grad_c0 = through_time[first, :, gate_size:] * acts[first, :, size : 2 * size]
         # One GEMM over all steps for the recurrent weight: sum_t d_pre_t^T h_{t-1}.
         flat_pre = grad_pre.reshape(length * batch, gate_size)
         grad_w_hh = flat_pre.T @ h_prev.reshape(length * batch, size)

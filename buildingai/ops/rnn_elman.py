@@ -91,7 +91,8 @@ class RNNRecurrence(Op):
         first = length - 1 if reverse else 0  # the step processed first reads h0
         flat_pre = grad_pre.reshape(length * batch, size)
         h_prev = _previous(out, h0, reverse).reshape(length * batch, size)
-        grads = [grad_pre, grad_pre[first] @ w_hh, flat_pre.T @ h_prev]
+        grad_h0 = grad_pre[first] @ w_hh if h0.requires_grad else None
+        grads = [grad_pre, grad_h0, flat_pre.T @ h_prev]
         if len(ctx.inputs) > 3:
             grads.append(flat_pre.sum(axis=0))
         return tuple(grads)

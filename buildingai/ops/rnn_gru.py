@@ -103,7 +103,9 @@ class GRURecurrence(Op):
             [grad_gates_x[..., : 2 * size], grad_gates_x[..., 2 * size :] * reset], axis=2
         )
         first = length - 1 if reverse else 0  # the step processed first reads h0
-        grad_h0 = dh[first] * update[first] + grad_hidden[first] @ w_hh
+        grad_h0 = None  # for an initial state that needs none (zeros, most often)
+        if h0.requires_grad:
+            grad_h0 = dh[first] * update[first] + grad_hidden[first] @ w_hh
         flat_hidden = grad_hidden.reshape(length * batch, gate_size)
         grads = [grad_gates_x, grad_h0, flat_hidden.T @ h_prev.reshape(length * batch, size)]
         if bias:

@@ -5,7 +5,9 @@ sequences held in place: the NumPy references of the compiled twins in
 Both write step ``t`` of arrays laid out as ``ops/rnn.py``'s records lay them out: gates
 (L, N, 4H) in the order i, f, g, o, states (L, N, 2H) as [h_t, c_t], and the gradient
 (L, N, 5H) as [d pre_t, d c_t]. The recurrent product of the step is done by the caller, on
-BLAS, and handed in as ``recurrent``.
+BLAS, and handed in as ``recurrent``. The loops take the recurrent weight as blocks of its
+columns, (parts, k, width) (``joined`` gives the matrix back): the twins multiply by one block
+at a time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from . import compiled
 
 def _sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
+
+
+def joined(blocks):
+    """The (k, parts * width) matrix whose column blocks are ``blocks`` (parts, k, width)."""
+    parts, inner, width = blocks.shape
+    return blocks.transpose(1, 0, 2).reshape(inner, parts * width)
 
 
 @compiled.compiled_twin("recurrence.lstm_forward_step")
@@ -56,11 +64,14 @@ def lstm_backward_step(xp, grad, acts, states, c_prev, recurrent, carry, out, t)
 
 
 @compiled.compiled_twin("recurrence.lstm_forward_loop")
-def lstm_forward_loop(xp, address, gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse):
+def lstm_forward_loop(
+    xp, address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse
+):
     """``lstm_forward_step`` for every step in processing order, each after its recurrent
-    product ``h_{t-1} @ w_hh_t`` into ``recurrent``. ``address`` is for the twin (the sgemm it
-    calls)."""
+    product ``h_{t-1} @ w_hh^T`` into ``recurrent`` (w_hh^T (H, 4H) as column blocks).
+    ``address`` is for the twin (the sgemm it calls)."""
     length, size = gates_x.shape[0], h0.shape[-1]
+    w_hh_t = joined(w_hh_t_blocks)
     h, c = h0, c0
     for t in range(length - 1, -1, -1) if reverse else range(length):
         xp.matmul(h, w_hh_t, out=recurrent)
@@ -69,10 +80,14 @@ def lstm_forward_loop(xp, address, gates_x, h0, c0, w_hh_t, bias, recurrent, act
 
 
 @compiled.compiled_twin("recurrence.lstm_backward_loop")
-def lstm_backward_loop(xp, address, grad, acts, states, c0, w_hh, recurrent, carry, out, reverse):
+def lstm_backward_loop(
+    xp, address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse
+):
     """``lstm_backward_step`` for every step from the one processed last, each after the
-    product of the previous one's d pre with w_hh into ``recurrent``."""
+    product of the previous one's d pre with w_hh (4H, H), as column blocks, into
+    ``recurrent``."""
     length, size = acts.shape[0], c0.shape[-1]
+    w_hh = joined(w_hh_blocks)
     recurrent[...] = 0
     carry[...] = 0
     after = None

@@ -118,9 +118,24 @@ _NO_TRANSPOSE = 111  # CBLAS's enumeration
 
 
 @step
-def lstm_forward_loop(address, gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse):
-    """``lstm_forward_step`` for every step in order: h0, c0 (N, H) C-contiguous, w_hh_t
-    (H, 4H) C-contiguous, recurrent (N, 4H) scratch; ``address`` is a CBLAS sgemm."""
+def _product_by_blocks(address, rows, a_at, lda, blocks, c_at, ldc):
+    """c = a @ b, a (rows, k) at address ``a_at`` with leading dimension ``lda``, b as its
+    column blocks (parts, k, width), c at ``c_at`` (leading dimension ``ldc``): one sgemm per
+    block, each small enough for OpenBLAS's small-matrix kernels, which skip the packing of
+    the whole product's operands."""
+    parts, inner, width = blocks.shape
+    for part in range(parts):
+        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, rows, width, inner, _ONE, a_at, lda,
+                   blocks[part].ctypes.data, width, c_at + 4 * part * width, ldc)  # fmt: skip
+
+
+@step
+def lstm_forward_loop(
+    address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse
+):
+    """``lstm_forward_step`` for every step in order: h0, c0 (N, H) C-contiguous, w_hh_t_blocks
+    (parts, H, width) the column blocks of w_hh^T, recurrent (N, 4H) scratch; ``address`` is a
+    CBLAS sgemm."""
     length, batch, gate_size = gates_x.shape
     size = gate_size // 4
     row = states.strides[1] // 4  # the leading dimension of h_t inside states
@@ -132,15 +147,19 @@ def lstm_forward_loop(address, gates_x, h0, c0, w_hh_t, bias, recurrent, acts, s
         else:
             h_at = states[before].ctypes.data
             leading, c_before = row, states[before, :, size:]
-        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, gate_size, size, _ONE, h_at,
-                   leading, w_hh_t.ctypes.data, gate_size, recurrent.ctypes.data, gate_size)  # fmt: skip
+        _product_by_blocks(
+            address, batch, h_at, leading, w_hh_t_blocks, recurrent.ctypes.data, gate_size
+        )
         lstm_forward_step(recurrent, gates_x, bias, c_before, acts, states, t)
 
 
 @step
-def lstm_backward_loop(address, grad, acts, states, c0, w_hh, recurrent, carry, out, reverse):
-    """``lstm_backward_step`` for every step back: c0 (N, H), w_hh (4H, H) C-contiguous;
-    recurrent and carry (N, H) scratch, zeroed here; ``address`` is a CBLAS sgemm."""
+def lstm_backward_loop(
+    address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse
+):
+    """``lstm_backward_step`` for every step back: c0 (N, H) C-contiguous, w_hh_blocks
+    (parts, 4H, width) the column blocks of w_hh; recurrent and carry (N, H) scratch, zeroed
+    here; ``address`` is a CBLAS sgemm."""
     length, batch, gate_size = acts.shape
     size = gate_size // 4
     row = out.strides[1] // 4
@@ -150,9 +169,15 @@ def lstm_backward_loop(address, grad, acts, states, c0, w_hh, recurrent, carry, 
         t = s if reverse else length - 1 - s
         if s > 0:
             after = t - 1 if reverse else t + 1
-            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, gate_size, _ONE,
-                       out[after].ctypes.data, row, w_hh.ctypes.data, size,
-                       recurrent.ctypes.data, size)  # fmt: skip
+            _product_by_blocks(
+                address,
+                batch,
+                out[after].ctypes.data,
+                row,
+                w_hh_blocks,
+                recurrent.ctypes.data,
+                size,
+            )
         if s == length - 1:
             c_before = c0[:, :size]
         else:
