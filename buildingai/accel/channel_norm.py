@@ -1,11 +1,14 @@
-"""Faster kernels of ``standardize`` and ``standardize_grad`` (``ops/norm.py``) over every axis
-but the channel axis 1: the statistics of batch normalisation in training.
+"""Faster kernels over every axis but the channel axis 1: batch normalisation in training
+(the records of ``ops/batch_norm.py``), and ``standardize``, its gradient, ``mean`` and ``var``
+(``ops/norm.py``, ``ops/reduce.py``) when called over those axes.
 
-The record normalises with NumPy reductions over axes (0, 2, 3, ...), which walk the input
+The records normalise with NumPy reductions over axes (0, 2, 3, ...), which walk the input
 several times with temporaries between them. Here an (N, C, *spatial) input is seen as (N, C, S)
-and each channel computed in one task of the compiled twin (``kernels/compiled/channel_norm.py``):
-its statistics, then its output, two reads of the input. The twins take float32 NumPy arrays;
-everything else (float64, CuPy, acceleration without numba) runs the record.
+or (N, C * S) and handed to the compiled twins (``kernels/compiled/channel_norm.py``): each
+per-channel statistic is one pass over the input summed in float64 (two for the variance), each
+map (the normalisation with its affine map, the input gradient) one pass that reads its inputs
+and writes its output once. The twins take float32 NumPy arrays; everything else (float64,
+CuPy, acceleration without numba) runs the record.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ import math
 
 import numpy as np
 
+from ..ops.batch_norm import (
+    BATCH_NORM,
+    BATCH_NORM_GRAD_SUMS,
+    BATCH_NORM_INPUT_GRAD,
+    BATCH_STATISTICS,
+)
 from ..ops.norm import STANDARDIZE, STANDARDIZE_GRAD
 from ..ops.reduce import MEAN, VAR, kept_shape
 from .kernels import compiled
@@ -61,6 +70,42 @@ def _channel_variances(xp, x, out, *, correction):
     mean = (x.sum(axis=(0, 2), dtype=np.float64) / count).astype(x.dtype)
     squares = xp.square(x - mean[:, None]).sum(axis=(0, 2), dtype=np.float64)
     out[...] = squares / (count - correction)
+
+
+@compiled_twin("channel_norm.batch_statistics_blocks", params=("size", "block"))
+def _batch_statistics(xp, x, stats, *, size, block):
+    """stats (2, C) = the mean and the biased variance of each channel of x (N, C * size),
+    summed in float64 (``block``: the channels of one compiled task)."""
+    channels = x.reshape(x.shape[0], -1, size)
+    mean = channels.mean(axis=(0, 2), dtype=np.float64)
+    centered = channels - mean[:, None]
+    stats[0] = mean
+    stats[1] = np.square(centered).mean(axis=(0, 2))
+
+
+@compiled_twin("channel_norm.batch_norm_grad_sums_blocks", params=("size", "block"))
+def _batch_norm_grad_sums(xp, g, x, mean, rstd, sums, *, size, block):
+    """sums (2, C) = ``sum(g * xhat)`` and ``sum(g)`` per channel of g and x (N, C * size),
+    xhat = (x - mean) * rstd, mean and rstd (C,); summed in float64."""
+    grads = g.reshape(g.shape[0], -1, size).astype(np.float64)
+    centered = x.reshape(x.shape[0], -1, size) - mean[:, None]
+    sums[0] = (grads * centered).sum(axis=(0, 2)) * rstd
+    sums[1] = grads.sum(axis=(0, 2))
+
+
+@compiled_twin("channel_norm.channel_affine_map")
+def _channel_affine_map(xp, x, out, mean, scale, shift):
+    """out = (x - mean) * scale + shift per channel of x, out (N, C, S); the rest (C,)."""
+    np.subtract(x, mean[:, None], out=out)
+    out *= scale[:, None]
+    out += shift[:, None]
+
+
+@compiled_twin("channel_norm.channel_affine_grad_map")
+def _channel_affine_grad_map(xp, g, x, out, grad_scale, mean, scale, shift):
+    """out = g * grad_scale + (x - mean) * scale + shift per channel of (N, C, S) arrays."""
+    _channel_affine_map(xp, x, out, mean, scale, shift)
+    out += g * grad_scale[:, None]
 
 
 # ----- the registered kernels ---------------------------------------------------------------------
@@ -173,3 +218,120 @@ register(
     description="every axis but 1 (batch norm's running variance): one compiled task per channel",
     requires=("numba",),
 )
+
+
+# ----- batch normalisation in training --------------------------------------------------------
+
+
+def _float32_batch(xp, x, *arrays, **attrs) -> bool:
+    """A non-empty float32 NumPy input (N, C, *), twins available."""
+    return (
+        xp is np and x.dtype == np.float32 and x.ndim >= 2 and x.size > 0 and compiled.available()
+    )
+
+
+def _float32(*arrays) -> bool:
+    """Whether every array given (None skipped) is float32."""
+    return all(array is None or array.dtype == np.float32 for array in arrays)
+
+
+def _positions(x) -> int:
+    """The values per sample and channel of x (N, C, *): S of its (N, C, S) view."""
+    return math.prod(x.shape[2:])
+
+
+def _block(channels: int, size: int) -> int:
+    """Channels per compiled task of the per-channel sums: a few hundred values of each row,
+    and at least two tasks where there are two channels."""
+    return max(1, min(max(1, 256 // size), (channels + 1) // 2))
+
+
+def _columns(array):
+    """``array`` (N, C, *spatial) as (N, C * S) (a copy if not contiguous)."""
+    return array.reshape(array.shape[0], -1)
+
+
+def _reciprocal_deviation(stats, eps):
+    """1 / sqrt(var + eps) (C,) from statistics (2, C), as the record computes it."""
+    return 1 / np.sqrt(stats[1] + np.float32(eps))
+
+
+def batch_statistics(ctx, xp, x):
+    """float32: the compiled twin, one task per block of channels, sums in float64."""
+    size = _positions(x)
+    stats = np.empty((2, x.shape[1]), np.float32)
+    keywords = {"size": size, "block": _block(x.shape[1], size)}
+    if not compiled.run(_batch_statistics, [_columns(x), stats], keywords):
+        return NotImplemented
+    return stats
+
+
+def batch_norm(ctx, xp, x, stats, weight=None, bias=None, *, eps):
+    """float32: ``(x - mean) * (rstd * weight) + bias`` in one pass, rows on numba's threads."""
+    if not _float32(stats, weight, bias):
+        return NotImplemented
+    scale = _reciprocal_deviation(stats, eps)
+    if weight is not None:
+        scale *= weight
+    shift = np.zeros_like(scale) if bias is None else np.ascontiguousarray(bias)
+    out = np.empty(x.shape, np.float32)
+    arrays = [_channels(x), _channels(out), np.ascontiguousarray(stats[0]), scale, shift]
+    if not compiled.run(_channel_affine_map, arrays):
+        return NotImplemented
+    return out
+
+
+def batch_norm_grad_sums(ctx, xp, g, x, stats, *, eps):
+    """float32 of one shape: the compiled twin, one task per block of channels."""
+    if not (_float32(g, stats) and g.shape == x.shape):
+        return NotImplemented
+    size = _positions(x)
+    sums = np.empty_like(stats)
+    arrays = [
+        _columns(g),
+        _columns(x),
+        np.ascontiguousarray(stats[0]),
+        _reciprocal_deviation(stats, eps),
+        sums,
+    ]
+    if not compiled.run(
+        _batch_norm_grad_sums, arrays, {"size": size, "block": _block(x.shape[1], size)}
+    ):
+        return NotImplemented
+    return sums
+
+
+def batch_norm_input_grad(ctx, xp, g, x, stats, sum_gx, sum_g, weight=None, *, eps):
+    """float32 of one shape: ``g * a + (x - mean) * b + c`` per channel in one pass, with
+    a = rstd * weight, b = -a * rstd * sum_gx / M and c = -a * sum_g / M."""
+    if not (_float32(g, stats, sum_gx, sum_g, weight) and g.shape == x.shape):
+        return NotImplemented
+    count = math.prod(x.shape) // x.shape[1]
+    ctx.count = count  # as the record notes it for its backward
+    rstd = _reciprocal_deviation(stats, eps)
+    grad_scale = rstd if weight is None else rstd * weight
+    share = np.float32(1 / count)
+    scale = -grad_scale * rstd * (sum_gx * share)
+    shift = -grad_scale * (sum_g * share)
+    out = np.empty(x.shape, np.float32)
+    arrays = [_channels(g), _channels(x), _channels(out), grad_scale]
+    arrays += [np.ascontiguousarray(stats[0]), scale, shift]
+    if not compiled.run(_channel_affine_grad_map, arrays):
+        return NotImplemented
+    return out
+
+
+for _op, _kernel in (
+    (BATCH_STATISTICS, batch_statistics),
+    (BATCH_NORM, batch_norm),
+    (BATCH_NORM_GRAD_SUMS, batch_norm_grad_sums),
+    (BATCH_NORM_INPUT_GRAD, batch_norm_input_grad),
+):
+    register(
+        _op,
+        _float32_batch,
+        _kernel,
+        name=f"{_op.name}.channels",
+        description="float32 channels: one compiled pass, channels on numba's threads",
+        requires=("numba",),
+    )

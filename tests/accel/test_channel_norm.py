@@ -1,7 +1,7 @@
-"""The channel kernels of ``standardize``, its gradient, ``mean`` and ``var`` (every axis but 1,
-as batch normalisation calls them) against the records, and batch normalisation with them
-against PyTorch: values, gradients and running statistics, and float32 error against a float64
-reference within 1.5x PyTorch's own."""
+"""The channel kernels of ``standardize``, its gradient, ``mean`` and ``var`` (every axis but 1)
+and of batch normalisation's records (``ops/batch_norm.py``) against the records, and batch
+normalisation with them against PyTorch: values, gradients and running statistics, and float32
+error against a float64 reference within 1.5x PyTorch's own."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("numba")
 
 KERNELS = {"standardize.channels", "standardize_grad.channels", "mean.channels", "var.channels"}
+BATCH_NORM_KERNELS = {
+    "batch_statistics.channels",
+    "batch_norm.channels",
+    "batch_norm_grad_sums.channels",
+    "batch_norm_input_grad.channels",
+}
 SHAPES = [(32, 8, 16, 16), (4, 3, 100), (2, 5, 6, 7, 8), (64, 4)]
 
 
@@ -107,10 +113,60 @@ def test_batch_norm_training_against_pytorch(kernels_run):
         for name in ("running_mean", "running_var"):
             np.testing.assert_allclose(getattr(ours, name).numpy(),
                                        getattr(theirs, name).numpy(), rtol=tolerance)  # fmt: skip
-    assert kernels_run >= KERNELS
+    assert kernels_run >= BATCH_NORM_KERNELS
     _, theirs64, _, yt64, _, xt64 = results["float64"]
-    _, theirs32, ys32, yt32, xs32, xt32 = results["float32"]
+    ours32, theirs32, ys32, yt32, xs32, xt32 = results["float32"]
     assert_within_pytorchs("batch_norm output", ys32.numpy(), yt32.detach().numpy(),
                            yt64.detach().numpy())  # fmt: skip
     assert_within_pytorchs("batch_norm input gradient", xs32.grad.numpy(), xt32.grad.numpy(),
                            xt64.grad.numpy())  # fmt: skip
+    for name in ("weight", "bias"):
+        assert_within_pytorchs(f"batch_norm {name} gradient", getattr(ours32, name).grad.numpy(),
+                               getattr(theirs32, name).grad.numpy(),
+                               getattr(theirs64, name).grad.numpy())  # fmt: skip
+
+
+def _batch_norm_both_ways(x, g, affine):
+    """(output, gradients of x and of each parameter, running statistics) of F.batch_norm in
+    training with acceleration on and then off."""
+    channels = x.shape[1]
+    rng = np.random.default_rng(3)
+    params = [rng.uniform(0.5, 2, channels).astype(np.float32) if a else None for a in affine]
+    results = []
+    for on in (True, False):
+        with bai.accel.enabled(on):
+            t = bai.tensor(x, requires_grad=True)
+            w, b = (None if p is None else bai.tensor(p, requires_grad=True) for p in params)
+            stats = [bai.zeros(channels), bai.ones(channels)]
+            y = F.batch_norm(t, *stats, w, b, training=True, momentum=0.3)
+            y.backward(bai.tensor(g))
+            grads = [v.grad.numpy() for v in (t, w, b) if v is not None]
+            results.append([y.numpy(), *grads, *(s.numpy() for s in stats)])
+    return results
+
+
+@pytest.mark.parametrize("shape", [*SHAPES, (32, 64, 4, 4), (3, 7, 33)])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)], ids=str)
+def test_batch_norm_kernels_against_the_records(kernels_run, shape, affine):
+    x = _input(shape)
+    g = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    ours, expected = _batch_norm_both_ways(x, g, affine)
+    for result, reference in zip(ours, expected):
+        assert result.dtype == reference.dtype
+        np.testing.assert_allclose(result, reference, rtol=2e-4, atol=2e-4)
+    assert kernels_run >= BATCH_NORM_KERNELS
+
+
+def test_batch_norm_kernels_take_strided_inputs_and_gradients(kernels_run):
+    x = bai.tensor(_input((4, 3, 5, 6))).permute(0, 1, 3, 2)  # not contiguous
+    g = bai.tensor(np.random.default_rng(1).standard_normal((4, 3, 6, 5)).astype(np.float32))
+    results = []
+    for on in (True, False):
+        with bai.accel.enabled(on):
+            t = x.detach().requires_grad_()
+            y = F.batch_norm(t, None, None, training=True)
+            (y * g.permute(0, 1, 3, 2).permute(0, 1, 3, 2)).sum().backward()
+            results.append((y.numpy(), t.grad.numpy()))
+    for result, reference in zip(*results):
+        np.testing.assert_allclose(result, reference, rtol=2e-4, atol=2e-4)
+    assert kernels_run >= BATCH_NORM_KERNELS

@@ -2,7 +2,8 @@
 
 Each centres and scales its input over some axes with the ``standardize`` primitive (or, for
 rms_norm, a short composite) and then applies an optional per-feature affine map ``xhat * w + b``;
-``layer_norm`` with a weight does both in one op (``ops/layer_norm.py``).
+``layer_norm`` with a weight does both in one op (``ops/layer_norm.py``), as does ``batch_norm``
+in training (``ops/batch_norm.py``).
 Arguments, defaults and semantics follow ``torch.nn.functional``.
 """
 
@@ -18,6 +19,7 @@ from ...autograd.mode import no_grad
 from ...autograd.tensor import Tensor
 from ...errors import ArgumentError, ShapeError
 from ...ops import norm as ops
+from ...ops.batch_norm import BATCH_NORM, BATCH_STATISTICS
 from ...ops.layer_norm import LAYER_NORM
 
 
@@ -162,6 +164,28 @@ def _update_running_stats(
             running_var.copy_(running_var * (1 - momentum) + variance * momentum)
 
 
+def _blend_running_stats(
+    stats: Tensor,
+    count: int,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    momentum: float,
+) -> None:
+    """Blend a batch's statistics (2, C) (mean, biased variance over ``count`` values per
+    channel) into the running ones given, in place and outside the graph::
+
+        running_mean = (1 - momentum) * running_mean + momentum * mean
+        running_var  = (1 - momentum) * running_var  + momentum * unbiased_var
+    """
+    with no_grad():
+        if running_mean is not None:
+            mean = stats[0].astype(running_mean.dtype)
+            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+        if running_var is not None:
+            variance = (stats[1] * (count / (count - 1))).astype(running_var.dtype)
+            running_var.copy_(running_var * (1 - momentum) + variance * momentum)
+
+
 def batch_norm(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     running_mean: Tensor | None,
@@ -200,16 +224,12 @@ def batch_norm(
                 help="use a batch of 2 or more samples, or call model.eval() to use the running "
                 "statistics",
             )
-        out = standardize(input, axes, eps)
-        _update_running_stats(
-            input,
-            running_mean,
-            running_var,
-            momentum,
-            lambda batch: batch.mean(axis=axes),
-            lambda batch: batch.var(axis=axes, correction=1),
-        )
-        return _channel_affine(out, weight, bias)
+        stats = apply(BATCH_STATISTICS, input)  # (2, C): each channel's mean and variance
+        _blend_running_stats(stats, count, running_mean, running_var, momentum)
+        if weight is None and bias is not None:
+            return _channel_affine(apply(BATCH_NORM, input, stats, eps=float(eps)), None, bias)
+        params = () if weight is None else (weight,) if bias is None else (weight, bias)
+        return apply(BATCH_NORM, input, stats, *params, eps=float(eps))
 
     if running_mean is None or running_var is None:
         raise ArgumentError(

@@ -1,13 +1,13 @@
-"""Compiled twins of the channel normalisation kernels: ``standardize`` and its gradient over
-every axis but the channel axis, as batch normalisation calls them (``accel/channel_norm.py``
-holds the NumPy kernels they twin).
+"""Compiled twins of the channel normalisation kernels (``accel/channel_norm.py`` holds the
+NumPy kernels they twin): ``standardize`` and its gradient over every axis but the channel
+axis, and batch normalisation's statistics, per-channel gradient sums and maps.
 
-The arrays are (N, C, S) float32 views of (N, C, *spatial) inputs, per-channel values (C,).
-Each channel is one task on numba's threads: its N rows of S values are summed row by row in
-float32 vector lanes (``rows.py``'s reductions) and the row sums added in float64, so a
-channel's statistics over N * S values keep about float32's precision however many there
-are; the output is then written in one pass. A channel reads its inputs twice (the statistics,
-then the output) instead of NumPy's five or more passes with temporaries.
+The arrays are (N, C, S) or (N, C * S) float32 views of (N, C, *spatial) inputs, per-channel
+values (C,). In ``standardize_channels`` and its kin each channel is one task on numba's
+threads: its N rows of S values are summed row by row in float32 vector lanes (``rows.py``'s
+reductions) and the row sums added in float64. Batch normalisation's kernels sum blocks of
+channels column by column in float64 (see below), and its maps run rows of S values on
+numba's threads.
 """
 
 from __future__ import annotations
@@ -91,3 +91,120 @@ def channel_variances(x, out, correction):
     for c in prange(channels):
         _, squares = _statistics(x, c)
         out[c] = np.float32(squares / (batch * size - correction))
+
+
+# ----- batch normalisation in training: statistics, the affine map, the gradient ------------------
+# The per-channel sums run over blocks of channels: a task adds the N rows of its block's
+# columns (x seen as (N, C * S), the block's columns contiguous in each row) into float64
+# partial sums, one per column, then adds each channel's S partial sums. The row loop is a
+# vertical add, vectorised without reordering any sum, and a block spans hundreds of values
+# per row however small S is.
+
+
+@kernel
+def batch_statistics_blocks(x, stats, size, block):
+    """stats (2, C) = the mean and the biased variance of each channel of x (N, C * size): the
+    mean first, then the centred squares, both summed in float64."""
+    batch, columns = x.shape
+    channels = columns // size
+    count = batch * size
+    for task in prange((channels + block - 1) // block):
+        first, last = task * block, min(channels, task * block + block)
+        start, width = first * size, (last - first) * size
+        partial = np.zeros(width, np.float64)
+        for n in range(batch):
+            row = x[n, start : start + width]
+            for k in range(width):
+                partial[k] += row[k]
+        means = np.empty(width, np.float64)
+        for c in range(first, last):
+            offset = (c - first) * size
+            total = 0.0
+            for j in range(size):
+                total += partial[offset + j]
+            mean = total / count
+            stats[0, c] = mean
+            for j in range(size):
+                means[offset + j] = mean
+                partial[offset + j] = 0.0
+        for n in range(batch):
+            row = x[n, start : start + width]
+            for k in range(width):
+                deviation = row[k] - means[k]
+                partial[k] += deviation * deviation
+        for c in range(first, last):
+            offset = (c - first) * size
+            total = 0.0
+            for j in range(size):
+                total += partial[offset + j]
+            stats[1, c] = total / count
+
+
+@kernel
+def batch_norm_grad_sums_blocks(g, x, mean, rstd, sums, size, block):
+    """sums (2, C) = ``sum(g * xhat)`` and ``sum(g)`` per channel of g and x (N, C * size),
+    xhat = (x - mean) * rstd with mean and rstd (C,); summed in float64."""
+    batch, columns = x.shape
+    channels = columns // size
+    for task in prange((channels + block - 1) // block):
+        first, last = task * block, min(channels, task * block + block)
+        start, width = first * size, (last - first) * size
+        means = np.empty(width, np.float32)
+        for c in range(first, last):
+            for j in range(size):
+                means[(c - first) * size + j] = mean[c]
+        projection = np.zeros(width, np.float64)
+        total = np.zeros(width, np.float64)
+        for n in range(batch):
+            grads, row = g[n, start : start + width], x[n, start : start + width]
+            for k in range(width):
+                grad = np.float64(grads[k])
+                total[k] += grad
+                projection[k] += grad * (row[k] - means[k])
+        for c in range(first, last):
+            offset = (c - first) * size
+            channel_projection = 0.0
+            channel_total = 0.0
+            for j in range(size):
+                channel_projection += projection[offset + j]
+                channel_total += total[offset + j]
+            sums[0, c] = channel_projection * rstd[c]
+            sums[1, c] = channel_total
+
+
+@kernel
+def channel_affine_map(x, out, mean, scale, shift):
+    """out = (x - mean) * scale + shift per channel of x, out (N, C, S); mean, scale and shift
+    (C,)."""
+    batch, channels, size = x.shape
+    if size == 1:  # (N, C): the channels are the contiguous axis
+        for n in prange(batch):
+            for c in range(channels):
+                out[n, c, 0] = (x[n, c, 0] - mean[c]) * scale[c] + shift[c]
+        return
+    for row in prange(batch * channels):
+        n = row // channels
+        c = row - n * channels
+        m, s, t = mean[c], scale[c], shift[c]
+        for j in range(size):
+            out[n, c, j] = (x[n, c, j] - m) * s + t
+
+
+@kernel
+def channel_affine_grad_map(g, x, out, grad_scale, mean, scale, shift):
+    """out = g * grad_scale + (x - mean) * scale + shift per channel of g, x and out
+    (N, C, S); the coefficients (C,)."""
+    batch, channels, size = x.shape
+    if size == 1:
+        for n in prange(batch):
+            for c in range(channels):
+                out[n, c, 0] = g[n, c, 0] * grad_scale[c] + (
+                    (x[n, c, 0] - mean[c]) * scale[c] + shift[c]
+                )
+        return
+    for row in prange(batch * channels):
+        n = row // channels
+        c = row - n * channels
+        a, m, s, t = grad_scale[c], mean[c], scale[c], shift[c]
+        for j in range(size):
+            out[n, c, j] = g[n, c, j] * a + ((x[n, c, j] - m) * s + t)
