@@ -9,6 +9,10 @@ stay the reference; these compute the same values another way, each where it pay
   more threads than they do (one pool of one thread); where they would get one thread and the
   product more, im2col runs.
   ``correlate`` and ``correlate_weight_grad`` below are their NumPy references.
+- ``*.strided`` (numba): the forward and input gradient of float32 stride-2 convolutions that
+  halve an even image (``kernels/compiled/conv_strided.py``): the input split into its four
+  phase images (rows and columns of each parity), each tap one shift on one of them, summed by
+  the same flat tiles. Their weight gradient keeps im2col, whose one long product is faster.
 - ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
   multiply-adds per kernel offset, or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
@@ -79,14 +83,16 @@ def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
     out[...] = conv._conv_weight_grad(xp, x, grad, out.shape[2:], (1, 1), padding, (1, 1), 1)
 
 
-def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int) -> bool:
-    """float32 NumPy arrays, stride 1, no dilation, one group, and ``DIRECT_MIN_THREADS`` of
-    numba's threads free now for ``outputs`` output values, or as many as one pool would give
-    the im2col product (one thread each: the register tiles beat the product's GEMM)."""
+def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int, step=1) -> bool:
+    """float32 NumPy arrays, stride ``step``, no dilation, one group, and
+    ``DIRECT_MIN_THREADS`` of numba's threads free now for ``outputs`` output values, or as
+    many as one pool would give the im2col product (one thread each: the register tiles beat
+    the product's GEMM)."""
     if not (
         xp is np
         and first.dtype == second.dtype == np.float32
-        and tuple(stride) == tuple(dilation) == (1, 1)
+        and tuple(stride) == (step, step)
+        and tuple(dilation) == (1, 1)
         and groups == 1
     ):
         return False
@@ -145,6 +151,63 @@ def _direct_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilat
 def _direct_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     out = np.empty((grad.shape[1], x.shape[1]) + tuple(weight_size), np.float32)
     if compiled.run(correlate_weight_grad, (x, grad, out), {"padding": tuple(padding)}):
+        return out
+    return NotImplemented
+
+
+# ----- stride 2 on phase images (numba) ----------------------------------------------------------
+
+
+@compiled_twin("conv_strided.correlate", params=("padding",))
+def correlate_strided(xp, x, taps, bias, out, *, padding) -> None:
+    """out (N, O, H/2, W/2) = x (N, C, H, W) convolved with taps (O, C, kh, kw) at stride 2
+    with zero padding ``padding``, plus bias (O,) or None: the reference of its twin, which
+    splits x into its four phase images and runs the stride-1 flat tiles on them."""
+    out[...] = conv._conv(xp, x, taps, (2, 2), padding, (1, 1), 1, bias)
+
+
+@compiled_twin("conv_strided.correlate_transposed", params=("padding",))
+def correlate_strided_transposed(xp, grad, weight, out, *, padding) -> None:
+    """out (N, C, H, W) = the input gradient of ``correlate_strided`` for the output gradient
+    grad (N, O, H/2, W/2) and weight (O, C, kh, kw): the reference of its twin."""
+    out[...] = conv._conv_input_grad(xp, grad, weight, out.shape[2:], (2, 2), padding, (1, 1), 1)
+
+
+def _halves(size, kernel, padding) -> bool:
+    """Whether a stride-2 convolution maps an even (H, W) to exactly (H/2, W/2): then every
+    output position's window reads the four phase images at the output's own grid."""
+    return all(s % 2 == 0 for s in size) and conv.output_hw(
+        size, kernel, (2, 2), padding, (1, 1)
+    ) == tuple(s // 2 for s in size)
+
+
+def _strided_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    outputs = x.size // x.shape[1] // 4 * weight.shape[0]
+    return _halves(x.shape[2:], weight.shape[2:], padding) and _direct_fits(
+        xp, x, weight, stride, dilation, groups, outputs, step=2
+    )
+
+
+def _strided_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    out = np.empty((x.shape[0], weight.shape[0], x.shape[2] // 2, x.shape[3] // 2), np.float32)
+    if compiled.run(correlate_strided, (x, weight, bias, out), {"padding": tuple(padding)}):
+        return out
+    return NotImplemented
+
+
+def _strided_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    outputs = grad.shape[0] * weight.shape[1] * prod(input_size)
+    return (
+        _halves(input_size, weight.shape[2:], padding)
+        and tuple(grad.shape[2:]) == tuple(s // 2 for s in input_size)
+        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs, step=2)
+    )
+
+
+def _strided_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
+    out = np.empty((grad.shape[0], weight.shape[1]) + tuple(input_size), np.float32)
+    keywords = {"padding": tuple(padding)}
+    if compiled.run(correlate_strided_transposed, (grad, weight, out), keywords):
         return out
     return NotImplemented
 
@@ -319,6 +382,15 @@ register(
 )
 register(
     conv.CONV2D,
+    _strided_conv_fits,
+    _strided_conv,
+    name="conv2d.strided",
+    requires=NUMBA,
+    description="float32 stride-2 convolution halving an even image: the flat tiles on its "
+    "four phase images",
+)
+register(
+    conv.CONV2D,
     _depthwise_conv_fits,
     _depthwise_conv,
     name="conv2d.depthwise",
@@ -339,6 +411,14 @@ register(
     name="conv2d_input_grad.direct",
     requires=NUMBA,
     description="the turned filters' direct correlation on register tiles",
+)
+register(
+    conv.CONV2D_INPUT_GRAD,
+    _strided_input_grad_fits,
+    _strided_input_grad,
+    name="conv2d_input_grad.strided",
+    requires=NUMBA,
+    description="the stride-2 input gradient, phase image by phase image on the flat tiles",
 )
 register(
     conv.CONV2D_INPUT_GRAD,

@@ -100,6 +100,7 @@ def _compare(label, ours_fn, torch_fn, inputs, seed=1, grads=True):
 
 DIRECT = ("conv2d.direct", "conv2d_input_grad.direct", "conv2d_weight_grad.direct")
 IM2COL = ("conv2d.im2col", "conv2d_input_grad.im2col", "conv2d_weight_grad.im2col")
+STRIDED = ("conv2d.strided", "conv2d_input_grad.strided", "conv2d_weight_grad.im2col")
 # (x shape, weight shape, stride, padding, groups, kernels switched off, kernels that must run)
 CONV_CASES = {
     "resnet-layer1-8x8-direct": ((8, 64, 8, 8), (64, 64, 3, 3), 1, 1, 1, (), DIRECT),
@@ -125,9 +126,18 @@ CONV_CASES = {
     "no-padding-direct": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, (), DIRECT),
     "many-channels-direct": ((8, 256, 8, 8), (256, 256, 3, 3), 1, 1, 1, (), DIRECT),
     "one-by-one-direct": ((8, 64, 16, 16), (128, 64, 1, 1), 1, 0, 1, (), DIRECT),
-    "one-by-one-stride-2": ((8, 64, 16, 16), (128, 64, 1, 1), 2, 0, 1, (), IM2COL),
-    "three-by-three-stride-2": ((8, 64, 16, 16), (128, 64, 3, 3), 2, 1, 1, (), IM2COL),
-    "stem-7x7-stride-2": ((4, 3, 32, 32), (64, 3, 7, 7), 2, 3, 1, (), IM2COL),
+    "one-by-one-stride-2": ((8, 64, 16, 16), (128, 64, 1, 1), 2, 0, 1, (), STRIDED),
+    "three-by-three-stride-2": ((8, 64, 16, 16), (128, 64, 3, 3), 2, 1, 1, (), STRIDED),
+    "three-by-three-stride-2-im2col": (
+        (8, 64, 16, 16),
+        (128, 64, 3, 3),
+        2,
+        1,
+        1,
+        STRIDED[:2],
+        IM2COL,
+    ),  # fmt: skip
+    "stem-7x7-stride-2": ((4, 3, 32, 32), (64, 3, 7, 7), 2, 3, 1, (), STRIDED),
     "depthwise": (
         (8, 32, 16, 16),
         (32, 1, 3, 3),

@@ -35,7 +35,15 @@ GEOMETRIES = {
     "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
     "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
 }
-CASES = {"correlate", "correlate_turned", "correlate_weight_grad"}  # the twins this file compares
+# the twins this file compares (``conv.*`` and the stride-2 ``conv_strided.*``)
+CASES = {"correlate", "correlate_turned", "correlate_weight_grad", "correlate_transposed"}
+# stride 2 on even images: (N, C, H, W, O, kh, kw, padding, bias)
+STRIDED_GEOMETRIES = {
+    "resnet-downsample": (2, 8, 8, 8, 16, 3, 3, (1, 1), False),
+    "shortcut-one-by-one": (3, 5, 6, 10, 7, 1, 1, (0, 0), True),
+    "stem-seven-by-seven": (2, 3, 12, 16, 9, 7, 7, (3, 3), True),
+    "uneven-padding-across-samples": (3, 6, 4, 6, 13, 3, 2, (1, 0), True),
+}
 
 
 def _arrays(geometry, seed=0):
@@ -164,6 +172,67 @@ def test_one_and_two_threads_give_the_same_bits():
         try:
             results.append((_forward(x, taps, bias, padding, True),
                             _weight_grad(x, grad, taps.shape[2:], padding, True)))  # fmt: skip
+        finally:
+            bai.set_num_threads(None)
+    for one, two in zip(*results):
+        assert np.array_equal(one, two)
+
+
+def _strided(geometry, seed=0):
+    n, c, h, w, o, kh, kw, padding, with_bias = geometry
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    taps = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    grad = rng.standard_normal((n, o, h // 2, w // 2)).astype(np.float32)
+    return x, taps, bias, grad, padding
+
+
+def _strided_both(x, taps, bias, grad, padding):
+    """((forward, input gradient) of the twins, the same of the references)."""
+    results = []
+    for twin in (True, False):
+        out = np.full(grad.shape, np.float32(7.0))  # no stale zeros
+        dx = np.full(x.shape, np.float32(7.0))
+        keywords = {"padding": padding}
+        if twin:
+            assert compiled.run(conv.correlate_strided, (x, taps, bias, out), keywords)
+            assert compiled.run(conv.correlate_strided_transposed, (grad, taps, dx), keywords)
+        else:
+            conv.correlate_strided(np, x, taps, bias, out, padding=padding)
+            conv.correlate_strided_transposed(np, grad, taps, dx, padding=padding)
+        results.append((out, dx))
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED_GEOMETRIES))
+def test_strided_twins_match_im2col(name):
+    x, taps, bias, grad, padding = _strided(STRIDED_GEOMETRIES[name])
+    twins, references = _strided_both(x, taps, bias, grad, padding)
+    for got, expected in zip(twins, references):
+        _close(got, expected)
+
+
+def test_strided_inf_and_nan_reach_exactly_the_outputs_that_read_them():
+    x, taps, bias, grad, padding = _strided(STRIDED_GEOMETRIES["resnet-downsample"])
+    x[0, 1, 0, 7] = np.inf  # last column of a row: its phase image's right edge
+    x[1, 2, 7, 0] = np.nan  # first column of the last row
+    grad[1, 3, 2, 3] = -np.inf
+    twins, references = _strided_both(x, taps, bias, grad, padding)
+    for got, expected in zip(twins, references):
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(expected))
+        finite = np.isfinite(expected)
+        np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-5, atol=1e-4)
+
+
+def test_strided_twins_give_the_same_bits_on_one_and_two_threads():
+    x, taps, bias, grad, padding = _strided(STRIDED_GEOMETRIES["resnet-downsample"], seed=3)
+    x, grad = np.repeat(x, 16, axis=0), np.repeat(grad, 16, axis=0)  # work for two threads
+    results = []
+    for count in (1, 2):
+        bai.set_num_threads(count)
+        try:
+            results.append(_strided_both(x, taps, bias, grad, padding)[0])
         finally:
             bai.set_num_threads(None)
     for one, two in zip(*results):

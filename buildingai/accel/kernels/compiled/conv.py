@@ -23,6 +23,7 @@ is (ph, pw); ``bias`` has shape (0,) when there is none.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from numba import njit, prange
@@ -194,25 +195,39 @@ def _correlate_flat(x, taps, bias, out, padding, turned=False):
     o = taps.shape[0] if not turned else taps.shape[1]
     kh, kw = taps.shape[2:]
     rows, vectors = _flat_shape(o)
-    blocks = -(-o // rows)
     # weights (blocks, C, kh, kw, rows): one tile's taps side by side
-    weights = np.empty((blocks, c, kh, kw, rows), np.float32)
+    weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
     _pack_weights(taps, weights, turned)
-    shifts = np.zeros(blocks * rows, np.float32)
-    if bias.size:
-        shifts[:o] = bias
     masks = _lane_masks(h, w, (kh, kw), tuple(padding))
-    geometry = _flat_geometry(x, (kh, kw), padding, o)
+    shifts = _tap_shifts(w, (kh, kw), tuple(padding))
+    flat_correlation(x.reshape(-1), x.shape, weights, bias, masks, shifts, out, vectors)
+
+
+def flat_correlation(x, shape, weights, bias, masks, shifts, out, vectors):
+    """The flat tiles' correlation: out (N, O, H, W) = the sum over channels c and taps k of
+    weights[b, c, k, r] (output channel b*rows + r) times x at flat distance ``shifts[k]``
+    from each output position, where ``masks`` (Q, taps + 1) lets tap k read, plus bias (O,)
+    or shape (0,). ``x`` is flat; ``shape`` (N, C, H, W) says where sample n's channel c
+    starts (``(n*C + c)*H*W``), from which ``shifts`` may reach past the batch."""
+    n, c, h, w = shape
+    o = out.shape[1]
+    blocks, _, *tap_axes, rows = weights.shape
+    taps = math.prod(tap_axes)
+    shifts_bias = np.zeros(blocks * rows, np.float32)
+    if bias.size:
+        shifts_bias[:o] = bias
+    geometry = np.array([c, h, w, 1, taps, 0, 0, o, -(-h * w // LANES), n * -(-h * w // LANES)],
+                        np.int64)  # fmt: skip
     group = max(1, CACHE_BYTES // (16 * c * vectors * LANES))  # tiles whose input fills ~L2/4
     geometry = np.append(geometry, group)
     # channel by channel where a tile's input of every channel would not stay in L1
     channel_major = c * vectors * LANES * 4 > L1_BYTES
     block = None
-    if c * kh * kw > 2 * SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
-        block = max(1, SUM_BLOCK // (kh * kw)) if channel_major else SUM_BLOCK
+    if c * taps > 2 * SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
+        block = max(1, SUM_BLOCK // taps) if channel_major else SUM_BLOCK
     loop = _flat_loop(rows, vectors, block, channel_major)
-    loop(x.reshape(-1), masks.reshape(-1), _tap_shifts(w, (kh, kw), tuple(padding)), geometry,
-         weights.reshape(-1), shifts, out.reshape(-1))  # fmt: skip
+    loop(x, masks.reshape(-1), shifts, geometry, weights.reshape(-1), shifts_bias,
+         out.reshape(-1))  # fmt: skip
 
 
 @njit(nogil=True, boundscheck=False)

@@ -1,0 +1,166 @@
+"""Compiled twins of the stride-2 convolution (an even image to half its size): the forward and
+the input gradient, on the flat register tiles of ``flat_tile.py``.
+
+A stride-2 convolution reads input row ``2*ho + i - ph`` for output row ``ho`` and kernel row
+``i``. Write ``i - ph = 2*d + a`` with phase ``a`` in {0, 1}: the row read is row ``ho + d`` of
+the phase image that keeps the input rows of parity ``a``. Likewise for columns. So the
+input, split into its (up to) four phase images (N, C, H/2, W/2), is read by each tap (i, j)
+at one phase image and one small shift (d_h, d_w) from the output position: a stride-1 read
+on images of the output's own size, which is what the flat tiles do. No tap is added and none
+is wasted: a 3x3 kernel is 1 + 2 + 2 + 4 taps over the four phases.
+
+- ``correlate``: the phase images one after another in one buffer; each tap's flat shift
+  carries its phase image's distance from the first, so one flat-tile pass sums all taps.
+- ``correlate_transposed``: the input gradient, phase by phase: phase image (a, b) of the
+  gradient is the output gradient correlated with the taps of that phase, turned (read at
+  ``-d``); the phase images are then woven back into (N, C, H, W) (zero where no tap reads).
+
+The NumPy references are ``accel/convolution.correlate_strided`` and
+``correlate_strided_transposed`` (the records' im2col). Arrays are float32 and C-contiguous;
+``padding`` is (ph, pw).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit, prange
+
+from . import conv as direct
+from .tile_ir import LANES
+
+
+@functools.lru_cache(maxsize=64)
+def phase_plan(kernel: tuple, padding: tuple):
+    """(phases, taps): ``phases`` the (a, b) read by some tap, in order; ``taps`` one
+    (i, j, phase index, d_h, d_w) per kernel tap, i - ph = 2*d_h + a, j - pw = 2*d_w + b."""
+    taps = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            d_h, a = divmod(i - padding[0], 2)
+            d_w, b = divmod(j - padding[1], 2)
+            taps.append((i, j, (a, b), d_h, d_w))
+    phases = sorted({tap[2] for tap in taps})
+    return tuple(phases), tuple((i, j, phases.index(p), dh, dw) for i, j, p, dh, dw in taps)
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_masks(height: int, width: int, shifts: tuple):
+    """int32 (Q, T + 1), Q = ceil(H*W / LANES), read-only: bit l of entry (q, k) says whether
+    position p = q*LANES + l is in the (H, W) image and its neighbour at ``shifts[k]`` = (d_h,
+    d_w) is inside it too; entry (q, T), whether p is in the image (``flat_tile.py``)."""
+    per_image = -(-height * width // LANES)
+    p = np.arange(per_image * LANES).reshape(per_image, LANES)
+    h, w = p // width, p % width
+    present = p < height * width
+    inside = np.empty((per_image, len(shifts) + 1, LANES), bool)
+    for k, (d_h, d_w) in enumerate(shifts):
+        row, column = h + d_h, w + d_w
+        inside[:, k] = present & (row >= 0) & (row < height) & (column >= 0) & (column < width)
+    inside[:, len(shifts)] = present
+    bits = (inside.astype(np.int64) << np.arange(LANES)).sum(axis=-1)
+    masks = np.ascontiguousarray(bits.astype(np.uint32).view(np.int32))
+    masks.flags.writeable = False
+    return masks
+
+
+@njit(parallel=True, nogil=True, boundscheck=False)
+def _split(x, rows, columns, out):
+    """out[p, n, c, h, w] = x[n, c, 2*h + rows[p], 2*w + columns[p]]: the phase images."""
+    phases, n, c, height, width = out.shape
+    for task in prange(n * c):
+        sample, channel = task // c, task % c
+        for p in range(phases):
+            a, b = rows[p], columns[p]
+            for h in range(height):
+                for w in range(width):
+                    out[p, sample, channel, h, w] = x[sample, channel, 2 * h + a, 2 * w + b]
+
+
+@njit(parallel=True, nogil=True, boundscheck=False)
+def _weave(parts, rows, columns, out):
+    """out[n, c, 2*h + rows[p], 2*w + columns[p]] = parts[p, n, c, h, w], zero elsewhere."""
+    phases, n, c, height, width = parts.shape
+    for task in prange(n * c):
+        sample, channel = task // c, task % c
+        if phases < 4:
+            out[sample, channel] = 0.0
+        for p in range(phases):
+            a, b = rows[p], columns[p]
+            for h in range(height):
+                for w in range(width):
+                    out[sample, channel, 2 * h + a, 2 * w + b] = parts[p, sample, channel, h, w]
+
+
+@njit(nogil=True, boundscheck=False)
+def _pack(taps, tap_rows, tap_columns, weights, transposed):
+    """weights[b, c, k, r] = taps[b*rows + r, c, i_k, j_k] (zero past the last filter), or
+    with ``transposed``, taps[c, b*rows + r, i_k, j_k]: the input gradient reads the filters
+    with their two channel axes swapped. Written in order; each block reads ``rows`` filters."""
+    blocks, channels, count, rows = weights.shape
+    outputs = taps.shape[1] if transposed else taps.shape[0]
+    for b in range(blocks):
+        for channel in range(channels):
+            for tap in range(count):
+                i, j = tap_rows[tap], tap_columns[tap]
+                for r in range(rows):
+                    k = b * rows + r
+                    if k >= outputs:
+                        weights[b, channel, tap, r] = 0.0
+                    elif transposed:
+                        weights[b, channel, tap, r] = taps[channel, k, i, j]
+                    else:
+                        weights[b, channel, tap, r] = taps[k, channel, i, j]
+
+
+def _phase_images(x, phases):
+    n, c, h, w = x.shape
+    rows = np.array([a for a, _ in phases], np.int64)
+    columns = np.array([b for _, b in phases], np.int64)
+    images = np.empty((len(phases), n, c, h // 2, w // 2), np.float32)
+    _split(x, rows, columns, images)
+    return images
+
+
+def correlate(x, taps, bias, out, padding):
+    """out (N, O, H/2, W/2) = x (N, C, H, W) convolved with taps (O, C, kh, kw) at stride 2
+    with zero padding, plus bias (O,) or shape (0,)."""
+    n, c, h, w = x.shape
+    o, _, kh, kw = taps.shape
+    phases, plan = phase_plan((kh, kw), tuple(padding))
+    images = _phase_images(x, phases)
+    half_w, plane = w // 2, (h // 2) * (w // 2)
+    shifts = np.array([p * n * c * plane + dh * half_w + dw for _, _, p, dh, dw in plan], np.int64)
+    masks = _shift_masks(h // 2, half_w, tuple((dh, dw) for *_, dh, dw in plan))
+    rows, vectors = direct._flat_shape(o)
+    weights = np.empty((-(-o // rows), c, len(plan), rows), np.float32)
+    tap_rows = np.array([tap[0] for tap in plan], np.int64)
+    tap_columns = np.array([tap[1] for tap in plan], np.int64)
+    _pack(taps, tap_rows, tap_columns, weights, False)
+    shape = (n, c, h // 2, half_w)
+    direct.flat_correlation(images.reshape(-1), shape, weights, bias, masks, shifts, out, vectors)
+
+
+def correlate_transposed(grad, weight, out, padding):
+    """out (N, C, H, W) = the input gradient of a stride-2 convolution with weight (O, C, kh,
+    kw) and zero padding, for the output gradient grad (N, O, H/2, W/2)."""
+    n, o, half_h, half_w = grad.shape
+    c, kh, kw = weight.shape[1:]
+    phases, plan = phase_plan((kh, kw), tuple(padding))
+    rows, vectors = direct._flat_shape(c)
+    parts = np.empty((len(phases), n, c, half_h, half_w), np.float32)
+    no_bias = np.empty(0, np.float32)
+    for p in range(len(phases)):
+        mine = [tap for tap in plan if tap[2] == p]
+        # phase image p at (h, w) reads the output gradient at (h - d_h, w - d_w)
+        shifts = np.array([-dh * half_w - dw for *_, dh, dw in mine], np.int64)
+        masks = _shift_masks(half_h, half_w, tuple((-dh, -dw) for *_, dh, dw in mine))
+        weights = np.empty((-(-c // rows), o, len(mine), rows), np.float32)
+        tap_rows = np.array([tap[0] for tap in mine], np.int64)
+        tap_columns = np.array([tap[1] for tap in mine], np.int64)
+        _pack(weight, tap_rows, tap_columns, weights, True)
+        direct.flat_correlation(grad.reshape(-1), grad.shape, weights, no_bias, masks, shifts,
+                                parts[p], vectors)  # fmt: skip
+    _weave(parts, np.array([a for a, _ in phases], np.int64),
+           np.array([b for _, b in phases], np.int64), out)  # fmt: skip
