@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ops.batch_norm import (
     BATCH_NORM,
+    BATCH_NORM_EVAL,
     BATCH_NORM_GRAD_SUMS,
     BATCH_NORM_INPUT_GRAD,
     BATCH_STATISTICS,
@@ -266,19 +267,30 @@ def batch_statistics(ctx, xp, x):
     return stats
 
 
-def batch_norm(ctx, xp, x, stats, weight=None, bias=None, *, eps):
-    """float32: ``(x - mean) * (rstd * weight) + bias`` in one pass, rows on numba's threads."""
-    if not _float32(stats, weight, bias):
+def _normalize(x, mean, var, weight, bias, eps):
+    """``(x - mean) * (rstd * weight) + bias`` per channel in one pass (rows on numba's
+    threads), or NotImplemented where the twin does not run."""
+    if not _float32(mean, var, weight, bias):
         return NotImplemented
-    scale = _reciprocal_deviation(stats, eps)
+    scale = 1 / np.sqrt(var + np.float32(eps))
     if weight is not None:
         scale *= weight
     shift = np.zeros_like(scale) if bias is None else np.ascontiguousarray(bias)
     out = np.empty(x.shape, np.float32)
-    arrays = [_channels(x), _channels(out), np.ascontiguousarray(stats[0]), scale, shift]
+    arrays = [_channels(x), _channels(out), np.ascontiguousarray(mean), scale, shift]
     if not compiled.run(_channel_affine_map, arrays):
         return NotImplemented
     return out
+
+
+def batch_norm(ctx, xp, x, stats, weight=None, bias=None, *, eps):
+    """float32: the normalisation and the affine map in one pass."""
+    return _normalize(x, stats[0], stats[1], weight, bias, eps)
+
+
+def batch_norm_eval(ctx, xp, x, mean, var, weight=None, bias=None, *, eps):
+    """float32: the normalisation and the affine map in one pass."""
+    return _normalize(x, mean, var, weight, bias, eps)
 
 
 def batch_norm_grad_sums(ctx, xp, g, x, stats, *, eps):
@@ -324,6 +336,7 @@ def batch_norm_input_grad(ctx, xp, g, x, stats, sum_gx, sum_g, weight=None, *, e
 for _op, _kernel in (
     (BATCH_STATISTICS, batch_statistics),
     (BATCH_NORM, batch_norm),
+    (BATCH_NORM_EVAL, batch_norm_eval),
     (BATCH_NORM_GRAD_SUMS, batch_norm_grad_sums),
     (BATCH_NORM_INPUT_GRAD, batch_norm_input_grad),
 ):

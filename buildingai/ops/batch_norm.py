@@ -225,5 +225,85 @@ class BatchNormInputGrad(Op):
         return tuple(grads)
 
 
-BATCH_STATISTICS, BATCH_NORM = BatchStatistics(), BatchNorm()
+class BatchNormEval(Op):
+    """Batch normalisation with given statistics (evaluation): ``(x - mean) * rstd * weight +
+    bias`` per channel, ``rstd = 1 / sqrt(var + eps)``, in one op and one pass over x.
+
+    Inputs: x (N, C, *), mean and var (C,) (the running statistics), and optionally weight (C,)
+    and then bias (C,) -> x's shape and dtype. The statistics are constants of x here, so the
+    backward is a per-channel scaling of the gradient (and sums for the other inputs).
+    """
+
+    name = "batch_norm_eval"
+    autocast = "float32"
+    save_inputs, save_output = True, False
+
+    def check(self, x, mean, var, weight=None, bias=None, *, eps):
+        _check_floating(self.name, x)
+        if x.ndim < 2:
+            raise ShapeError(
+                f"[{self.name}] expects x (N, C, *), got {tuple(x.shape)}",
+                help="add a batch dimension, e.g. x.reshape(1, -1)",
+            )
+
+    def forward(self, ctx, xp, x, mean, var, weight=None, bias=None, *, eps):
+        dtype = _compute_dtype(x.dtype)
+        scale = 1 / xp.sqrt(var.astype(dtype, copy=False) + dtype.type(eps))
+        if weight is not None:
+            scale = scale * weight
+        out = x.astype(dtype, copy=False) - _per_channel(mean, x.ndim)
+        out *= _per_channel(scale, x.ndim)
+        if bias is not None:
+            out += _per_channel(bias, x.ndim)
+        return out.astype(x.dtype, copy=False)
+
+    def infer(self, x, mean, var, weight=None, bias=None, *, eps):
+        return x
+
+    def cost(self, x, mean, var, weight=None, bias=None, *, eps):
+        # a subtraction and a multiply-add per element
+        return memory_cost((x, mean, var, weight, bias), x, 3)
+
+    def backward(self, ctx, grad):
+        x, mean, var = ctx.inputs[:3]
+        weight = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+        eps, axes, ndim = ctx.attrs["eps"], channel_axes(x.ndim), x.ndim
+        rstd = (var + eps).rsqrt()
+        scale = rstd if weight is None else rstd * weight
+        centred = x - _per_channel(mean, ndim)
+        grads = [grad * _per_channel(scale, ndim) if x.requires_grad else None]
+        grads.append(-(grad.sum(axis=axes) * scale) if mean.requires_grad else None)
+        if var.requires_grad:  # d rstd / d var = -rstd^3 / 2
+            spread = (grad * centred).sum(axis=axes) * (rstd * rstd * rstd * -0.5)
+            grads.append(spread if weight is None else spread * weight)
+        else:
+            grads.append(None)
+        if weight is not None:
+            weighted = weight.requires_grad
+            grads.append((grad * centred).sum(axis=axes) * rstd if weighted else None)
+        if len(ctx.inputs) > 4:
+            grads.append(grad.sum(axis=axes) if ctx.inputs[4].requires_grad else None)
+        return tuple(grads)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        eps = float(attrs["eps"])
+        if len(inputs) == 5:
+            x, mean, var, weight, bias = inputs
+            emit.node("BatchNormalization", [x, weight, bias, mean, var], output, epsilon=eps)
+            return
+        x = inputs[0]
+        positions = [0, *range(2, emit.rank(x))]
+
+        def view(name):
+            return emit.unsqueeze(name, positions)
+
+        spread = emit.node("Sqrt", [emit.node("Add", [inputs[2], emit.scalar(eps, inputs[2])])])
+        scale = emit.node("Reciprocal", [spread])
+        if len(inputs) > 3:
+            scale = emit.node("Mul", [scale, inputs[3]])
+        centred = emit.node("Sub", [x, view(inputs[1])])
+        emit.node("Mul", [centred, view(scale)], output)
+
+
+BATCH_STATISTICS, BATCH_NORM, BATCH_NORM_EVAL = BatchStatistics(), BatchNorm(), BatchNormEval()
 BATCH_NORM_GRAD_SUMS, BATCH_NORM_INPUT_GRAD = BatchNormGradSums(), BatchNormInputGrad()

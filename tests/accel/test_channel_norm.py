@@ -170,3 +170,30 @@ def test_batch_norm_kernels_take_strided_inputs_and_gradients(kernels_run):
     for result, reference in zip(*results):
         np.testing.assert_allclose(result, reference, rtol=2e-4, atol=2e-4)
     assert kernels_run >= BATCH_NORM_KERNELS
+
+
+@pytest.mark.parametrize("shape", [*SHAPES, (1, 64, 9, 9)])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)], ids=str)
+def test_batch_norm_eval_kernel_against_the_record(kernels_run, shape, affine):
+    x = _input(shape)
+    g = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    channels = shape[1]
+    rng = np.random.default_rng(3)
+    mean, var = rng.standard_normal(channels), rng.uniform(0.1, 3, channels)
+    params = [rng.uniform(0.5, 2, channels) if a else None for a in affine]
+    results = []
+    for on in (True, False):
+        with bai.accel.enabled(on):
+            t = bai.tensor(x, requires_grad=True)
+            w, b = (
+                None if p is None else bai.tensor(p.astype(np.float32), requires_grad=True)
+                for p in params
+            )
+            stats = [bai.tensor(s.astype(np.float32)) for s in (mean, var)]
+            y = F.batch_norm(t, *stats, w, b, training=False)
+            y.backward(bai.tensor(g))
+            results.append([y.numpy()] + [v.grad.numpy() for v in (t, w, b) if v is not None])
+    for result, reference in zip(*results):
+        assert result.dtype == reference.dtype
+        np.testing.assert_allclose(result, reference, rtol=2e-4, atol=2e-4)
+    assert "batch_norm_eval.channels" in kernels_run

@@ -19,7 +19,7 @@ from ...autograd.mode import no_grad
 from ...autograd.tensor import Tensor
 from ...errors import ArgumentError, ShapeError
 from ...ops import norm as ops
-from ...ops.batch_norm import BATCH_NORM, BATCH_STATISTICS
+from ...ops.batch_norm import BATCH_NORM, BATCH_NORM_EVAL, BATCH_STATISTICS
 from ...ops.layer_norm import LAYER_NORM
 
 
@@ -236,15 +236,11 @@ def batch_norm(
             "[batch_norm] running_mean and running_var are required when training=False",
             help="pass the running statistics, or training=True to use the batch's own",
         )
-    # y = (x - mean) * rsqrt(var + eps) * w + b = x * scale + shift: two passes over the input
-    scale = (running_var + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight
-    shift = -running_mean * scale
-    if bias is not None:
-        shift = shift + bias
-    scale, shift = scale.astype(input.dtype), shift.astype(input.dtype)
-    return input * _channel_view(scale, input.ndim) + _channel_view(shift, input.ndim)
+    if weight is None and bias is not None:
+        out = apply(BATCH_NORM_EVAL, input, running_mean, running_var, eps=float(eps))
+        return _channel_affine(out, None, bias)
+    params = () if weight is None else (weight,) if bias is None else (weight, bias)
+    return apply(BATCH_NORM_EVAL, input, running_mean, running_var, *params, eps=float(eps))
 
 
 def group_norm(

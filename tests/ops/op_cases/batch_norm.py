@@ -91,3 +91,24 @@ for _name in ("batch_norm_grad_sums", "batch_norm_input_grad"):
         no_grad=tested_through("batch_norm"),
         onnx=NO_ONNX_MAPPING,
     )
+
+
+def _batch_norm_eval(d: Draw) -> Sample:
+    x = _input(d)
+    channels = x.shape[1]
+    mean, var = d.floats(channels), d.floats(channels, low=0.5, high=2.0)
+    weight = d.variant((None, d.floats(channels)))
+    bias = None if weight is None else d.choice((None, d.floats(channels)))
+    return d.capture(
+        "batch_norm_eval", lambda: F.batch_norm(x, mean, var, weight, bias, training=False)
+    )
+
+
+case(
+    "batch_norm_eval",
+    _batch_norm_eval,
+    torch=lambda x, m, v, w=None, b=None, *, eps: TF.batch_norm(x, m, v, w, b, eps=eps),
+    grad_inputs=(0, 3, 4),  # PyTorch does not differentiate the running statistics
+    gradcheck=True,
+    gradgrad=True,
+)
