@@ -5,8 +5,9 @@ kernel multiplies by the dense matrix instead, which BLAS runs faster. Inputs ho
 NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis. Where
 both axes of an image repeat each pixel a whole number of times (nearest upsampling by 2), the
 repeat and its gradient's block sums run as one compiled pass (``kernels/pixel_repeat.py``).
-Other float32 images whose rows do not grow resize through both axis maps in one compiled pass
-over each output row, rows across threads (``kernels/separable_resize.py``).
+Other float32 images resize through both axis maps in compiled passes, rows across threads
+(``kernels/separable_resize.py``): height then width where the height shrinks, width then height
+where it grows.
 """
 
 from __future__ import annotations
@@ -195,25 +196,20 @@ def _taps(key: tuple, transpose: bool) -> tuple:
     return np.ascontiguousarray(columns, np.int32), np.ascontiguousarray(weights, np.float32)
 
 
-def _image_fits(x, out_sizes) -> bool:
-    """A float32 NumPy image whose rows do not grow: each output pixel of a row is a scalar
-    gather of its taps (LLVM emits no vector gathers here), which loses to the record's gathers
-    where rows grow (upsampling, and the gradient of downsampling)."""
-    return (
-        type(x) is np.ndarray
-        and x.dtype == np.float32
-        and x.ndim == 4
-        and out_sizes[1] <= x.shape[3]
-    )
+def _image_fits(x) -> bool:
+    """A float32 NumPy image (N, C, h, w)."""
+    return type(x) is np.ndarray and x.dtype == np.float32 and x.ndim == 4
 
 
 def _separable_fits(xp, x, *, size, mode, align_corners, scales) -> bool:
-    return _image_fits(x, size)
+    return _image_fits(x)
 
 
 def _separable(xp, x, keys, transpose: bool, out_sizes):
     """Both axis maps of ``keys`` applied to x (N, C, h, w); NotImplemented where the twin
-    declines."""
+    declines. Each output pixel of a row is a scalar gather of its taps (LLVM emits no vector
+    gathers here), so the width map goes where there are fewer rows to gather: after the
+    height map where it removes rows, before it where it adds them."""
     n, c, h, w = x.shape
     out = np.empty((n, c, *out_sizes), np.float32)
     (columns_h, weights_h), (columns_w, weights_w) = (_taps(key, transpose) for key in keys)
@@ -224,7 +220,11 @@ def _separable(xp, x, keys, transpose: bool, out_sizes):
         x = x / resize.area_sizes(np, keys, np.float32)
     planes = np.ascontiguousarray(x).reshape(n * c, h, w)
     arrays = [planes, columns_h, weights_h, columns_w, weights_w, out.reshape(n * c, *out_sizes)]
-    if not compiled.run(separable_resize.resize_planes, arrays):
+    if out_sizes[0] <= h:
+        kernel = separable_resize.resize_planes
+    else:
+        kernel = separable_resize.resize_planes_width_first
+    if not compiled.run(kernel, arrays):
         return NotImplemented
     if area and not transpose:
         out /= resize.area_sizes(np, keys, np.float32)
@@ -238,7 +238,7 @@ def _interpolate_separable(ctx, xp, x, *, size, mode, align_corners, scales):
 
 
 def _separable_grad_fits(xp, grad, *, input_size, size, mode, align_corners, scales) -> bool:
-    return _image_fits(grad, input_size)
+    return _image_fits(grad)
 
 
 def _interpolate_grad_separable(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
@@ -252,8 +252,8 @@ register(
     _interpolate_separable,
     name="interpolate.separable",
     requires=("numba",),
-    description="float32 images whose rows do not grow: both axis maps in one compiled pass "
-    "per output row, rows across threads",
+    description="float32 images: both axis maps in compiled passes over rows, rows across "
+    "threads, the width map on the side with fewer rows",
 )
 register(
     resize.INTERPOLATE_GRAD,
@@ -261,6 +261,6 @@ register(
     _interpolate_grad_separable,
     name="interpolate_grad.separable",
     requires=("numba",),
-    description="float32 gradients whose rows do not grow: both transposed axis maps in one "
-    "compiled pass per row, rows across threads",
+    description="float32 gradients: both transposed axis maps in compiled passes over rows, "
+    "rows across threads, the width map on the side with fewer rows",
 )

@@ -387,6 +387,7 @@ def test_twins_stay_on_one_thread_while_blas_threads_spin(monkeypatch):
 PIXEL_REPEAT = {"repeat_pixels": pixel_repeat.repeat_pixels}
 PIXEL_REPEAT["sum_pixel_blocks"] = pixel_repeat.sum_pixel_blocks
 PIXEL_REPEAT["resize_planes"] = separable_resize.resize_planes
+PIXEL_REPEAT["resize_planes_width_first"] = separable_resize.resize_planes_width_first
 
 
 @pytest.mark.parametrize("factors", [(2, 2), (3, 2), (1, 3), (2, 1)])
@@ -422,4 +423,22 @@ def test_separable_resize_twin_matches_its_numpy_reference(mode):
     with np.errstate(invalid="ignore"):  # inf * 0 weights: NaN in both
         separable_resize.resize_planes(np, x, *taps, expected)
     assert compiled.run(separable_resize.resize_planes, [x, *taps, got])
+    np.testing.assert_array_equal(got, expected)  # the same products and sums, in order
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_width_first_resize_twin_matches_its_numpy_reference(mode):
+    from buildingai.ops import resize
+
+    rng = np.random.default_rng(10)
+    x = _values(rng)[: 6 * 23 * 17].reshape(6, 23, 17)
+    keys = [(mode, 23, 50, False, None, True), (mode, 17, 40, False, None, True)]
+    taps = []
+    for key in keys:
+        columns, weights, _, _ = resize.axis_map(key, False)
+        taps += [np.ascontiguousarray(columns, np.int32), weights.astype(np.float32)]
+    expected, got = np.empty((6, 50, 40), np.float32), np.empty((6, 50, 40), np.float32)
+    with np.errstate(invalid="ignore"):  # inf * 0 weights: NaN in both
+        separable_resize.resize_planes_width_first(np, x, *taps, expected)
+    assert compiled.run(separable_resize.resize_planes_width_first, [x, *taps, got])
     np.testing.assert_array_equal(got, expected)  # the same products and sums, in order
