@@ -50,6 +50,8 @@ _FLOAT32 = np.dtype(np.float32)
 BLOCK_MULTIPLY_ADDS = 1 << 19
 WIDEST_BLOCK = 64
 NARROWEST_BLOCK = 16
+# A time loop's batch rows are shared among numba's threads in ranges of at least this many.
+FEWEST_ROWS = 8
 
 
 def _float32_shapes(*pairs) -> bool:
@@ -89,13 +91,25 @@ def lstm_recurrence_fused(ctx, xp, gates_x, h0, c0, w_hh, b_hh=None, *, reverse)
     states = np.empty((length, batch, 2 * size), _FLOAT32)
     acts = np.empty((length, batch, gate_size), _FLOAT32)
     bias = np.zeros(gate_size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
-    w_hh_t = _column_blocks(w_hh.T, batch)
+    parts = _row_parts(batch, gates_x.size)
+    w_hh_t = _column_blocks(w_hh.T, batch // parts)
     recurrent = np.empty((batch, gate_size), _FLOAT32)
     h0, c0 = np.ascontiguousarray(h0), np.ascontiguousarray(c0)
-    arrays = (gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse)
+    arrays = (gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse, parts)
     _loop(steps.lstm_forward_loop, arrays)
     ctx.acts = acts
     return states
+
+
+def _row_parts(batch: int, work: int) -> int:
+    """How many ranges of batch rows a time loop runs at once, one per numba thread free now
+    for ``work`` elements, each of at least ``FEWEST_ROWS`` rows; sets numba's thread count to
+    match."""
+    threads = compiled.thread_count(work)
+    parts = max(1, min(threads, batch // FEWEST_ROWS))
+    if parts > 1:
+        compiled._use_threads(work)  # numba's count for this thread, as compiled.run sets it
+    return parts
 
 
 def _column_blocks(matrix, rows: int):
@@ -216,8 +230,10 @@ def lstm_recurrence_grad_fused(ctx, xp, grad, acts, states, c0, w_hh, *, reverse
     out = np.empty((length, batch, 5 * size), _FLOAT32)
     recurrent = np.empty((batch, size), _FLOAT32)  # d pre of the step after, times w_hh
     carry = np.empty((batch, size), _FLOAT32)  # dc * f of the step after
-    c0, w_hh = np.ascontiguousarray(c0), _column_blocks(w_hh, batch)
-    _loop(steps.lstm_backward_loop, (grad, acts, states, c0, w_hh, recurrent, carry, out, reverse))
+    parts = _row_parts(batch, acts.size)
+    c0, w_hh = np.ascontiguousarray(c0), _column_blocks(w_hh, batch // parts)
+    arrays = (grad, acts, states, c0, w_hh, recurrent, carry, out, reverse, parts)
+    _loop(steps.lstm_backward_loop, arrays)
     return out
 
 

@@ -65,11 +65,12 @@ def lstm_backward_step(xp, grad, acts, states, c_prev, recurrent, carry, out, t)
 
 @compiled.compiled_twin("recurrence.lstm_forward_loop")
 def lstm_forward_loop(
-    xp, address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse
+    xp, address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse, parts
 ):
     """``lstm_forward_step`` for every step in processing order, each after its recurrent
     product ``h_{t-1} @ w_hh^T`` into ``recurrent`` (w_hh^T (H, 4H) as column blocks).
-    ``address`` is for the twin (the sgemm it calls)."""
+    ``address`` and ``parts`` are for the twin: the sgemm it calls, and how many ranges of
+    batch rows (independent of each other) it runs at once."""
     length, size = gates_x.shape[0], h0.shape[-1]
     w_hh_t = joined(w_hh_t_blocks)
     h, c = h0, c0
@@ -81,11 +82,11 @@ def lstm_forward_loop(
 
 @compiled.compiled_twin("recurrence.lstm_backward_loop")
 def lstm_backward_loop(
-    xp, address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse
+    xp, address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse, parts
 ):
     """``lstm_backward_step`` for every step from the one processed last, each after the
     product of the previous one's d pre with w_hh (4H, H), as column blocks, into
-    ``recurrent``."""
+    ``recurrent``; ``address`` and ``parts`` as ``lstm_forward_loop``'s."""
     length, size = acts.shape[0], c0.shape[-1]
     w_hh = joined(w_hh_blocks)
     recurrent[...] = 0

@@ -33,26 +33,43 @@ def _forward_inputs(rng, reverse):
     recurrent = np.empty((BATCH, 4 * SIZE), np.float32)
     acts = np.empty((LENGTH, BATCH, 4 * SIZE), np.float32)
     states = np.empty((LENGTH, BATCH, 2 * SIZE), np.float32)
-    return [gates_x, h0, c0, w_hh_t, bias, recurrent, acts, states, reverse]
+    return [gates_x, h0, c0, _blocks(w_hh_t, 16), bias, recurrent, acts, states, reverse]
 
 
+def _blocks(matrix, width):
+    """``matrix`` (k, n) as its column blocks (n / width, k, width), as the loops take it."""
+    inner, columns = matrix.shape
+    blocks = matrix.reshape(inner, columns // width, width).transpose(1, 0, 2)
+    return np.ascontiguousarray(blocks)
+
+
+def test_column_blocks_join_back_to_the_matrix():
+    matrix = np.arange(12 * 64, dtype=np.float32).reshape(12, 64)
+    for rows in (1, 32, 4096):
+        blocks = recurrence._column_blocks(matrix, rows)
+        assert blocks.flags.c_contiguous and blocks.shape[1] == 12
+        np.testing.assert_array_equal(steps.joined(blocks), matrix)
+
+
+@pytest.mark.parametrize("parts", [1, 2])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_forward_loop_and_steps_match_the_numpy_loop(reverse):
+def test_forward_loop_and_steps_match_the_numpy_loop(reverse, parts):
     expected = _forward_inputs(np.random.default_rng(0), reverse)
-    steps.lstm_forward_loop(np, None, *expected)
+    steps.lstm_forward_loop(np, None, *expected, parts)
     got = _forward_inputs(np.random.default_rng(0), reverse)
-    compiled.twin_of(steps.lstm_forward_loop)(recurrence._sgemm(), *got)
+    compiled.twin_of(steps.lstm_forward_loop)(recurrence._sgemm(), *got, parts)
     for reference, twin in zip(expected[6:8], got[6:8]):  # acts, states
         np.testing.assert_allclose(twin, reference, rtol=2e-6, atol=2e-6)
 
 
+@pytest.mark.parametrize("parts", [1, 2])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_backward_loop_and_steps_match_the_numpy_loop(reverse):
+def test_backward_loop_and_steps_match_the_numpy_loop(reverse, parts):
     rng = np.random.default_rng(1)
     forward = _forward_inputs(rng, reverse)
-    steps.lstm_forward_loop(np, None, *forward)
+    steps.lstm_forward_loop(np, None, *forward, 1)
     acts, states, c0 = forward[6], forward[7], forward[2]
-    w_hh = np.ascontiguousarray(forward[3].T)
+    w_hh = _blocks(np.ascontiguousarray(steps.joined(forward[3]).T), 8)
     grad = rng.standard_normal((LENGTH, BATCH, 2 * SIZE)).astype(np.float32)
     results = []
     for run in (
@@ -61,7 +78,7 @@ def test_backward_loop_and_steps_match_the_numpy_loop(reverse):
     ):
         out = np.empty((LENGTH, BATCH, 5 * SIZE), np.float32)
         scratch = [np.full((BATCH, SIZE), np.nan, np.float32) for _ in range(2)]  # zeroed there
-        run(grad, acts, states, c0, w_hh, *scratch, out, reverse)
+        run(grad, acts, states, c0, w_hh, *scratch, out, reverse, parts)
         results.append(out)
     np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-6)
 

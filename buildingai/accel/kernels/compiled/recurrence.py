@@ -11,7 +11,7 @@ above, e^{2x} by ``exp32``), within a few units in the last place of libm's, sin
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .expf import exp32
 from .gemm import _call_gemm  # the sgemm call by address the split products use
@@ -52,11 +52,17 @@ def tanh32(x):
 
 @step
 def lstm_forward_step(recurrent, gates_x, bias, c_prev, acts, states, t):
-    batch, gate_size = recurrent.shape
-    size = gate_size // 4
+    _lstm_forward_rows(recurrent, gates_x, bias, c_prev, acts, states, t, 0, recurrent.shape[0])
+
+
+@step
+def _lstm_forward_rows(recurrent, gates_x, bias, c_prev, acts, states, t, start, stop):
+    """``lstm_forward_step`` on the batch rows start..stop."""
+    size = recurrent.shape[1] // 4
+    gate_size = 4 * size
     # short loops over one row with few arrays each, so LLVM's alias checks let it vectorise
     # them (docs/design_notes/performance.md, "Recurrence: LSTM")
-    for n in range(batch):
+    for n in range(start, stop):
         product, given, act, state, c_before = (
             recurrent[n],
             gates_x[t, n],
@@ -82,8 +88,14 @@ def lstm_forward_step(recurrent, gates_x, bias, c_prev, acts, states, t):
 
 @step
 def lstm_backward_step(grad, acts, states, c_prev, recurrent, carry, out, t):
-    batch, size = c_prev.shape
-    for n in range(batch):
+    _lstm_backward_rows(grad, acts, states, c_prev, recurrent, carry, out, t, 0, c_prev.shape[0])
+
+
+@step
+def _lstm_backward_rows(grad, acts, states, c_prev, recurrent, carry, out, t, start, stop):
+    """``lstm_backward_step`` on the batch rows start..stop."""
+    size = c_prev.shape[1]
+    for n in range(start, stop):
         act, cell, result = acts[t, n], states[t, n, size:], out[t, n]
         i, f, g, o = act[:size], act[size : 2 * size], act[2 * size : 3 * size], act[3 * size :]
         grad_h, grad_c, c_before = grad[t, n, :size], grad[t, n, size:], c_prev[n]
@@ -129,60 +141,92 @@ def _product_by_blocks(address, rows, a_at, lda, blocks, c_at, ldc):
                    blocks[part].ctypes.data, width, c_at + 4 * part * width, ldc)  # fmt: skip
 
 
-@step
+# Batch rows never meet in a recurrence: the loops run ``parts`` ranges of rows at once, each
+# range its whole time loop on one of numba's threads.
+parallel = njit(parallel=True, nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
+
+
+@parallel
 def lstm_forward_loop(
-    address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse
+    address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse, parts
 ):
     """``lstm_forward_step`` for every step in order: h0, c0 (N, H) C-contiguous, w_hh_t_blocks
     (parts, H, width) the column blocks of w_hh^T, recurrent (N, 4H) scratch; ``address`` is a
-    CBLAS sgemm."""
-    length, batch, gate_size = gates_x.shape
+    CBLAS sgemm; ``parts`` ranges of batch rows run at once."""
+    batch = h0.shape[0]
+    if parts < 2:
+        _lstm_forward_loop_rows(address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts,
+                                states, reverse, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _lstm_forward_loop_rows(address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts,
+                                states, reverse, batch * part // parts,
+                                batch * (part + 1) // parts)  # fmt: skip
+
+
+@step
+def _lstm_forward_loop_rows(
+    address, gates_x, h0, c0, w_hh_t_blocks, bias, recurrent, acts, states, reverse, start, stop
+):
+    """``lstm_forward_loop`` on the batch rows start..stop."""
+    length, gate_size = gates_x.shape[0], gates_x.shape[2]
     size = gate_size // 4
     row = states.strides[1] // 4  # the leading dimension of h_t inside states
+    product_at = recurrent.ctypes.data + 4 * start * gate_size
     for s in range(length):
         t = length - 1 - s if reverse else s
         before = t + 1 if reverse else t - 1
         if s == 0:
-            h_at, leading, c_before = h0.ctypes.data, size, c0[:, :size]
+            h_at, leading, c_before = h0.ctypes.data + 4 * start * size, size, c0[:, :size]
         else:
-            h_at = states[before].ctypes.data
+            h_at = states[before].ctypes.data + 4 * start * row
             leading, c_before = row, states[before, :, size:]
         _product_by_blocks(
-            address, batch, h_at, leading, w_hh_t_blocks, recurrent.ctypes.data, gate_size
+            address, stop - start, h_at, leading, w_hh_t_blocks, product_at, gate_size
         )
-        lstm_forward_step(recurrent, gates_x, bias, c_before, acts, states, t)
+        _lstm_forward_rows(recurrent, gates_x, bias, c_before, acts, states, t, start, stop)
 
 
-@step
+@parallel
 def lstm_backward_loop(
-    address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse
+    address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse, parts
 ):
     """``lstm_backward_step`` for every step back: c0 (N, H) C-contiguous, w_hh_blocks
     (parts, 4H, width) the column blocks of w_hh; recurrent and carry (N, H) scratch, zeroed
-    here; ``address`` is a CBLAS sgemm."""
-    length, batch, gate_size = acts.shape
+    here; ``address`` is a CBLAS sgemm; ``parts`` ranges of batch rows run at once."""
+    batch = c0.shape[0]
+    if parts < 2:
+        _lstm_backward_loop_rows(address, grad, acts, states, c0, w_hh_blocks, recurrent, carry,
+                                 out, reverse, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _lstm_backward_loop_rows(address, grad, acts, states, c0, w_hh_blocks, recurrent, carry,
+                                 out, reverse, batch * part // parts,
+                                 batch * (part + 1) // parts)  # fmt: skip
+
+
+@step
+def _lstm_backward_loop_rows(
+    address, grad, acts, states, c0, w_hh_blocks, recurrent, carry, out, reverse, start, stop
+):
+    """``lstm_backward_loop`` on the batch rows start..stop."""
+    length, gate_size = acts.shape[0], acts.shape[2]
     size = gate_size // 4
     row = out.strides[1] // 4
-    recurrent[:] = 0
-    carry[:] = 0
+    recurrent[start:stop] = 0
+    carry[start:stop] = 0
+    product_at = recurrent.ctypes.data + 4 * start * size
     for s in range(length):
         t = s if reverse else length - 1 - s
         if s > 0:
             after = t - 1 if reverse else t + 1
-            _product_by_blocks(
-                address,
-                batch,
-                out[after].ctypes.data,
-                row,
-                w_hh_blocks,
-                recurrent.ctypes.data,
-                size,
-            )
+            grad_at = out[after].ctypes.data + 4 * start * row
+            _product_by_blocks(address, stop - start, grad_at, row, w_hh_blocks, product_at, size)
         if s == length - 1:
             c_before = c0[:, :size]
         else:
             c_before = states[t + 1 if reverse else t - 1, :, size:]
-        lstm_backward_step(grad, acts, states, c_before, recurrent, carry, out, t)
+        _lstm_backward_rows(grad, acts, states, c_before, recurrent, carry, out, t, start, stop)
 
 
 # ----- GRU --------------------------------------------------------------------------------------
