@@ -94,18 +94,25 @@ def _batch_norm_grad_sums(xp, g, x, mean, rstd, sums, *, size, block):
     sums[1] = grads.sum(axis=(0, 2))
 
 
-@compiled_twin("channel_norm.channel_affine_map")
-def _channel_affine_map(xp, x, out, mean, scale, shift):
-    """out = (x - mean) * scale + shift per channel of x, out (N, C, S); the rest (C,)."""
+@compiled_twin("channel_norm.batch_norm_map", params=("eps",))
+def _batch_norm_map(xp, x, out, mean, var, weight, bias, *, eps):
+    """out = (x - mean) * (rstd * weight) + bias per channel of x, out (N, C, S), rstd =
+    1 / sqrt(var + eps); the rest (C,), weight and bias None when absent."""
+    scale = 1 / np.sqrt(var + np.float32(eps))
+    if weight is not None:
+        scale *= weight
     np.subtract(x, mean[:, None], out=out)
     out *= scale[:, None]
-    out += shift[:, None]
+    if bias is not None:
+        out += bias[:, None]
 
 
 @compiled_twin("channel_norm.channel_affine_grad_map")
 def _channel_affine_grad_map(xp, g, x, out, grad_scale, mean, scale, shift):
     """out = g * grad_scale + (x - mean) * scale + shift per channel of (N, C, S) arrays."""
-    _channel_affine_map(xp, x, out, mean, scale, shift)
+    np.subtract(x, mean[:, None], out=out)
+    out *= scale[:, None]
+    out += shift[:, None]
     out += g * grad_scale[:, None]
 
 
@@ -272,13 +279,9 @@ def _normalize(x, mean, var, weight, bias, eps):
     threads), or NotImplemented where the twin does not run."""
     if not _float32(mean, var, weight, bias):
         return NotImplemented
-    scale = 1 / np.sqrt(var + np.float32(eps))
-    if weight is not None:
-        scale *= weight
-    shift = np.zeros_like(scale) if bias is None else np.ascontiguousarray(bias)
     out = np.empty(x.shape, np.float32)
-    arrays = [_channels(x), _channels(out), np.ascontiguousarray(mean), scale, shift]
-    if not compiled.run(_channel_affine_map, arrays):
+    arrays = [_channels(x), _channels(out), mean, var, weight, bias]
+    if not compiled.run(_batch_norm_map, arrays, {"eps": eps}):
         return NotImplemented
     return out
 

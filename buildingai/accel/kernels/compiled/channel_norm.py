@@ -173,10 +173,19 @@ def batch_norm_grad_sums_blocks(g, x, mean, rstd, sums, size, block):
 
 
 @kernel
-def channel_affine_map(x, out, mean, scale, shift):
-    """out = (x - mean) * scale + shift per channel of x, out (N, C, S); mean, scale and shift
-    (C,)."""
+def batch_norm_map(x, out, mean, var, weight, bias, eps):
+    """out = (x - mean) * (rstd * weight) + bias per channel of x, out (N, C, S), with
+    rstd = 1 / sqrt(var + eps); mean, var, weight and bias (C,), weight and bias empty when
+    absent."""
     batch, channels, size = x.shape
+    scale = np.empty(channels, np.float32)
+    shift = np.zeros(channels, np.float32)
+    for c in range(channels):
+        scale[c] = np.float32(1) / np.sqrt(var[c] + np.float32(eps))
+        if weight.size:
+            scale[c] *= weight[c]
+        if bias.size:
+            shift[c] = bias[c]
     if size == 1:  # (N, C): the channels are the contiguous axis
         for n in prange(batch):
             for c in range(channels):
