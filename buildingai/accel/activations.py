@@ -67,10 +67,14 @@ def _into(xp, kernel, inputs, outputs: int = 1, **params):
 # ----- rectifiers ---------------------------------------------------------------------------------
 
 
+# Elements of the smallest input for the twin (input and output together make its work): below,
+# the kernel is the record's own ``maximum`` behind more calls.
+RELU_MIN_SIZE = (compiled.MIN_WORK + 1) // 2
+
+
 def _relu_fits(xp, x) -> bool:
-    """Float NumPy arrays large enough for the twin (input and output together): below, the
-    kernel is the record's own ``maximum`` behind more calls."""
-    return _numpy_float(x) and 2 * x.size >= compiled.MIN_WORK
+    """Float NumPy arrays large enough for the twin."""
+    return x.size >= RELU_MIN_SIZE and _numpy_float(x)
 
 
 def _relu(ctx, xp, x):
@@ -107,6 +111,7 @@ register(
     _relu,
     name="relu.fused",
     description="max(x, 0) in one pass, cut across threads or through its compiled twin",
+    min_size=RELU_MIN_SIZE,
 )
 register(
     activation.RELU_GRAD,

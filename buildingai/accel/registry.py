@@ -8,6 +8,9 @@ kernel is registered beside it::
              requires=("numba",))
 
 ``applies(xp, *arrays, **attrs) -> bool`` is a cheap test of the call (dtype, layout, size);
+``min_size`` (optional) is a size below which it never holds: a call whose first input has fewer
+elements than every active kernel of the op asks for skips them all without calling ``applies``
+(``op.accelerated_from``; the first input of such an op must be an array);
 ``kernel(ctx, xp, *arrays, **attrs)`` computes what ``forward`` computes, and may return
 ``NotImplemented`` to hand the call back (then the next kernel, or the record, runs it). Dispatch
 asks ``op.accelerated`` (the op's kernels that are on now, in registration order) just before the
@@ -50,6 +53,7 @@ class Kernel:
     run: Callable | None
     requires: tuple[str, ...] = ()
     description: str = ""
+    min_size: int = 0  # ``applies`` is False where the first input has fewer elements
     switched_on: bool = True  # this entry's own switch
 
     @property
@@ -90,9 +94,11 @@ def register(
     name: str,
     requires: tuple[str, ...] = (),
     description: str = "",
+    min_size: int = 0,
 ) -> Kernel:
-    """Register ``kernel`` as a faster ``forward`` of ``op`` where ``applies`` holds."""
-    entry = Kernel(name, op, applies, kernel, tuple(requires), description)
+    """Register ``kernel`` as a faster ``forward`` of ``op`` where ``applies`` holds (never
+    where the first input has fewer than ``min_size`` elements)."""
+    entry = Kernel(name, op, applies, kernel, tuple(requires), description, min_size)
     _add(entry)
     return entry
 
@@ -126,10 +132,13 @@ def _add(entry: Kernel) -> None:
 
 
 def _refresh(op) -> None:
-    """Set ``op.accelerated`` to its kernels that are active now, in registration order."""
+    """Set ``op.accelerated`` to its kernels that are active now, in registration order, and
+    ``op.accelerated_from`` to the smallest first input any of them may take."""
     if op is None:
         return
-    op.accelerated = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
+    active = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
+    op.accelerated = active
+    op.accelerated_from = min((entry.min_size for entry in active), default=0)
 
 
 def _refresh_all() -> None:
@@ -233,6 +242,9 @@ def status() -> dict:
 def run_accelerated(op, ctx, xp, arrays, attrs: dict):
     """The first active kernel of ``op`` that applies to this call computes it; the record's
     ``forward`` where none does. Dispatch calls this only when ``op.accelerated`` is not empty."""
+    bound = op.accelerated_from
+    if bound and getattr(arrays[0], "size", bound) < bound:  # too small for any of them
+        return op.forward(ctx, xp, *arrays, **attrs)
     if attrs:
         for entry in op.accelerated:
             if entry.applies(xp, *arrays, **attrs):

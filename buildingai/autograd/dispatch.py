@@ -290,7 +290,8 @@ def tensor_operator(op, general=None):
         try:
             if check is not None:
                 check(*arrays, **attrs)
-            if op.accelerated:
+            # a faster kernel may take the call, unless it is smaller than every one of them takes
+            if op.accelerated and arrays[0].size >= op.accelerated_from:
                 data = run_accelerated(op, _SCRATCH, np, arrays, attrs)
             else:
                 data = op.forward(_SCRATCH, np, *arrays, **attrs)

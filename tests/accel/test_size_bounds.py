@@ -1,0 +1,49 @@
+"""A kernel's ``min_size``: calls whose first input is smaller than every active kernel of the op
+takes skip them without asking ``applies``, and give the record's result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.accel import activations, registry
+from buildingai.ops.activation import RELU
+
+
+@pytest.fixture
+def asked(monkeypatch, accel_on):
+    """The sizes of the first inputs relu.fused's ``applies`` was asked about."""
+    entry = registry.kernel("relu.fused")
+    sizes = []
+
+    def spy(xp, x, _applies=entry.applies):
+        sizes.append(x.size)
+        return _applies(xp, x)
+
+    monkeypatch.setattr(entry, "applies", spy)
+    return sizes
+
+
+def test_the_op_knows_its_smallest_accelerated_input(accel_on):
+    assert RELU.accelerated_from == activations.RELU_MIN_SIZE > 0
+    with registry.enabled(False):
+        assert RELU.accelerated == () and RELU.accelerated_from == 0
+
+
+@pytest.mark.parametrize("path", ["apply", "function", "frozen"])
+def test_small_calls_skip_the_kernels_large_ones_ask_them(asked, path):
+    rng = np.random.default_rng(0)
+    small = rng.standard_normal((3, 5)).astype(np.float32)
+    large = rng.standard_normal(activations.RELU_MIN_SIZE).astype(np.float32)
+    for x in (small, large):
+        if path == "apply":
+            out = bai.autograd.dispatch.apply(RELU, bai.tensor(x)).numpy()
+        elif path == "function":
+            with bai.no_grad():
+                out = bai.nn.functional.relu(bai.tensor(x)).numpy()
+        else:
+            frozen = bai.graph.freeze(bai.nn.ReLU().eval(), [bai.graph.TensorSpec(x.shape)])
+            out = frozen(bai.tensor(x)).numpy()
+        np.testing.assert_array_equal(out, np.maximum(x, 0))
+    assert small.size not in asked and large.size in asked
