@@ -78,7 +78,12 @@ def _relu_fits(xp, x) -> bool:
 
 
 def _relu(ctx, xp, x):
-    return _into(np, kernels.relu, (x,))[0]
+    out = np.empty_like(x)
+    # a contiguous array straight to the twin: the commonest call, without the general steps
+    if x.flags.c_contiguous and compiled.run(kernels.relu, [x.reshape(-1), out.reshape(-1)]):
+        return out
+    elementwise(np, kernels.relu, (x,), (out,))
+    return out
 
 
 def _relu_grad_fits(xp, grad, out) -> bool:
