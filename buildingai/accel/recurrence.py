@@ -267,9 +267,10 @@ def gru_recurrence_fused(ctx, xp, gates_x, h0, w_hh, b_hh=None, *, reverse):
     size = gate_size // 3
     out = np.empty((length, batch, size), _FLOAT32)
     bias = np.zeros(gate_size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
-    w_hh_t = np.ascontiguousarray(w_hh.T)
+    parts = _row_parts(batch, gates_x.size)
+    w_hh_t = _column_blocks(w_hh.T, batch // parts)
     recurrent = np.empty((batch, gate_size), _FLOAT32)
-    arrays = (gates_x, np.ascontiguousarray(h0), w_hh_t, bias, recurrent, out, reverse)
+    arrays = (gates_x, np.ascontiguousarray(h0), w_hh_t, bias, recurrent, out, reverse, parts)
     _loop(gru_steps.gru_forward_loop, arrays)
     return out
 
@@ -291,8 +292,9 @@ def gru_recurrence_grad_fused(ctx, xp, grad, coefficients, w_hh, *, reverse):
     carry = np.empty((batch, size), _FLOAT32)  # dh z of the step after
     recurrent = np.empty((batch, size), _FLOAT32)  # that step's hidden gradient times w_hh
     hidden = np.empty((batch, 3 * size), _FLOAT32)
-    w_hh = np.ascontiguousarray(w_hh)
-    arrays = (grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse)
+    parts = _row_parts(batch, coefficients.size)
+    w_hh = _column_blocks(w_hh, batch // parts)
+    arrays = (grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse, parts)
     _loop(gru_steps.gru_backward_loop, arrays)
     return out
 
@@ -335,9 +337,11 @@ def rnn_recurrence_fused(ctx, xp, gates_x, h0, w_hh, b_hh=None, *, nonlinearity,
     out = np.empty((length, batch, size), _FLOAT32)
     bias = np.zeros(size, _FLOAT32) if b_hh is None else b_hh  # + 0 leaves values as they are
     recurrent = np.empty((batch, size), _FLOAT32)
-    w_hh_t = np.ascontiguousarray(w_hh.T)
+    parts = _row_parts(batch, gates_x.size)
+    w_hh_t = _column_blocks(w_hh.T, batch // parts)
     relu = nonlinearity == "relu"
-    arrays = (gates_x, np.ascontiguousarray(h0), w_hh_t, bias, recurrent, out, reverse, relu)
+    h0 = np.ascontiguousarray(h0)
+    arrays = (gates_x, h0, w_hh_t, bias, recurrent, out, reverse, relu, parts)
     _loop(elman_steps.rnn_forward_loop, arrays)
     return out
 
@@ -356,7 +360,9 @@ def rnn_recurrence_grad_fused(ctx, xp, grad, states, w_hh, *, nonlinearity, reve
     out = np.empty((length, batch, size), _FLOAT32)
     recurrent = np.empty((batch, size), _FLOAT32)  # d pre of the step after, times w_hh
     relu = nonlinearity == "relu"
-    arrays = (grad, states, np.ascontiguousarray(w_hh), recurrent, out, reverse, relu)
+    parts = _row_parts(batch, states.size)
+    w_hh = _column_blocks(w_hh, batch // parts)
+    arrays = (grad, states, w_hh, recurrent, out, reverse, relu, parts)
     _loop(elman_steps.rnn_backward_loop, arrays)
     return out
 

@@ -9,6 +9,7 @@ product of the step is done by the caller, on BLAS, and handed in as ``recurrent
 from __future__ import annotations
 
 from . import compiled
+from .lstm_steps import joined
 
 
 @compiled.compiled_twin("recurrence.rnn_forward_step")
@@ -31,10 +32,13 @@ def rnn_backward_step(xp, grad, states, recurrent, out, t, relu) -> None:
 
 
 @compiled.compiled_twin("recurrence.rnn_forward_loop")
-def rnn_forward_loop(xp, address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse, relu):
+def rnn_forward_loop(
+    xp, address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, relu, parts
+):
     """``rnn_forward_step`` for every step in processing order, each after its recurrent
-    product ``h_{t-1} @ w_hh_t`` into ``recurrent``. ``address`` is for the twin (the sgemm it
-    calls)."""
+    product ``h_{t-1} @ w_hh^T`` into ``recurrent`` (w_hh^T as column blocks). ``address`` and
+    ``parts`` are for the twin, as ``lstm_steps.lstm_forward_loop``'s."""
+    w_hh_t = joined(w_hh_t_blocks)
     h = h0
     for t in range(gates_x.shape[0] - 1, -1, -1) if reverse else range(gates_x.shape[0]):
         xp.matmul(h, w_hh_t, out=recurrent)
@@ -43,9 +47,11 @@ def rnn_forward_loop(xp, address, gates_x, h0, w_hh_t, bias, recurrent, out, rev
 
 
 @compiled.compiled_twin("recurrence.rnn_backward_loop")
-def rnn_backward_loop(xp, address, grad, states, w_hh, recurrent, out, reverse, relu):
+def rnn_backward_loop(xp, address, grad, states, w_hh_blocks, recurrent, out, reverse, relu, parts):
     """``rnn_backward_step`` for every step from the one processed last, each after the
-    product of the previous one's d pre with w_hh into ``recurrent`` (scratch, zeroed here)."""
+    product of the previous one's d pre with w_hh (as column blocks) into ``recurrent``
+    (scratch, zeroed here)."""
+    w_hh = joined(w_hh_blocks)
     recurrent[...] = 0
     length = grad.shape[0]
     after = None

@@ -11,6 +11,7 @@ handed in as ``recurrent``.
 from __future__ import annotations
 
 from . import compiled
+from .lstm_steps import joined
 
 
 def _sigmoid(xp, x):
@@ -49,10 +50,11 @@ def gru_backward_step(xp, grad, coefficients, carry, recurrent, hidden, out, t) 
 
 
 @compiled.compiled_twin("recurrence.gru_forward_loop")
-def gru_forward_loop(xp, address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse):
+def gru_forward_loop(xp, address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, parts):
     """``gru_forward_step`` for every step in processing order, each after its recurrent
-    product ``h_{t-1} @ w_hh_t`` into ``recurrent``. ``address`` is for the twin (the sgemm it
-    calls)."""
+    product ``h_{t-1} @ w_hh^T`` into ``recurrent`` (w_hh^T (H, 3H) as column blocks).
+    ``address`` and ``parts`` are for the twin, as ``lstm_steps.lstm_forward_loop``'s."""
+    w_hh_t = joined(w_hh_t_blocks)
     h = h0
     for t in range(gates_x.shape[0] - 1, -1, -1) if reverse else range(gates_x.shape[0]):
         xp.matmul(h, w_hh_t, out=recurrent)
@@ -62,11 +64,12 @@ def gru_forward_loop(xp, address, gates_x, h0, w_hh_t, bias, recurrent, out, rev
 
 @compiled.compiled_twin("recurrence.gru_backward_loop")
 def gru_backward_loop(
-    xp, address, grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse
+    xp, address, grad, coefficients, w_hh_blocks, carry, recurrent, hidden, out, reverse, parts
 ):
     """``gru_backward_step`` for every step from the one processed last, each after the
-    product of the previous one's hidden gradient with w_hh into ``recurrent``; carry and
-    recurrent (N, H), hidden (N, 3H) are scratch, zeroed here."""
+    product of the previous one's hidden gradient with w_hh (3H, H), as column blocks, into
+    ``recurrent``; carry and recurrent (N, H), hidden (N, 3H) are scratch, zeroed here."""
+    w_hh = joined(w_hh_blocks)
     carry[...] = 0
     recurrent[...] = 0
     length = grad.shape[0]

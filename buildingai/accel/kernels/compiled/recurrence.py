@@ -234,9 +234,15 @@ def _lstm_backward_loop_rows(
 
 @step
 def gru_forward_step(recurrent, gates_x, bias, h_prev, out, t):
-    batch, gate_size = recurrent.shape
-    size = gate_size // 3
-    for n in range(batch):
+    _gru_forward_rows(recurrent, gates_x, bias, h_prev, out, t, 0, recurrent.shape[0])
+
+
+@step
+def _gru_forward_rows(recurrent, gates_x, bias, h_prev, out, t, start, stop):
+    """``gru_forward_step`` on the batch rows start..stop."""
+    size = recurrent.shape[1] // 3
+    gate_size = 3 * size
+    for n in range(start, stop):
         hidden, given, h_before, h = recurrent[n], gates_x[t, n], h_prev[n], out[t, n]
         for j in range(gate_size):
             hidden[j] = hidden[j] + bias[j]
@@ -251,8 +257,14 @@ def gru_forward_step(recurrent, gates_x, bias, h_prev, out, t):
 
 @step
 def gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t):
-    batch, size = carry.shape
-    for n in range(batch):
+    _gru_backward_rows(grad, coefficients, carry, recurrent, hidden, out, t, 0, carry.shape[0])
+
+
+@step
+def _gru_backward_rows(grad, coefficients, carry, recurrent, hidden, out, t, start, stop):
+    """``gru_backward_step`` on the batch rows start..stop."""
+    size = carry.shape[1]
+    for n in range(start, stop):
         given, kept, product, dh = grad[t, n], carry[n], recurrent[n], out[t, n]
         factors, spread = coefficients[t, n], hidden[n]
         for j in range(size):
@@ -264,36 +276,74 @@ def gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t):
                 spread[k * size + j] = dh[j] * factors[k * size + j]
 
 
+@parallel
+def gru_forward_loop(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, parts):
+    """``gru_forward_step`` for every step in order: h0 (N, H) C-contiguous, w_hh_t_blocks
+    (parts, H, width) the column blocks of w_hh^T, recurrent (N, 3H) scratch; ``address`` is a
+    CBLAS sgemm; ``parts`` ranges of batch rows run at once."""
+    batch = h0.shape[0]
+    if parts < 2:
+        _gru_forward_loop_rows(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out,
+                               reverse, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _gru_forward_loop_rows(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out,
+                               reverse, batch * part // parts,
+                               batch * (part + 1) // parts)  # fmt: skip
+
+
 @step
-def gru_forward_loop(address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse):
-    """``gru_forward_step`` for every step in order: h0 (N, H) C-contiguous, w_hh_t (H, 3H)
-    C-contiguous, recurrent (N, 3H) scratch; ``address`` is a CBLAS sgemm."""
-    length, batch, gate_size = gates_x.shape
+def _gru_forward_loop_rows(
+    address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, start, stop
+):
+    """``gru_forward_loop`` on the batch rows start..stop."""
+    length, gate_size = gates_x.shape[0], gates_x.shape[2]
     size = gate_size // 3
+    product_at = recurrent.ctypes.data + 4 * start * gate_size
     for s in range(length):
         t = length - 1 - s if reverse else s
         before = t + 1 if reverse else t - 1
         h_before = h0 if s == 0 else out[before]
-        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, gate_size, size, _ONE,
-                   h_before.ctypes.data, size, w_hh_t.ctypes.data, gate_size,
-                   recurrent.ctypes.data, gate_size)  # fmt: skip
-        gru_forward_step(recurrent, gates_x, bias, h_before, out, t)
+        h_at = h_before.ctypes.data + 4 * start * size
+        _product_by_blocks(address, stop - start, h_at, size, w_hh_t_blocks, product_at, gate_size)
+        _gru_forward_rows(recurrent, gates_x, bias, h_before, out, t, start, stop)
+
+
+@parallel
+def gru_backward_loop(
+    address, grad, coefficients, w_hh_blocks, carry, recurrent, hidden, out, reverse, parts
+):
+    """``gru_backward_step`` for every step back: w_hh_blocks (parts, 3H, width) the column
+    blocks of w_hh; carry, recurrent (N, H) and hidden (N, 3H) scratch, zeroed here;
+    ``address`` is a CBLAS sgemm; ``parts`` ranges of batch rows run at once."""
+    batch = carry.shape[0]
+    if parts < 2:
+        _gru_backward_loop_rows(address, grad, coefficients, w_hh_blocks, carry, recurrent,
+                                hidden, out, reverse, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _gru_backward_loop_rows(address, grad, coefficients, w_hh_blocks, carry, recurrent,
+                                hidden, out, reverse, batch * part // parts,
+                                batch * (part + 1) // parts)  # fmt: skip
 
 
 @step
-def gru_backward_loop(address, grad, coefficients, w_hh, carry, recurrent, hidden, out, reverse):
-    """``gru_backward_step`` for every step back: w_hh (3H, H) C-contiguous; carry, recurrent
-    (N, H) and hidden (N, 3H) scratch, zeroed here; ``address`` is a CBLAS sgemm."""
-    length, batch, size = grad.shape
-    carry[:] = 0
-    recurrent[:] = 0
+def _gru_backward_loop_rows(
+    address, grad, coefficients, w_hh_blocks, carry, recurrent, hidden, out, reverse, start, stop
+):
+    """``gru_backward_loop`` on the batch rows start..stop."""
+    length, size = grad.shape[0], grad.shape[2]
+    carry[start:stop] = 0
+    recurrent[start:stop] = 0
+    hidden_at = hidden.ctypes.data + 4 * start * 3 * size
+    product_at = recurrent.ctypes.data + 4 * start * size
     for s in range(length):
         t = s if reverse else length - 1 - s
         if s > 0:
-            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, 3 * size, _ONE,
-                       hidden.ctypes.data, 3 * size, w_hh.ctypes.data, size,
-                       recurrent.ctypes.data, size)  # fmt: skip
-        gru_backward_step(grad, coefficients, carry, recurrent, hidden, out, t)
+            _product_by_blocks(
+                address, stop - start, hidden_at, 3 * size, w_hh_blocks, product_at, size
+            )
+        _gru_backward_rows(grad, coefficients, carry, recurrent, hidden, out, t, start, stop)
 
 
 # ----- Elman RNN ----------------------------------------------------------------------------------
@@ -301,8 +351,14 @@ def gru_backward_loop(address, grad, coefficients, w_hh, carry, recurrent, hidde
 
 @step
 def rnn_forward_step(recurrent, gates_x, bias, out, t, relu):
-    batch, size = recurrent.shape
-    for n in range(batch):
+    _rnn_forward_rows(recurrent, gates_x, bias, out, t, relu, 0, recurrent.shape[0])
+
+
+@step
+def _rnn_forward_rows(recurrent, gates_x, bias, out, t, relu, start, stop):
+    """``rnn_forward_step`` on the batch rows start..stop."""
+    size = recurrent.shape[1]
+    for n in range(start, stop):
         product, given, h = recurrent[n], gates_x[t, n], out[t, n]
         if relu:
             for j in range(size):
@@ -315,8 +371,14 @@ def rnn_forward_step(recurrent, gates_x, bias, out, t, relu):
 
 @step
 def rnn_backward_step(grad, states, recurrent, out, t, relu):
-    batch, size = recurrent.shape
-    for n in range(batch):
+    _rnn_backward_rows(grad, states, recurrent, out, t, relu, 0, recurrent.shape[0])
+
+
+@step
+def _rnn_backward_rows(grad, states, recurrent, out, t, relu, start, stop):
+    """``rnn_backward_step`` on the batch rows start..stop."""
+    size = recurrent.shape[1]
+    for n in range(start, stop):
         given, h, product, grad_pre = grad[t, n], states[t, n], recurrent[n], out[t, n]
         if relu:
             for j in range(size):
@@ -326,35 +388,70 @@ def rnn_backward_step(grad, states, recurrent, out, t, relu):
                 grad_pre[j] = (given[j] + product[j]) * (_ONE - h[j] * h[j])
 
 
+@parallel
+def rnn_forward_loop(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, relu,
+                     parts):  # fmt: skip
+    """``rnn_forward_step`` for every step in order: h0 (N, H) C-contiguous, w_hh_t_blocks
+    (parts, H, width) the column blocks of w_hh^T, recurrent (N, H) scratch; ``address`` is a
+    CBLAS sgemm; ``parts`` ranges of batch rows run at once."""
+    batch = h0.shape[0]
+    if parts < 2:
+        _rnn_forward_loop_rows(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out,
+                               reverse, relu, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _rnn_forward_loop_rows(address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out,
+                               reverse, relu, batch * part // parts,
+                               batch * (part + 1) // parts)  # fmt: skip
+
+
 @step
-def rnn_forward_loop(address, gates_x, h0, w_hh_t, bias, recurrent, out, reverse, relu):
-    """``rnn_forward_step`` for every step in order: h0 (N, H) and w_hh_t (H, H) C-contiguous,
-    recurrent (N, H) scratch; ``address`` is a CBLAS sgemm."""
-    length, batch, size = gates_x.shape
+def _rnn_forward_loop_rows(
+    address, gates_x, h0, w_hh_t_blocks, bias, recurrent, out, reverse, relu, start, stop
+):
+    """``rnn_forward_loop`` on the batch rows start..stop."""
+    length, size = gates_x.shape[0], gates_x.shape[2]
+    product_at = recurrent.ctypes.data + 4 * start * size
     for s in range(length):
         t = length - 1 - s if reverse else s
         before = t + 1 if reverse else t - 1
         h_before = h0 if s == 0 else out[before]
-        _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, size, _ONE,
-                   h_before.ctypes.data, size, w_hh_t.ctypes.data, size,
-                   recurrent.ctypes.data, size)  # fmt: skip
-        rnn_forward_step(recurrent, gates_x, bias, out, t, relu)
+        h_at = h_before.ctypes.data + 4 * start * size
+        _product_by_blocks(address, stop - start, h_at, size, w_hh_t_blocks, product_at, size)
+        _rnn_forward_rows(recurrent, gates_x, bias, out, t, relu, start, stop)
+
+
+@parallel
+def rnn_backward_loop(address, grad, states, w_hh_blocks, recurrent, out, reverse, relu, parts):
+    """``rnn_backward_step`` for every step back: w_hh_blocks (parts, H, width) the column
+    blocks of w_hh, recurrent (N, H) scratch, zeroed here; ``address`` is a CBLAS sgemm;
+    ``parts`` ranges of batch rows run at once."""
+    batch = recurrent.shape[0]
+    if parts < 2:
+        _rnn_backward_loop_rows(address, grad, states, w_hh_blocks, recurrent, out, reverse,
+                                relu, 0, batch)  # fmt: skip
+        return
+    for part in prange(parts):
+        _rnn_backward_loop_rows(address, grad, states, w_hh_blocks, recurrent, out, reverse,
+                                relu, batch * part // parts,
+                                batch * (part + 1) // parts)  # fmt: skip
 
 
 @step
-def rnn_backward_loop(address, grad, states, w_hh, recurrent, out, reverse, relu):
-    """``rnn_backward_step`` for every step back: w_hh (H, H) C-contiguous, recurrent (N, H)
-    scratch, zeroed here; ``address`` is a CBLAS sgemm."""
-    length, batch, size = grad.shape
-    recurrent[:] = 0
+def _rnn_backward_loop_rows(
+    address, grad, states, w_hh_blocks, recurrent, out, reverse, relu, start, stop
+):
+    """``rnn_backward_loop`` on the batch rows start..stop."""
+    length, size = grad.shape[0], grad.shape[2]
+    recurrent[start:stop] = 0
+    product_at = recurrent.ctypes.data + 4 * start * size
     for s in range(length):
         t = s if reverse else length - 1 - s
         if s > 0:
             after = t - 1 if reverse else t + 1
-            _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, batch, size, size, _ONE,
-                       out[after].ctypes.data, size, w_hh.ctypes.data, size,
-                       recurrent.ctypes.data, size)  # fmt: skip
-        rnn_backward_step(grad, states, recurrent, out, t, relu)
+            grad_at = out[after].ctypes.data + 4 * start * size
+            _product_by_blocks(address, stop - start, grad_at, size, w_hh_blocks, product_at, size)
+        _rnn_backward_rows(grad, states, recurrent, out, t, relu, start, stop)
 
 
 # ----- one cell step (``ops/rnn_cells.py``) -------------------------------------------------------
