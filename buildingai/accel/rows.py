@@ -145,6 +145,13 @@ def _in_place_standardize_grad(xp, grad_xhat, xhat, rstd) -> None:
     _standardize_grad_rows(xp, grad_xhat, xhat, rstd, grad_xhat)
 
 
+@compiled_twin("rows.column_dot_and_sum")
+def _column_dot_and_sum(xp, a, b, out) -> None:
+    """out (2, n) = the sums of a * b and of a (rows, n) over their rows."""
+    np.einsum("ij,ij->j", a, b, out=out[0])
+    np.sum(a, axis=0, out=out[1])
+
+
 @compiled_twin("rows.cross_entropy_rows")
 def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
     """For rows of logits x (rows, C): probs = softmax(x), and per row (rows, 1) the maximum
@@ -355,8 +362,9 @@ def layer_norm_input_grad(ctx, xp, grad, x, weight, xhat, rstd, *, axes, eps):
     return grad_xhat.reshape(xhat.shape)
 
 
-def layer_norm_weight_grad(ctx, xp, grad, x, xhat, rstd, *, axes, eps):
-    """NumPy float32/float64 trailing rows: column dot products of grad and xhat, with no
+def layer_norm_weight_grad(ctx, xp, grad, x, xhat, rstd, *, axes, eps, with_bias=False):
+    """NumPy float32/float64 trailing rows: column dot products of grad and xhat (and with
+    ``with_bias`` the column sums of grad, in the same pass over each block of rows), with no
     (rows, features) product temporary (NumPy's einsum rejects bfloat16)."""
     if not (grad.dtype == xhat.dtype and grad.dtype.kind == "f" and grad.shape == xhat.shape):
         return NotImplemented
@@ -365,9 +373,14 @@ def layer_norm_weight_grad(ctx, xp, grad, x, xhat, rstd, *, axes, eps):
     rows = trailing_rows(axes, grad, xhat)
     if rows is None:
         return NotImplemented
+    normalized = xhat.shape[xhat.ndim - len(axes) :]
+    if with_bias:
+        out = np.empty((2, rows[0].shape[1]), grad.dtype)
+        compiled.call(np, _column_dot_and_sum, [*rows, out])
+        return out.reshape((2, *normalized))
     out = np.empty(rows[0].shape[1], grad.dtype)
     compiled.call(np, column_dot_into, [*rows, out])
-    return out.reshape(xhat.shape[xhat.ndim - len(axes) :])
+    return out.reshape(normalized)
 
 
 register(
@@ -390,7 +403,8 @@ register(
     lambda xp, grad, *arrays, **attrs: xp is np,
     layer_norm_weight_grad,
     name="layer_norm_weight_grad.columns",
-    description="column dot products of grad and xhat, no product temporary",
+    description="column dot products of grad and xhat (and column sums of grad), no product "
+    "temporary",
 )
 
 # ----- cross-entropy ------------------------------------------------------------------------------

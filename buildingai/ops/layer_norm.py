@@ -3,12 +3,12 @@ gradient records its backward is made of.
 
 As a composite (``standardize``, a multiply, an add), a layer normalisation is three ops forward
 and five backward (the standardize gradient, two products, two reductions), each with its own
-dispatch, temporary and pass over memory. As one op its backward is three: the input gradient
-``layer_norm_input_grad`` (the product with the weight and the standardize gradient in one op),
-the weight gradient ``layer_norm_weight_grad`` (``sum(grad * xhat)`` over the leading axes) and
-the bias gradient, a ``sum``. They run through dispatch like every op, so tracers and profilers
-see them, and each has a backward of its own written with Tensor ops: first derivatives and
-derivatives of every higher order take the same rules.
+dispatch, temporary and pass over memory. As one op its backward is two: the input gradient
+``layer_norm_input_grad`` (the product with the weight and the standardize gradient in one op)
+and the parameters' gradients ``layer_norm_weight_grad`` (``sum(grad * xhat)`` over the leading
+axes, and with a bias ``sum(grad)`` in the same pass). They run through dispatch like every op,
+so tracers and profilers see them, and each has a backward of its own written with Tensor ops:
+first derivatives and derivatives of every higher order take the same rules.
 """
 
 from __future__ import annotations
@@ -76,14 +76,19 @@ class LayerNorm(Op):
         # the forward's xhat and rstd, as values: the gradient records recompute them from x
         # where their own backward needs how they depend on x
         xhat, rstd = ctx.tensor(ctx.xhat), ctx.tensor(ctx.rstd)
-        grad_x = grad_w = None
+        grad_x = grad_w = grad_b = None
         if x.requires_grad:
             grad_x = LAYER_NORM_INPUT_GRAD(grad, x, weight, xhat, rstd, **attrs)
-        if weight.requires_grad:
+        with_bias = len(ctx.inputs) == 3 and ctx.inputs[2].requires_grad
+        if weight.requires_grad and with_bias:  # both sums in one pass over grad
+            sums = LAYER_NORM_WEIGHT_GRAD(grad, x, xhat, rstd, **attrs, with_bias=True)
+            grad_w, grad_b = sums[0], sums[1]
+        elif weight.requires_grad:
             grad_w = LAYER_NORM_WEIGHT_GRAD(grad, x, xhat, rstd, **attrs)
+        elif with_bias:
+            grad_b = _sum_leading(grad, attrs["axes"])
         if len(ctx.inputs) == 2:
             return grad_x, grad_w
-        grad_b = _sum_leading(grad, attrs["axes"]) if ctx.inputs[2].requires_grad else None
         return grad_x, grad_w, grad_b
 
     def to_onnx(self, emit, inputs, output, attrs):
@@ -143,7 +148,8 @@ class LayerNormInputGrad(Op):
 
 
 class LayerNormWeightGrad(Op):
-    """The weight gradient of ``layer_norm``: ``sum(grad * xhat)`` over the leading axes.
+    """The weight gradient of ``layer_norm``: ``sum(grad * xhat)`` over the leading axes; with
+    ``with_bias`` also the bias gradient ``sum(grad)``, the two stacked: (2, *normalized).
 
     Inputs: grad and x (x's shape), and the forward's xhat (x's shape) and rstd, read as
     values -> (*normalized,) (the shape of the trailing ``axes``). The backward recomputes xhat
@@ -153,28 +159,39 @@ class LayerNormWeightGrad(Op):
     name = "layer_norm_weight_grad"
     save_inputs = True
 
-    def forward(self, ctx, xp, grad, x, xhat, rstd, *, axes, eps):
-        return xp.multiply(grad, xhat).sum(axis=_leading_axes(xhat.ndim, axes))
+    def forward(self, ctx, xp, grad, x, xhat, rstd, *, axes, eps, with_bias=False):
+        leading = _leading_axes(xhat.ndim, axes)
+        weight_grad = xp.multiply(grad, xhat).sum(axis=leading)
+        if not with_bias:
+            return weight_grad
+        return xp.stack([weight_grad, grad.sum(axis=leading).astype(weight_grad.dtype)])
 
-    def infer(self, grad, x, xhat, rstd, *, axes, eps):
+    def infer(self, grad, x, xhat, rstd, *, axes, eps, with_bias=False):
         shape = broadcast_shapes(grad.shape, xhat.shape)
         normalized = shape[len(shape) - len(axes) :]
+        if with_bias:
+            normalized = (2, *normalized)
         return ValueSpec(normalized, np.result_type(grad.dtype, xhat.dtype), xhat.device)
 
-    def cost(self, grad, x, xhat, rstd, *, axes, eps):
-        flops = 2 * xhat.numel  # a multiply-add per element
-        _, read, written = memory_cost(
-            (grad, xhat), self.infer(grad, x, xhat, rstd, axes=axes, eps=eps)
-        )
+    def cost(self, grad, x, xhat, rstd, *, axes, eps, with_bias=False):
+        # a multiply-add per element, and an add for the bias's sum
+        flops = (3 if with_bias else 2) * xhat.numel
+        out = self.infer(grad, x, xhat, rstd, axes=axes, eps=eps, with_bias=with_bias)
+        _, read, written = memory_cost((grad, xhat), out)
         return flops, read, written
 
     def backward(self, ctx, grad_of_result):
         grad, x, _, rstd = ctx.inputs
         axes, eps = ctx.attrs["axes"], ctx.attrs["eps"]
         xhat = STANDARDIZE(x, axes=axes, eps=eps)  # recomputed: its dependence on x counts
-        grad_grad = grad_of_result * xhat
-        # through xhat: standardize's own gradient of grad * grad_of_result
-        grad_x = STANDARDIZE_GRAD(grad * grad_of_result, x, xhat, rstd, axes=axes, eps=eps)
+        of_weight = grad_of_result
+        if ctx.attrs.get("with_bias", False):
+            of_weight = grad_of_result[0]
+        grad_grad = of_weight * xhat
+        if ctx.attrs.get("with_bias", False):
+            grad_grad = grad_grad + grad_of_result[1]
+        # through xhat: standardize's own gradient of grad * of_weight
+        grad_x = STANDARDIZE_GRAD(grad * of_weight, x, xhat, rstd, axes=axes, eps=eps)
         return grad_grad, grad_x, None, None
 
 

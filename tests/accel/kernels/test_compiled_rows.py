@@ -146,10 +146,15 @@ def _case_column_dot(rng, rows, n):
     return [_grad(rng, rows, n), _grad(rng, rows, n)], [np.empty(n, np.float32)], {}
 
 
+def _case_column_dot_and_sum(rng, rows, n):
+    return [_grad(rng, rows, n), _grad(rng, rows, n)], [np.empty((2, n), np.float32)], {}
+
+
 CASES = {
     # sums over up to 2000 rows in blocks: relative to the largest column's magnitude
     "column_sum": (row_reduce._column_sum_into, _case_column_sum, 2e-6),
     "column_dot": (row_reduce.column_dot_into, _case_column_dot, 2e-6),
+    "column_dot_and_sum": (row_kernels._column_dot_and_sum, _case_column_dot_and_sum, 2e-6),
     "softmax_rows": (row_kernels._softmax_kernel, _case_softmax, 4e-7),
     # the reference's shared shift rounds x - shift at the input's largest magnitude
     "softmax_rows_shifted": (row_kernels._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),

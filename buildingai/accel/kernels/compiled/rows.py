@@ -332,6 +332,20 @@ def column_dot(a, b, out):
     _add_rows(partial, out)
 
 
+@kernel
+def column_dot_and_sum(a, b, out):
+    """out (2, n) = the sums of a * b and of a (rows, n) over their rows, each block of rows
+    read twice while it is in cache."""
+    blocks = (a.shape[0] + _ROWS - 1) // _ROWS
+    products = np.empty((blocks, a.shape[1]), np.float32)
+    totals = np.empty((blocks, a.shape[1]), np.float32)
+    for block in prange(blocks):
+        _sum_block(a, b, block, products[block], True)
+        _sum_block(a, a, block, totals[block], False)
+    _add_rows(products, out[0])
+    _add_rows(totals, out[1])
+
+
 @inline
 def _sum_block(a, b, block, total, product):
     """total = the sum over block ``block`` of a's rows (of a * b with ``product``), each eight
