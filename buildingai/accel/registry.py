@@ -8,9 +8,10 @@ kernel is registered beside it::
              requires=("numba",))
 
 ``applies(xp, *arrays, **attrs) -> bool`` is a cheap test of the call (dtype, layout, size);
-``min_size`` (optional) is a size below which it never holds: a call whose first input has fewer
-elements than every active kernel of the op asks for skips them all without calling ``applies``
-(``op.accelerated_from``; the first input of such an op must be an array);
+``min_size`` (optional) is a call size below which it never holds (``call_size``: the first
+input's elements, times the second's where there is one, which bounds a product's
+multiply-adds): a call smaller than every active kernel of the op asks for skips them all
+without calling ``applies`` (``op.accelerated_from``);
 ``kernel(ctx, xp, *arrays, **attrs)`` computes what ``forward`` computes, and may return
 ``NotImplemented`` to hand the call back (then the next kernel, or the record, runs it). Dispatch
 asks ``op.accelerated`` (the op's kernels that are on now, in registration order) just before the
@@ -53,7 +54,7 @@ class Kernel:
     run: Callable | None
     requires: tuple[str, ...] = ()
     description: str = ""
-    min_size: int = 0  # ``applies`` is False where the first input has fewer elements
+    min_size: int = 0  # ``applies`` is False where ``call_size`` is smaller
     switched_on: bool = True  # this entry's own switch
 
     @property
@@ -97,7 +98,7 @@ def register(
     min_size: int = 0,
 ) -> Kernel:
     """Register ``kernel`` as a faster ``forward`` of ``op`` where ``applies`` holds (never
-    where the first input has fewer than ``min_size`` elements)."""
+    where ``call_size`` is below ``min_size``)."""
     entry = Kernel(name, op, applies, kernel, tuple(requires), description, min_size)
     _add(entry)
     return entry
@@ -133,7 +134,7 @@ def _add(entry: Kernel) -> None:
 
 def _refresh(op) -> None:
     """Set ``op.accelerated`` to its kernels that are active now, in registration order, and
-    ``op.accelerated_from`` to the smallest first input any of them may take."""
+    ``op.accelerated_from`` to the smallest ``call_size`` any of them may take."""
     if op is None:
         return
     active = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
@@ -242,8 +243,7 @@ def status() -> dict:
 def run_accelerated(op, ctx, xp, arrays, attrs: dict):
     """The first active kernel of ``op`` that applies to this call computes it; the record's
     ``forward`` where none does. Dispatch calls this only when ``op.accelerated`` is not empty."""
-    bound = op.accelerated_from
-    if bound and getattr(arrays[0], "size", bound) < bound:  # too small for any of them
+    if op.accelerated_from and too_small(op, arrays):
         return op.forward(ctx, xp, *arrays, **attrs)
     if attrs:
         for entry in op.accelerated:
@@ -258,6 +258,26 @@ def run_accelerated(op, ctx, xp, arrays, attrs: dict):
             if data is not NotImplemented:
                 return data
     return op.forward(ctx, xp, *arrays)
+
+
+def call_size(arrays) -> int | None:
+    """What a kernel's ``min_size`` bounds: the elements of a call's first input, times those of
+    its second where there is one (a product's multiply-adds never exceed it); None where one
+    of them is not an array (a Python number)."""
+    size = 1
+    for value in arrays[:2]:
+        elements = getattr(value, "size", None)
+        if elements is None:
+            return None
+        size *= elements
+    return size
+
+
+def too_small(op, arrays) -> bool:
+    """Whether a call of ``op`` on ``arrays`` is smaller than every active kernel of the op
+    takes (``call_size`` below ``op.accelerated_from``)."""
+    size = call_size(arrays)
+    return size is not None and size < op.accelerated_from
 
 
 def _installed(module: str) -> bool:

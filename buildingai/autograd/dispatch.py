@@ -28,7 +28,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from ..accel.registry import run_accelerated
+from ..accel.registry import run_accelerated, too_small
 from ..backend import accounting as _accounting
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
@@ -223,6 +223,8 @@ def binary_operator(op, rank: int = 0, general=None):
             ctx, node = _SCRATCH, None
         try:
             kernels = op.accelerated
+            if kernels and op.accelerated_from and too_small(op, (left, right)):
+                kernels = ()  # smaller than every kernel takes (run_accelerated's first test)
             if kernels:  # what run_accelerated does, without its general calls
                 for kernel in kernels:
                     if kernel.applies(np, left, right):
@@ -291,7 +293,7 @@ def tensor_operator(op, general=None):
             if check is not None:
                 check(*arrays, **attrs)
             # a faster kernel may take the call, unless it is smaller than every one of them takes
-            if op.accelerated and arrays[0].size >= op.accelerated_from:
+            if op.accelerated and not (op.accelerated_from and too_small(op, arrays)):
                 data = run_accelerated(op, _SCRATCH, np, arrays, attrs)
             else:
                 data = op.forward(_SCRATCH, np, *arrays, **attrs)

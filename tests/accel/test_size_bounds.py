@@ -47,3 +47,42 @@ def test_small_calls_skip_the_kernels_large_ones_ask_them(asked, path):
             out = frozen(bai.tensor(x)).numpy()
         np.testing.assert_array_equal(out, np.maximum(x, 0))
     assert small.size not in asked and large.size in asked
+
+
+def test_the_call_size_multiplies_the_first_two_inputs():
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    assert registry.call_size([a]) == 12 and registry.call_size([a, b, np.ones(7)]) == 240
+    assert registry.call_size([a, 2.0]) is None  # a Python number: no bound applies
+
+
+@pytest.mark.parametrize("path", ["operator", "apply"])
+def test_a_product_bound_skips_small_products(monkeypatch, accel_on, path):
+    """A bound on the multiply-adds (their upper bound a.size * b.size) keeps small products
+    away from a kernel's applies; larger ones still ask it."""
+    entry = registry.kernel("matmul.routed")
+    asked = []
+
+    def spy(xp, a, b, _applies=entry.applies, **attrs):
+        asked.append(a.shape)
+        return _applies(xp, a, b, **attrs)
+
+    monkeypatch.setattr(entry, "applies", spy)
+    monkeypatch.setattr(entry, "min_size", 1 << 18)
+    registry.set_enabled("matmul.routed", True)  # refreshes the op's bound
+    from buildingai.ops.linalg import MATMUL
+
+    try:
+        assert MATMUL.accelerated_from == 1 << 18
+        rng = np.random.default_rng(1)
+        for shape in ((16, 16), (64, 64)):
+            a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+            if path == "operator":
+                out = (bai.tensor(a) @ bai.tensor(b)).numpy()
+            else:
+                out = bai.autograd.dispatch.apply(MATMUL, bai.tensor(a), bai.tensor(b)).numpy()
+            np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+        assert asked == [(64, 64)]
+    finally:
+        monkeypatch.undo()
+        registry.set_enabled("matmul.routed", True)
+    assert MATMUL.accelerated_from == 0
