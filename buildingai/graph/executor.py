@@ -94,6 +94,25 @@ class Plan:
         self.steps = steps
         self.input_slots = [slot_of[v] for v in graph.inputs]
         self.output_slots = [slot(v) for v in graph.outputs]
+        self._fixed = [step.attrs for step in steps]  # every step's, where none is symbolic
+        self._resolved: dict = {} if any(step.symbolic for step in steps) else None
+
+    def attrs_at(self, sizes: dict) -> list:
+        """Every step's attributes with its symbolic sizes resolved under ``sizes``, worked
+        out once per set of sizes (a serving graph sees a few batch sizes again and again)."""
+        if self._resolved is None:
+            return self._fixed
+        key = tuple(sizes.items())
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            resolved = [resolve(s.attrs, sizes) if s.symbolic else s.attrs for s in self.steps]
+            if len(self._resolved) < _RESOLVED_SIZES:
+                self._resolved[key] = resolved
+        return resolved
+
+
+# Sets of symbol sizes whose resolved attributes a plan keeps.
+_RESOLVED_SIZES = 64
 
 
 class StaticGraph:
@@ -130,8 +149,7 @@ class StaticGraph:
             slots[position] = array
         scratch = _Scratch()
         result = None
-        for step in plan.steps:
-            attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
+        for step, attrs in zip(plan.steps, plan.attrs_at(sizes)):
             args = [slots[i] for i in step.args]
             if step.donate is not None:
                 result = None  # the previous step's result may be the donated buffer

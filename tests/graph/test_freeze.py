@@ -78,6 +78,17 @@ def test_symbolic_reshape_targets_and_slices_follow_the_batch():
             np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_resolved_sizes_are_kept_per_batch_size():
+    def function(x):  # (N, 8) -> (2N, 4)
+        return x.reshape(x.shape[0] * 2, -1)
+
+    static = freeze(function, [TensorSpec((None, 8))])
+    for batch in (3, 1, 3, 5, 1):  # sizes seen again take the kept attributes
+        x = _x(batch, 8)
+        np.testing.assert_array_equal(static(x).numpy(), x.reshape(2 * batch, 4))
+    assert len(static.plan._resolved) == 3
+
+
 def test_named_symbols_are_shared_between_inputs():
     def function(a, b):
         return a.reshape(a.shape[0] * a.shape[1]) + b.reshape(-1)
