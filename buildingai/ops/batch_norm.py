@@ -1,5 +1,5 @@
-"""Batch normalisation in training as a few ops: the batch's statistics, the normalisation with
-its affine map, and the gradient records its backward is made of.
+"""Batch normalisation as a few ops: in training the batch's statistics, the normalisation
+with its affine map and the gradient records its backward is made of; in evaluation one op.
 
 Over an input x (N, C, *) the statistics are per channel C, over every other axis ("the channel
 axes" below: 0, 2, 3, ...). ``batch_statistics`` computes the mean and biased variance of each
@@ -13,6 +13,9 @@ six backward, each a pass over memory.
 The statistics are an input of ``batch_norm`` read as values: its backward accounts for how they
 depend on x (they are x's own, as in training), and the gradient records recompute ``xhat`` and
 ``rstd`` from x with differentiable ops, so derivatives of every order are exact.
+
+``batch_norm_eval`` normalises with given statistics (the running ones): a scale and a shift
+per channel in one op, where the composite took ten ops and two passes over x.
 """
 
 from __future__ import annotations
