@@ -197,3 +197,18 @@ def test_batch_norm_eval_kernel_against_the_record(kernels_run, shape, affine):
         assert result.dtype == reference.dtype
         np.testing.assert_allclose(result, reference, rtol=2e-4, atol=2e-4)
     assert "batch_norm_eval.channels" in kernels_run
+
+
+def test_batch_norm_kernels_give_the_same_bits_on_one_and_two_threads(kernels_run):
+    x = _input((8, 6, 7, 9))
+    g = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    results = []
+    for threads in (2, 1):
+        bai.set_num_threads(threads)
+        try:
+            results.append(_batch_norm_both_ways(x, g, (True, True))[0])
+        finally:
+            bai.set_num_threads(None)
+    for two, one in zip(*results):
+        np.testing.assert_array_equal(two, one)
+    assert kernels_run >= BATCH_NORM_KERNELS
