@@ -57,24 +57,19 @@ def _flat_max_fits(xp, x, *, kernel, stride, padding, dilation, ceil_mode) -> bo
 
 
 def _twin_max_fits(xp, x, *, kernel, stride, padding, dilation, ceil_mode) -> bool:
+    """2x2 windows of stride 2, all inside the image (``fits_flat``): ceil mode on an odd size
+    would add a window overhanging its edge."""
     return (
         xp is np
         and _is_2x2(kernel, stride, padding, dilation)
-        and _flat_max_fits(
-            xp,
-            x,
-            kernel=kernel,
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
-            ceil_mode=ceil_mode,
-        )
+        and (not ceil_mode or (x.shape[2] % 2 == 0 and x.shape[3] % 2 == 0))
     )
 
 
 def _twin_max(ctx, xp, x, *, kernel, stride, padding, dilation, ceil_mode):
     x = np.ascontiguousarray(x)
-    out = np.empty(x.shape[:2] + _out_hw(x, kernel, stride, padding, dilation, ceil_mode), x.dtype)
+    height, width = x.shape[2:]  # windows inside the image: each axis halved, rounded down
+    out = np.empty(x.shape[:2] + (height // 2, width // 2), x.dtype)
     if compiled.run(window_max, [x, out], _twin_geometry(kernel, stride, dilation)):
         return out
     return NotImplemented

@@ -110,6 +110,8 @@ POOL_CASES = [
     ((2, 3, 9, 8), {"kernel_size": (3, 2), "stride": (3, 2)}),
     ((2, 3, 9, 9), {"kernel_size": 2, "stride": 2, "dilation": 2}),
     ((2, 3, 7, 7), {"kernel_size": 2, "stride": 2, "ceil_mode": True}),
+    ((2, 3, 8, 6), {"kernel_size": 2, "ceil_mode": True}),  # even: no window overhangs
+    ((1, 2, 8, 7), {"kernel_size": 2, "ceil_mode": True}),  # an odd width: the last one does
     ((1, 2, 5, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
 ]
 

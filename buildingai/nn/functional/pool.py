@@ -42,31 +42,30 @@ __all__ = [
 # ----- arguments ------------------------------------------------------------------------------
 
 
-def _pool_size(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil: bool):
-    """Output length along one axis, as PyTorch computes it (see ``ops.pool``)."""
-    return pool_ops.pool_output_size(size, kernel, stride, padding, dilation, ceil)
+_pool_size = pool_ops.pool_output_size  # output length along one axis, as PyTorch computes it
 
 
 def _pool_geometry(op: str, x: Tensor, kernel, stride, padding, dilation, ceil_mode):
     """Validate pooling arguments; return the output (Ho, Wo)."""
     stride = kernel if stride is None else stride
-    if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise ShapeError(
             f"[{op}] invalid kernel_size={kernel}, stride={stride}, padding={padding}, "
             f"dilation={dilation}",
             help="kernel_size, stride and dilation must be positive and padding non-negative",
         )
-    for k, p in zip(kernel, padding):
-        if p > k // 2:
-            raise ShapeError(
-                f"[{op}] padding {padding} must be at most half of kernel_size {kernel}",
-                help="reduce the padding: a window made only of padding has no value",
-            )
-    out = tuple(
-        _pool_size(x.shape[2 + a], kernel[a], stride[a], padding[a], dilation[a], ceil_mode)
-        for a in range(2)
+    if ph > kh // 2 or pw > kw // 2:
+        raise ShapeError(
+            f"[{op}] padding {padding} must be at most half of kernel_size {kernel}",
+            help="reduce the padding: a window made only of padding has no value",
+        )
+    shape = x.shape
+    out = (
+        _pool_size(shape[2], kh, sh, ph, dh, ceil_mode),
+        _pool_size(shape[3], kw, sw, pw, dw, ceil_mode),
     )
-    if min(out) < 1:
+    if out[0] < 1 or out[1] < 1:
         raise ShapeError(
             f"[{op}] kernel_size {kernel} (dilation {dilation}, padding {padding}) is larger "
             f"than the input {tuple(x.shape)}: output size {out} would be empty",
