@@ -334,16 +334,37 @@ def column_dot(a, b, out):
 
 @kernel
 def column_dot_and_sum(a, b, out):
-    """out (2, n) = the sums of a * b and of a (rows, n) over their rows, each block of rows
-    read twice while it is in cache."""
+    """out (2, n) = the sums of a * b and of a (rows, n) over their rows, in one pass: each
+    block of rows adds into its own two partial rows."""
     blocks = (a.shape[0] + _ROWS - 1) // _ROWS
     products = np.empty((blocks, a.shape[1]), np.float32)
     totals = np.empty((blocks, a.shape[1]), np.float32)
     for block in prange(blocks):
-        _sum_block(a, b, block, products[block], True)
-        _sum_block(a, a, block, totals[block], False)
+        _dot_and_sum_block(a, b, block, products[block], totals[block])
     _add_rows(products, out[0])
     _add_rows(totals, out[1])
+
+
+@inline
+def _dot_and_sum_block(a, b, block, product, total):
+    """product and total = the sums over block ``block`` of a * b and of a, four rows at a
+    time added in pairs before they join the totals."""
+    product[:] = _ZERO
+    total[:] = _ZERO
+    i, last = block * _ROWS, min(block * _ROWS + _ROWS, a.shape[0])
+    while i + 4 <= last:
+        a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
+        b0, b1, b2, b3 = b[i], b[i + 1], b[i + 2], b[i + 3]
+        for j in range(total.size):
+            product[j] += (a0[j] * b0[j] + a1[j] * b1[j]) + (a2[j] * b2[j] + a3[j] * b3[j])
+            total[j] += (a0[j] + a1[j]) + (a2[j] + a3[j])
+        i += 4
+    while i < last:
+        row_a, row_b = a[i], b[i]
+        for j in range(total.size):
+            product[j] += row_a[j] * row_b[j]
+            total[j] += row_a[j]
+        i += 1
 
 
 @inline
