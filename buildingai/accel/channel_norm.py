@@ -228,7 +228,7 @@ register(
 )
 
 
-# ----- batch normalisation in training --------------------------------------------------------
+# ----- batch normalisation: training and evaluation -------------------------------------------
 
 
 def _float32_batch(xp, x, *arrays, **attrs) -> bool:
