@@ -1,6 +1,6 @@
 """Faster kernels over every axis but the channel axis 1: batch normalisation in training and
-evaluation (the records of ``ops/batch_norm.py``), and ``standardize``, its gradient, ``mean`` and ``var``
-(``ops/norm.py``, ``ops/reduce.py``) when called over those axes.
+evaluation (the records of ``ops/batch_norm.py``), and ``standardize``, its gradient, ``mean``
+and ``var`` (``ops/norm.py``, ``ops/reduce.py``) when called over those axes.
 
 The records normalise with NumPy reductions over axes (0, 2, 3, ...), which walk the input
 several times with temporaries between them. Here an (N, C, *spatial) input is seen as (N, C, S)
