@@ -52,6 +52,33 @@ def hold_at_one_thread(loaded) -> None:
 _ONE = ctypes.c_int(1)
 
 
+def numpy_blas_threads() -> int | None:
+    """How many threads NumPy's OpenBLAS has now (threadpoolctl's limits change it), or None
+    where NumPy calls another BLAS."""
+    function = _numpy_thread_count()
+    return None if function is None else function()
+
+
+@functools.cache
+def _numpy_thread_count():
+    """NumPy's OpenBLAS's ``get_num_threads``, found through NumPy's extension module; None
+    where it has none."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as umath
+    try:
+        loaded = ctypes.CDLL(umath.__file__)
+    except OSError:
+        return None
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_"):
+        function = getattr(loaded, name, None)
+        if function is not None:
+            function.restype = ctypes.c_int
+            return function
+    return None
+
+
 def layout(matrices, rows: int, columns: int):
     """(CBLAS transpose flag, leading dimension) of the last two axes of ``matrices``, a
     (..., rows, columns) array, as a row-major matrix or the transpose of one; None when its

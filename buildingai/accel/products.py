@@ -40,6 +40,7 @@ from ..backend.precision import gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..ops import linalg
 from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
+from . import own_blas as own_blas_library
 from .kernels import compiled
 from .registry import on_enable, register, register_switch
 
@@ -116,6 +117,14 @@ def _on_own_blas(entry_work: int, a, b) -> bool:
     return own_blas() and entry_work > BLAS_THREADED_MULTIPLY_ADDS and _floats(a, b)
 
 
+def _numpy_blas_alone() -> bool:
+    """Whether NumPy's BLAS has one thread now (threadpoolctl's limits): it has no threads to
+    wake, and a small product costs less there (``a.dot``) than through the own copy's call
+    (layout checks and numba's dispatch, about 3.5 us). Products too large to matter for that
+    stay on the own copy."""
+    return own_blas_library.numpy_blas_threads() == 1
+
+
 def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
     """``compiled.split_product`` cut when asked (else uncut on the own BLAS, when ``own``);
     True when it ran."""
@@ -152,7 +161,7 @@ def _dot(a, b, out=None):
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
     own = _on_own_blas(work, a, b)
-    if not (cut or own):
+    if not (cut or own) or (work < SPLIT_MULTIPLY_ADDS and _numpy_blas_alone()):
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     if out is None:
         out = np.empty((rows, columns), a.dtype)

@@ -188,6 +188,29 @@ def test_enable_sets_up_one_pool_on_its_own_blas_and_disable_takes_it_back():
         assert not threads.one_pool() and bai.get_num_threads() == 1
 
 
+def test_small_products_go_to_numpys_blas_while_it_has_one_thread(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from buildingai.accel import own_blas
+
+    if own_blas.numpy_blas_threads() is None:
+        pytest.skip("NumPy calls a BLAS other than OpenBLAS")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 32, 128)).astype(np.float32)
+    b = b.T[:, :96]  # (128, 96): more than 2^18 multiply-adds, a transposed operand
+    calls = []
+    monkeypatch.setattr(compiled, "split_product", lambda *args, **kw: calls.append(args))
+    with bai.accel.enabled(True), threadpoolctl.threadpool_limits(1, user_api="blas"):
+        assert own_blas.numpy_blas_threads() == 1
+        bai.set_num_threads(1)
+        try:
+            np.testing.assert_allclose(products._dot(a, b), a @ b, rtol=1e-6)
+        finally:
+            bai.set_num_threads(None)
+    assert not calls  # NumPy's a.dot, not the own copy's call
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        assert own_blas.numpy_blas_threads() == 2
+
+
 # ----- products cut on the Python pool (numba's twins switched off) ----------------------------
 
 
