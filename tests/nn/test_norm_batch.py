@@ -94,8 +94,8 @@ def test_batch_norm_eval_gradients_of_the_statistics():
         return np.abs(values) + 0.5
 
     rng = np.random.default_rng(2)
-    arrays = [rng.standard_normal((3, 4, 2)), rng.standard_normal(4),
-              positive(rng.standard_normal(4)), rng.standard_normal(4), rng.standard_normal(4)]  # fmt: skip
+    x, mean, var = rng.standard_normal((3, 4, 2)), rng.standard_normal(4), rng.standard_normal(4)
+    arrays = [x, mean, positive(var), rng.standard_normal(4), rng.standard_normal(4)]
     ours = [bai.Tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     upstream = rng.standard_normal((3, 4, 2))
