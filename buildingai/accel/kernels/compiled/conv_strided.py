@@ -94,24 +94,19 @@ def _weave(parts, rows, columns, out):
 
 
 @njit(nogil=True, boundscheck=False)
-def _pack(taps, tap_rows, tap_columns, weights, transposed):
-    """weights[b, c, k, r] = taps[b*rows + r, c, i_k, j_k] (zero past the last filter), or
-    with ``transposed``, taps[c, b*rows + r, i_k, j_k]: the input gradient reads the filters
-    with their two channel axes swapped. Written in order; each block reads ``rows`` filters."""
-    blocks, channels, count, rows = weights.shape
-    outputs = taps.shape[1] if transposed else taps.shape[0]
+def _pack_transposed(weight, tap_rows, tap_columns, weights):
+    """weights[b, o, k, r] = weight[o, b*rows + r, i_k, j_k] (zero past the last channel): the
+    filters of a convolution with their two channel axes swapped, for its input gradient.
+    Written in order; each block reads ``rows`` neighbouring channels of every filter."""
+    blocks, outputs, count, rows = weights.shape
+    channels = weight.shape[1]
     for b in range(blocks):
-        for channel in range(channels):
+        for o in range(outputs):
             for tap in range(count):
                 i, j = tap_rows[tap], tap_columns[tap]
                 for r in range(rows):
-                    k = b * rows + r
-                    if k >= outputs:
-                        weights[b, channel, tap, r] = 0.0
-                    elif transposed:
-                        weights[b, channel, tap, r] = taps[channel, k, i, j]
-                    else:
-                        weights[b, channel, tap, r] = taps[k, channel, i, j]
+                    c = b * rows + r
+                    weights[b, o, tap, r] = weight[o, c, i, j] if c < channels else 0.0
 
 
 def _phase_images(x, phases):
@@ -134,10 +129,9 @@ def correlate(x, taps, bias, out, padding):
     shifts = np.array([p * n * c * plane + dh * half_w + dw for _, _, p, dh, dw in plan], np.int64)
     masks = _shift_masks(h // 2, half_w, tuple((dh, dw) for *_, dh, dw in plan))
     rows, vectors = direct._flat_shape(o)
-    weights = np.empty((-(-o // rows), c, len(plan), rows), np.float32)
-    tap_rows = np.array([tap[0] for tap in plan], np.int64)
-    tap_columns = np.array([tap[1] for tap in plan], np.int64)
-    _pack(taps, tap_rows, tap_columns, weights, False)
+    # the plan lists every tap in the kernel's own order: the stride-1 tiles' packing fits
+    weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
+    direct._pack_weights(taps, weights, False)
     shape = (n, c, h // 2, half_w)
     direct.flat_correlation(images.reshape(-1), shape, weights, bias, masks, shifts, out, vectors)
 
@@ -159,7 +153,7 @@ def correlate_transposed(grad, weight, out, padding):
         weights = np.empty((-(-c // rows), o, len(mine), rows), np.float32)
         tap_rows = np.array([tap[0] for tap in mine], np.int64)
         tap_columns = np.array([tap[1] for tap in mine], np.int64)
-        _pack(weight, tap_rows, tap_columns, weights, True)
+        _pack_transposed(weight, tap_rows, tap_columns, weights)
         direct.flat_correlation(grad.reshape(-1), grad.shape, weights, no_bias, masks, shifts,
                                 parts[p], vectors)  # fmt: skip
     _weave(parts, np.array([a for a, _ in phases], np.int64),
