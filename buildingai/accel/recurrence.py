@@ -49,7 +49,7 @@ _FLOAT32 = np.dtype(np.float32)
 # which skip packing the operands (docs/design_notes/performance.md has the figures).
 BLOCK_MULTIPLY_ADDS = 1 << 19
 WIDEST_BLOCK = 64
-NARROWEST_BLOCK = 16
+NARROWEST_BLOCK = 32
 # A time loop's batch rows are shared among numba's threads in ranges of at least this many.
 FEWEST_ROWS = 8
 
