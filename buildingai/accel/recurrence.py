@@ -4,10 +4,12 @@ and ``gru_recurrence_grad`` (``ops/rnn_gru.py``), and the Elman RNN's, ``rnn_rec
 ``rnn_recurrence_grad`` (``ops/rnn_elman.py``).
 
 ``*.fused`` (float32, needs numba): the records' loops with each step's recurrent product on
-BLAS into one preallocated buffer (against a contiguous copy of w_hh^T in the forward) and
-everything else of the step, gates, cell and hidden state, or the five gradients, in one
-compiled pass (``kernels/lstm_steps.py`` and its twins in ``kernels/compiled/recurrence.py``):
-per step one product and one call, where the records make about fifteen array passes.
+BLAS into one preallocated buffer, one sgemm per block of the weight's columns (a copy made
+once per call, ``_column_blocks``), and everything else of the step, gates, cell and hidden
+state, or the five gradients, in one compiled pass (``kernels/lstm_steps.py`` and its twins in
+``kernels/compiled/recurrence.py``), where the records make about fifteen array passes. Rows of
+the batch never meet, so ranges of them run their whole loops on numba's threads at once
+(``_row_parts``).
 
 ``lstm_recurrence.loop``: the record's loop for other dtypes, with each step's recurrent
 product noted as a BLAS call (``backend.threads.blas_called``, so that the element-wise work
