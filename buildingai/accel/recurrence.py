@@ -47,9 +47,9 @@ from .registry import register, run_accelerated
 
 _FLOAT32 = np.dtype(np.float32)
 # Each step's recurrent product runs as one sgemm per block of the weight's columns, each block
-# of at most this many multiply-adds: under the limit (10^6) of OpenBLAS's small-matrix kernels,
-# which skip packing the operands (docs/design_notes/performance.md has the figures).
-BLOCK_MULTIPLY_ADDS = 1 << 19
+# of at most this many multiply-adds: the limit of OpenBLAS's small-matrix kernels, which skip
+# packing the operands (docs/design_notes/performance.md has the figures).
+BLOCK_MULTIPLY_ADDS = 100**3
 WIDEST_BLOCK = 64
 NARROWEST_BLOCK = 32
 # A time loop's batch rows are shared among numba's threads in ranges of at least this many.
