@@ -10,10 +10,11 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.accel.kernels.compiled import conv_strided
 
 pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
+
+from buildingai.accel.kernels.compiled import conv_strided  # noqa: E402 - needs numba
 
 STRIDED = {"conv2d.strided", "conv2d_input_grad.strided"}
 # (x shape, weight shape, padding): even images that a stride-2 convolution halves
