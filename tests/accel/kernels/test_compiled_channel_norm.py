@@ -13,7 +13,16 @@ from buildingai.accel.kernels import compiled
 pytest.importorskip("numba")
 
 # the twins compared here (for test_compiled.py's check that every twin has a comparison)
-CASES = {"standardize_channels", "standardize_grad_channels", "channel_means", "channel_variances"}
+CASES = {
+    "standardize_channels",
+    "standardize_grad_channels",
+    "channel_means",
+    "channel_variances",
+    "batch_statistics_blocks",
+    "batch_norm_grad_sums_blocks",
+    "batch_norm_map",
+    "channel_affine_grad_map",
+}
 SHAPES = [(1, 1, 1), (3, 4, 5), (32, 8, 256), (2, 64, 16), (5, 3, 1000)]
 
 
@@ -37,7 +46,7 @@ def _both(kernel, arrays, outputs, **params):
     (the indices in ``outputs`` name the arrays written)."""
     results = []
     for twin in (True, False):
-        copies = [a.copy() for a in arrays]
+        copies = [None if a is None else a.copy() for a in arrays]
         if twin:
             assert compiled.run(kernel, copies, params)
         else:
@@ -75,3 +84,56 @@ def test_channel_means_and_variances(shape):
         variances = channel_norm._channel_variances
         (twin,), (numpy,) = _both(variances, [x, out], (1,), correction=1)
         np.testing.assert_allclose(twin, numpy, rtol=1e-5, atol=1e-6)
+
+
+def _block_params(shape):
+    """The twin parameters of the blocked per-channel sums for x (N, C, S), as the registered
+    kernels choose them."""
+    return {"size": shape[2], "block": channel_norm._block(shape[1], shape[2])}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_batch_statistics_blocks(shape):
+    x, _ = _arrays(shape)
+    stats = np.zeros((2, shape[1]), np.float32)
+    columns = x.reshape(shape[0], -1)
+    (twin,), (numpy,) = _both(
+        channel_norm._batch_statistics, [columns, stats], (1,), **_block_params(shape)
+    )
+    np.testing.assert_allclose(twin, numpy, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_batch_norm_grad_sums_blocks(shape):
+    x, g = _arrays(shape)
+    mean = x.mean(axis=(0, 2), dtype=np.float64).astype(np.float32)
+    rstd = (1 / np.sqrt(x.var(axis=(0, 2), dtype=np.float64) + 1e-5)).astype(np.float32)
+    arrays = [g.reshape(shape[0], -1), x.reshape(shape[0], -1), mean, rstd]
+    arrays.append(np.zeros((2, shape[1]), np.float32))
+    kernel = channel_norm._batch_norm_grad_sums
+    (twin,), (numpy,) = _both(kernel, arrays, (4,), **_block_params(shape))
+    np.testing.assert_allclose(twin, numpy, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "no affine"])
+@pytest.mark.parametrize("shape", SHAPES + [(7, 5, 1)])
+def test_batch_norm_map(shape, affine):
+    x, _ = _arrays(shape)
+    rng = np.random.default_rng(1)
+    mean, weight, bias = rng.standard_normal((3, shape[1])).astype(np.float32)
+    var = rng.uniform(0.5, 2.0, shape[1]).astype(np.float32)
+    if not affine:
+        weight = bias = None
+    arrays = [x, np.zeros(shape, np.float32), mean, var, weight, bias]
+    (twin,), (numpy,) = _both(channel_norm._batch_norm_map, arrays, (1,), eps=1e-5)
+    np.testing.assert_allclose(twin, numpy, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(7, 5, 1)])
+def test_channel_affine_grad_map(shape):
+    x, g = _arrays(shape)
+    grad_scale, mean, scale, shift = np.random.default_rng(2).standard_normal((4, shape[1]))
+    coefficients = [c.astype(np.float32) for c in (grad_scale, mean, scale, shift)]
+    arrays = [g, x, np.zeros(shape, np.float32), *coefficients]
+    (twin,), (numpy,) = _both(channel_norm._channel_affine_grad_map, arrays, (2,))
+    np.testing.assert_allclose(twin, numpy, rtol=1e-5, atol=1e-4)
