@@ -19,6 +19,7 @@ from ..backend.device import array_namespace
 from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
+from ..ops.index import GETITEM
 from ..ops.reduce import SUM_TO
 from .dispatch import apply, binary_operator
 from .gradients import Gradients
@@ -232,13 +233,18 @@ def _run(
             previous = node_grads.get(root._node)
             node_grads[root._node] = gradient if previous is None else _ADD(previous, gradient)
 
-    dependencies = _count_dependencies(list(node_grads))
     target_nodes = {}
     if targets is not None:
         target_nodes = {t._node: t for t in targets if t._node is not None}
     found: dict[int, Tensor] = {}
     # grad() runs only the rules on a path to one of its inputs, and frees only those nodes
-    leading = None if targets is None else _nodes_leading_to(dependencies, target_nodes, targets)
+    dependencies, leading = _count_dependencies(list(node_grads), targets, target_nodes)
+    # Sums of gradients the walk made itself (``owned``: nodes, and leaves by id) are NumPy
+    # arrays no one else holds: later gradients are added into them in place, and the gradient
+    # of ``x[index]`` is added into the slice of x's sum, without a zero array of x's shape.
+    # Not while the walk is recorded (create_graph, a traced step) or a dispatch mode watches.
+    in_place = not (create_graph or _RECORDING.active or current_state().observed)
+    owned: set = set()
 
     # leaves with post-accumulate hooks are finished as soon as their last gradient arrives
     waiting = _hooked_leaf_uses(dependencies) if targets is None and hooked_leaves() else None
@@ -251,6 +257,7 @@ def _run(
             if observed:
                 _RUNNING.node = node
             gradient = node_grads.pop(node, None)
+            owned.discard(node)
             if gradient is not None and node._hooks:
                 gradient = _run_hooks(node._hooks, gradient, node)
             if node in target_nodes:
@@ -258,11 +265,14 @@ def _run(
             if leading is not None and node not in leading:
                 continue  # no input of grad() below: leave this part of the graph untouched
             inputs = node.inputs
-            input_grads = None
+            input_grads = index = None
             if gradient is not None:
                 if node.input_versions is not None or node.out_data is not None:
                     node.check_versions()
-                input_grads = node.op.backward(node, gradient)
+                if in_place and node.op is GETITEM and _fits_slice(gradient, inputs[0]):
+                    index = node.attrs["index"]  # summed into x's gradient below
+                else:
+                    input_grads = node.op.backward(node, gradient)
             for position, value in enumerate(inputs):
                 if not isinstance(value, Tensor) or not value.requires_grad:
                     continue
@@ -273,16 +283,27 @@ def _run(
                         input_grad = _fit_to(input_grad, value, node.op)
                 child = value._node
                 if child is None:
-                    if input_grad is not None:
-                        _add_leaf(leaf_grads, value, input_grad)
+                    if index is not None:
+                        _add_leaf_slice(leaf_grads, value, index, gradient, owned)
+                    elif input_grad is not None:
+                        _add_leaf(leaf_grads, value, input_grad, owned if in_place else None)
                     if waiting and id(value) in waiting:
-                        _count_down_leaf(waiting, leaf_grads, value, assigned, create_graph)
+                        _count_down_leaf(waiting, leaf_grads, value, assigned, create_graph, owned)
                     continue
-                if input_grad is not None:
-                    previous = node_grads.get(child)
-                    node_grads[child] = (
-                        input_grad if previous is None else _ADD(previous, input_grad)
+                if index is not None:
+                    node_grads[child] = _sum_slice(
+                        node_grads.get(child), child in owned, value, index, gradient
                     )
+                    owned.add(child)
+                elif input_grad is not None:
+                    previous = node_grads.get(child)
+                    if previous is None:
+                        node_grads[child] = input_grad
+                    elif in_place:
+                        node_grads[child] = _sum(previous, input_grad, child in owned)
+                        owned.add(child)
+                    else:
+                        node_grads[child] = _ADD(previous, input_grad)
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
                 if remaining == 0:
@@ -307,36 +328,19 @@ def _run(
     return found
 
 
-def _nodes_leading_to(nodes, target_nodes: dict, targets: list) -> set:
-    """The nodes with one of ``targets`` below them (iterative post-order walk): the only ones
-    whose backward rule ``grad`` needs to run."""
-    target_leaves = {id(t) for t in targets if t._node is None}
-    leading: set = set()
-    done: set = set()
-    for start in nodes:
-        stack = [(start, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if node in done:
-                continue
-            values = [v for v in node.inputs if isinstance(v, Tensor) and v.requires_grad]
-            children = [v._node for v in values if v._node is not None]
-            if not expanded:
-                stack.append((node, True))
-                stack.extend((child, False) for child in children if child not in done)
-                continue
-            done.add(node)
-            if any(v._node is None and id(v) in target_leaves for v in values) or any(
-                child in target_nodes or child in leading for child in children
-            ):
-                leading.add(node)
-    return leading
-
-
-def _count_dependencies(start: list) -> dict:
-    """How many recorded consumers inside this graph each node's output has (iterative DFS)."""
+def _count_dependencies(start: list, targets: list | None = None, target_nodes=None) -> tuple:
+    """How many recorded consumers inside this graph each node's output has (iterative DFS),
+    and, for ``grad`` (``targets`` given; ``target_nodes`` maps their nodes to them), the set
+    of nodes with one of ``targets`` below them: the only ones whose backward rule ``grad``
+    needs to run (None for ``backward``). That set is found upward from the nodes that read a
+    target, through each node's consumers, noted on the same walk."""
     dependencies = dict.fromkeys(start, 0)
     stack = list(start)
+    finding = targets is not None
+    if finding:
+        target_leaves = {id(t) for t in targets if t._node is None}
+        consumers: dict = {}  # node -> the nodes that read its output
+        reading = []  # the nodes with a target among their inputs
     while stack:
         node = stack.pop()
         if node.freed:
@@ -347,14 +351,35 @@ def _count_dependencies(start: list) -> dict:
                 "through the same graph twice",
             )
         for value in node.inputs:
-            if isinstance(value, Tensor) and value.requires_grad and value._node is not None:
-                child = value._node
-                if child in dependencies:
-                    dependencies[child] += 1
+            if not isinstance(value, Tensor) or not value.requires_grad:
+                continue
+            child = value._node
+            if child is None:
+                if finding and id(value) in target_leaves:
+                    reading.append(node)
+                continue
+            if finding:
+                if child in target_nodes:
+                    reading.append(node)
+                readers = consumers.get(child)
+                if readers is None:
+                    consumers[child] = [node]
                 else:
-                    dependencies[child] = 1
-                    stack.append(child)
-    return dependencies
+                    readers.append(node)
+            if child in dependencies:
+                dependencies[child] += 1
+            else:
+                dependencies[child] = 1
+                stack.append(child)
+    if not finding:
+        return dependencies, None
+    leading: set = set()
+    while reading:
+        node = reading.pop()
+        if node not in leading:
+            leading.add(node)
+            reading.extend(consumers.get(node, ()))
+    return dependencies, leading
 
 
 def _hooked_leaf_uses(nodes) -> dict:
@@ -369,7 +394,7 @@ def _hooked_leaf_uses(nodes) -> dict:
 
 
 def _count_down_leaf(
-    waiting: dict, leaf_grads: dict, leaf: Tensor, assigned: set, create_graph: bool
+    waiting: dict, leaf_grads: dict, leaf: Tensor, assigned: set, create_graph: bool, owned: set
 ) -> None:
     """One use of ``leaf`` was differentiated; after its last, accumulate its gradient and run its
     post-accumulate hooks now, while the rest of backward still runs (gradient all-reduce)."""
@@ -377,6 +402,7 @@ def _count_down_leaf(
     if waiting[id(leaf)] or id(leaf) not in leaf_grads:
         return
     _, gradient = leaf_grads.pop(id(leaf))
+    owned.discard(id(leaf))
     if leaf._hooks:
         gradient = _run_hooks(leaf._hooks, gradient, None)
     _accumulate(leaf, gradient, assigned, create_graph)
@@ -404,12 +430,73 @@ def _fit_to(gradient: Tensor, value: Tensor, op) -> Tensor:
     return gradient
 
 
-def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor) -> None:
-    entry = leaf_grads.get(id(leaf))
+def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor, owned: set | None = None) -> None:
+    """Add ``gradient`` to the sum for ``leaf``; in place into a sum the walk made itself when
+    ``owned`` (the keys of those sums) is given."""
+    key = id(leaf)
+    entry = leaf_grads.get(key)
     if entry is None:
-        leaf_grads[id(leaf)] = [leaf, gradient]
-    else:
+        leaf_grads[key] = [leaf, gradient]
+    elif owned is None:
         entry[1] = _ADD(entry[1], gradient)
+    else:
+        entry[1] = _sum(entry[1], gradient, key in owned)
+        owned.add(key)
+
+
+def _sum(previous: Tensor, gradient: Tensor, in_place: bool) -> Tensor:
+    """previous + gradient, the sum's array the walk's own: into ``previous`` when it already
+    is (``in_place``) and the two are NumPy arrays of one shape and dtype, else a new one."""
+    total, data = previous.array, gradient.array
+    if (
+        in_place
+        and type(data) is np.ndarray
+        and data.shape == total.shape
+        and data.dtype == total.dtype
+    ):
+        np.add(total, data, out=total)
+        return previous
+    total = _ADD(previous, gradient)
+    if type(total.array) is not np.ndarray or not total.array.flags.writeable:
+        total = Tensor(np.array(total.array))  # (a 0-d result may be read-only)
+    return total
+
+
+def _fits_slice(gradient: Tensor, x: Tensor) -> bool:
+    """Whether the gradient of ``x[index]`` can be added straight into a slice of x's: both
+    NumPy arrays of one dtype."""
+    data, source = gradient.array, x.array
+    return type(data) is np.ndarray and type(source) is np.ndarray and data.dtype == source.dtype
+
+
+def _sum_slice(previous: Tensor | None, in_place: bool, x: Tensor, index, gradient: Tensor):
+    """previous (or zeros) + the gradient of ``x[index]`` spread to x's shape, as an array of
+    the walk's own: ``gradient`` is added into the slice (``zeros_index_add``'s sum, without its
+    zero array and the full-size sum after it)."""
+    if previous is not None and in_place:
+        total = previous.array
+        total[index] += gradient.array
+        return previous
+    source = x.array
+    if previous is None:
+        total = np.zeros(source.shape, source.dtype)
+        total[index] = gradient.array
+        return Tensor(total)
+    total = previous.array
+    result = np.array(total, dtype=np.result_type(total, source), order="C")
+    result[index] += gradient.array
+    return Tensor(result)
+
+
+def _add_leaf_slice(leaf_grads: dict, leaf: Tensor, index, gradient: Tensor, owned: set):
+    """Add the gradient of ``leaf[index]`` into the leaf's sum (``_sum_slice``)."""
+    key = id(leaf)
+    entry = leaf_grads.get(key)
+    if entry is None:
+        leaf_grads[key] = [leaf, _sum_slice(None, False, leaf, index, gradient)]
+    else:
+        entry[1] = _sum_slice(entry[1], key in owned, leaf, index, gradient)
+    owned.add(key)
 
 
 def _run_hooks(hooks: list, gradient: Tensor, node: Node | None) -> Tensor:

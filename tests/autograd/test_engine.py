@@ -249,3 +249,77 @@ def test_grad_refuses_what_is_not_a_tensor_or_an_iterable_of_them():
     x = bai.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match="inputs must be a Tensor or an iterable of Tensors"):
         bai.grad((x * 2.0).sum(), 3)
+
+
+# ----- sums of gradients: in place into the walk's own, slices added into them -------------------
+
+
+def _steps_and_slices(lib, x, w):
+    """A loop over x's steps (x[t] @ w with a carried state) with more slices of x and of an
+    intermediate result: basic indices of every kind, x itself read too."""
+    h = x[0] @ w
+    outputs = [h]
+    for t in range(1, x.shape[0]):
+        h = (x[t] + h.tanh()) @ w
+        outputs.append(h)
+    y = x * 2.0
+    extra = y[1:3].sum() + y[..., None][-1, 0].sum() + y[1::2, 1].sum() + x[2, :, 1:].sum()
+    extra = extra + y[1].sum() + (x * x).sum()
+    return lib.stack(outputs).sum() + extra
+
+
+@pytest.mark.parametrize("call", ["grad", "backward"])
+def test_sums_of_slice_gradients_match_pytorch(call):
+    rng = np.random.default_rng(0)
+    x_np, w_np = rng.standard_normal((5, 3, 4)), rng.standard_normal((4, 4))
+    ours = [bai.tensor(x_np, requires_grad=True), bai.tensor(w_np, requires_grad=True)]
+    theirs = [torch.tensor(x_np, requires_grad=True), torch.tensor(w_np, requires_grad=True)]
+    expected = torch.autograd.grad(_steps_and_slices(torch, *theirs), theirs)
+    if call == "grad":
+        got = bai.grad(_steps_and_slices(bai, *ours), ours)
+    else:
+        _steps_and_slices(bai, *ours).backward()
+        got = [t.grad for t in ours]
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
+
+
+def test_sums_made_in_place_never_change_a_gradient_handed_out():
+    x = leaf(1.0, 2.0, 3.0)
+    seen = []
+    hidden = x * 1.0
+    hidden.register_hook(lambda g: seen.append((g, g.numpy().copy())))
+    out = hidden[0] * 2 + hidden[1:].sum() + hidden.sum() + hidden[::2].sum()
+    out.backward(retain_graph=True)
+    first = x.grad
+    kept = first.numpy().copy()
+    out.backward()  # a second walk sums again: the first .grad and the hook's tensor stay
+    np.testing.assert_allclose(first.numpy(), kept)
+    np.testing.assert_allclose(kept, [4.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), 2 * kept)
+    for gradient, values in seen:
+        np.testing.assert_allclose(gradient.numpy(), values)
+
+
+def test_slice_gradients_with_create_graph_stay_differentiable():
+    x_np = np.array([[1.0, 2.0], [3.0, 4.0]])
+    ours = bai.tensor(x_np, requires_grad=True)
+    theirs = torch.tensor(x_np, requires_grad=True)
+    results = []
+    for lib, x in ((bai, ours), (torch, theirs)):
+        y = (x[0] ** 3).sum() + (x[1] * x[0]).sum() + (x[:, 1] ** 2).sum()
+        (g,) = (bai.grad if lib is bai else torch.autograd.grad)(y, [x], create_graph=True)
+        (gg,) = (bai.grad if lib is bai else torch.autograd.grad)(g.sum(), [x])
+        results.append((g.detach().numpy(), gg.numpy()))
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected)
+
+
+def test_a_root_gradient_is_never_summed_into_in_place():
+    x = leaf(1.0, 2.0)
+    y = x * 1.0
+    given = bai.tensor(np.array([1.0, 1.0]))
+    gx, gy = bai.grad([y, y[0] * 1.0 + y.sum()], [x, y], grad_outputs=[given, bai.tensor(1.0)])
+    np.testing.assert_allclose(given.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(gx.numpy(), [3.0, 2.0])
+    np.testing.assert_allclose(gy.numpy(), [3.0, 2.0])
