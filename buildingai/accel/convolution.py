@@ -6,8 +6,8 @@ stay the reference; these compute the same values another way, each where it pay
   ``kernels/compiled/conv.py``, which read the input in place (no im2col columns, no padded
   copy). The input gradient is the correlation of the output gradient with the turned filters.
   They run where two of numba's threads are free, or where the im2col product would get no
-  more threads than they do (one pool of one thread); where they would get one thread and the
-  product more, im2col runs.
+  more threads than they do (one pool of one thread, or a product too small to cut); where
+  they would get one thread and the product more, im2col runs.
   ``correlate`` and ``correlate_weight_grad`` below are their NumPy references.
 - ``*.strided`` (numba): the forward and input gradient of float32 stride-2 convolutions that
   halve an even image (``kernels/compiled/conv_strided.py``): the input split into its four
@@ -35,7 +35,7 @@ from ..ops.abstract import prod
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .kernels.conv_grid import grid_col2im, grid_for, to_grid
-from .products import einsum_array
+from .products import BLAS_THREADED_MULTIPLY_ADDS, SPLIT_MULTIPLY_ADDS, einsum_array
 from .products import matmul_array as product
 from .registry import register
 
@@ -47,9 +47,8 @@ PART = 144
 INNER_BLOCK = 64
 INNER_BLOCKS = 16
 MOST_BLOCKED_OUTPUTS = 1 << 18
-# The direct twins run on at least this many of numba's threads, or on as many as one pool
-# gives a product: on one thread beside a product cut across more (BLAS's threads still spinning,
-# or work too small to split) they are no faster than im2col.
+# The direct twins run on at least this many of numba's threads, or on one where the im2col
+# product would get one too: on one thread beside a product cut across more, im2col is faster.
 DIRECT_MIN_THREADS = 2
 # The direct weight gradient runs on images of more positions than this: on smaller ones each
 # of its tiles sums too few positions between setting up and summing its lanes, and im2col's
@@ -83,11 +82,13 @@ def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
     out[...] = conv._conv_weight_grad(xp, x, grad, out.shape[2:], (1, 1), padding, (1, 1), 1)
 
 
-def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int, step=1) -> bool:
+def _direct_fits(
+    xp, first, second, stride, dilation, groups, outputs: int, multiply_adds: int, step=1
+) -> bool:
     """float32 NumPy arrays, stride ``step``, no dilation, one group, and
     ``DIRECT_MIN_THREADS`` of numba's threads free now for ``outputs`` output values, or as
-    many as one pool would give the im2col product (one thread each: the register tiles beat
-    the product's GEMM)."""
+    many as im2col's product of ``multiply_adds`` would get (one thread each: the register
+    tiles beat the product's GEMM)."""
     if not (
         xp is np
         and first.dtype == second.dtype == np.float32
@@ -97,13 +98,23 @@ def _direct_fits(xp, first, second, stride, dilation, groups, outputs: int, step
     ):
         return False
     threads = compiled.thread_count(first.size + second.size + outputs)
-    return threads >= DIRECT_MIN_THREADS or (one_pool() and gemm_threads() <= threads)
+    return threads >= DIRECT_MIN_THREADS or _product_on_one_thread(multiply_adds)
+
+
+def _product_on_one_thread(multiply_adds: int) -> bool:
+    """Whether im2col's product of ``multiply_adds`` would run on one thread: in one pool, of
+    one thread or below the size cut across threads; outside it, below the size NumPy's BLAS
+    threads."""
+    if one_pool():
+        return gemm_threads() == 1 or multiply_adds < SPLIT_MULTIPLY_ADDS
+    return multiply_adds <= BLAS_THREADED_MULTIPLY_ADDS
 
 
 def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
-    return _direct_fits(xp, x, weight, stride, dilation, groups, outputs)
+    multiply_adds = outputs * prod(weight.shape[1:])
+    return _direct_fits(xp, x, weight, stride, dilation, groups, outputs, multiply_adds)
 
 
 def _direct_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
@@ -122,10 +133,11 @@ def _turned_padding(weight, padding) -> tuple:
 def _direct_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
     full_hw = conv.output_hw(input_size, weight.shape[2:], stride, padding, dilation)
     outputs = grad.shape[0] * weight.shape[1] * prod(input_size)
+    multiply_adds = grad.size * prod(weight.shape[1:])
     return (
         full_hw == tuple(grad.shape[2:])
         and min(_turned_padding(weight, padding)) >= 0
-        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs)
+        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs, multiply_adds)
     )
 
 
@@ -141,10 +153,11 @@ def _direct_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
 def _direct_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     full_hw = conv.output_hw(x.shape[2:], weight_size, stride, padding, dilation)
     outputs = grad.shape[1] * prod(x.shape[1:])  # (O, C, kh, kw) values, each over every position
+    multiply_adds = grad.size * x.shape[1] * prod(weight_size)
     return (
         full_hw == tuple(grad.shape[2:])
         and prod(x.shape[2:]) > DIRECT_WEIGHT_GRAD_MIN_POSITIONS
-        and _direct_fits(xp, x, grad, stride, dilation, groups, outputs)
+        and _direct_fits(xp, x, grad, stride, dilation, groups, outputs, multiply_adds)
     )
 
 
@@ -183,8 +196,9 @@ def _halves(size, kernel, padding) -> bool:
 
 def _strided_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     outputs = x.size // x.shape[1] // 4 * weight.shape[0]
+    multiply_adds = outputs * prod(weight.shape[1:])
     return _halves(x.shape[2:], weight.shape[2:], padding) and _direct_fits(
-        xp, x, weight, stride, dilation, groups, outputs, step=2
+        xp, x, weight, stride, dilation, groups, outputs, multiply_adds, step=2
     )
 
 
@@ -197,10 +211,11 @@ def _strided_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, g
 
 def _strided_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
     outputs = grad.shape[0] * weight.shape[1] * prod(input_size)
+    multiply_adds = grad.size * prod(weight.shape[1:])
     return (
         _halves(input_size, weight.shape[2:], padding)
         and tuple(grad.shape[2:]) == tuple(s // 2 for s in input_size)
-        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs, step=2)
+        and _direct_fits(xp, grad, weight, stride, dilation, groups, outputs, multiply_adds, 2)
     )
 
 

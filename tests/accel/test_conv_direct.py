@@ -135,13 +135,13 @@ def test_small_images_keep_the_weight_gradient_on_im2col(direct_calls, monkeypat
     assert direct_calls == ["correlate", "correlate_turned", "correlate_weight_grad"]
 
 
-def _direct_ran(threads: int, gemm: bool, monkeypatch) -> bool:
-    """Whether the direct forward twin ran for a convolution and its backward on ``threads``
-    threads, the products on them (``gemm``) or on NumPy's BLAS."""
+def _direct_ran(threads: int, gemm: bool, monkeypatch, shapes=((8, 16, 20, 20), (16, 16, 3, 3))):
+    """Whether the direct forward twin ran for a convolution of (x, w) ``shapes`` and its
+    backward on ``threads`` threads, the products on them (``gemm``) or on NumPy's BLAS."""
     ran = []
     run = compiled.run
     monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
-    x, w, b = _inputs((8, 16, 20, 20), (16, 16, 3, 3))
+    x, w, b = _inputs(*shapes)
     bai.set_num_threads(threads, gemm=gemm)
     try:
         _forward_backward(x, w, b, {"padding": 1}, True)
@@ -158,6 +158,29 @@ def test_one_pool_of_one_thread_convolves_directly(monkeypatch, accel_on):
     """The product would get one thread too, and the register tiles beat its GEMM there."""
     pytest.importorskip("threadpoolctl")  # one pool holds NumPy's BLAS at one thread
     assert _direct_ran(1, gemm=True, monkeypatch=monkeypatch)
+
+
+SMALL = ((1, 1, 28, 28), (32, 1, 3, 3))  # 21632 outputs, 194688 multiply-adds: one numba thread
+
+
+def test_one_thread_beside_an_uncut_product_convolves_directly(monkeypatch, accel_on):
+    """A convolution too small for two of numba's threads, whose im2col product would not be
+    cut across threads either (one pool of two), or not threaded by NumPy's BLAS."""
+    pytest.importorskip("threadpoolctl")
+    assert compiled.thread_count(28 * 28 + 32 * 9 + 32 * 26 * 26) == 1
+    assert _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=SMALL)
+    assert _direct_ran(1, gemm=False, monkeypatch=monkeypatch, shapes=SMALL)
+
+
+def test_one_thread_beside_a_cut_product_keeps_to_im2col(monkeypatch, accel_on):
+    """On one of numba's threads (here forced), a product at least SPLIT_MULTIPLY_ADDS long
+    is cut across a pool of two: im2col runs; a smaller one is not: the direct twin runs."""
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(compiled, "thread_count", lambda work: 1)
+    large = ((4, 32, 24, 24), (32, 32, 3, 3))  # 73728 outputs x 288 >= 1 << 22
+    assert not _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=large)
+    small = ((1, 16, 24, 24), (32, 16, 3, 3))  # 18432 outputs x 144 < 1 << 22
+    assert _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=small)
 
 
 def test_two_threads_convolve_at_once(direct_calls):
