@@ -53,6 +53,9 @@ PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
 # NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
 # (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
 BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
+# The smallest call size (``registry.call_size``: a.size * b.size, at least the multiply-adds)
+# that matmul.routed and linear.routed take: smaller products are never routed.
+ROUTED_MIN_SIZE = BLAS_THREADED_MULTIPLY_ADDS + 1
 # In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, on
 # one thread; a smaller one on NumPy's, whose threads share it faster than numba's wake up for it.
 OWN_GEMV_ELEMENTS = 1 << 20
@@ -324,6 +327,7 @@ register(
     _routed_product,
     routed_matmul,
     name="matmul.routed",
+    min_size=ROUTED_MIN_SIZE,
     description="products cut across one pool's threads or run on the own BLAS copy; "
     "outside one pool, NumPy's BLAS calls noted for the element-wise threads",
 )
@@ -332,6 +336,7 @@ register(
     _routed_layer,
     routed_linear,
     name="linear.routed",
+    min_size=ROUTED_MIN_SIZE,
     description="the layer's product routed as matmul.routed",
 )
 register(

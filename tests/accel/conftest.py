@@ -28,3 +28,20 @@ def kernels_run(monkeypatch, accel_on):
 
         monkeypatch.setattr(entry, "run", spy)
     return ran
+
+
+@pytest.fixture
+def small_products_routed(monkeypatch, accel_on):
+    """Acceleration on, and matmul.routed and linear.routed take products of any size (their
+    size test and ``min_size`` both at zero)."""
+    from buildingai.accel import products
+
+    monkeypatch.setattr(products, "BLAS_THREADED_MULTIPLY_ADDS", 0)
+    names = ("matmul.routed", "linear.routed")
+    for name in names:
+        monkeypatch.setattr(registry.kernel(name), "min_size", 0)
+        registry.set_enabled(name, True)  # refreshes the op's bound
+    yield
+    monkeypatch.undo()
+    for name in names:
+        registry.set_enabled(name, True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.accel import products
+from buildingai.accel import products, registry
 from buildingai.accel.kernels import compiled
 from buildingai.backend import threads
 from buildingai.ops.linalg import EINSUM, LINEAR, MATMUL
@@ -223,6 +223,8 @@ def python_pool(monkeypatch):
     monkeypatch.setattr(compiled.TWINS, "switched_on", False)
     monkeypatch.setattr(products, "SPLIT_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(products, "BLAS_THREADED_MULTIPLY_ADDS", 0)  # small products routed too
+    for name in ("matmul.routed", "linear.routed"):  # (read when acceleration is enabled below)
+        monkeypatch.setattr(registry.kernel(name), "min_size", 0)
     monkeypatch.setattr(products, "PYTHON_SPLIT_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(threads, "MIN_PARALLEL_WORK", 0)
     calls = []

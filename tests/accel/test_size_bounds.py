@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
-from buildingai.accel import activations, registry
+from buildingai.accel import activations, products, registry
 from buildingai.ops.activation import RELU
 
 
@@ -85,4 +85,28 @@ def test_a_product_bound_skips_small_products(monkeypatch, accel_on, path):
     finally:
         monkeypatch.undo()
         registry.set_enabled("matmul.routed", True)
-    assert MATMUL.accelerated_from == 0
+    assert MATMUL.accelerated_from == products.ROUTED_MIN_SIZE
+
+
+@pytest.mark.parametrize("name", ["matmul.routed", "linear.routed"])
+def test_the_routed_products_bound_is_where_applies_starts(monkeypatch, accel_on, name):
+    """Below ``min_size`` applies is False for every shape; at it, a column (n, 1) times a
+    (1, 1) matrix (n multiply-adds, call size n) is routed."""
+    entry = registry.kernel(name)
+    assert entry.min_size == products.ROUTED_MIN_SIZE
+    monkeypatch.setattr(products, "_routed", lambda xp, *arrays, **attrs: True)
+    one = np.ones((1, 1), np.float32)
+    for rows, routed in ((entry.min_size - 1, False), (entry.min_size, True)):
+        column = np.ones((rows, 1), np.float32)
+        assert registry.call_size([column, one]) == rows
+        assert bool(entry.applies(np, column, one)) is routed
+    rng = np.random.default_rng(2)
+    for _ in range(200):  # operands of any shape below the bound
+        first = tuple(rng.integers(1, 80, rng.integers(2, 4)))
+        inner = first[-1]
+        second = (*first[:-2], inner, int(rng.integers(1, 80)))
+        if name == "linear.routed":
+            second = (int(rng.integers(1, 80)), inner)
+        a, b = np.ones(first, np.float32), np.ones(second, np.float32)
+        if registry.call_size([a, b]) < entry.min_size:
+            assert not entry.applies(np, a, b)

@@ -76,12 +76,11 @@ def test_layouts_blas_cannot_take_are_refused():
 
 
 @pytest.fixture
-def one_pool(monkeypatch, accel_on):
+def one_pool(monkeypatch, small_products_routed):
     """Two threads in one pool, every product cut; yields the calls that reached numba."""
     from buildingai.accel import products
 
     monkeypatch.setattr(products, "SPLIT_MULTIPLY_ADDS", 0)
-    monkeypatch.setattr(products, "BLAS_THREADED_MULTIPLY_ADDS", 0)  # small products routed too
     monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
     calls = []
     product = gemm.product
