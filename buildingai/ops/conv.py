@@ -98,15 +98,16 @@ def _check_image(op: str, name: str, image) -> None:
         )
 
 
-def _check_fits(op: str, size: tuple, kernel: tuple, stride, padding, dilation, shapes: str):
-    """Raise when the (dilated) kernel is larger than the padded input."""
+def _check_fits(op: str, size: tuple, kernel: tuple, stride, padding, dilation, shapes):
+    """Raise when the (dilated) kernel is larger than the padded input; ``shapes()`` describes
+    the call in the message (written only then)."""
     for axis in range(2):
         extent = dilation[axis] * (kernel[axis] - 1) + 1
         padded = size[axis] + 2 * padding[axis]
         if extent > padded:
             raise ShapeError(
                 f"[{op}] kernel {tuple(kernel)} (dilated extent {extent}) is larger than the "
-                f"padded input ({padded}) along {'HW'[axis]}: {shapes}",
+                f"padded input ({padded}) along {'HW'[axis]}: {shapes()}",
                 help="use a larger input, more padding, or a smaller kernel or dilation",
             )
 
@@ -318,9 +319,11 @@ class Conv2d(Op):
                     f"channels (weight {tuple(weight.shape)}): expected ({weight.shape[0]},)"
                 )
             _check_dtypes("conv2d", x, bias, ("input", "bias"))
-        shapes = f"input {tuple(x.shape)}, weight {tuple(weight.shape)}, " + _describe_attrs(
-            stride, padding, dilation, groups
-        )
+
+        def shapes() -> str:
+            attrs = _describe_attrs(stride, padding, dilation, groups)
+            return f"input {tuple(x.shape)}, weight {tuple(weight.shape)}, {attrs}"
+
         _check_fits("conv2d", x.shape[2:], weight.shape[2:], stride, padding, dilation, shapes)
 
     def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
@@ -391,10 +394,13 @@ class Conv2dInputGrad(Op):
                 help="the weight's first dimension must match the input's channel dimension",
             )
         _check_dtypes("conv2d_input_grad", grad, weight, ("input", "weight"))
-        shapes = (
-            f"input {tuple(grad.shape)}, weight {tuple(weight.shape)}, output size "
-            f"{tuple(input_size)}, " + _describe_attrs(stride, padding, dilation, groups)
-        )
+
+        def shapes() -> str:
+            return (
+                f"input {tuple(grad.shape)}, weight {tuple(weight.shape)}, output size "
+                f"{tuple(input_size)}, " + _describe_attrs(stride, padding, dilation, groups)
+            )
+
         _check_fits(
             "conv2d_input_grad", input_size, weight.shape[2:], stride, padding, dilation, shapes
         )
@@ -402,7 +408,7 @@ class Conv2dInputGrad(Op):
         if not _covers(expected, grad.shape[2:], stride, dilation):
             raise ShapeError(
                 f"[conv2d_input_grad] output size {tuple(input_size)} does not fit: a convolution "
-                f"of that size gives {expected}, not {tuple(grad.shape[2:])} ({shapes})",
+                f"of that size gives {expected}, not {tuple(grad.shape[2:])} ({shapes()})",
                 help="output_padding must be smaller than the stride or the dilation",
             )
 
@@ -484,13 +490,16 @@ class Conv2dWeightGrad(Op):
         _check_image(op, "input", x)
         _check_image(op, "output gradient", grad)
         _check_attrs(op, stride, padding, dilation, groups)
-        shapes = (
-            f"input {tuple(x.shape)}, output gradient {tuple(grad.shape)}, kernel "
-            f"{tuple(weight_size)}, " + _describe_attrs(stride, padding, dilation, groups)
-        )
+
+        def shapes() -> str:
+            return (
+                f"input {tuple(x.shape)}, output gradient {tuple(grad.shape)}, kernel "
+                f"{tuple(weight_size)}, " + _describe_attrs(stride, padding, dilation, groups)
+            )
+
         if x.shape[0] != grad.shape[0] or x.shape[1] % groups or grad.shape[1] % groups:
             raise ShapeError(
-                f"[{op}] batch sizes must match and channels be divisible by groups: {shapes}"
+                f"[{op}] batch sizes must match and channels be divisible by groups: {shapes()}"
             )
         _check_dtypes(op, x, grad, ("input", "output gradient"))
         _check_fits(op, x.shape[2:], weight_size, stride, padding, dilation, shapes)
@@ -500,7 +509,7 @@ class Conv2dWeightGrad(Op):
             stride,
             dilation,
         ):
-            raise ShapeError(f"[{op}] the output gradient does not fit the convolution: {shapes}")
+            raise ShapeError(f"[{op}] the output gradient does not fit the convolution: {shapes()}")
 
     def forward(self, ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
         return _conv_weight_grad(xp, x, grad, weight_size, stride, padding, dilation, groups)

@@ -14,7 +14,7 @@ def _pair(value, name: str, op: str) -> tuple[int, int]:
     values = tuple(value)
     if len(values) == 1:
         values = values * 2
-    if len(values) != 2 or not all(isinstance(v, int) for v in values):
+    if len(values) != 2 or not (isinstance(values[0], int) and isinstance(values[1], int)):
         raise ShapeError(
             f"[{op}] {name} must be an int or a pair of ints, got {value!r}",
             help=f"e.g. {name}=1 or {name}=(1, 2)",
