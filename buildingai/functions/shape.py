@@ -321,6 +321,11 @@ def stack(tensors: Sequence[Tensor], axis: int | None = None, *, dim=None) -> Te
             help="reshape the inputs to one shape, or use concatenate() along an existing axis",
         )
     axis = normalize_axis(pick("axis", axis, "dim", dim, 0), len(shape) + 1, "stack")
+    if axis < len(shape):
+        # Joined along the axis the new one goes before, then that axis split in two: two ops
+        # (and one slice per input in backward), where an unsqueeze per input costs one each.
+        joined = apply(ops.CONCATENATE, *tensors, axis=axis)
+        return reshape(joined, shape[:axis] + (len(tensors), shape[axis]) + shape[axis + 1 :])
     expanded = [unsqueeze(t, axis) for t in tensors]
     return apply(ops.CONCATENATE, *expanded, axis=axis)
 
