@@ -9,9 +9,9 @@ scoped ``dispatch_mode`` context manager (PyTorch's ``TorchDispatchMode``). A mo
 
 - replace or run an op (``__dispatch__``: autocast, ``parallel()``, checkpoint recomputation):
   the topmost such mode sees the op first, and the ops it calls go to the modes below it;
-- observe the ops that really run (``before_op`` / ``after_op`` / ``after_inplace``: tracing,
-  profiling, anomaly detection, activation statistics, memory scopes, run recording): every
-  observing mode on the stack sees each of them, outermost first.
+- observe the ops that really run (``before_op`` / ``after_op`` / ``before_inplace`` /
+  ``after_inplace``: tracing, profiling, anomaly detection, activation statistics, memory
+  scopes, run recording): every observing mode on the stack sees each of them, outermost first.
 
 With no mode on the stack, dispatch pays one truth test for all of this.
 
@@ -47,7 +47,8 @@ class DispatchMode:
 
     - ``__dispatch__(op, inputs, attrs)`` to replace or run an op: return the output Tensor, or
       None to pass the op on unchanged. Ops called inside it go to the modes below this one.
-    - ``before_op`` / ``after_op`` / ``after_inplace`` to watch the ops that run.
+    - ``before_op`` / ``after_op`` / ``before_inplace`` / ``after_inplace`` to watch the ops
+      that run.
 
     ``with dispatch_mode(mode):`` puts a mode on this thread's stack for a block.
     """
@@ -72,6 +73,11 @@ class DispatchMode:
 
     def after_op(self, op, inputs: tuple, output: Tensor, attrs: dict) -> None:
         """Called with the op's output Tensor."""
+
+    def before_inplace(self, name: str, target: Tensor) -> None:
+        """Called before an in-place op (``add_``...) changes ``target``: a mode that cannot
+        follow the change (a tracer asked to write into memory it must not change) raises here,
+        while nothing is written yet."""
 
     def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
         """Called after an in-place op (``add_``, ``setitem``...) changed ``target``. ``result``

@@ -81,6 +81,8 @@ def _in_place(
 
     if recording:
         _refuse_unsafe(x, name)
+    for observer in dispatch.active_modes():
+        observer.before_inplace(name, x)
     previous = Tensor(x.array.copy() if recording and reads_previous else x.array)
     if recording:
         previous._node, previous.requires_grad = x._node, x.requires_grad

@@ -268,6 +268,16 @@ class LiveTracer(Tracer):
         self.names = names  # id(tensor) -> state-dict name
         self.live: list = []  # (value id, Tensor) of each tensor read from outside the call
 
+    def before_inplace(self, name: str, target: Tensor) -> None:
+        """Every tensor from outside the call is live (a buffer, a tensor in a closure), and a
+        forward graph changes none: only a tensor the call made with traced ops (or a view of
+        one) may be written in place; anything else is refused before it is written."""
+        with self.lock:
+            value_id = self.value_of_memory(target)
+            kind = None if value_id is None else self.graph.values[value_id].kind
+            if kind != "op":
+                raise self.refused_write(name, target, "input" if kind == "input" else "const")
+
     def capture(self, tensor: Tensor, op) -> int:
         array = tensor.array
         if id(array) in self.arrays or isinstance(array, _Traced):

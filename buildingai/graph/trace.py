@@ -88,7 +88,10 @@ class Tracer(DispatchMode):
         self.devices: dict = {}  # value id -> device string
         self.versions: dict = {}  # value id -> (version counter, version when first seen)
         self.dependent: set = set()  # ids of tensors whose values depend on the inputs
-        self.arrays: dict = {}  # id(array) -> (value id, None), for traced values' arrays
+        # id(array) -> (value id, (version counter, version then)): the value each array the
+        # graph knows holds, so that any tensor over that memory reads it (in-place ops read
+        # the previous value through a fresh tensor over the array they write)
+        self.arrays: dict = {}
         # The tables above are keyed by id(): a tensor or array freed during the call gives
         # its id up for reuse, so its entries go with it (``hold``). Keeping every traced
         # tensor alive instead would hold every intermediate array of the call at once.
@@ -106,8 +109,7 @@ class Tracer(DispatchMode):
         self.devices[value_id] = str(tensor.device)
         self.versions[value_id] = (tensor._version, tensor._version[0])
         self.hold(tensor)
-        if kind in ("input", "op"):
-            self.note_array(tensor.array, self.arrays, (value_id, None))
+        self.note_array(tensor.array, self.arrays, (value_id, self.versions[value_id]))
         return value_id
 
     def hold(self, tensor: Tensor) -> None:
@@ -145,6 +147,18 @@ class Tracer(DispatchMode):
             return self.capture(tensor, op)
         counter, seen = self.versions[value_id]
         if counter[0] != seen:
+            # written since through another tensor over the same array (buffer.detach().add_(y)):
+            # the array's latest value, unless that too was changed behind the graph's back
+            value_id, version = self.arrays.get(id(tensor.array), (value_id, (counter, seen)))
+            self.check_unchanged(value_id, version, tensor, op)
+            self.ids[id(tensor)] = value_id
+        return value_id
+
+    def check_unchanged(self, value_id: int, version: tuple, tensor: Tensor, op) -> None:
+        """Refuse to read ``value_id`` through ``tensor`` when its memory was modified in place
+        since (through a view, say) by an op that did not make it hold a new value."""
+        counter, seen = version
+        if counter[0] != seen:
             raise GraphError(
                 f"[freeze] '{op.name}' reads a tensor ({self.graph.values[value_id].name}, shape "
                 f"{tuple(tensor.array.shape)}) that was modified in place after it was traced "
@@ -152,6 +166,14 @@ class Tracer(DispatchMode):
                 help="a static graph records values, not memory: use the out-of-place form "
                 "(x = x + y instead of x += y or x.add_(y)) inside the frozen call",
             )
+
+    def value_of_memory(self, tensor: Tensor) -> int | None:
+        """The value id the memory ``tensor`` writes into holds (its base's, for a view), or
+        None when the graph has not read that memory."""
+        owner = tensor if tensor._base is None else tensor._base
+        value_id = self.ids.get(id(owner))
+        if value_id is None:
+            value_id, _ = self.arrays.get(id(owner.array), (None, None))
         return value_id
 
     def capture(self, tensor: Tensor, op) -> int:
@@ -162,8 +184,9 @@ class Tracer(DispatchMode):
         shape = tuple(array.shape)
         if name is not None:
             return self.add(tensor, "param", name, shape, array)
-        alias, _ = self.arrays.get(id(array), (None, None))
-        if alias is not None:  # Tensor(x.array): another tensor over a traced value's array
+        alias, version = self.arrays.get(id(array), (None, None))
+        if alias is not None:  # Tensor(x.array): another tensor over an array the graph read
+            self.check_unchanged(alias, version, tensor, op)
             self.ids[id(tensor)] = alias
             self.hold(tensor)
             return alias
@@ -185,34 +208,61 @@ class Tracer(DispatchMode):
         with self.lock:
             self.record(op, inputs, output, attrs)
 
+    def before_inplace(self, name: str, target: Tensor) -> None:
+        """A frozen graph changes nothing outside itself, so writing in place into a
+        parameter, a buffer, a constant or an input (or into a view of one) is refused before
+        anything is written. Memory the graph has not read yet and that is no known parameter
+        or buffer (a lazy layer initialising its parameters) is captured, as it is then, when
+        an op reads it."""
+        with self.lock:
+            value_id = self.value_of_memory(target)
+            owner = target if target._base is None else target._base
+            kind = None if value_id is None else self.graph.values[value_id].kind
+            if self.is_named(owner):
+                kind = "param"
+            if kind in ("param", "const", "input"):
+                raise self.refused_write(name, target, kind)
+
+    def is_named(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` is a parameter or buffer of the traced model."""
+        return id(tensor) in self.parameter_names
+
+    def refused_write(self, name: str, target: Tensor, kind: str | None) -> GraphError:
+        what = {"param": "a parameter or buffer", "const": "a tensor from outside the call",
+                "input": "an input of the call"}.get(kind, "a traced tensor")  # fmt: skip
+        if target._base is not None:
+            what = f"a view of {what}"
+        return GraphError(
+            f"[freeze] '{name}'{_in_module()} writes into {what} (shape "
+            f"{tuple(target.shape)}) in place{where()}: a frozen graph computes its "
+            "outputs and changes nothing else",
+            help="use the out-of-place form (y = x.relu() instead of x.relu_(), "
+            "inplace=False) for that tensor",
+        )
+
     def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
         """``x.relu_()`` or ``F.relu(x, inplace=True)`` inside the call: ``x`` now holds
-        ``result``'s value, so the ops that read ``x`` afterwards read that node. A frozen
-        graph changes nothing outside itself, so writing into a parameter, a constant or an
-        input the graph has read is refused."""
+        ``result``'s value, so the ops that read ``x`` (or its memory, through any tensor)
+        afterwards read that node."""
         with self.lock:
             value_id = self.ids.get(id(target))
+            if value_id is None:
+                value_id, _ = self.arrays.get(id(target.array), (None, None))
             if value_id is None:
                 # not read by the graph yet (a lazy layer initialising its parameters): the
                 # graph captures it, as it is then, when an op reads it
                 return
-            kind = self.graph.values[value_id].kind
-            if kind in ("param", "const", "input") or result is None:
-                what = {"param": "a parameter", "const": "a tensor from outside the call",
-                        "input": "an input of the call"}.get(kind, "a traced tensor")  # fmt: skip
-                raise GraphError(
-                    f"[freeze] '{name}'{_in_module()} writes into {what} (shape "
-                    f"{tuple(target.shape)}) in place{where()}: a frozen graph computes its "
-                    "outputs and changes nothing else",
-                    help="use the out-of-place form (y = x.relu() instead of x.relu_(), "
-                    "inplace=False) for that tensor",
-                )
-            result_id = None if result is None else self.ids.get(id(result))
+            if result is None:
+                raise self.refused_write(name, target, self.graph.values[value_id].kind)
+            result_id = self.ids.get(id(result))
             if result_id is None:
                 return
             self.ids[id(target)] = result_id
             self.versions[result_id] = (target._version, target._version[0])
             self.hold(target)
+            # the next in-place op reads the previous value through another tensor over this
+            # array (``x.mul_(a).add_(b)``): that tensor must read this value, not an older one
+            self.note_array(target.array, self.arrays, (result_id, self.versions[result_id]))
             if id(result) in self.dependent:
                 self.dependent.add(id(target))
 

@@ -40,6 +40,7 @@ from .graph import GraphError, Node
 from .symbolic import resolve, where
 from .trace import (
     Tracer,
+    _in_module,
     _Traced,
     plain,
     sample_sizes,
@@ -241,7 +242,38 @@ class TrainingTracer(Tracer):
         self.written: dict = {}  # id(tensor) -> (tensor, value id before its first in-place op)
         self.state: list = []  # (value id, Tensor) of live tensors the step changes in place
         self.captured_arrays: dict = {}  # id(array) -> value id, of arrays captured as constants
+        self.outside: list = []  # (array, its copy) of each constant: the trace writes none
         self.grads_before: list = []  # (parameter, its .grad when first read), to undo a failed trace
+
+    def before_inplace(self, name: str, target: Tensor) -> None:
+        """A buffer or parameter changed in place is written back whole at the end of the
+        graph, so writing into a view of one (``buffer[0].add_(1)``) is refused, before
+        anything is written; so is writing into an input, which eager execution would change
+        for the caller."""
+        with self.lock:
+            value_id = self.value_of_memory(target)
+            kind = None if value_id is None else self.graph.values[value_id].kind
+            if target._base is not None:
+                owner = target._base
+                if id(owner) in self.written or kind in (None, "param", "const", "state", "input"):
+                    what = {"param": "a parameter", "input": "an input of the step"}.get(
+                        kind, "a buffer or another tensor from outside the step"
+                    )
+                    raise GraphError(
+                        f"[compile] '{name}'{_in_module()} writes into a view (shape "
+                        f"{tuple(target.shape)}) of {what} (shape {tuple(owner.shape)}) in "
+                        f"place{where()}: a compiled step writes such tensors back whole",
+                        help="update the whole tensor (buffer.copy_(buffer.where(mask, values)), "
+                        "buffer.mul_(scale) with a scale of ones where it stays), or keep this "
+                        "update outside the compiled step",
+                    )
+            elif kind == "input":
+                raise GraphError(
+                    f"[compile] '{name}'{_in_module()} writes into an input of the step (shape "
+                    f"{tuple(target.shape)}) in place{where()}: the compiled step cannot change "
+                    "the caller's tensor as eager execution would",
+                    help="use the out-of-place form (x = x + y instead of x.add_(y)) for inputs",
+                )
 
     def after_inplace(self, name: str, target: Tensor, result: Tensor | None) -> None:
         with self.lock:
@@ -266,6 +298,9 @@ class TrainingTracer(Tracer):
             self.versions[value_id] = (target._version, target._version[0])
             self.dependent.add(id(target))  # its value now exists only when the graph runs
             self.hold(target)
+            # any tensor over this array read from now on (the alias through which the next
+            # in-place op reads the previous value, ``buffer.detach()``) holds this value
+            self.note_array(target.array, self.arrays, (value_id, self.versions[value_id]))
             self.made_symbolic.append(symbolic(target))
 
     def write_back(self) -> None:
@@ -273,9 +308,11 @@ class TrainingTracer(Tracer):
         an op rather than the optimizer): bind it as an input on every call and assign its
         final value at the end of the graph. Restores its array as it was before the trace."""
         graph = self.graph
+        assigned = set()
         for target, original in self.written.values():
-            if original is None:
-                continue
+            if original is None or original in assigned:
+                continue  # a second tensor over the same memory (buffer.detach())
+            assigned.add(original)
             value = graph.values[original]
             if value.kind == "const":
                 target.array[...] = graph.constants.pop(original)  # undo the trace's write
@@ -283,7 +320,7 @@ class TrainingTracer(Tracer):
                 self.state.append((original, target))
             elif value.kind != "param":
                 continue  # a tensor the step made itself: nothing outlives the call
-            final = self.ids[id(target)]
+            final, _ = self.arrays[id(target.array)]  # the last write through any tensor
             token = Tensor(np.zeros((), dtype=np.int64))
             token_id = self.add(token, "op", f"assign_{value.name}", ())
             graph.nodes.append(Node(ASSIGN_STATE, (final, original), {}, token_id, ""))
@@ -354,11 +391,13 @@ class TrainingTracer(Tracer):
             tensor.array = original.view(_Traced)
             self.dependent.add(id(tensor))
             self.made_symbolic.append(symbolic(tensor))
-            self.note_array(tensor.array, self.arrays, (value_id, None))
+            self.note_array(tensor.array, self.arrays, (value_id, self.versions[value_id]))
             return value_id
         value_id = super().capture(tensor, op)
         if id(tensor.array) not in self.captured_arrays:
             self.note_array(tensor.array, self.captured_arrays, value_id)
+            if self.graph.values[value_id].kind == "const":
+                self.outside.append((tensor.array, self.graph.constants[value_id]))
         return value_id
 
     def defer(self, action) -> Tensor:
@@ -401,6 +440,10 @@ class TrainingTracer(Tracer):
         behind dispatch's back (a trace must change nothing)."""
         for tensor in self.made_symbolic:
             plain(tensor)
+        for array, copy in self.outside:  # a failed trace leaves the buffers it wrote as they were
+            if not np.array_equal(array, copy, equal_nan=True):
+                array[...] = copy
+        self.outside = []
         changed = []
         for tensor, original, copy in self.saved:
             tensor.array = original

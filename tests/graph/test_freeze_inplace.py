@@ -1,13 +1,14 @@
 """In-place ops inside a frozen call: ``ReLU(inplace=True)`` on a layer's output (ResNet blocks
 write it so) freezes and exports, equal to eager; writing into a parameter or an input of the
-call, which a frozen graph cannot repeat, is refused with the op and the line."""
+call, which a frozen graph cannot repeat, is refused with the op and the line, before anything is
+written. Chains of in-place ops (``x.mul_(a).add_(b)``) read the value each op before wrote."""
 
 import numpy as np
 import pytest
 
 import buildingai as bai
 from buildingai import TensorSpec, float32, nn
-from buildingai.graph import GraphError
+from buildingai.graph import CompileWarning, GraphError
 
 
 class Residual(nn.Module):
@@ -63,3 +64,72 @@ def test_writing_into_an_input_or_a_parameter_is_refused():
 
     with pytest.raises(GraphError, match=r"'add_' writes into a parameter|writes into a tensor"):
         bai.freeze(shift, [TensorSpec((2, 3), float32)])
+
+
+def _chained(x):  # (N, 3) -> (N, 3)
+    first = x * 1.0
+    first.mul_(2.0).add_(1.0)  # each op reads the value the one before it wrote
+    second = x * 1.0
+    scaled = second.mul_(3.0)  # the result of an in-place op is the tensor itself
+    scaled.add_(1.0).mul_(2.0)
+    return first + second
+
+
+def test_chained_in_place_ops_freeze_equal_to_eager():
+    static = bai.freeze(_chained, [TensorSpec((None, 3), float32)])
+    compiled = bai.compile(_chained, fullgraph=True)
+    for batch in (2, 5, 2):
+        x = bai.tensor(np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32))
+        expected = _chained(x).numpy()
+        np.testing.assert_allclose(static(x).numpy(), expected, rtol=1e-6)
+        np.testing.assert_allclose(compiled(x).numpy(), expected, rtol=1e-6)
+
+
+class _Counting(nn.Module):
+    """Counts its calls in a buffer, in place, in eval mode too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("calls", bai.zeros(3))
+
+    def forward(self, x):  # (N, 3) -> (N, 3)
+        with bai.no_grad():
+            self.calls.mul_(0.5).add_(1.0)
+        return self.linear(x) + self.calls
+
+
+def test_a_buffer_written_in_place_is_refused_before_it_is_written():
+    model = _Counting().eval()
+    with pytest.raises(GraphError, match=r"'mul_' in _Counting writes into a parameter or buffer"):
+        bai.freeze(model, [TensorSpec((2, 3), float32)])
+    np.testing.assert_array_equal(model.calls.numpy(), np.zeros(3))  # the trace wrote nothing
+
+
+def test_a_compiled_model_that_writes_a_buffer_runs_eagerly_equal_to_eager():
+    x = bai.tensor(np.ones((2, 3), dtype=np.float32))
+    bai.manual_seed(0)
+    eager = _Counting().eval()
+    bai.manual_seed(0)
+    model = _Counting().eval()
+    compiled = bai.compile(model)
+    with bai.no_grad(), pytest.warns(CompileWarning, match="'mul_' in _Counting writes into"):
+        outputs = [compiled(x).numpy() for _ in range(3)]
+    with bai.no_grad():
+        expected = [eager(x).numpy() for _ in range(3)]
+    np.testing.assert_allclose(outputs, expected, rtol=1e-6)
+    np.testing.assert_array_equal(model.calls.numpy(), eager.calls.numpy())
+
+
+def test_writing_into_a_view_of_a_parameter_is_refused():
+    layer = nn.Linear(3, 3).eval()
+
+    def shift_first_row(x):
+        with bai.no_grad():
+            layer.weight[0].add_(1.0)
+        return layer(x)
+
+    before = layer.weight.numpy().copy()
+    with pytest.raises(GraphError, match=r"'add_' writes into a view of a tensor from outside"):
+        bai.freeze(shift_first_row, [TensorSpec((2, 3), float32)])
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
