@@ -11,7 +11,8 @@ single-threaded BLAS call per block, all launched in one parallel loop on numba'
 numba is missing. On a BLAS of BuildingAI's own (``own_blas.py``: scipy-openblas64's OpenBLAS,
 a second copy held at one thread), every product NumPy's BLAS would thread runs there, cut or
 whole, so NumPy's BLAS threads never wake for BuildingAI and stay free for the program's own
-products; a matrix-vector product of a large matrix is one GEMV there.
+products; a matrix-vector product of a large matrix is one GEMV there, or one per block of a
+row-major matrix's rows on numba's threads.
 
 Outside one pool the products are NumPy's, and each call that may wake NumPy's BLAS threads is
 noted (``threads.blas_called``): their idle spin would hold the cores that element-wise work
@@ -56,8 +57,9 @@ BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
 # The smallest call size (``registry.call_size``: a.size * b.size, at least the multiply-adds)
 # that matmul.routed and linear.routed take: smaller products are never routed.
 ROUTED_MIN_SIZE = BLAS_THREADED_MULTIPLY_ADDS + 1
-# In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, on
-# one thread; a smaller one on NumPy's, whose threads share it faster than numba's wake up for it.
+# In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, in
+# blocks of rows on numba's threads; a smaller one on NumPy's, whose threads share it faster than
+# numba's wake up for it.
 OWN_GEMV_ELEMENTS = 1 << 20
 # A stack of products of at most this many multiply-adds each multiplies a transposed right
 # operand as a contiguous copy (``_transposed_entries``).
@@ -138,11 +140,12 @@ def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bo
 
 def _matrix_vector(a, b, out, work: int):
     """``a.dot(b)`` in one pool where a has one row or b one column: one GEMV (a one-row GEMM
-    is several times slower), on the own BLAS for a large matrix, else on NumPy's, noting the
-    call where that BLAS may thread it."""
+    is several times slower), on the own BLAS for a large matrix, cut by the matrix's rows
+    across numba's threads where they are free, else on NumPy's, noting the call where that
+    BLAS may thread it."""
     if own_blas() and work >= OWN_GEMV_ELEMENTS and _floats(a, b):
         result = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
-        if compiled.matrix_vector(a, b, result):
+        if compiled.matrix_vector(a, b, result, cut=True):
             return result
     if own_blas() and work > BLAS_THREADED_MULTIPLY_ADDS:
         blas_called()

@@ -162,10 +162,38 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     assert not own_blas_pool.blas_spinning()  # ...on its own BLAS too
 
 
+def test_a_batch_one_linear_layer_is_cut_by_the_weights_rows(own_blas_pool, monkeypatch):
+    """A linear layer on one sample with a weight of OWN_GEMV_ELEMENTS: one GEMV per block of
+    the weight's rows, on as many of numba's threads as are free."""
+    from buildingai.accel import products
+
+    parts = []
+    matrix_vector = gemm.matrix_vector
+
+    def spy(a, b, out, count=1):
+        parts.append(count)
+        return matrix_vector(a, b, out, count)
+
+    monkeypatch.setitem(compiled._twins, "gemm.matrix_vector", spy)
+    monkeypatch.setattr(own_blas_pool, "_blas", {"last": -np.inf})
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 4096)).astype(np.float32)
+    weight = rng.standard_normal((256, 4096)).astype(np.float32)
+    bias = rng.standard_normal(256).astype(np.float32)
+    assert weight.size >= products.OWN_GEMV_ELEMENTS
+    with bai.no_grad():
+        got = bai.nn.functional.linear(bai.tensor(x), bai.tensor(weight), bai.tensor(bias))
+    np.testing.assert_allclose(got.numpy(), x @ weight.T + bias, rtol=1e-4, atol=1e-3)
+    assert parts == [compiled.thread_count(x.size + weight.size)]
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("a_shape, b_shape", [((1, 300), (300, 70)), ((70, 300), (300, 1)),
-                                              ((1, 1), (1, 5)), ((5, 1), (1, 1))])  # fmt: skip
-def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
+                                              ((1, 1), (1, 5)), ((5, 1), (1, 1)),
+                                              ((2, 300), (300, 1))])  # fmt: skip
+def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape, parts):
+    """One GEMV, or one per block of the matrix's rows (fewer rows than parts included)."""
     if not gemm.GEMV_ADDRESSES:
         pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
     rng = np.random.default_rng(5)
@@ -174,7 +202,7 @@ def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape):
     for left in (a, np.asfortranarray(a), _layouts(a)["window"]):
         for right in (b, np.asfortranarray(b), _layouts(b)["window"]):
             out = np.full((a_shape[0], b_shape[1]), np.nan, dtype)
-            assert gemm.matrix_vector(left, right, out)
+            assert gemm.matrix_vector(left, right, out, parts)
             np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
     assert not gemm.matrix_vector(a[:, :0], b[:0], np.empty((a_shape[0], b_shape[1]), dtype))
 

@@ -231,14 +231,20 @@ def split_product(a, b, out, work: int, by_columns: bool = False, cut: bool = Tr
         return False
 
 
-def matrix_vector(a, b, out) -> bool:
+def matrix_vector(a, b, out, cut: bool = False) -> bool:
     """out = a @ b where a has one row or b one column, as one ``gemv`` of BuildingAI's own
-    BLAS (``compiled/gemm.py``); False, having done nothing, where it does not apply."""
+    BLAS (``compiled/gemm.py``), or with ``cut`` one per block of the matrix's rows on as many
+    of numba's threads as ``thread_count`` gives; False, having done nothing, where it does not
+    apply."""
     twin = _twin("gemm.matrix_vector") if _on() else None
     if twin is None:
         return False
+    work = a.size + b.size
+    parts = thread_count(work) if cut else 1
+    if parts > 1:
+        _use_threads(work)
     try:
-        return twin(a, b, out)
+        return twin(a, b, out, parts)
     except Exception as error:  # a compile or cache failure: NumPy's product still works
         _give_up("gemm.matrix_vector", error)
         return False

@@ -136,10 +136,27 @@ def _gemv_call(address, matrix, vector, out, plan, alpha):
                vector.ctypes.data, vector_step, out.ctypes.data, out_step)  # fmt: skip
 
 
-def matrix_vector(a, b, out) -> bool:
+@njit(parallel=True, nogil=True, cache=True)
+def _gemv_tasks(address, matrix, vector, out, plan, alpha, parts):
+    """``_gemv_call`` of an untransposed plan cut into ``parts`` blocks of the matrix's rows
+    (and of out's entries), one task each on numba's threads."""
+    transpose, rows, columns, leading, vector_step, out_step = plan
+    size = matrix.itemsize
+    for part in prange(parts):
+        start = rows * part // parts
+        stop = rows * (part + 1) // parts
+        if stop > start:
+            _call_gemv(address, transpose, stop - start, columns, alpha,
+                       matrix.ctypes.data + start * leading * size, leading, vector.ctypes.data,
+                       vector_step, out.ctypes.data + start * out_step * size, out_step)  # fmt: skip
+
+
+def matrix_vector(a, b, out, parts: int = 1) -> bool:
     """out (m, n) = a (m, k) @ b (k, n) where m or n is 1, as one ``gemv`` of BuildingAI's own
-    BLAS on the calling thread (a one-row GEMM is several times slower). False, having done
-    nothing, where the library, the dtypes or the layout do not fit."""
+    BLAS on the calling thread (a one-row GEMM is several times slower), or with ``parts`` > 1
+    and the matrix stored row by row (a linear layer's weight), one per block of its rows on
+    numba's threads: each thread reads only its rows. False, having done nothing, where the
+    library, the dtypes or the layout do not fit."""
     address = GEMV_ADDRESSES.get(a.dtype)
     (m, k), n = a.shape, b.shape[1]
     if address is None or b.dtype != a.dtype or out.dtype != a.dtype or 0 in (m, n, k):
@@ -162,7 +179,10 @@ def matrix_vector(a, b, out) -> bool:
     own_blas.hold_at_one_thread(_OWN)
     plan = (TRANSPOSE if flip else NO_TRANSPOSE, rows, columns, leading, step // size,
             out_step // size)  # fmt: skip
-    _gemv_call(address, matrix, vector, out, plan, _ONE[a.dtype])
+    if parts > 1 and plan[0] == NO_TRANSPOSE:
+        _gemv_tasks(address, matrix, vector, out, plan, _ONE[a.dtype], parts)
+    else:
+        _gemv_call(address, matrix, vector, out, plan, _ONE[a.dtype])
     return True
 
 
