@@ -395,20 +395,28 @@ def _cell_fits(
 ) -> bool:
     """Whether a cell's arrays are float32 NumPy arrays of fitting shapes (gates_x, gates_h
     (N, gates * H), the state (N, H), grad (N, grad_width * H), biases (gates * H,)) and
-    ``kernel``'s twin runs."""
-    if type(state) is not np.ndarray or state.ndim != 2 or not state.shape[1]:
+    ``kernel``'s twin runs. (Tested once per step each way: written out, without the pairs
+    ``_float32_shapes`` takes.)"""
+    if type(state) is not np.ndarray or state.dtype != _FLOAT32 or state.ndim != 2:
         return False
     batch, size = state.shape
-    pairs = [(gates_x, (batch, gates * size)), (gates_h, (batch, gates * size)), (state, None)]
-    if grad is not None:
-        pairs.append((grad, (batch, grad_width * size)))
-    pairs += [(bias, (gates * size,)) for bias in biases]
-    return (
-        _float32_shapes(
-            *((array, array.shape if shape is None else shape) for array, shape in pairs)
-        )
-        and compiled.twin_of(kernel) is not None
-    )
+    if not size:
+        return False
+    wide = (batch, gates * size)
+    for array in (gates_x, gates_h, *biases):
+        if type(array) is not np.ndarray or array.dtype != _FLOAT32:
+            return False
+    if gates_x.shape != wide or gates_h.shape != wide:
+        return False
+    if any(bias.shape != wide[1:] for bias in biases):
+        return False
+    if grad is not None and (
+        type(grad) is not np.ndarray
+        or grad.dtype != _FLOAT32
+        or grad.shape != (batch, grad_width * size)
+    ):
+        return False
+    return compiled.twin_of(kernel) is not None
 
 
 def _cell(kernel, width: int, *arrays):

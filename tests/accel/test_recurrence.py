@@ -292,3 +292,30 @@ def test_accelerated_cells_equal_the_records_and_pytorch(kind, bias):
     for mine, record, theirs_grad in zip(accelerated, reference, pytorch):
         np.testing.assert_allclose(mine, record, rtol=1e-5, atol=2e-6)
         np.testing.assert_allclose(mine, theirs_grad, rtol=1e-5, atol=2e-6)
+
+
+def test_the_cell_twins_take_float32_arrays_of_fitting_shapes_only():
+    from buildingai.accel import recurrence
+
+    rng = np.random.default_rng(0)
+
+    def arrays(dtype=np.float32, batch=3, size=4, width=4 * 4, grad_width=2 * 4):
+        gates = [rng.standard_normal((batch, width)).astype(dtype) for _ in range(2)]
+        c = rng.standard_normal((batch, size)).astype(dtype)
+        biases = [rng.standard_normal(width).astype(dtype) for _ in range(2)]
+        grad = rng.standard_normal((batch, grad_width)).astype(dtype)
+        return gates, c, biases, grad
+
+    with bai.accel.enabled(True):
+        (gx, gh), c, biases, grad = arrays()
+        assert recurrence._lstm_cell_fits(np, gx, gh, c, *biases)
+        assert recurrence._lstm_cell_fits(np, gx, gh, c)
+        assert recurrence._lstm_cell_grad_fits(np, grad, gx, gh, c, *biases)
+        assert not recurrence._lstm_cell_fits(np, gx, gh, c.astype(np.float64), *biases)
+        assert not recurrence._lstm_cell_fits(np, gx.astype(np.float64), gh, c, *biases)
+        assert not recurrence._lstm_cell_fits(np, gx, gh, c, biases[0][:-1], biases[1])
+        assert not recurrence._lstm_cell_fits(np, gx[:, :-1], gh, c, *biases)
+        assert not recurrence._lstm_cell_fits(np, gx, gh, c[:, :0], *biases)
+        assert not recurrence._lstm_cell_grad_fits(np, grad[:, :-1], gx, gh, c, *biases)
+        assert not recurrence._lstm_cell_grad_fits(np, grad.astype(np.float64), gx, gh, c)
+        assert not recurrence._lstm_cell_fits(np, gx, gh, bai.tensor(c), *biases)
