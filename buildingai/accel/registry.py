@@ -276,8 +276,12 @@ def call_size(arrays) -> int | None:
 def too_small(op, arrays) -> bool:
     """Whether a call of ``op`` on ``arrays`` is smaller than every active kernel of the op
     takes (``call_size`` below ``op.accelerated_from``)."""
-    size = call_size(arrays)
-    return size is not None and size < op.accelerated_from
+    try:  # one or two arrays, the commonest call: their sizes without the general loop
+        size = arrays[0].size * arrays[1].size if len(arrays) > 1 else arrays[0].size
+    except (AttributeError, IndexError):
+        size = call_size(arrays)
+        return size is not None and size < op.accelerated_from
+    return size < op.accelerated_from
 
 
 def _installed(module: str) -> bool:

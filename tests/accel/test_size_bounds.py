@@ -55,6 +55,16 @@ def test_the_call_size_multiplies_the_first_two_inputs():
     assert registry.call_size([a, 2.0]) is None  # a Python number: no bound applies
 
 
+def test_too_small_reads_the_call_size():
+    class Op:
+        accelerated_from = 240
+
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    assert not registry.too_small(Op, [a, b]) and registry.too_small(Op, [a, b[:, :4]])
+    assert registry.too_small(Op, [a]) and registry.too_small(Op, [])  # sizes 12 and 1
+    assert not registry.too_small(Op, [a, 2.0])  # a Python number: no bound applies
+
+
 @pytest.mark.parametrize("path", ["operator", "apply"])
 def test_a_product_bound_skips_small_products(monkeypatch, accel_on, path):
     """A bound on the multiply-adds (their upper bound a.size * b.size) keeps small products
