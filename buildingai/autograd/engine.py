@@ -451,14 +451,15 @@ def _sum(previous: Tensor, gradient: Tensor, in_place: bool) -> Tensor:
     if (
         in_place
         and type(data) is np.ndarray
+        and type(total) is np.ndarray
         and data.shape == total.shape
         and data.dtype == total.dtype
     ):
         np.add(total, data, out=total)
         return previous
     total = _ADD(previous, gradient)
-    if type(total.array) is not np.ndarray or not total.array.flags.writeable:
-        total = Tensor(np.array(total.array))  # (a 0-d result may be read-only)
+    if type(total.array) is np.ndarray and not total.array.flags.writeable:
+        total = Tensor(total.array.copy())  # (a 0-d result may be read-only)
     return total
 
 
