@@ -27,11 +27,12 @@ x (or reads x in place), so a step holds one convolution's columns at a time, no
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ..backend.threads import gemm_threads, one_pool
 from ..ops import conv
-from ..ops.abstract import prod
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .kernels.conv_grid import grid_col2im, grid_for, to_grid

@@ -131,8 +131,9 @@ def _crop_to(out, size: tuple):
 
 def output_hw(size, kernel, stride, padding, dilation) -> tuple[int, int]:
     """The output (Ho, Wo) of a convolution of an input of spatial size ``size``."""
-    return tuple(
-        output_size(size[a], kernel[a], stride[a], padding[a], dilation[a]) for a in range(2)
+    return (
+        output_size(size[0], kernel[0], stride[0], padding[0], dilation[0]),
+        output_size(size[1], kernel[1], stride[1], padding[1], dilation[1]),
     )
 
 
