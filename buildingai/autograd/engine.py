@@ -5,7 +5,9 @@ as in Kahn's algorithm), so each rule runs once. The walk uses an explicit stack
 length backpropagates without touching Python's recursion limit. Unless the graph is retained,
 each node drops its saved values as soon as its rule has run, so memory is returned as the walk
 proceeds. Broadcasting is undone here, once for every op: a gradient whose shape differs from its
-input's is summed back to the input's shape.
+input's is summed back to the input's shape. A sum the walk made itself takes later gradients in
+place, and the gradient of a basic index ``x[index]`` is added into the slice of x's sum, where no
+one else holds that sum and nothing records or watches the walk (``_run``).
 """
 
 from __future__ import annotations
