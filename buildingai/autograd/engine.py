@@ -448,17 +448,19 @@ def _add_leaf(leaf_grads: dict, leaf: Tensor, gradient: Tensor, owned: set | Non
 
 def _sum(previous: Tensor, gradient: Tensor, in_place: bool) -> Tensor:
     """previous + gradient, the sum's array the walk's own: into ``previous`` when it already
-    is (``in_place``) and the two are NumPy arrays of one shape and dtype, else a new one."""
+    is (``in_place``) and the two are NumPy arrays of one shape and dtype, else a new one
+    (NumPy's sum straight away for such arrays, ``_ADD`` for others)."""
     total, data = previous.array, gradient.array
     if (
-        in_place
-        and type(data) is np.ndarray
+        type(data) is np.ndarray
         and type(total) is np.ndarray
         and data.shape == total.shape
         and data.dtype == total.dtype
     ):
-        np.add(total, data, out=total)
-        return previous
+        if in_place:
+            np.add(total, data, out=total)
+            return previous
+        return Tensor(np.add(total, data))  # what ``_ADD`` gives here, without its dispatch
     total = _ADD(previous, gradient)
     if type(total.array) is np.ndarray and not total.array.flags.writeable:
         total = Tensor(total.array.copy())  # (a 0-d result may be read-only)
