@@ -78,8 +78,8 @@ class Sum(ReductionOp):
     def forward(self, ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
         if x.dtype.kind in INTEGRAL:  # int64 for every integer, as PyTorch (NumPy: uint64 too)
-            return xp.sum(x, axis=axes, keepdims=keepdims, dtype=xp.int64)
-        return xp.sum(x, axis=axes, keepdims=keepdims)
+            return x.sum(axis=axes, keepdims=keepdims, dtype=xp.int64)
+        return x.sum(axis=axes, keepdims=keepdims)  # (the method skips xp.sum's wrapper)
 
     def backward(self, ctx, grad):
         return (_spread(ctx, grad),)
