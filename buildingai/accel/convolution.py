@@ -48,8 +48,7 @@ PART = 144
 INNER_BLOCK = 64
 INNER_BLOCKS = 16
 MOST_BLOCKED_OUTPUTS = 1 << 18
-# The direct twins run on at least this many of numba's threads, or on one where the im2col
-# product would get one too: on one thread beside a product cut across more, im2col is faster.
+# Direct twins need this many threads, or one if im2col's product is not cut (a cut one is faster).
 DIRECT_MIN_THREADS = 2
 # The direct weight gradient runs on images of more positions than this: on smaller ones each
 # of its tiles sums too few positions between setting up and summing its lanes, and im2col's
