@@ -63,11 +63,9 @@ class Tracking(nn.Module):
         return (y * self.running).sum()
 
 
-def _train(update, compiled, parameter_update=None, fullgraph=True, calls=3):
-    """Buffer, weight and losses after ``calls`` steps, eager or compiled."""
-    bai.manual_seed(0)
-    model = Tracking(update)
-    optimizer = bai.optim.SGD(model.parameters(), lr=0.01)
+def _training_step(model, optimizer, parameter_update=None):
+    """One training step of ``model``; ``parameter_update`` then writes the linear layer's
+    weight in place under ``no_grad``, as an optimizer does."""
 
     def step(x):
         optimizer.zero_grad()
@@ -79,6 +77,14 @@ def _train(update, compiled, parameter_update=None, fullgraph=True, calls=3):
                 parameter_update(model.linear.weight)
         return loss
 
+    return step
+
+
+def _train(update, compiled, parameter_update=None, fullgraph=True, calls=3):
+    """Buffer, weight and losses after ``calls`` steps, eager or compiled."""
+    bai.manual_seed(0)
+    model = Tracking(update)
+    step = _training_step(model, bai.optim.SGD(model.parameters(), lr=0.01), parameter_update)
     run = bai.compile(step, fullgraph=fullgraph) if compiled else step
     x = bai.tensor(np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(2, 4))
     losses = [run(x).item() for _ in range(calls)]
@@ -108,15 +114,7 @@ def test_a_compiled_step_with_a_signature_updates_the_buffer_as_eager():
     def run(compiled):
         bai.manual_seed(0)
         model = Tracking(BUFFER_UPDATES["mul_then_add"])
-        optimizer = bai.optim.SGD(model.parameters(), lr=0.01)
-
-        def step(x):
-            optimizer.zero_grad()
-            loss = model(x)
-            loss.backward()
-            optimizer.step()
-            return loss
-
+        step = _training_step(model, bai.optim.SGD(model.parameters(), lr=0.01))
         if compiled:
             step = bai.compile(step, input_signature=[TensorSpec((None, 4), float32)])
         for batch in (2, 2, 3):
