@@ -43,6 +43,7 @@ from ..ops import linalg
 from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
 from . import own_blas as own_blas_library
 from .kernels import compiled
+from .own_blas import NO_TRANSPOSE, TRANSPOSE
 from .registry import on_enable, register, register_switch
 
 # A product of at least this many multiply-adds is cut across BuildingAI's threads in one pool:
@@ -78,15 +79,25 @@ ONE_POOL = register_switch(
     "BuildingAI's threads run element-wise work and the products, cut on numba's threads",
 )
 
+# What ``_whole_on_own_blas`` calls, set while one pool's own BLAS is loaded: the own library,
+# {dtype: (its gemm's address, 1 of the dtype)} and the compiled loop that calls it per entry.
+_whole = {"library": None, "calls": {}, "call": None}
+
 
 def _start() -> None:
     """Load the own BLAS copy and start numba's threads where the switches ask, and offer the
     arrangement they make possible to ``set_num_threads``."""
     own = OWN_COPY.active and compiled.own_blas_ready()
+    if own:  # the compiled module own_blas_ready imported, and what its uncut call takes
+        from .kernels.compiled import gemm
+
+        calls = {dtype: (address, dtype.type(1.0)) for dtype, address in gemm.ADDRESSES.items()}
+        _whole.update(library=own_blas_library.library(), calls=calls, call=gemm._products_in_turn)
     threads.offer(own_blas=own, one_pool=own and ONE_POOL.active)
 
 
 def _stop() -> None:
+    _whole["calls"] = {}
     threads.offer(own_blas=False, one_pool=False)
 
 
@@ -130,6 +141,45 @@ def _numpy_blas_alone() -> bool:
     return own_blas_library.numpy_blas_threads() == 1
 
 
+def _whole_on_own_blas(a, b, out):
+    """``a.dot(b)`` (into ``out`` if given) as one call of the own BLAS on the calling thread,
+    for 2-D float arrays each row-major or the transpose of a row-major one, the commonest
+    uncut product in one pool: ``compiled.split_product(..., cut=False)``'s call without its
+    general checks, which cost about a third of a product of 2^19 multiply-adds. None, having
+    done nothing, where it does not apply."""
+    found = _whole["calls"].get(a.dtype)
+    layout_a, layout_b = _matrix_layout(a), _matrix_layout(b)
+    if found is None or layout_a is None or layout_b is None:
+        return None
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    elif out.dtype != a.dtype or not out.flags.c_contiguous:
+        return None
+    address, one = found
+    own_blas_library.hold_at_one_thread(_whole["library"])
+    try:
+        _whole["call"](
+            address, a[None], b[None], out[None], (*layout_a, *layout_b, out.shape[1]), one
+        )
+    except Exception:  # a compile or cache failure: compiled.split_product's path says so
+        _whole["calls"] = {}
+        return None
+    return out
+
+
+def _matrix_layout(matrix):
+    """``own_blas.layout`` of an aligned 2-D array, read off its flags where it is contiguous;
+    None where it does not fit a BLAS call."""
+    flags = matrix.flags
+    if not flags.aligned:
+        return None
+    if flags.c_contiguous:
+        return NO_TRANSPOSE, matrix.shape[1]
+    if flags.f_contiguous:
+        return TRANSPOSE, matrix.shape[0]
+    return own_blas_library.layout(matrix, *matrix.shape)
+
+
 def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
     """``compiled.split_product`` cut when asked (else uncut on the own BLAS, when ``own``);
     True when it ran."""
@@ -169,6 +219,10 @@ def _dot(a, b, out=None):
     own = _on_own_blas(work, a, b)
     if not (cut or own) or (work < SPLIT_MULTIPLY_ADDS and _numpy_blas_alone()):
         return a.dot(b) if out is None else np.dot(a, b, out=out)
+    if own and not cut:
+        result = _whole_on_own_blas(a, b, out)
+        if result is not None:
+            return result
     if out is None:
         out = np.empty((rows, columns), a.dtype)
     if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):

@@ -141,7 +141,12 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
         calls.append(parts)
         return product(a, b, out, parts, by_columns)
 
+    def whole(address, a, b, out, layout, alpha):  # the uncut call products.py makes itself
+        calls.append(0)
+        return gemm._products_in_turn(address, a, b, out, layout, alpha)
+
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
+    monkeypatch.setitem(products._whole, "call", whole)
     monkeypatch.setattr(own_blas_pool, "_blas", {"last": -np.inf})
     rng = np.random.default_rng(4)
     a = rng.standard_normal((64, 96)).astype(np.float32)  # 64 * 96 * 80 multiply-adds: above
@@ -160,6 +165,33 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     np.testing.assert_allclose(got, row @ weights, rtol=1e-4, atol=1e-3)
     assert calls == [0]  # a matrix-vector product: one GEMV, faster than a one-row GEMM,
     assert not own_blas_pool.blas_spinning()  # ...on its own BLAS too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["plain", "a transposed", "b transposed", "b sliced"])
+def test_a_whole_product_on_its_own_blas_equals_numpy(own_blas_pool, dtype, layout):
+    """products.py's own uncut call, its operands row-major, transposed or strided, into a new
+    array and into ``out``; an operand BLAS cannot read falls back to the general path."""
+    from buildingai.accel import products
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 96)).astype(dtype)
+    b = rng.standard_normal((96, 80)).astype(dtype)
+    if layout == "a transposed":
+        a = np.ascontiguousarray(a.T).T
+    elif layout == "b transposed":
+        b = np.ascontiguousarray(b.T).T
+    elif layout == "b sliced":
+        b = rng.standard_normal((96, 160)).astype(dtype)[:, ::2]
+    tolerance = {"rtol": 1e-5, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-12}
+    got = products._whole_on_own_blas(a, b, None)
+    if layout == "b sliced":
+        assert got is None  # a column step of two elements: no BLAS layout
+        got = products._dot(a, b)
+    np.testing.assert_allclose(got, a @ b, **tolerance)
+    out = np.full((64, 80), np.nan, dtype)
+    assert products._dot(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, **tolerance)
 
 
 def test_a_batch_one_linear_layer_is_cut_by_the_weights_rows(own_blas_pool, monkeypatch):
