@@ -6,8 +6,9 @@ length backpropagates without touching Python's recursion limit. Unless the grap
 each node drops its saved values as soon as its rule has run, so memory is returned as the walk
 proceeds. Broadcasting is undone here, once for every op: a gradient whose shape differs from its
 input's is summed back to the input's shape. A sum the walk made itself takes later gradients in
-place, and the gradient of a basic index ``x[index]`` is added into the slice of x's sum, where no
-one else holds that sum and nothing records or watches the walk (``_run``).
+place, and an op with ``add_grad_into`` (a basic index ``x[index]``) adds its gradient straight
+into x's sum, where no one else holds that sum and nothing records or watches the walk
+(``_run``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from ..backend.device import array_namespace
 from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
-from ..ops.index import GETITEM
 from ..ops.reduce import SUM_TO
 from .dispatch import apply, binary_operator
 from .gradients import Gradients
@@ -242,8 +242,8 @@ def _run(
     # grad() runs only the rules on a path to one of its inputs, and frees only those nodes
     dependencies, leading = _count_dependencies(list(node_grads), targets, target_nodes)
     # Sums of gradients the walk made itself (``owned``: nodes, and leaves by id) are NumPy
-    # arrays no one else holds: later gradients are added into them in place, and the gradient
-    # of ``x[index]`` is added into the slice of x's sum, without a zero array of x's shape.
+    # arrays no one else holds: later gradients are added into them in place, and an op with
+    # ``add_grad_into`` (``x[index]``) adds its gradient into x's sum, without a zero array.
     # Not while the walk is recorded (create_graph, a traced step) or a dispatch mode watches.
     in_place = not (create_graph or _RECORDING.active or current_state().observed)
     owned: set = set()
@@ -267,12 +267,12 @@ def _run(
             if leading is not None and node not in leading:
                 continue  # no input of grad() below: leave this part of the graph untouched
             inputs = node.inputs
-            input_grads = index = None
+            input_grads = into = None
             if gradient is not None:
                 if node.input_versions is not None or node.out_data is not None:
                     node.check_versions()
-                if in_place and node.op is GETITEM and _fits_slice(gradient, inputs[0]):
-                    index = node.attrs["index"]  # summed into x's gradient below
+                if in_place and node.op.add_grad_into and _fits_into(gradient, inputs[0]):
+                    into = node  # its gradient added into x's sum below
                 else:
                     input_grads = node.op.backward(node, gradient)
             for position, value in enumerate(inputs):
@@ -285,16 +285,16 @@ def _run(
                         input_grad = _fit_to(input_grad, value, node.op)
                 child = value._node
                 if child is None:
-                    if index is not None:
-                        _add_leaf_slice(leaf_grads, value, index, gradient, owned)
+                    if into is not None:
+                        _add_leaf_into(leaf_grads, value, into, gradient, owned)
                     elif input_grad is not None:
                         _add_leaf(leaf_grads, value, input_grad, owned if in_place else None)
                     if waiting and id(value) in waiting:
                         _count_down_leaf(waiting, leaf_grads, value, assigned, create_graph, owned)
                     continue
-                if index is not None:
-                    node_grads[child] = _sum_slice(
-                        node_grads.get(child), child in owned, value, index, gradient
+                if into is not None:
+                    node_grads[child] = _sum_into(
+                        node_grads.get(child), child in owned, value, into, gradient
                     )
                     owned.add(child)
                 elif input_grad is not None:
@@ -467,40 +467,36 @@ def _sum(previous: Tensor, gradient: Tensor, in_place: bool) -> Tensor:
     return total
 
 
-def _fits_slice(gradient: Tensor, x: Tensor) -> bool:
-    """Whether the gradient of ``x[index]`` can be added straight into a slice of x's: both
-    NumPy arrays of one dtype."""
+def _fits_into(gradient: Tensor, x: Tensor) -> bool:
+    """Whether an op's gradient for ``x`` can be added straight into x's sum
+    (``Op.add_grad_into``): both NumPy arrays of one dtype."""
     data, source = gradient.array, x.array
     return type(data) is np.ndarray and type(source) is np.ndarray and data.dtype == source.dtype
 
 
-def _sum_slice(previous: Tensor | None, in_place: bool, x: Tensor, index, gradient: Tensor):
-    """previous (or zeros) + the gradient of ``x[index]`` spread to x's shape, as an array of
-    the walk's own: ``gradient`` is added into the slice (``zeros_index_add``'s sum, without its
-    zero array and the full-size sum after it)."""
-    if previous is not None and in_place:
-        total = previous.array
-        total[index] += gradient.array
-        return previous
+def _sum_into(previous: Tensor | None, in_place: bool, x: Tensor, node, gradient: Tensor):
+    """previous (or zeros) + ``node``'s gradient for x, as an array of the walk's own, the
+    gradient added in by the op's ``add_grad_into`` (a basic index: into the slice, without
+    ``zeros_index_add``'s zero array and the full-size sum after it)."""
     source = x.array
     if previous is None:
         total = np.zeros(source.shape, source.dtype)
-        total[index] = gradient.array
-        return Tensor(total)
-    total = previous.array
-    result = np.array(total, dtype=np.result_type(total, source), order="C")
-    result[index] += gradient.array
-    return Tensor(result)
+    elif in_place:
+        total = previous.array
+    else:
+        total = np.array(previous.array, dtype=np.result_type(previous.array, source), order="C")
+    node.op.add_grad_into(total, gradient.array, node.attrs)
+    return previous if previous is not None and in_place else Tensor(total)
 
 
-def _add_leaf_slice(leaf_grads: dict, leaf: Tensor, index, gradient: Tensor, owned: set):
-    """Add the gradient of ``leaf[index]`` into the leaf's sum (``_sum_slice``)."""
+def _add_leaf_into(leaf_grads: dict, leaf: Tensor, node, gradient: Tensor, owned: set):
+    """Add ``node``'s gradient for ``leaf`` into the leaf's sum (``_sum_into``)."""
     key = id(leaf)
     entry = leaf_grads.get(key)
     if entry is None:
-        leaf_grads[key] = [leaf, _sum_slice(None, False, leaf, index, gradient)]
+        leaf_grads[key] = [leaf, _sum_into(None, False, leaf, node, gradient)]
     else:
-        entry[1] = _sum_slice(entry[1], key in owned, leaf, index, gradient)
+        entry[1] = _sum_into(entry[1], key in owned, leaf, node, gradient)
     owned.add(key)
 
 

@@ -51,6 +51,10 @@ class Op:
       ``"promote"`` (the default: floating inputs of different dtypes cast to the widest).
     - ``effectful``: True when a call does more than compute its output from its inputs (a
       random draw, an optimizer update): graph passes never merge, fold or drop such a node.
+    - ``add_grad_into``: ``None`` or a method ``add_grad_into(self, total, grad, attrs)`` that
+      adds the gradient for the op's one input straight into ``total``, an array of that
+      input's shape the backward engine owns: for an op whose gradient scatters ``grad`` into
+      zeros (a basic index), the engine then builds no zero array and no full-size sum.
     - ``accelerated``: the faster kernels registered for this op in ``buildingai.accel`` that
       are active now (empty when acceleration is off); set by the registry, never by the record.
     """
@@ -64,6 +68,7 @@ class Op:
     fusion: tuple | None = None
     autocast: str = "promote"
     effectful: bool = False
+    add_grad_into = None
     accelerated: tuple = ()
 
     def __call__(self, *inputs, **attrs):

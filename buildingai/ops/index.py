@@ -345,6 +345,10 @@ class GetItem(ViewOp):
     def backward(self, ctx, grad):
         return (grad.zeros_index_add(ctx.input_shape, ctx.attrs["index"]),)
 
+    def add_grad_into(self, total, grad, attrs):
+        """``total[index] += grad``: backward's scatter, added into a sum the engine holds."""
+        total[attrs["index"]] += grad
+
     def to_onnx(self, emit, inputs, output, attrs):
         _basic_index_onnx(emit, inputs[0], attrs["index"], output)
 
