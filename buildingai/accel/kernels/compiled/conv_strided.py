@@ -66,31 +66,60 @@ def _shift_masks(height: int, width: int, shifts: tuple):
 
 
 @njit(parallel=True, nogil=True, boundscheck=False)
-def _split(x, rows, columns, out):
-    """out[p, n, c, h, w] = x[n, c, 2*h + rows[p], 2*w + columns[p]]: the phase images."""
+def _split(x, which, out):
+    """out[which[a, b], n, c, h, w] = x[n, c, 2*h + a, 2*w + b] for the phases (a, b) with
+    ``which[a, b] >= 0``: the phase images. Each input row is read once and its even and odd
+    columns written apart (constant strides: vectorised as shuffles)."""
     phases, n, c, height, width = out.shape
     for task in prange(n * c):
         sample, channel = task // c, task % c
-        for p in range(phases):
-            a, b = rows[p], columns[p]
+        for a in range(2):
+            even, odd = which[a, 0], which[a, 1]
             for h in range(height):
-                for w in range(width):
-                    out[p, sample, channel, h, w] = x[sample, channel, 2 * h + a, 2 * w + b]
+                row = x[sample, channel, 2 * h + a]
+                if even >= 0 and odd >= 0:
+                    left, right = out[even, sample, channel, h], out[odd, sample, channel, h]
+                    for w in range(width):
+                        left[w] = row[2 * w]
+                        right[w] = row[2 * w + 1]
+                elif even >= 0:
+                    left = out[even, sample, channel, h]
+                    for w in range(width):
+                        left[w] = row[2 * w]
+                elif odd >= 0:
+                    right = out[odd, sample, channel, h]
+                    for w in range(width):
+                        right[w] = row[2 * w + 1]
 
 
 @njit(parallel=True, nogil=True, boundscheck=False)
-def _weave(parts, rows, columns, out):
-    """out[n, c, 2*h + rows[p], 2*w + columns[p]] = parts[p, n, c, h, w], zero elsewhere."""
+def _weave(parts, which, out):
+    """out[n, c, 2*h + a, 2*w + b] = parts[which[a, b], n, c, h, w], zero where
+    ``which[a, b] < 0``: the inverse of ``_split``, row by row."""
     phases, n, c, height, width = parts.shape
     for task in prange(n * c):
         sample, channel = task // c, task % c
-        if phases < 4:
-            out[sample, channel] = 0.0
-        for p in range(phases):
-            a, b = rows[p], columns[p]
+        for a in range(2):
+            even, odd = which[a, 0], which[a, 1]
             for h in range(height):
-                for w in range(width):
-                    out[sample, channel, 2 * h + a, 2 * w + b] = parts[p, sample, channel, h, w]
+                row = out[sample, channel, 2 * h + a]
+                if even >= 0 and odd >= 0:
+                    left, right = parts[even, sample, channel, h], parts[odd, sample, channel, h]
+                    for w in range(width):
+                        row[2 * w] = left[w]
+                        row[2 * w + 1] = right[w]
+                elif even >= 0:
+                    left = parts[even, sample, channel, h]
+                    for w in range(width):
+                        row[2 * w] = left[w]
+                        row[2 * w + 1] = 0.0
+                elif odd >= 0:
+                    right = parts[odd, sample, channel, h]
+                    for w in range(width):
+                        row[2 * w] = 0.0
+                        row[2 * w + 1] = right[w]
+                else:
+                    row[:] = 0.0
 
 
 @njit(nogil=True, boundscheck=False)
@@ -109,13 +138,31 @@ def _pack_transposed(weight, tap_rows, tap_columns, weights):
                     weights[b, o, tap, r] = weight[o, c, i, j] if c < channels else 0.0
 
 
+def _which(phases):
+    """int64 (2, 2): the index in ``phases`` of phase (a, b), or -1 where no tap reads it."""
+    which = np.full((2, 2), -1, np.int64)
+    for p, (a, b) in enumerate(phases):
+        which[a, b] = p
+    return which
+
+
 def _phase_images(x, phases):
     n, c, h, w = x.shape
-    rows = np.array([a for a, _ in phases], np.int64)
-    columns = np.array([b for _, b in phases], np.int64)
     images = np.empty((len(phases), n, c, h // 2, w // 2), np.float32)
-    _split(x, rows, columns, images)
+    _split(x, _which(phases), images)
     return images
+
+
+def _phase_reads(x, kernel, padding):
+    """(images, shifts, masks): x's phase images (P, N, C, H/2, W/2), and for each kernel tap in
+    order its flat distance from an output position in that buffer and its lane masks."""
+    n, c, h, w = x.shape
+    phases, plan = phase_plan(tuple(kernel), tuple(padding))
+    images = _phase_images(x, phases)
+    half_w, plane = w // 2, (h // 2) * (w // 2)
+    shifts = np.array([p * n * c * plane + dh * half_w + dw for _, _, p, dh, dw in plan], np.int64)
+    masks = _shift_masks(h // 2, half_w, tuple((dh, dw) for *_, dh, dw in plan))
+    return images, shifts, masks
 
 
 def correlate(x, taps, bias, out, padding):
@@ -123,11 +170,8 @@ def correlate(x, taps, bias, out, padding):
     with zero padding, plus bias (O,) or shape (0,)."""
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
-    phases, plan = phase_plan((kh, kw), tuple(padding))
-    images = _phase_images(x, phases)
-    half_w, plane = w // 2, (h // 2) * (w // 2)
-    shifts = np.array([p * n * c * plane + dh * half_w + dw for _, _, p, dh, dw in plan], np.int64)
-    masks = _shift_masks(h // 2, half_w, tuple((dh, dw) for *_, dh, dw in plan))
+    images, shifts, masks = _phase_reads(x, (kh, kw), padding)
+    half_w = w // 2
     rows, vectors = direct._flat_shape(o)
     # the plan lists every tap in the kernel's own order: the stride-1 tiles' packing fits
     weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
@@ -156,5 +200,4 @@ def correlate_transposed(grad, weight, out, padding):
         _pack_transposed(weight, tap_rows, tap_columns, weights)
         direct.flat_correlation(grad.reshape(-1), grad.shape, weights, no_bias, masks, shifts,
                                 parts[p], vectors)  # fmt: skip
-    _weave(parts, np.array([a for a, _ in phases], np.int64),
-           np.array([b for _, b in phases], np.int64), out)  # fmt: skip
+    _weave(parts, _which(phases), out)
