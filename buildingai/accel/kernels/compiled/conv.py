@@ -26,7 +26,7 @@ import functools
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from .flat_tile import flat_dot_tile, flat_tile
 from .register_tile import dot_tile, grid_tile, sum_tile, window_tile
@@ -230,35 +230,44 @@ def flat_correlation(x, shape, weights, bias, masks, shifts, out, vectors):
          out.reshape(-1))  # fmt: skip
 
 
-@njit(nogil=True, boundscheck=False)
 def _pack_weights(taps, weights, turned):
     """weights[b, c, i, j, r] = tap (c, i, j) of output channel b*rows + r (zero past the
     last): taps[b*rows + r, c, i, j], or with ``turned`` taps[c, b*rows + r, kh-1-i, kw-1-j]
     (turning a kernel half a circle reverses its flat taps)."""
     blocks, c, kh, kw, rows = weights.shape
-    count = kh * kw
-    o = taps.shape[1] if turned else taps.shape[0]
-    source, out = taps.reshape(-1), weights.reshape(-1)
-    block = c * count * rows  # one block's values
-    if o < blocks * rows:
-        weights[-1] = 0.0
-    # in the order that reads taps from start to end: their pages change least often
-    if turned:  # taps (C, O, kh, kw): channel slowest
-        for channel in range(c):
-            for k in range(o):
-                b, r = k // rows, k % rows
-                at = b * block + channel * count * rows + r
-                start = (channel * o + k) * count + count - 1
-                for tap in range(count):
-                    out[at + tap * rows] = source[start - tap]
-    else:
-        for k in range(o):
-            b, r = k // rows, k % rows
+    _packer(kh * kw, rows, bool(turned))(taps, weights)
+
+
+@functools.cache
+def _packer(count: int, rows: int, turned: bool):
+    """``_pack_weights`` for kernels of ``count`` taps and tiles of ``rows`` output channels:
+    with both constants the (tap, row) loops of a channel unroll into shuffles, and the blocks
+    of output channels are shared among threads."""
+
+    @njit(parallel=True, nogil=True, boundscheck=False)
+    def pack(taps, weights):
+        blocks, c = weights.shape[0], weights.shape[1]
+        o = taps.shape[1] if turned else taps.shape[0]
+        source, out = taps.reshape(-1), weights.reshape(-1)
+        # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
+        for b in prange(blocks):
             for channel in range(c):
-                at = b * block + channel * count * rows + r
-                start = (k * c + channel) * count
-                for tap in range(count):
-                    out[at + tap * rows] = source[start + tap]
+                at = (b * c + channel) * (count * rows)  # one channel's taps, side by side
+                for r in range(rows):
+                    k = b * rows + r
+                    if k >= o:
+                        for tap in range(count):
+                            out[uint64(at + tap * rows + r)] = 0.0
+                    elif turned:  # taps (C, O, kh, kw): the row's kernel read backwards
+                        start = (channel * o + k) * count + count - 1
+                        for tap in range(count):
+                            out[uint64(at + tap * rows + r)] = source[uint64(start - tap)]
+                    else:
+                        start = (k * c + channel) * count
+                        for tap in range(count):
+                            out[uint64(at + tap * rows + r)] = source[uint64(start + tap)]
+
+    return pack
 
 
 @functools.cache

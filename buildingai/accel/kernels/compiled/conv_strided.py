@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from . import conv as direct
 from .tile_ir import LANES
@@ -122,20 +122,37 @@ def _weave(parts, which, out):
                     row[:] = 0.0
 
 
-@njit(nogil=True, boundscheck=False)
 def _pack_transposed(weight, tap_rows, tap_columns, weights):
     """weights[b, o, k, r] = weight[o, b*rows + r, i_k, j_k] (zero past the last channel): the
     filters of a convolution with their two channel axes swapped, for its input gradient.
     Written in order; each block reads ``rows`` neighbouring channels of every filter."""
     blocks, outputs, count, rows = weights.shape
-    channels = weight.shape[1]
-    for b in range(blocks):
-        for o in range(outputs):
-            for tap in range(count):
-                i, j = tap_rows[tap], tap_columns[tap]
+    kernel = np.asarray(tap_rows) * weight.shape[3] + np.asarray(tap_columns)
+    _transposed_packer(count, rows)(weight, kernel.astype(np.int64), weights)
+
+
+@functools.cache
+def _transposed_packer(count: int, rows: int):
+    """``_pack_transposed`` for ``count`` taps and tiles of ``rows`` channels: constant loops
+    that unroll, the blocks of channels shared among threads."""
+
+    @njit(parallel=True, nogil=True, boundscheck=False)
+    def pack(weight, kernel, weights):
+        blocks, outputs = weights.shape[0], weights.shape[1]
+        channels, taps = weight.shape[1], weight.shape[2] * weight.shape[3]
+        source, out = weight.reshape(-1), weights.reshape(-1)
+        # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
+        for b in prange(blocks):
+            for o in range(outputs):
+                at = (b * outputs + o) * (count * rows)
                 for r in range(rows):
                     c = b * rows + r
-                    weights[b, o, tap, r] = weight[o, c, i, j] if c < channels else 0.0
+                    start = (o * channels + c) * taps
+                    for tap in range(count):
+                        value = source[uint64(start + kernel[tap])] if c < channels else 0.0
+                        out[uint64(at + tap * rows + r)] = value
+
+    return pack
 
 
 def _which(phases):
