@@ -17,7 +17,8 @@ stay the reference; these compute the same values another way, each where it pay
   multiply-adds per kernel offset, or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
-- ``*.im2col``: the records' im2col, with the product routed as ``matmul.routed`` routes it
+- ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
+  there: one parallel pass, each input row read once for a kernel row's taps), the product routed as ``matmul.routed`` routes it
   (``products.matmul_array``: one pool, the own BLAS copy) and, for the weight gradient, the
   operand order OpenBLAS runs faster.
 
@@ -315,10 +316,32 @@ def _always(xp, *arrays, **attrs) -> bool:
     return True
 
 
+@compiled_twin("conv.im2col", params=("stride", "padding", "dilation"))
+def columns_of(xp, x, out, *, stride, padding, dilation) -> None:
+    """out (C, kh, kw, N, Ho, Wo) = the im2col columns of x (N, C, H, W), the record's
+    ``conv.im2col``: the reference of the compiled twin, which reads each input row once for a
+    kernel row's taps, on every thread (the record's strided copy runs on one)."""
+    kernel, out_hw = out.shape[1:3], out.shape[4:]
+    out[...] = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, 1).reshape(out.shape)
+
+
+def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
+    """``conv.im2col``'s columns (groups, C/groups * kh * kw, N * Ho * Wo): by the compiled
+    twin where it takes x (float32), else by the record."""
+    if xp is np and x.dtype == np.float32:
+        n, c = x.shape[:2]
+        out = np.empty((c,) + tuple(kernel) + (n,) + tuple(out_hw), np.float32)
+        keywords = {"stride": tuple(stride), "padding": tuple(padding),
+                    "dilation": tuple(dilation)}  # fmt: skip
+        if compiled.run(columns_of, (x, out), keywords):
+            return out.reshape(groups, -1, n * out_hw[0] * out_hw[1])
+    return conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+
+
 def _im2col_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     out_channels, kernel = weight.shape[0], weight.shape[2:]
     out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
-    columns = conv.im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
+    columns = _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups)
     out = _product_in_parts(xp, weight.reshape(groups, out_channels // groups, -1), columns)
     return conv.to_nchw(xp, out.reshape((out_channels, x.shape[0]) + out_hw), bias)
 
@@ -348,7 +371,7 @@ def _im2col_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, di
 
 def _im2col_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     channels, out_channels = x.shape[1], grad.shape[1]
-    columns = conv.im2col(xp, x, weight_size, grad.shape[2:], stride, padding, dilation, groups)
+    columns = _im2col(xp, x, weight_size, grad.shape[2:], stride, padding, dilation, groups)
     rows = conv.grad_rows(xp, grad, groups)
     # With the inner dimension (every position of every sample) at least as long as the
     # columns' rows, OpenBLAS runs the product faster with the columns as its left operand

@@ -1,6 +1,6 @@
 """conv2d and its adjoints through the direct convolution kernels (``accel/convolution.py``):
 float32 values, first and second derivatives equal to the records' im2col reference (and to
-PyTorch's), the calls that keep to im2col, and two threads convolving at once."""
+PyTorch's), the calls that keep to im2col, two threads convolving at once, and the compiled im2col."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.accel import convolution
 from buildingai.accel.kernels import compiled
+from buildingai.ops import conv as conv_record
 from tests.ops.test_conv import CONV2D_CASES
 
 pytest.importorskip("numba")
@@ -193,3 +194,36 @@ def test_two_threads_convolve_at_once(direct_calls):
     for result in results:
         for got, want in zip(result, expected):
             assert np.array_equal(got, want)
+
+
+IM2COL_CASES = [
+    # (x shape, kernel, stride, padding, dilation)
+    ((2, 3, 8, 8), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 3, 8, 10), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((3, 2, 9, 7), (5, 4), (3, 2), (2, 0), (1, 1)),
+    ((2, 4, 11, 12), (3, 3), (1, 2), (2, 3), (2, 2)),  # dilated, padding wider than a tap reach
+    ((1, 2, 4, 4), (7, 7), (2, 2), (3, 3), (1, 1)),  # no column reads only the inside
+    ((2, 5, 6, 6), (1, 1), (2, 2), (0, 0), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("x_shape, kernel, stride, padding, dilation", IM2COL_CASES, ids=str)
+def test_im2col_twin_copies_the_records_columns(
+    monkeypatch, accel_on, threads, x_shape, kernel, stride, padding, dilation
+):
+    monkeypatch.setattr(compiled, "MIN_WORK", 0)
+    monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
+    ran = []
+    run = compiled.run
+    monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
+    x = np.random.default_rng(5).standard_normal(x_shape).astype(np.float32)
+    out_hw = conv_record.output_hw(x_shape[2:], kernel, stride, padding, dilation)
+    bai.set_num_threads(threads)
+    try:
+        got = convolution._im2col(np, x, kernel, out_hw, stride, padding, dilation, 1)
+    finally:
+        bai.set_num_threads(None)
+    expected = conv_record.im2col(np, x, kernel, out_hw, stride, padding, dilation, 1)
+    assert convolution.columns_of in ran
+    assert np.array_equal(got, expected)

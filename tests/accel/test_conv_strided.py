@@ -14,6 +14,7 @@ import buildingai.nn.functional as F
 pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
 
+from buildingai.accel.kernels import compiled  # noqa: E402
 from buildingai.accel.kernels.compiled import conv_strided  # noqa: E402 - needs numba
 
 STRIDED = {"conv2d.strided", "conv2d_input_grad.strided"}
@@ -60,6 +61,22 @@ def test_strided_twins_agree_with_im2col(kernels_run, x_shape, w_shape, padding)
     x, w, b = _inputs(x_shape, w_shape)
     got = _forward_backward(x, w, b, padding, accelerated=True)
     expected = _forward_backward(x, w, b, padding, accelerated=False)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
+    assert kernels_run >= STRIDED
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_strided_twins_on_one_and_two_threads(monkeypatch, kernels_run, threads):
+    """The phase split, the tiles, the packing and the weave share their work among threads."""
+    monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
+    x, w, b = _inputs((3, 6, 12, 10), (20, 6, 3, 3), seed=6)
+    bai.set_num_threads(threads)
+    try:
+        got = _forward_backward(x, w, b, 1, accelerated=True)
+    finally:
+        bai.set_num_threads(None)
+    expected = _forward_backward(x, w, b, 1, accelerated=False)
     for a, e in zip(got, expected):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
     assert kernels_run >= STRIDED

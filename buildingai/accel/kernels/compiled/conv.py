@@ -505,3 +505,57 @@ def _channels_loop(rows: int, vectors: int):
                         partial[r, lane] = 0.0
 
     return loop
+
+
+def im2col(x, out, stride, padding, dilation):
+    """out (C, kh, kw, N, Ho, Wo) = the im2col columns of x (N, C, H, W): ``out[c, i, j, n, h,
+    w] = x[n, c, h*sh + i*dh - ph, w*sw + j*dw - pw]``, zero outside the image."""
+    kw = out.shape[2]
+    loop = _im2col_loop(kw, stride[1], dilation[1])
+    loop(x, out, stride[0], dilation[0], padding[0], padding[1])
+
+
+@functools.cache
+def _im2col_loop(kw: int, sw: int, dw: int):
+    """``im2col`` for kernels ``kw`` wide at column stride ``sw`` and dilation ``dw``: tasks
+    (channel, kernel row) on threads, each input row read once for the kernel row's ``kw``
+    taps. With the three constant, the taps' reads of one row form one interleaved access that
+    vectorises; only the columns near the edges test for the padding."""
+
+    @njit(parallel=True, nogil=True, boundscheck=False)
+    def loop(x, out, sh, dh, ph, pw):
+        c, kh, _, n, ho, wo = out.shape
+        height, width = x.shape[2], x.shape[3]
+        source, target = x.reshape(-1), out.reshape(-1)
+        plane = height * width
+        tap_stride = n * ho * wo  # between the columns of taps (i, j) and (i, j + 1)
+        # output columns [low, high) whose every tap reads inside the image
+        low = min(wo, max(0, (pw + sw - 1) // sw))
+        high = max(low, min(wo, (width - 1 - (kw - 1) * dw + pw) // sw + 1))
+        # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
+        for task in prange(c * kh):
+            channel, i = task // kh, task % kh
+            for sample in range(n):
+                image = (sample * c + channel) * plane
+                for h in range(ho):
+                    row = h * sh + i * dh - ph
+                    line = (task * kw * n + sample) * ho * wo + h * wo
+                    if row < 0 or row >= height:
+                        for j in range(kw):
+                            for w in range(wo):
+                                target[uint64(line + j * tap_stride + w)] = 0.0
+                        continue
+                    start = image + row * width - pw  # where output column 0's tap 0 reads
+                    for w in range(low, high):
+                        for j in range(kw):
+                            at = uint64(start + w * sw + j * dw)
+                            target[uint64(line + j * tap_stride + w)] = source[at]
+                    for edge in range(wo - (high - low)):  # [0, low) and [high, wo)
+                        w = edge if edge < low else edge + high - low
+                        for j in range(kw):
+                            column = w * sw + j * dw - pw
+                            inside = column >= 0 and column < width
+                            value = source[uint64(start + w * sw + j * dw)] if inside else 0.0
+                            target[uint64(line + j * tap_stride + w)] = value
+
+    return loop
