@@ -327,8 +327,9 @@ def columns_of(xp, x, out, *, stride, padding, dilation) -> None:
 
 def _im2col(xp, x, kernel, out_hw, stride, padding, dilation, groups):
     """``conv.im2col``'s columns (groups, C/groups * kh * kw, N * Ho * Wo): by the compiled
-    twin where it takes x (float32), else by the record."""
-    if xp is np and x.dtype == np.float32:
+    twin where it takes x (float32) and the kernel is wider than one column (one column's
+    strided reads are no interleaved access: the record's copy is as fast), else by the record."""
+    if xp is np and x.dtype == np.float32 and kernel[1] > 1:
         n, c = x.shape[:2]
         out = np.empty((c,) + tuple(kernel) + (n,) + tuple(out_hw), np.float32)
         keywords = {"stride": tuple(stride), "padding": tuple(padding),
