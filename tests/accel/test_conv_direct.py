@@ -198,7 +198,10 @@ def test_two_threads_convolve_at_once(direct_calls):
 
 IM2COL_CASES = [
     # (x shape, kernel, stride, padding, dilation)
-    ((2, 3, 8, 8), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 3, 8, 8), (3, 3), (1, 1), (1, 1), (1, 1)),  # same size: shifted flat images
+    ((2, 3, 5, 7), (5, 3), (1, 1), (2, 1), (1, 1)),
+    ((2, 2, 3, 3), (7, 7), (1, 1), (3, 3), (1, 1)),  # shifts past the whole image
+    ((2, 3, 6, 6), (3, 3), (1, 1), (0, 0), (1, 1)),  # stride 1, row by row
     ((2, 3, 8, 10), (3, 3), (2, 2), (1, 1), (1, 1)),
     ((3, 2, 9, 7), (5, 4), (3, 2), (2, 0), (1, 1)),
     ((2, 4, 11, 12), (3, 3), (1, 2), (2, 3), (2, 2)),  # dilated, padding wider than a tap reach

@@ -509,8 +509,19 @@ def _channels_loop(rows: int, vectors: int):
 
 def im2col(x, out, stride, padding, dilation):
     """out (C, kh, kw, N, Ho, Wo) = the im2col columns of x (N, C, H, W): ``out[c, i, j, n, h,
-    w] = x[n, c, h*sh + i*dh - ph, w*sw + j*dw - pw]``, zero outside the image."""
-    kw = out.shape[2]
+    w] = x[n, c, h*sh + i*dh - ph, w*sw + j*dw - pw]``, zero outside the image.
+
+    A same-size stride-1 convolution's column of tap (i, j) and sample n is the flat image
+    shifted by (i - ph)*W + j - pw (``_shifted_columns``: one contiguous copy per image, not
+    one per row: small images have short rows); other geometries go row by row."""
+    c, kh, kw, n = out.shape[:4]
+    if tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and _same_size((kh, kw), padding):
+        height, width = x.shape[2:]
+        rows = np.repeat(np.arange(kh) - padding[0], kw).astype(np.int64)
+        columns = np.tile(np.arange(kw) - padding[1], kh).astype(np.int64)
+        flat = out.reshape(c, kh * kw, n, height * width)
+        _shifted_columns(x.reshape(-1), rows, columns, flat, height, width)
+        return
     loop = _im2col_loop(kw, stride[1], dilation[1])
     loop(x, out, stride[0], dilation[0], padding[0], padding[1])
 
@@ -559,3 +570,36 @@ def _im2col_loop(kw: int, sw: int, dw: int):
                             target[uint64(line + j * tap_stride + w)] = value
 
     return loop
+
+
+@njit(parallel=True, nogil=True, boundscheck=False)
+def _shifted_columns(x, rows, columns, out, height, width):
+    """out[c, k, n, p] = x[n, c] (flat, H*W) at position p shifted by (rows[k], columns[k])
+    rows and columns, zero where that falls outside the image: a contiguous copy of the image
+    shifted by ``rows[k]*W + columns[k]``, then zeros on the columns the shift wraps round."""
+    c, taps, n, plane = out.shape
+    target = out.reshape(-1)
+    # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
+    for task in prange(c * taps):
+        channel, tap = task // taps, task % taps
+        d_h, d_w = rows[tap], columns[tap]
+        shift = d_h * width + d_w
+        low = min(plane, max(0, -shift))  # positions [low, high) read inside the flat image
+        high = max(low, min(plane, plane - shift))
+        left = min(width, max(0, -d_w))  # columns [left, right) read inside their row
+        right = max(left, min(width, width - d_w))
+        for sample in range(n):
+            start = (sample * c + channel) * plane + shift
+            at = (task * n + sample) * plane
+            for p in range(low):
+                target[uint64(at + p)] = 0.0
+            for p in range(low, high):
+                target[uint64(at + p)] = x[uint64(start + p)]
+            for p in range(high, plane):
+                target[uint64(at + p)] = 0.0
+            if d_w != 0:  # the flat shift read the neighbouring row there
+                for h in range(height):
+                    for w in range(left):
+                        target[uint64(at + h * width + w)] = 0.0
+                    for w in range(right, width):
+                        target[uint64(at + h * width + w)] = 0.0
