@@ -513,14 +513,28 @@ def im2col(x, out, stride, padding, dilation):
 
     A same-size stride-1 convolution's column of tap (i, j) and sample n is the flat image
     shifted by (i - ph)*W + j - pw (``_shifted_columns``: one contiguous copy per image, not
-    one per row: small images have short rows); other geometries go row by row."""
+    one per row: small images have short rows); a stride-2 one that halves the image, likewise
+    on x's four phase images (``conv_strided.py``); other geometries go row by row."""
     c, kh, kw, n = out.shape[:4]
     if tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and _same_size((kh, kw), padding):
         height, width = x.shape[2:]
         rows = np.repeat(np.arange(kh) - padding[0], kw).astype(np.int64)
         columns = np.tile(np.arange(kw) - padding[1], kh).astype(np.int64)
         flat = out.reshape(c, kh * kw, n, height * width)
-        _shifted_columns(x.reshape(-1), rows, columns, flat, height, width)
+        bases = np.zeros(kh * kw, np.int64)
+        _shifted_columns(x.reshape(-1), bases, rows, columns, flat, height, width)
+        return
+    if _halves_at_stride_2(x.shape[2:], (kh, kw), stride, padding, dilation, out.shape[4:]):
+        # tap (i, j) reads phase image (a, b) at (d_h, d_w): i - ph = 2*d_h + a, j - pw likewise
+        height, width = x.shape[2] // 2, x.shape[3] // 2
+        phases = np.empty((4, n, c, height, width), np.float32)
+        split_phases(x, np.arange(4, dtype=np.int64).reshape(2, 2), phases)
+        d_h, a = np.divmod(np.repeat(np.arange(kh) - padding[0], kw), 2)
+        d_w, b = np.divmod(np.tile(np.arange(kw) - padding[1], kh), 2)
+        bases = ((2 * a + b) * phases[0].size).astype(np.int64)
+        flat = out.reshape(c, kh * kw, n, height * width)
+        _shifted_columns(phases.reshape(-1), bases, d_h.astype(np.int64), d_w.astype(np.int64),
+                         flat, height, width)  # fmt: skip
         return
     loop = _im2col_loop(kw, stride[1], dilation[1])
     loop(x, out, stride[0], dilation[0], padding[0], padding[1])
@@ -572,11 +586,19 @@ def _im2col_loop(kw: int, sw: int, dw: int):
     return loop
 
 
+def _halves_at_stride_2(size, kernel, stride, padding, dilation, out_hw) -> bool:
+    """Whether a convolution is stride 2, undilated, and maps an even (H, W) to (H/2, W/2)."""
+    even = size[0] % 2 == 0 and size[1] % 2 == 0
+    half = tuple(out_hw) == (size[0] // 2, size[1] // 2)
+    return tuple(stride) == (2, 2) and tuple(dilation) == (1, 1) and even and half
+
+
 @njit(parallel=True, nogil=True, boundscheck=False)
-def _shifted_columns(x, rows, columns, out, height, width):
-    """out[c, k, n, p] = x[n, c] (flat, H*W) at position p shifted by (rows[k], columns[k])
-    rows and columns, zero where that falls outside the image: a contiguous copy of the image
-    shifted by ``rows[k]*W + columns[k]``, then zeros on the columns the shift wraps round."""
+def _shifted_columns(x, bases, rows, columns, out, height, width):
+    """out[c, k, n, p] = image (n, c) of the flat images starting at x[bases[k]] (each
+    H*W, (N, C) of them) at position p shifted by (rows[k], columns[k]) rows and columns, zero
+    where that falls outside the image: a contiguous copy of the image shifted by
+    ``rows[k]*W + columns[k]``, then zeros on the columns the shift wraps round."""
     c, taps, n, plane = out.shape
     target = out.reshape(-1)
     # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
@@ -589,7 +611,7 @@ def _shifted_columns(x, rows, columns, out, height, width):
         left = min(width, max(0, -d_w))  # columns [left, right) read inside their row
         right = max(left, min(width, width - d_w))
         for sample in range(n):
-            start = (sample * c + channel) * plane + shift
+            start = bases[tap] + (sample * c + channel) * plane + shift
             at = (task * n + sample) * plane
             for p in range(low):
                 target[uint64(at + p)] = 0.0
@@ -603,3 +625,30 @@ def _shifted_columns(x, rows, columns, out, height, width):
                         target[uint64(at + h * width + w)] = 0.0
                     for w in range(right, width):
                         target[uint64(at + h * width + w)] = 0.0
+
+
+@njit(parallel=True, nogil=True, boundscheck=False)
+def split_phases(x, which, out):
+    """out[which[a, b], n, c, h, w] = x[n, c, 2*h + a, 2*w + b] for the phases (a, b) with
+    ``which[a, b] >= 0``: the phase images. Each input row is read once and its even and odd
+    columns written apart (constant strides: vectorised as shuffles)."""
+    phases, n, c, height, width = out.shape
+    for task in prange(n * c):
+        sample, channel = task // c, task % c
+        for a in range(2):
+            even, odd = which[a, 0], which[a, 1]
+            for h in range(height):
+                row = x[sample, channel, 2 * h + a]
+                if even >= 0 and odd >= 0:
+                    left, right = out[even, sample, channel, h], out[odd, sample, channel, h]
+                    for w in range(width):
+                        left[w] = row[2 * w]
+                        right[w] = row[2 * w + 1]
+                elif even >= 0:
+                    left = out[even, sample, channel, h]
+                    for w in range(width):
+                        left[w] = row[2 * w]
+                elif odd >= 0:
+                    right = out[odd, sample, channel, h]
+                    for w in range(width):
+                        right[w] = row[2 * w + 1]

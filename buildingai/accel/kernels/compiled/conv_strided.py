@@ -66,36 +66,9 @@ def _shift_masks(height: int, width: int, shifts: tuple):
 
 
 @njit(parallel=True, nogil=True, boundscheck=False)
-def _split(x, which, out):
-    """out[which[a, b], n, c, h, w] = x[n, c, 2*h + a, 2*w + b] for the phases (a, b) with
-    ``which[a, b] >= 0``: the phase images. Each input row is read once and its even and odd
-    columns written apart (constant strides: vectorised as shuffles)."""
-    phases, n, c, height, width = out.shape
-    for task in prange(n * c):
-        sample, channel = task // c, task % c
-        for a in range(2):
-            even, odd = which[a, 0], which[a, 1]
-            for h in range(height):
-                row = x[sample, channel, 2 * h + a]
-                if even >= 0 and odd >= 0:
-                    left, right = out[even, sample, channel, h], out[odd, sample, channel, h]
-                    for w in range(width):
-                        left[w] = row[2 * w]
-                        right[w] = row[2 * w + 1]
-                elif even >= 0:
-                    left = out[even, sample, channel, h]
-                    for w in range(width):
-                        left[w] = row[2 * w]
-                elif odd >= 0:
-                    right = out[odd, sample, channel, h]
-                    for w in range(width):
-                        right[w] = row[2 * w + 1]
-
-
-@njit(parallel=True, nogil=True, boundscheck=False)
 def _weave(parts, which, out):
     """out[n, c, 2*h + a, 2*w + b] = parts[which[a, b], n, c, h, w], zero where
-    ``which[a, b] < 0``: the inverse of ``_split``, row by row."""
+    ``which[a, b] < 0``: the inverse of ``conv.split_phases``, row by row."""
     phases, n, c, height, width = parts.shape
     for task in prange(n * c):
         sample, channel = task // c, task % c
@@ -166,7 +139,7 @@ def _which(phases):
 def _phase_images(x, phases):
     n, c, h, w = x.shape
     images = np.empty((len(phases), n, c, h // 2, w // 2), np.float32)
-    _split(x, _which(phases), images)
+    direct.split_phases(x, _which(phases), images)
     return images
 
 
