@@ -244,7 +244,7 @@ def _packer(count: int, rows: int, turned: bool):
     with both constants the (tap, row) loops of a channel unroll into shuffles, and the blocks
     of output channels are shared among threads."""
 
-    @njit(parallel=True, nogil=True, boundscheck=False)
+    @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
     def pack(taps, weights):
         blocks, c = weights.shape[0], weights.shape[1]
         o = taps.shape[1] if turned else taps.shape[0]
@@ -547,7 +547,7 @@ def _im2col_loop(kw: int, sw: int, dw: int):
     taps. With the three constant, the taps' reads of one row form one interleaved access that
     vectorises; only the columns near the edges test for the padding."""
 
-    @njit(parallel=True, nogil=True, boundscheck=False)
+    @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
     def loop(x, out, sh, dh, ph, pw):
         c, kh, _, n, ho, wo = out.shape
         height, width = x.shape[2], x.shape[3]
@@ -593,7 +593,7 @@ def _halves_at_stride_2(size, kernel, stride, padding, dilation, out_hw) -> bool
     return tuple(stride) == (2, 2) and tuple(dilation) == (1, 1) and even and half
 
 
-@njit(parallel=True, nogil=True, boundscheck=False)
+@njit(parallel=True, nogil=True, boundscheck=False, cache=True)
 def _shifted_columns(x, bases, rows, columns, out, height, width):
     """out[c, k, n, p] = image (n, c) of the flat images starting at x[bases[k]] (each
     H*W, (N, C) of them) at position p shifted by (rows[k], columns[k]) rows and columns, zero
@@ -627,7 +627,7 @@ def _shifted_columns(x, bases, rows, columns, out, height, width):
                         target[uint64(at + h * width + w)] = 0.0
 
 
-@njit(parallel=True, nogil=True, boundscheck=False)
+@njit(parallel=True, nogil=True, boundscheck=False, cache=True)
 def split_phases(x, which, out):
     """out[which[a, b], n, c, h, w] = x[n, c, 2*h + a, 2*w + b] for the phases (a, b) with
     ``which[a, b] >= 0``: the phase images. Each input row is read once and its even and odd

@@ -65,7 +65,7 @@ def _shift_masks(height: int, width: int, shifts: tuple):
     return masks
 
 
-@njit(parallel=True, nogil=True, boundscheck=False)
+@njit(parallel=True, nogil=True, boundscheck=False, cache=True)
 def _weave(parts, which, out):
     """out[n, c, 2*h + a, 2*w + b] = parts[which[a, b], n, c, h, w], zero where
     ``which[a, b] < 0``: the inverse of ``conv.split_phases``, row by row."""
@@ -109,7 +109,7 @@ def _transposed_packer(count: int, rows: int):
     """``_pack_transposed`` for ``count`` taps and tiles of ``rows`` channels: constant loops
     that unroll, the blocks of channels shared among threads."""
 
-    @njit(parallel=True, nogil=True, boundscheck=False)
+    @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
     def pack(weight, kernel, weights):
         blocks, outputs = weights.shape[0], weights.shape[1]
         channels, taps = weight.shape[1], weight.shape[2] * weight.shape[3]
