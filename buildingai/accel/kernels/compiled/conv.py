@@ -16,6 +16,10 @@ numba's threads:
   samples at a time, so that their input and gradient stay in cache, and add those partial
   sums up in order: results do not depend on the thread count.
 
+Beside them, ``im2col``: the columns of the im2col kernels (reference
+``accel/convolution.columns_of``), made on every thread as shifted copies of whole flat images
+(same-size stride 1; stride-2 halving, on the phase images of ``split_phases``) or row by row.
+
 x, taps, bias, grad and out are float32 C-contiguous NCHW / (O, C, kh, kw) arrays; ``padding``
 is (ph, pw); ``bias`` has shape (0,) when there is none.
 """
