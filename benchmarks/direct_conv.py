@@ -11,11 +11,20 @@ called within 0.15 s of a GEMM stays on one thread (``threads.blas_spinning``), 
 column then mostly measures im2col.
 
 Run: ``python -m benchmarks.direct_conv [--threads 2] [--quick]``.
+
+``--resnet18`` times instead each convolution op of ResNet-18's training step alone (batch
+32, 32x32 images: the forward, the input gradient and the weight gradient of its eleven
+convolution shapes), BuildingAI's op against PyTorch's ``conv2d`` and
+``aten.convolution_backward`` interleaved, the best of ``--repeats`` calls, on the calling
+thread's CPU clock at one thread (``--clock thread``, the default there: other work on the
+machine does not count) or the wall clock; totals weigh each shape by its calls per step.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+import timeit
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -78,6 +87,67 @@ def case(torch, x_shape, out_channels, padding, quick):
     return {"case": name, **timings}
 
 
+# (in channels, out channels, image size, stride, kernel, calls per step): ResNet-18 at 32x32
+RESNET18_LAYERS = [
+    (3, 64, 32, 1, 3, 1),
+    (64, 64, 32, 1, 3, 4),
+    (64, 128, 32, 2, 3, 1),
+    (128, 128, 16, 1, 3, 3),
+    (64, 128, 32, 2, 1, 1),
+    (128, 256, 16, 2, 3, 1),
+    (256, 256, 8, 1, 3, 3),
+    (128, 256, 16, 2, 1, 1),
+    (256, 512, 8, 2, 3, 1),
+    (512, 512, 4, 1, 3, 3),
+    (256, 512, 8, 2, 1, 1),
+]
+
+
+def resnet18_layers(torch, repeats: int, clock) -> None:
+    """Print each ResNet-18 convolution op's best time, BuildingAI's and PyTorch's, in ms."""
+
+    def best(call):
+        call()
+        return min(timeit.Timer(call, timer=clock).repeat(repeats, 1)) * 1e3
+
+    rows, totals = [], np.zeros(6)
+    for c, o, size, stride, k, calls in RESNET18_LAYERS:
+        times = _layer_times(torch, best, c, o, size, stride, k)
+        totals += np.array(times) * calls
+        name = f"{c}->{o} {size}x{size} stride {stride} {k}x{k} x{calls}"
+        rows.append([name, *(f"{t:.2f}" for t in times)])
+    rows.append(["total x calls", *(f"{t:.1f}" for t in totals)])
+    header = ["layer", "forward", "PT", "input grad", "PT", "weight grad", "PT"]
+    print(format_table(header, rows))
+
+
+def _layer_times(torch, best, c, o, size, stride, k) -> list:
+    """Forward, input gradient and weight gradient of one convolution shape at batch 32, each
+    BuildingAI's op then PyTorch's: ``best(call)`` of each, in ms."""
+    import buildingai.nn.functional as F
+    from buildingai.ops.conv import conv2d_input_grad, conv2d_weight_grad
+
+    p = k // 2
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, c, size, size)).astype(np.float32)
+    w = (rng.standard_normal((o, c, k, k)) * 0.1).astype(np.float32)
+    out = (size + 2 * p - k) // stride + 1
+    g = rng.standard_normal((32, o, out, out)).astype(np.float32)
+    bx, bw, bg = bai.tensor(x), bai.tensor(w), bai.tensor(g)
+    tx, tw, tg = torch.tensor(x), torch.tensor(w), torch.tensor(g)
+    attrs = {"stride": (stride, stride), "padding": (p, p), "dilation": (1, 1), "groups": 1}
+    options = ([stride] * 2, [p] * 2, [1, 1], False, [0, 0], 1)
+    backward = torch.ops.aten.convolution_backward
+    return [
+        best(lambda: F.conv2d(bx, bw, stride=stride, padding=p)),
+        best(lambda: torch.nn.functional.conv2d(tx, tw, stride=stride, padding=p)),
+        best(lambda: conv2d_input_grad(bg, bw, x.shape[2:], **attrs)),
+        best(lambda: backward(tg, tx, tw, None, *options, [True, False, False])),
+        best(lambda: conv2d_weight_grad(bx, bg, w.shape[2:], **attrs)),
+        best(lambda: backward(tg, tx, tw, None, *options, [False, True, False])),
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     import torch
 
@@ -87,6 +157,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--own-blas-threads", action="store_true", help="leave OpenBLAS on its own threads"
     )
+    parser.add_argument(
+        "--resnet18", action="store_true", help="each ResNet-18 convolution op alone, ms"
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="calls per op (--resnet18)")
+    parser.add_argument(
+        "--clock", choices=("thread", "wall"), help="--resnet18's clock (thread at one thread)"
+    )
     args = parser.parse_args(argv)
     accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     retain_freed_memory()
@@ -94,6 +171,12 @@ def main(argv: list[str] | None = None) -> None:
     bai.set_num_threads(args.threads, gemm=not args.own_blas_threads)
     print(environment())
     print(f"compiled tier: {compiled.status()['detail']}")
+    if args.resnet18:
+        clock = args.clock or ("thread" if args.threads == 1 else "wall")
+        print(f"threads: {args.threads}, clock: {clock}, ms, best of {args.repeats}")
+        timer = time.thread_time if clock == "thread" else time.perf_counter
+        resnet18_layers(torch, args.repeats, timer)
+        return
     rows = []
     for x_shape, out_channels, padding in QUICK_SHAPES if args.quick else SHAPES:
         record = case(torch, x_shape, out_channels, padding, args.quick)
