@@ -8,8 +8,8 @@ parameter group to :func:`update_group`, which
   ``optim.packed_updates``), for every optimizer that declares ``updates_elementwise``;
 - runs each built-in rule in its fused form below (switch ``optim.fused_updates``): the scaled
   sums are one BLAS ``axpby`` pass each (``vector_blas.py``), over cache-sized blocks that a large
-  parameter shares among ``set_num_threads`` threads; Adam on float32 arrays is one compiled pass
-  (``kernels/compiled/optim.py``) or one CUDA kernel.
+  parameter shares among ``set_num_threads`` threads; SGD and Adam on float32 arrays are one
+  compiled pass (``kernels/compiled/optim.py``), Adam on CuPy arrays one CUDA kernel.
 
 A fused form takes the place of one class's ``update`` (named in ``FUSED_FORMS``); a subclass that
 overrides ``update`` runs its own. Each computes what its textbook rule computes, to rounding
@@ -34,7 +34,7 @@ from .vector_blas import axpby
 FUSED_UPDATES = registry.register_switch(
     "optim.fused_updates",
     description="the built-in optimizers' element-wise updates with BLAS axpby passes over "
-    "cache-sized blocks, large parameters split among threads, Adam in one compiled pass",
+    "cache-sized blocks, large parameters split among threads, SGD and Adam in one compiled pass",
 )
 PACKED_UPDATES = packing.PACKED_UPDATES
 
@@ -324,6 +324,10 @@ def effective_gradient(xp, param, grad, out, scratch, *, weight_decay: float, ma
     return out
 
 
+@compiled_twin(
+    "optim.sgd",
+    params=("lr", "momentum", "dampening", "nesterov", "weight_decay", "maximize", "first_step"),
+)
 def sgd_update(
     xp,
     param,
@@ -345,6 +349,9 @@ def sgd_update(
     buf = g on the first step, else momentum * buf + (1 - dampening) * g
     d = g + momentum * buf (Nesterov) or buf (momentum) or g (plain)
     param -= lr * d
+
+    Float32 parameters take the one-pass compiled twin where it is available
+    (``kernels/compiled/optim.py``).
     """
     g = effective_gradient(
         xp, param, grad, work[0], work[1], weight_decay=weight_decay, maximize=maximize

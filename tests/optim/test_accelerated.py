@@ -190,3 +190,26 @@ def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch):
     plain, _ = _run("Adam", options, accelerate=False, dtype=np.float32, shapes=[(200, 100)])
     assert (accelerated.adam_update, True) in ran
     np.testing.assert_allclose(fast[0].numpy(), plain[0].numpy(), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"momentum": 0.9, "weight_decay": 5e-4}, {}, {"momentum": 0.9, "nesterov": True}],
+    ids=str,
+)
+def test_float32_sgd_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch, options):
+    pytest.importorskip("numba")
+    ran = []
+    run = accelerated.compiled.run
+
+    def watched(kernel, arrays, keywords=None):
+        done = run(kernel, arrays, keywords)
+        ran.append((kernel, done))
+        return done
+
+    monkeypatch.setattr(accelerated.compiled, "run", watched)
+    options = {"lr": 0.1, **options}
+    fast, _ = _run("SGD", options, accelerate=True, dtype=np.float32, shapes=[(200, 100)])
+    plain, _ = _run("SGD", options, accelerate=False, dtype=np.float32, shapes=[(200, 100)])
+    assert (accelerated.sgd_update, True) in ran
+    np.testing.assert_allclose(fast[0].numpy(), plain[0].numpy(), rtol=2e-5, atol=2e-6)

@@ -243,6 +243,51 @@ def test_adam_twin_matches_the_numpy_update(setting):
             np.testing.assert_allclose(b, a, rtol=2e-6, atol=1e-8, err_msg=name)  # FMA rounding
 
 
+SGD_SETTINGS = {
+    "plain": {"momentum": 0.0},
+    "momentum-first-step": {"first_step": True},
+    "momentum": {},
+    "dampening-weight-decay": {"dampening": 0.3, "weight_decay": 0.1},
+    "nesterov-maximize": {"nesterov": True, "maximize": True, "weight_decay": 0.05},
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("setting", sorted(SGD_SETTINGS))
+def test_sgd_twin_matches_the_numpy_update(setting, threads):
+    from buildingai.accel.optimizers import sgd_update
+
+    scalars = dict(lr=0.1, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0,
+                   maximize=False, first_step=False)  # fmt: skip
+    scalars.update(SGD_SETTINGS[setting])
+    rng = np.random.default_rng(4)
+    param, grad, buffer = (rng.standard_normal(N).astype(np.float32) for _ in range(3))
+    buffer = buffer if scalars["momentum"] else None
+    reference = [None if a is None else a.copy() for a in (param, grad, buffer)]
+    sgd_update(np, *reference, [np.empty(N, np.float32) for _ in range(2)], **scalars)
+    twin = [None if a is None else a.copy() for a in (param, grad, buffer)]
+    bai.set_num_threads(threads)
+    try:
+        assert compiled.run(sgd_update, twin, scalars)
+    finally:
+        bai.set_num_threads(None)
+    for name, a, b in zip(("param", "grad", "momentum_buffer"), reference, twin):
+        if a is not None:
+            np.testing.assert_allclose(b, a, rtol=2e-6, atol=2e-6, err_msg=name)  # FMA rounding
+    np.testing.assert_array_equal(twin[1], grad)  # the gradient is read, never written
+
+
+def test_sgd_twin_keeps_an_infinite_parameter_without_weight_decay():
+    """Weight decay 0 adds nothing (not 0 * inf = nan), as the NumPy update."""
+    from buildingai.accel.optimizers import sgd_update
+
+    param = np.full(N, np.inf, np.float32)
+    scalars = dict(lr=0.1, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0,
+                   maximize=False, first_step=False)  # fmt: skip
+    assert compiled.run(sgd_update, [param, np.ones(N, np.float32), None], scalars)
+    assert np.isposinf(param).all()
+
+
 POOLING = {  # twin name -> NumPy reference
     "window_max": pool_flat.window_max,
     "window_first_max": pool_flat.first_max_inside,

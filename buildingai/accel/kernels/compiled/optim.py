@@ -1,6 +1,7 @@
 """Compiled twins of optimizer updates: one pass over the parameter, its gradient and its
-state, where the NumPy form (``adam_update`` in ``accel/optimizers.py``) makes about ten. Flat
-float32 arrays of one length; an absent optional array (AMSGrad's maximum) arrives empty."""
+state, where the NumPy forms (``sgd_update`` and ``adam_update`` in ``accel/optimizers.py``)
+make four to ten. Flat float32 arrays of one length; an absent optional array (SGD's momentum
+buffer without momentum, AMSGrad's maximum) arrives empty."""
 
 from __future__ import annotations
 
@@ -11,6 +12,40 @@ from numba import njit, prange
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
+
+
+@njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
+def sgd(
+    param,
+    grad,
+    momentum_buffer,
+    lr,
+    momentum,
+    dampening,
+    nesterov,
+    weight_decay,
+    maximize,
+    first_step,
+):
+    """``sgd_update`` in one pass, in place, with the reference's formulas and order:
+    g = ±grad + wd p; b = g on the first step, else (1 - dampening) g + momentum b;
+    d = g + momentum b (Nesterov), b (momentum) or g; p = -lr d + p."""
+    l2 = np.float32(weight_decay)
+    mu = np.float32(momentum)
+    keep = np.float32(1.0 - dampening)
+    step = np.float32(-lr)
+    with_momentum = momentum_buffer.size > 0
+    for i in prange(param.size):
+        g = -grad[i] if maximize else grad[i]
+        p = param[i]
+        if l2 != _ZERO:
+            g = g + p * l2
+        direction = g
+        if with_momentum:
+            b = g if first_step else keep * g + mu * momentum_buffer[i]
+            momentum_buffer[i] = b
+            direction = g + mu * b if nesterov else b
+        param[i] = step * direction + p
 
 
 @njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
