@@ -112,7 +112,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     covered = (
         set(CASES)
         | set(POOLING)
-        | {"adam"}
+        | {"adam", "sgd"}
         | set(PIXEL_REPEAT)
         | set(getattr(test_compiled_rows, "CASES", {}))
     )
