@@ -637,22 +637,24 @@ def split_phases(x, which, out):
     ``which[a, b] >= 0``: the phase images. Each input row is read once and its even and odd
     columns written apart (constant strides: vectorised as shuffles)."""
     phases, n, c, height, width = out.shape
-    for task in prange(n * c):
-        sample, channel = task // c, task % c
+    source, target = x.reshape(-1), out.reshape(-1)
+    plane = height * width
+    phase_size = n * c * plane
+    # unsigned indices: no test for a negative one's wraparound, so the loops vectorise
+    for task in prange(n * c):  # task = sample * C + channel
         for a in range(2):
             even, odd = which[a, 0], which[a, 1]
             for h in range(height):
-                row = x[sample, channel, 2 * h + a]
+                start = ((task * height + h) * 2 + a) * 2 * width  # input row 2*h + a
+                left = even * phase_size + task * plane + h * width
+                right = odd * phase_size + task * plane + h * width
                 if even >= 0 and odd >= 0:
-                    left, right = out[even, sample, channel, h], out[odd, sample, channel, h]
                     for w in range(width):
-                        left[w] = row[2 * w]
-                        right[w] = row[2 * w + 1]
+                        target[uint64(left + w)] = source[uint64(start + 2 * w)]
+                        target[uint64(right + w)] = source[uint64(start + 2 * w + 1)]
                 elif even >= 0:
-                    left = out[even, sample, channel, h]
                     for w in range(width):
-                        left[w] = row[2 * w]
+                        target[uint64(left + w)] = source[uint64(start + 2 * w)]
                 elif odd >= 0:
-                    right = out[odd, sample, channel, h]
                     for w in range(width):
-                        right[w] = row[2 * w + 1]
+                        target[uint64(right + w)] = source[uint64(start + 2 * w + 1)]
