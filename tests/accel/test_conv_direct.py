@@ -205,6 +205,7 @@ IM2COL_CASES = [
     ((2, 3, 8, 10), (3, 3), (2, 2), (1, 1), (1, 1)),  # halving: shifted phase images
     ((2, 3, 6, 8), (2, 2), (2, 2), (0, 0), (1, 1)),
     ((2, 3, 7, 8), (3, 3), (2, 2), (1, 1), (1, 1)),  # odd height: row by row
+    ((2, 4, 8, 6), (1, 2), (2, 2), (0, 0), (1, 1)),  # two of the four phase images
     ((3, 2, 9, 7), (5, 4), (3, 2), (2, 0), (1, 1)),
     ((2, 4, 11, 12), (3, 3), (1, 2), (2, 3), (2, 2)),  # dilated, padding wider than a tap reach
     ((1, 2, 4, 4), (7, 7), (2, 2), (3, 3), (1, 1)),  # no column reads only the inside

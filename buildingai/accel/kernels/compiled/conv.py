@@ -531,11 +531,14 @@ def im2col(x, out, stride, padding, dilation):
     if _halves_at_stride_2(x.shape[2:], (kh, kw), stride, padding, dilation, out.shape[4:]):
         # tap (i, j) reads phase image (a, b) at (d_h, d_w): i - ph = 2*d_h + a, j - pw likewise
         height, width = x.shape[2] // 2, x.shape[3] // 2
-        phases = np.empty((4, n, c, height, width), np.float32)
-        split_phases(x, np.arange(4, dtype=np.int64).reshape(2, 2), phases)
         d_h, a = np.divmod(np.repeat(np.arange(kh) - padding[0], kw), 2)
         d_w, b = np.divmod(np.tile(np.arange(kw) - padding[1], kh), 2)
-        bases = ((2 * a + b) * phases[0].size).astype(np.int64)
+        which = np.full(4, -1, np.int64)  # only the phases some tap reads (a 1x1 kernel: one)
+        used = np.unique(2 * a + b)
+        which[used] = np.arange(used.size)
+        phases = np.empty((used.size, n, c, height, width), np.float32)
+        split_phases(x, which.reshape(2, 2), phases)
+        bases = (which[2 * a + b] * phases[0].size).astype(np.int64)
         flat = out.reshape(c, kh * kw, n, height * width)
         _shifted_columns(phases.reshape(-1), bases, d_h.astype(np.int64), d_w.astype(np.int64),
                          flat, height, width)  # fmt: skip
