@@ -163,7 +163,7 @@ def _grid_loop(rows: int, vectors: int, block: int):
     tile = grid_tile(rows, vectors, block)
     span = vectors * LANES
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(x, offsets, weights, bias, out, o, plane, wo, image, width, limit):
         n = x.shape[0] // image
         blocks = weights.shape[1] // rows
@@ -278,7 +278,7 @@ def _packer(count: int, rows: int, turned: bool):
 def _flat_loop(rows: int, vectors: int, block: int | None, channel_major: bool):
     tile = flat_tile(rows, vectors, block, channel_major)
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(x, masks, tap_shifts, geometry, weights, bias, out):
         outputs, total = geometry[7], geometry[9]
         blocks = bias.shape[0] // rows
@@ -325,7 +325,7 @@ def _window_loop(rows: int, vectors: int, block: int | None):
     tile = window_tile(rows, vectors, block)
     span = vectors * LANES
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(x, geometry, weights, bias, out, n, o, ho):
         wo = geometry[7]
         image = x.shape[0] // n
@@ -384,7 +384,7 @@ def _weight_grad_by_positions(x, grad, out, padding):
 def _positions_loop(rows: int, taps: int, vectors: int):
     tile = dot_tile(rows, taps, vectors)
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(x, grad, geometry, sums, n, kh, chunk):
         blocks, c, _, columns = sums.shape
         blocks //= rows
@@ -425,7 +425,7 @@ def _weight_grad_flat(x, grad, out, padding):
 def _flat_dot_loop(rows: int, taps: int):
     tile = flat_dot_tile(rows, taps)
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(x, grad, masks, geometry, sums, n, chunk):
         blocks, c, kh, columns = sums.shape
         blocks //= rows
@@ -484,7 +484,7 @@ def _channels_loop(rows: int, vectors: int):
     tile = sum_tile(rows, vectors)
     span = vectors * LANES
 
-    @njit(parallel=True, nogil=True)
+    @njit(parallel=True, nogil=True, cache=True)
     def loop(padded, offsets, grad, sums, partial, n, ho, wo, image, row, chunk):
         channels = grad.shape[1]
         blocks = offsets.shape[0] // rows

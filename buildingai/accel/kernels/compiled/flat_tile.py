@@ -25,6 +25,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from . import tile_ir as t
+from .disk_cache import keyed
 from .tile_ir import LANES, index
 
 _LANE_BITS = ir.IntType(LANES)
@@ -166,7 +167,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "flat_tile", rows, vectors, block, channel_major)
 
 
 def flat_dot_tile(rows: int, taps: int):
@@ -268,4 +269,4 @@ def flat_dot_tile(rows: int, taps: int):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "flat_dot_tile", rows, taps)

@@ -28,6 +28,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from . import tile_ir as t
+from .disk_cache import keyed
 from .tile_ir import LANES, index
 
 
@@ -111,7 +112,7 @@ def grid_tile(rows: int, vectors: int, block: int):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "grid_tile", rows, vectors, block)
 
 
 def window_tile(rows: int, vectors: int, block: int | None):
@@ -216,7 +217,7 @@ def window_tile(rows: int, vectors: int, block: int | None):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "window_tile", rows, vectors, block)
 
 
 def dot_tile(rows: int, taps: int, vectors: int):
@@ -320,7 +321,7 @@ def dot_tile(rows: int, taps: int, vectors: int):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "dot_tile", rows, taps, vectors)
 
 
 def sum_tile(rows: int, vectors: int):
@@ -380,4 +381,4 @@ def sum_tile(rows: int, vectors: int):
 
         return signature, codegen
 
-    return tile
+    return keyed(tile, "sum_tile", rows, vectors)
