@@ -174,7 +174,9 @@ def test_the_textbook_step_loads_no_compiled_tier():
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
 
 
-def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch):
+@pytest.fixture
+def twin_calls(monkeypatch):
+    """(kernel, whether its twin ran) for every ``compiled.run`` call while the test runs."""
     pytest.importorskip("numba")
     ran = []
     run = accelerated.compiled.run
@@ -185,10 +187,14 @@ def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch):
         return done
 
     monkeypatch.setattr(accelerated.compiled, "run", watched)
+    return ran
+
+
+def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, twin_calls):
     options = {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}
     fast, _ = _run("Adam", options, accelerate=True, dtype=np.float32, shapes=[(200, 100)])
     plain, _ = _run("Adam", options, accelerate=False, dtype=np.float32, shapes=[(200, 100)])
-    assert (accelerated.adam_update, True) in ran
+    assert (accelerated.adam_update, True) in twin_calls
     np.testing.assert_allclose(fast[0].numpy(), plain[0].numpy(), rtol=2e-5, atol=2e-6)
 
 
@@ -197,19 +203,9 @@ def test_float32_adam_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch):
     [{"momentum": 0.9, "weight_decay": 5e-4}, {}, {"momentum": 0.9, "nesterov": True}],
     ids=str,
 )
-def test_float32_sgd_takes_the_compiled_twin_and_agrees(accel_on, monkeypatch, options):
-    pytest.importorskip("numba")
-    ran = []
-    run = accelerated.compiled.run
-
-    def watched(kernel, arrays, keywords=None):
-        done = run(kernel, arrays, keywords)
-        ran.append((kernel, done))
-        return done
-
-    monkeypatch.setattr(accelerated.compiled, "run", watched)
+def test_float32_sgd_takes_the_compiled_twin_and_agrees(accel_on, twin_calls, options):
     options = {"lr": 0.1, **options}
     fast, _ = _run("SGD", options, accelerate=True, dtype=np.float32, shapes=[(200, 100)])
     plain, _ = _run("SGD", options, accelerate=False, dtype=np.float32, shapes=[(200, 100)])
-    assert (accelerated.sgd_update, True) in ran
+    assert (accelerated.sgd_update, True) in twin_calls
     np.testing.assert_allclose(fast[0].numpy(), plain[0].numpy(), rtol=2e-5, atol=2e-6)

@@ -14,6 +14,14 @@ _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 
 
+@njit(inline="always", fastmath={"contract"})
+def _effective_gradient(grad, param, l2, maximize):
+    """The gradient a rule follows at one element: ±grad, plus the L2 term where l2 is not 0
+    (as the NumPy form: 0 * an infinite parameter adds no NaN)."""
+    g = -grad if maximize else grad
+    return g + param * l2 if l2 != _ZERO else g
+
+
 @njit(parallel=True, nogil=True, cache=True, fastmath={"contract"})
 def sgd(
     param,
@@ -36,10 +44,8 @@ def sgd(
     step = np.float32(-lr)
     with_momentum = momentum_buffer.size > 0
     for i in prange(param.size):
-        g = -grad[i] if maximize else grad[i]
         p = param[i]
-        if l2 != _ZERO:
-            g = g + p * l2
+        g = _effective_gradient(grad[i], p, l2, maximize)
         direction = g
         if with_momentum:
             b = g if first_step else keep * g + mu * momentum_buffer[i]
@@ -78,10 +84,8 @@ def adam(
     step = np.float32(-step_size * bias_correction2_sqrt)
     amsgrad = max_exp_avg_sq.size > 0
     for i in prange(param.size):
-        g = -grad[i] if maximize else grad[i]
         p = param[i]
-        if l2 != _ZERO:
-            g = g + p * l2
+        g = _effective_gradient(grad[i], p, l2, maximize)
         m = one_minus_beta1 * g + b1 * exp_avg[i]
         v = one_minus_beta2 * (g * g) + b2 * exp_avg_sq[i]
         exp_avg[i] = m
