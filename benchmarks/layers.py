@@ -433,7 +433,11 @@ def main(argv: list[str] | None = None) -> None:
             ]
             for r in records
         ]
-        print(f"{threads} thread(s), {args.clock} clock")
+        caveat = ""
+        if args.clock == "thread" and threads > 1:
+            caveat = (" (the calling thread's time only: neither framework's work on its other"
+                      " threads counts; compare thread counts above one on the wall clock)")  # fmt: skip
+        print(f"{threads} thread(s), {args.clock} clock{caveat}")
         print(format_table(["case", "buildingai ms", "pytorch ms", "ours / torch"], rows))
         if args.json:
             environment_record = {**environment(), "threads": threads}
