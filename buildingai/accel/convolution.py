@@ -18,9 +18,9 @@ stay the reference; these compute the same values another way, each where it pay
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
 - ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
-  there: one parallel pass, each input row read once for a kernel row's taps), the product routed as ``matmul.routed`` routes it
-  (``products.matmul_array``: one pool, the own BLAS copy) and, for the weight gradient, the
-  operand order OpenBLAS runs faster.
+  there: one parallel pass, each input row read once for a kernel row's taps), the product
+  routed as ``matmul.routed`` routes it (``products.matmul_array``: one pool, the own BLAS
+  copy) and, for the weight gradient, the operand order OpenBLAS runs faster.
 
 As in the records, a forward keeps no im2col columns: the weight gradient makes them again from
 x (or reads x in place), so a step holds one convolution's columns at a time, not every layer's.

@@ -533,12 +533,11 @@ def im2col(x, out, stride, padding, dilation):
         height, width = x.shape[2] // 2, x.shape[3] // 2
         d_h, a = np.divmod(np.repeat(np.arange(kh) - padding[0], kw), 2)
         d_w, b = np.divmod(np.tile(np.arange(kw) - padding[1], kh), 2)
-        which = np.full(4, -1, np.int64)  # only the phases some tap reads (a 1x1 kernel: one)
-        used = np.unique(2 * a + b)
-        which[used] = np.arange(used.size)
-        phases = np.empty((used.size, n, c, height, width), np.float32)
-        split_phases(x, which.reshape(2, 2), phases)
-        bases = (which[2 * a + b] * phases[0].size).astype(np.int64)
+        read = sorted(set(zip(a.tolist(), b.tolist())))  # only these (a 1x1 kernel: one)
+        which = phase_index(read)
+        phases = np.empty((len(read), n, c, height, width), np.float32)
+        split_phases(x, which, phases)
+        bases = (which[a, b] * phases[0].size).astype(np.int64)
         flat = out.reshape(c, kh * kw, n, height * width)
         _shifted_columns(phases.reshape(-1), bases, d_h.astype(np.int64), d_w.astype(np.int64),
                          flat, height, width)  # fmt: skip
@@ -632,6 +631,14 @@ def _shifted_columns(x, bases, rows, columns, out, height, width):
                         target[uint64(at + h * width + w)] = 0.0
                     for w in range(right, width):
                         target[uint64(at + h * width + w)] = 0.0
+
+
+def phase_index(phases):
+    """int64 (2, 2): the index in ``phases`` of phase (a, b), or -1 where no tap reads it."""
+    which = np.full((2, 2), -1, np.int64)
+    for p, (a, b) in enumerate(phases):
+        which[a, b] = p
+    return which
 
 
 @njit(parallel=True, nogil=True, boundscheck=False, cache=True)

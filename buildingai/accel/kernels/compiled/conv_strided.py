@@ -128,18 +128,10 @@ def _transposed_packer(count: int, rows: int):
     return pack
 
 
-def _which(phases):
-    """int64 (2, 2): the index in ``phases`` of phase (a, b), or -1 where no tap reads it."""
-    which = np.full((2, 2), -1, np.int64)
-    for p, (a, b) in enumerate(phases):
-        which[a, b] = p
-    return which
-
-
 def _phase_images(x, phases):
     n, c, h, w = x.shape
     images = np.empty((len(phases), n, c, h // 2, w // 2), np.float32)
-    direct.split_phases(x, _which(phases), images)
+    direct.split_phases(x, direct.phase_index(phases), images)
     return images
 
 
@@ -190,4 +182,4 @@ def correlate_transposed(grad, weight, out, padding):
         _pack_transposed(weight, tap_rows, tap_columns, weights)
         direct.flat_correlation(grad.reshape(-1), grad.shape, weights, no_bias, masks, shifts,
                                 parts[p], vectors)  # fmt: skip
-    _weave(parts, _which(phases), out)
+    _weave(parts, direct.phase_index(phases), out)
