@@ -101,17 +101,29 @@ def _compare(label, ours_fn, torch_fn, inputs, seed=1, grads=True):
 DIRECT = ("conv2d.direct", "conv2d_input_grad.direct", "conv2d_weight_grad.direct")
 IM2COL = ("conv2d.im2col", "conv2d_input_grad.im2col", "conv2d_weight_grad.im2col")
 STRIDED = ("conv2d.strided", "conv2d_input_grad.strided", "conv2d_weight_grad.im2col")
+WINOGRAD = ("conv2d.direct", "conv2d_input_grad.direct", "conv2d_weight_grad.winograd")
+NO_WINOGRAD = ("conv2d_weight_grad.winograd",)
 # (x shape, weight shape, stride, padding, groups, kernels switched off, kernels that must run)
 CONV_CASES = {
-    "resnet-layer1-8x8-direct": ((8, 64, 8, 8), (64, 64, 3, 3), 1, 1, 1, (), DIRECT),
-    "resnet-layer1-16x16-direct": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 1, 1, (), DIRECT),
+    "resnet-layer1-8x8-direct": ((8, 64, 8, 8), (64, 64, 3, 3), 1, 1, 1, NO_WINOGRAD, DIRECT),
+    "resnet-layer1-16x16-direct": (
+        (8, 64, 16, 16),
+        (64, 64, 3, 3),
+        1,
+        1,
+        1,
+        NO_WINOGRAD,
+        DIRECT,
+    ),  # fmt: skip
+    "resnet-layer1-16x16-winograd": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 1, 1, (), WINOGRAD),
+    "resnet-layer4-4x4-winograd": ((16, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, (), WINOGRAD),
     "resnet-layer1-16x16-im2col": (
         (8, 64, 16, 16),
         (64, 64, 3, 3),
         1,
         1,
         1,
-        DIRECT + ("conv2d_input_grad.grid",),
+        DIRECT + ("conv2d_input_grad.grid",) + NO_WINOGRAD,
         IM2COL,
     ),  # fmt: skip
     "resnet-layer1-16x16-grid": (
@@ -123,8 +135,9 @@ CONV_CASES = {
         ("conv2d_input_grad.direct",),
         ("conv2d.direct", "conv2d_input_grad.grid"),
     ),  # fmt: skip
-    "no-padding-direct": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, (), DIRECT),
-    "many-channels-direct": ((8, 256, 8, 8), (256, 256, 3, 3), 1, 1, 1, (), DIRECT),
+    "no-padding-direct": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, NO_WINOGRAD, DIRECT),
+    "no-padding-winograd": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, (), WINOGRAD),
+    "many-channels-direct": ((8, 256, 8, 8), (256, 256, 3, 3), 1, 1, 1, NO_WINOGRAD, DIRECT),
     "one-by-one-direct": ((8, 64, 16, 16), (128, 64, 1, 1), 1, 0, 1, (), DIRECT),
     "one-by-one-stride-2": ((8, 64, 16, 16), (128, 64, 1, 1), 2, 0, 1, (), STRIDED),
     "three-by-three-stride-2": ((8, 64, 16, 16), (128, 64, 3, 3), 2, 1, 1, (), STRIDED),

@@ -1,0 +1,151 @@
+"""The weight gradient of a 3x3 stride-1 convolution by Winograd's minimal filtering
+F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
+registered beside the record's im2col as ``conv2d_weight_grad.winograd`` (``convolution.py``).
+
+Cut the output into 2x2 tiles; tile (n, t, s) reads a 4x4 tile d of the input. With the
+constant matrices B (4x4), G (4x3) and A (4x2) below, the forward of a tile is
+``y = A^T [(G w G^T) * (B^T d B)] A`` (``*`` element by element), so the weight gradient is
+
+    dw[k, c] = G^T [ sum over tiles of (A e_k A^T) * (B^T d_c B) ] G
+
+with e_k the output gradient's 2x2 tile of filter k and d_c the input's tile of channel c. The
+sum over P = N * Ho/2 * Wo/2 tiles of the 16 transformed planes is 16 products (K, P) @ (P, C):
+16 * K * C * P multiply-adds, where im2col's product takes 9 * K * C * 4P, 2.25 times as many.
+The transforms are linear passes over the input, the output gradient and the result.
+
+Only the weight gradient takes this path. A forward or input gradient by F(2x2, 3x3) has about
+2.4 times PyTorch's float32 error against float64 (measured on ResNet-18's 256- and 512-channel
+layers), over the 1.5 times the kernels may have: its transforms add terms larger than the sum.
+The weight gradient's sums are long, and their rounding dominates either way: its error stays
+within PyTorch's (``tests/accel/test_conv_winograd.py``).
+
+``input_tiles``, ``grad_tiles`` and ``filter_grad`` are the NumPy references of the compiled
+twins in ``kernels/compiled/winograd.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import conv
+from .kernels import compiled
+from .kernels.compiled import compiled_twin
+from .products import matmul_array as product
+
+# Images of at most this many output positions take the Winograd weight gradient. On larger
+# ones the transformed planes (four times the input) outgrow the caches, and the direct twin's
+# tiles, which sum many positions each, are as fast (ResNet-18's 32x32 stage).
+MOST_POSITIONS = 256
+# Fewer channels or filters than this: the transforms cost more than the product saves.
+LEAST_CHANNELS = 32
+# G (4x3): the filter transform.
+G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)
+
+
+@compiled_twin("winograd.input_tiles", params=("ph", "pw"))
+def input_tiles(xp, x, out, *, ph, pw) -> None:
+    """out[:, :C*N*T*S] as (16, C, N, T, S) = B^T d B of each 4x4 input tile d of x (N, C, H,
+    W), tile (t, s) reading rows 2t - ph .. 2t + 3 - ph and columns 2s - pw .. 2s + 3 - pw
+    (zero outside), T = (H + 2ph - 2) / 2 and S likewise."""
+    n, c, height, width = x.shape
+    down, across = (height + 2 * ph - 2) // 2, (width + 2 * pw - 2) // 2
+    out = _planes(out, (c, n, down, across))
+    padded = xp.zeros((c, n, 2 * down + 2, 2 * across + 2), x.dtype)
+    rows = slice(max(ph, 0), min(ph + height, padded.shape[2]))
+    columns = slice(max(pw, 0), min(pw + width, padded.shape[3]))
+    padded[:, :, rows, columns] = x.transpose(1, 0, 2, 3)[
+        :, :, rows.start - ph : rows.stop - ph, columns.start - pw : columns.stop - pw
+    ]
+    r = [padded[:, :, i : i + 2 * down : 2, :] for i in range(4)]  # row i of every tile
+    mixed = (r[0] - r[2], r[1] + r[2], r[2] - r[1], r[1] - r[3])  # B^T down each column
+    for i, line in enumerate(mixed):
+        q = [line[..., j : j + 2 * across : 2] for j in range(4)]
+        for j, plane in enumerate((q[0] - q[2], q[1] + q[2], q[2] - q[1], q[1] - q[3])):
+            out[4 * i + j] = plane
+
+
+@compiled_twin("winograd.grad_tiles")
+def grad_tiles(xp, grad, out) -> None:
+    """out[:, :K*N*T*S] as (16, K, N, T, S) = A e A^T of each 2x2 tile e of grad (N, K, 2T,
+    2S)."""
+    n, k, ho, wo = grad.shape
+    out = _planes(out, (k, n, ho // 2, wo // 2))
+    by_channel = grad.transpose(1, 0, 2, 3)
+    top, bottom = by_channel[:, :, 0::2, :], by_channel[:, :, 1::2, :]
+    for i, line in enumerate((top, top + bottom, top - bottom, -bottom)):  # A down each column
+        left, right = line[..., 0::2], line[..., 1::2]
+        for j, plane in enumerate((left, left + right, left - right, -right)):
+            out[4 * i + j] = plane
+
+
+@compiled_twin("winograd.filter_grad")
+def filter_grad(xp, sums, out) -> None:
+    """out (K, C, 3, 3) = G^T m G for each (k, c), m (4, 4) the sums (16, K, C) of (k, c)."""
+    k, c = sums.shape[1:]
+    m = sums.reshape(4, 4, k, c)
+    out[...] = xp.einsum("ia,ijkc,jb->kcab", G, m, G)
+
+
+def _planes(buffer, shape):
+    """The 16 planes of ``shape`` at the start of the rows of ``buffer`` (16, stride): a view."""
+    return buffer[:, : int(np.prod(shape))].reshape((16,) + tuple(shape))
+
+
+def _buffer(size: int):
+    """A (16, stride) float32 buffer for 16 planes of ``size`` values: the stride is ``size``
+    rounded up to 16 values (64 bytes), plus 16 more, so the planes do not start a power of two
+    apart, where the transforms' sixteen write streams would share cache sets."""
+    return np.empty((16, -(-size // 16) * 16 + 16), np.float32)
+
+
+def _transform(kernel, arrays, keywords=None) -> None:
+    """``kernel`` on ``arrays``: by its compiled twin where it takes them, else in NumPy."""
+    keywords = keywords or {}
+    if not compiled.run(kernel, arrays, keywords):
+        kernel(np, *arrays, **keywords)
+
+
+def weight_grad(x, grad, padding):
+    """The weight gradient (K, C, 3, 3) of a 3x3 stride-1 convolution of x (N, C, H, W) with
+    zero padding (ph, pw), whose output gradient grad (N, K, Ho, Wo) has an even Ho and Wo."""
+    n, channels = x.shape[:2]
+    filters, ho, wo = grad.shape[1:]
+    tiles = n * (ho // 2) * (wo // 2)
+    inputs = _buffer(channels * tiles)
+    _transform(input_tiles, (x, inputs), {"ph": padding[0], "pw": padding[1]})
+    grads = _buffer(filters * tiles)
+    _transform(grad_tiles, (grad, grads))
+    # (16, K, P) @ (16, P, C): each plane's sum over every tile
+    left = grads[:, : filters * tiles].reshape(16, filters, tiles)
+    right = inputs[:, : channels * tiles].reshape(16, channels, tiles).swapaxes(1, 2)
+    sums = product(np, left, right)
+    out = np.empty((filters, channels, 3, 3), np.float32)
+    _transform(filter_grad, (np.ascontiguousarray(sums), out))
+    return out
+
+
+def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool:
+    """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output of
+    at most ``MOST_POSITIONS`` positions, at least ``LEAST_CHANNELS`` channels and filters, and
+    the compiled transforms running (in NumPy they cost more than the product saves)."""
+    ho, wo = grad.shape[2:]
+    return (
+        xp is np
+        and x.dtype == grad.dtype == np.float32
+        and tuple(weight_size) == (3, 3)
+        and tuple(stride) == (1, 1)
+        and tuple(dilation) == (1, 1)
+        and groups == 1
+        and ho % 2 == 0
+        and wo % 2 == 0
+        and ho * wo <= MOST_POSITIONS
+        and min(x.shape[1], grad.shape[1]) >= LEAST_CHANNELS
+        and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
+        and min(padding) >= 0
+        and compiled.available()
+    )
+
+
+def registered_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
+    """``conv2d_weight_grad`` by ``weight_grad``: what ``fits`` admits."""
+    return weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(grad), tuple(padding))
