@@ -50,7 +50,10 @@ def mirror(tmp_path):
         sums[name] = hashlib.sha256(blob).hexdigest()
     handler = functools.partial(QuietHandler, directory=str(tmp_path / "served"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next look at its flag: poll often, not every 0.5 s
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", sums, images, labels
     server.shutdown()
