@@ -32,12 +32,21 @@ from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
 
-# Images of at most this many output positions take the Winograd weight gradient. On larger
-# ones the transformed planes (four times the input) outgrow the caches, and the direct twin's
-# tiles, which sum many positions each, are as fast (ResNet-18's 32x32 stage).
-MOST_POSITIONS = 256
-# Fewer channels or filters than this: the transforms cost more than the product saves.
-LEAST_CHANNELS = 32
+# Where this path pays (docs/design_notes/performance.md has the measurements): with at least
+# WIDE channels and filters, at any image size; with at least LEAST_CHANNELS, on images of at
+# most NARROW_MOST_POSITIONS output positions (larger ones: the products, K x C outputs over a
+# long sum each, run far below the BLAS's peak, and the direct twin is as fast); and with at
+# least LEAST_TILES tiles in all (fewer: the transforms cost more than the product saves).
+WIDE = 96
+LEAST_CHANNELS = 64
+NARROW_MOST_POSITIONS = 144
+LEAST_TILES = 64
+# Samples are taken in passes whose transformed planes (16 per input channel and per filter,
+# each one value per tile) take at most PASS_BYTES, so that they stay in cache for the product,
+# unless that leaves a pass fewer than PASS_TILES tiles (the products get too short to run
+# fast); each pass's sums are added to the total.
+PASS_BYTES = 4 << 20
+PASS_TILES = 256
 # G (4x3): the filter transform.
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)
 
@@ -110,25 +119,32 @@ def weight_grad(x, grad, padding):
     zero padding (ph, pw), whose output gradient grad (N, K, Ho, Wo) has an even Ho and Wo."""
     n, channels = x.shape[:2]
     filters, ho, wo = grad.shape[1:]
-    tiles = n * (ho // 2) * (wo // 2)
-    inputs = _buffer(channels * tiles)
-    _transform(input_tiles, (x, inputs), {"ph": padding[0], "pw": padding[1]})
-    grads = _buffer(filters * tiles)
-    _transform(grad_tiles, (grad, grads))
-    # (16, K, P) @ (16, P, C): each plane's sum over every tile
-    left = grads[:, : filters * tiles].reshape(16, filters, tiles)
-    right = inputs[:, : channels * tiles].reshape(16, channels, tiles).swapaxes(1, 2)
-    sums = product(np, left, right)
+    per_sample = (ho // 2) * (wo // 2)  # tiles
+    most = max(PASS_BYTES // (64 * (channels + filters) * per_sample), -(-PASS_TILES // per_sample))
+    samples = -(-n // -(-n // most))  # passes of equal size, as near as can be
+    inputs = _buffer(channels * samples * per_sample)
+    grads = _buffer(filters * samples * per_sample)
+    sums = None
+    for first in range(0, n, samples):
+        part = slice(first, min(n, first + samples))
+        tiles = (part.stop - part.start) * per_sample
+        _transform(input_tiles, (x[part], inputs), {"ph": padding[0], "pw": padding[1]})
+        _transform(grad_tiles, (grad[part], grads))
+        # (16, K, P) @ (16, P, C): each plane's sum over the pass's tiles
+        left = grads[:, : filters * tiles].reshape(16, filters, tiles)
+        right = inputs[:, : channels * tiles].reshape(16, channels, tiles).swapaxes(1, 2)
+        sums = product(np, left, right) if sums is None else sums + product(np, left, right)
     out = np.empty((filters, channels, 3, 3), np.float32)
     _transform(filter_grad, (np.ascontiguousarray(sums), out))
     return out
 
 
 def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool:
-    """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output of
-    at most ``MOST_POSITIONS`` positions, at least ``LEAST_CHANNELS`` channels and filters, and
-    the compiled transforms running (in NumPy they cost more than the product saves)."""
+    """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output,
+    channels, image size and tiles where the path pays (``WIDE`` and the rest above), and the
+    compiled transforms running (in NumPy they cost more than the product saves)."""
     ho, wo = grad.shape[2:]
+    narrowest = min(x.shape[1], grad.shape[1])
     return (
         xp is np
         and x.dtype == grad.dtype == np.float32
@@ -138,8 +154,9 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
         and groups == 1
         and ho % 2 == 0
         and wo % 2 == 0
-        and ho * wo <= MOST_POSITIONS
-        and min(x.shape[1], grad.shape[1]) >= LEAST_CHANNELS
+        and narrowest >= LEAST_CHANNELS
+        and (narrowest >= WIDE or ho * wo <= NARROW_MOST_POSITIONS)
+        and x.shape[0] * ho * wo >= 4 * LEAST_TILES
         and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and min(padding) >= 0
         and compiled.available()

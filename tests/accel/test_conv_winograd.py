@@ -80,8 +80,12 @@ def test_compiled_transforms_equal_their_references(twins, x_shape, filters, pad
     np.testing.assert_allclose(twin, reference, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("passes", ["one pass", "a pass per sample"])
 @pytest.mark.parametrize("x_shape, filters, padding", TRANSFORM_CASES)
-def test_weight_grad_equals_pytorchs(twins, x_shape, filters, padding):
+def test_weight_grad_equals_pytorchs(twins, monkeypatch, x_shape, filters, padding, passes):
+    if passes != "one pass":
+        monkeypatch.setattr(winograd, "PASS_BYTES", 1)
+        monkeypatch.setattr(winograd, "PASS_TILES", 1)
     x, grad = _case(x_shape, filters, padding, seed=2)
     got = winograd.weight_grad(x, grad, padding)
     want = _weight_grad_torch(x, grad, padding, torch.float64)
@@ -129,8 +133,8 @@ def _weight_grad_through_conv2d(x, w, padding):
 
 def test_conv2d_backward_takes_it_where_it_fits(kernels_run):
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((2, 32, 8, 8)).astype(np.float32)
-    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32) / 17
+    x = rng.standard_normal((4, 64, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
     got = _weight_grad_through_conv2d(x, w, 1)
     assert NAME in kernels_run
     with bai.accel.enabled(False):
@@ -141,32 +145,38 @@ def test_conv2d_backward_takes_it_where_it_fits(kernels_run):
 @pytest.mark.parametrize(
     "x_shape, w_shape, options",
     [
-        ((2, 32, 9, 8), (32, 32, 3, 3), {"padding": 1}),  # odd output height
-        ((2, 16, 8, 8), (32, 16, 3, 3), {"padding": 1}),  # too few channels
-        ((2, 32, 8, 8), (32, 32, 3, 3), {"padding": 1, "stride": 2}),
-        ((2, 32, 8, 8), (32, 32, 3, 3), {"padding": 2, "dilation": 2}),
-        ((2, 32, 8, 8), (32, 32, 5, 5), {"padding": 2}),
-        ((2, 32, 18, 18), (32, 32, 3, 3), {"padding": 1}),  # 324 positions: the direct twin
+        ((4, 64, 9, 8), (64, 64, 3, 3), {"padding": 1}),  # odd output height
+        ((4, 48, 8, 8), (64, 48, 3, 3), {"padding": 1}),  # too few channels
+        ((4, 64, 14, 14), (64, 64, 3, 3), {"padding": 1}),  # too large for 64 channels
+        ((1, 64, 8, 8), (64, 64, 3, 3), {"padding": 1}),  # too few tiles
+        ((4, 64, 8, 8), (64, 64, 3, 3), {"padding": 1, "stride": 2}),
+        ((4, 64, 8, 8), (64, 64, 3, 3), {"padding": 2, "dilation": 2}),
+        ((4, 64, 8, 8), (64, 64, 5, 5), {"padding": 2}),
     ],
 )
 def test_calls_it_does_not_take(kernels_run, x_shape, w_shape, options):
+    """And wide layers of any size take it."""
     rng = np.random.default_rng(6)
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = bai.tensor(rng.standard_normal(w_shape).astype(np.float32), requires_grad=True)
     F.conv2d(bai.tensor(x), w, **options).sum().backward()
     assert NAME not in kernels_run
-    float64 = bai.tensor(rng.standard_normal((2, 32, 8, 8)), requires_grad=True)
-    weight64 = bai.tensor(rng.standard_normal((32, 32, 3, 3)), requires_grad=True)
+    float64 = bai.tensor(rng.standard_normal((4, 64, 8, 8)), requires_grad=True)
+    weight64 = bai.tensor(rng.standard_normal((64, 64, 3, 3)), requires_grad=True)
     F.conv2d(float64, weight64, padding=1).sum().backward()
     assert NAME not in kernels_run
+    wide = bai.tensor(rng.standard_normal((96, 96, 3, 3)).astype(np.float32), requires_grad=True)
+    F.conv2d(bai.tensor(rng.standard_normal((2, 96, 18, 18)).astype(np.float32)), wide,
+             padding=1).sum().backward()  # fmt: skip
+    assert NAME in kernels_run
 
 
 def test_switched_off_it_leaves_the_call_to_the_others(kernels_run):
     previous = registry.set_enabled(NAME, False)
     try:
         rng = np.random.default_rng(7)
-        x = rng.standard_normal((2, 32, 8, 8)).astype(np.float32)
-        _weight_grad_through_conv2d(x, rng.standard_normal((32, 32, 3, 3)).astype(np.float32), 1)
+        x = rng.standard_normal((4, 64, 8, 8)).astype(np.float32)
+        _weight_grad_through_conv2d(x, rng.standard_normal((64, 64, 3, 3)).astype(np.float32), 1)
     finally:
         registry.set_enabled(NAME, previous)
     assert NAME not in kernels_run

@@ -115,7 +115,7 @@ CONV_CASES = {
         NO_WINOGRAD,
         DIRECT,
     ),  # fmt: skip
-    "resnet-layer1-16x16-winograd": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 1, 1, (), WINOGRAD),
+    "resnet-layer2-16x16-winograd": ((8, 128, 16, 16), (128, 128, 3, 3), 1, 1, 1, (), WINOGRAD),
     "resnet-layer4-4x4-winograd": ((16, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, (), WINOGRAD),
     "resnet-layer1-16x16-im2col": (
         (8, 64, 16, 16),
@@ -136,7 +136,7 @@ CONV_CASES = {
         ("conv2d.direct", "conv2d_input_grad.grid"),
     ),  # fmt: skip
     "no-padding-direct": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, NO_WINOGRAD, DIRECT),
-    "no-padding-winograd": ((8, 64, 16, 16), (64, 64, 3, 3), 1, 0, 1, (), WINOGRAD),
+    "no-padding-winograd": ((8, 128, 14, 14), (128, 128, 3, 3), 1, 0, 1, (), WINOGRAD),
     "many-channels-direct": ((8, 256, 8, 8), (256, 256, 3, 3), 1, 1, 1, NO_WINOGRAD, DIRECT),
     "one-by-one-direct": ((8, 64, 16, 16), (128, 64, 1, 1), 1, 0, 1, (), DIRECT),
     "one-by-one-stride-2": ((8, 64, 16, 16), (128, 64, 1, 1), 2, 0, 1, (), STRIDED),

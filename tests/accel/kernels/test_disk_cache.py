@@ -17,7 +17,8 @@ pytest.importorskip("numba")
 ROOT = Path(__file__).resolve().parents[3]
 
 # Every direct convolution twin (same-size, no padding, other padding, 1x1; forward, input
-# and weight gradients), stride 2, and im2col, at one and two threads; then prints which of
+# and weight gradients), stride 2, im2col and the Winograd weight gradient's transforms, at one
+# and two threads; then prints which of
 # BuildingAI's functions numba compiled (a function loaded from the cache is not compiled).
 _CONVOLUTIONS = """
 import json, sys
@@ -49,6 +50,9 @@ for threads in (1, 2):
                        requires_grad=True)
         y = F.conv2d(x, w, stride=stride, padding=padding)
         y.backward(bai.tensor(rng.standard_normal(y.shape).astype(np.float32)))
+    x = bai.tensor(rng.standard_normal((4, 64, 8, 8)).astype(np.float32))
+    w = bai.tensor(rng.standard_normal((64, 64, 3, 3)).astype(np.float32), requires_grad=True)
+    F.conv2d(x, w, padding=1).sum().backward()  # the Winograd weight gradient
 print(json.dumps({"compiled": [name for name in compiled if name.startswith("buildingai.")]}))
 """
 
@@ -65,6 +69,7 @@ def _run(cache: Path) -> list[str]:
 def test_a_second_process_compiles_no_convolution_kernel(tmp_path):
     first = _run(tmp_path)
     assert any("conv" in name for name in first)  # the first process compiled the conv loops
+    assert any("winograd" in name for name in first)
     assert _run(tmp_path) == []
 
 
