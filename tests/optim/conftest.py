@@ -1,11 +1,31 @@
 """Small update blocks in these tests, so modest arrays already run through several blocks
 (including a partial last one) without making the suite slow; ``both_ways`` runs a test on the
-textbook updates and again on the accelerated step."""
+textbook updates and again on the accelerated step. PyTorch's reference steps run on one
+thread (``torch_on_one_thread``)."""
 
 import pytest
 
 import buildingai as bai
 from buildingai.accel import optimizers as accelerated
+
+try:
+    import torch
+except ImportError:  # the tests that compare with PyTorch skip or fail on their own
+    torch = None
+
+
+@pytest.fixture(autouse=True, scope="package")
+def torch_on_one_thread():
+    """PyTorch's optimizer steps are elementwise: the same values on any number of threads. A
+    team of two meets at every op on the 40000-element parameter, and waits there whenever the
+    second core is busy (BLAS threads spinning, other processes): on one thread it does not."""
+    if torch is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
 
 
 @pytest.fixture(autouse=True)
