@@ -5,13 +5,11 @@ search box finds a page."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.browser import browser_page, serve_directory
 
-from .site_build import ROOT, build_site
+from .site_build import ROOT
 from .site_links import broken_links
 
 
@@ -21,11 +19,6 @@ def test_every_design_note_has_a_page_that_includes_it():
         assert stub.exists(), f"add docs/site/design_notes/{note.name} and a nav entry"
         assert f'--8<-- "docs/design_notes/{note.name}"' in stub.read_text()
         assert f"design_notes/{note.name}" in (ROOT / "mkdocs.yml").read_text()
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def test_site_builds_strict_with_every_page(site):

@@ -7,13 +7,12 @@ name puts the guide before the API reference."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.browser import browser_page, serve_directory
 
-from .site_build import ROOT, build_site
+from .site_build import ROOT
 
 LAPTOP, PHONE = 1280, 390
 
@@ -116,11 +115,6 @@ def _titles(entries):
             yield title
             if isinstance(value, list):
                 yield from _titles(value)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return build_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.mark.slow
