@@ -77,6 +77,10 @@ def test_pages_load_without_console_errors_and_search_finds_im2col(served):
         results = page.locator(".md-search-result__item")
         results.first.wait_for(state="visible")
         assert results.count() > 0
+        # the list first shows the results of the letters typed so far ("i"): wait for the page
+        # that the whole word finds (the default timeout fails the test when it never comes)
+        found = ".md-search-result__list a[href*='learning_path/cnn_fashion_mnist.html']"
+        page.locator(found).first.wait_for(state="attached")
         assert (
             "learning_path/cnn_fashion_mnist.html"
             in page.locator(".md-search-result__list").inner_html()
