@@ -13,9 +13,17 @@ import time
 import pytest
 
 from buildingai.data import DataLoader, DataLoaderError, DataLoaderTimeoutError
+from buildingai.data import dataloader as dataloader_module
 
 from ._datasets import Failing, Indexed, KillsItself, Sleeps
 from .conftest import assert_clean, loader_segments
+
+
+@pytest.fixture
+def short_grace(monkeypatch):
+    """For a worker stuck in a 30 s item: shutdown waits 0.1 s, not 1 s, for it to finish
+    before it stops it (``_JOIN_GRACE_S``); the stopping is what these tests check."""
+    monkeypatch.setattr(dataloader_module, "_JOIN_GRACE_S", 0.1)
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -76,7 +84,7 @@ def test_worker_killed_from_outside(clean):
     assert_clean()
 
 
-def test_timeout_raises(clean):
+def test_timeout_raises(clean, short_grace):
     loader = DataLoader(Sleeps(4, seconds=30), batch_size=1, num_workers=1, timeout=0.5)
     start = time.monotonic()
     with pytest.raises(DataLoaderTimeoutError, match=r"timed out after 0.5 s waiting for batch 0"):
@@ -85,7 +93,7 @@ def test_timeout_raises(clean):
     assert_clean()
 
 
-def test_timeout_in_thread_mode():
+def test_timeout_in_thread_mode(short_grace):
     loader = DataLoader(Sleeps(4, seconds=2), batch_size=1, timeout=0.2, prefetch=2)
     with pytest.raises(DataLoaderTimeoutError, match="no batch within timeout=0.2 s"):
         next(iter(loader))
@@ -100,7 +108,7 @@ def test_keyboard_interrupt_in_loop_body_shuts_down(workers, clean):
     assert_clean()  # no gc.collect(): unwinding the loop alone releases the workers
 
 
-def test_ctrl_c_while_waiting_for_a_batch(clean):
+def test_ctrl_c_while_waiting_for_a_batch(clean, short_grace):
     loader = DataLoader(Sleeps(4, seconds=30), batch_size=1, num_workers=2)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -139,7 +147,7 @@ def test_del_persistent_loader_shuts_down(clean):
     assert_clean()
 
 
-def test_stuck_worker_is_terminated_on_shutdown(clean):
+def test_stuck_worker_is_terminated_on_shutdown(clean, short_grace):
     loader = DataLoader(Sleeps(4, seconds=30), batch_size=1, num_workers=1)
     iterator = iter(loader)
     time.sleep(0.2)  # the worker is now inside a 30 s __getitem__
