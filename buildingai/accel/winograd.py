@@ -15,9 +15,9 @@ The transforms are linear passes over the input, the output gradient and the res
 
 Only the weight gradient takes this path. A forward or input gradient by F(2x2, 3x3) has about
 2.4 times PyTorch's float32 error against float64 (measured on ResNet-18's 256- and 512-channel
-layers), over the 1.5 times the kernels may have: its transforms add terms larger than the sum.
-The weight gradient's sums are long, and their rounding dominates either way: its error stays
-within PyTorch's (``tests/accel/test_conv_winograd.py``).
+layers), over the 1.5 times the kernels may have: the products sum transformed terms larger
+than the result, in long float32 sums. The weight gradient's sums over positions are long
+either way, and its error stays within PyTorch's (``tests/accel/test_conv_winograd.py``).
 
 ``input_tiles``, ``grad_tiles`` and ``filter_grad`` are the NumPy references of the compiled
 twins in ``kernels/compiled/winograd.py``.
