@@ -94,8 +94,12 @@ def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dt
     for x_shape, w_shape, kwargs in TRANSPOSE_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
         _agree(lambda x, w, kw=kwargs: F.conv_transpose2d(x, w, **kw), (x, w), TOLERANCE[dtype])
-    # the direct and strided kernels are float32 only
-    tiles = {name for name in _registered(CONV_OPS) if name.endswith((".direct", ".strided"))}
+    # a layer wide enough for the Winograd weight gradient
+    x, w = (rng.standard_normal(s).astype(dtype) for s in ((4, 64, 8, 8), (64, 64, 3, 3)))
+    _agree(lambda x, w: F.conv2d(x, w / 24, padding=1), (x, w), TOLERANCE[dtype])
+    # the direct, strided and Winograd kernels are float32 only
+    float32_only = (".direct", ".strided", ".winograd")
+    tiles = {name for name in _registered(CONV_OPS) if name.endswith(float32_only)}
     assert kernels_ran(CONV_OPS) == _registered(CONV_OPS) - (
         tiles if dtype is np.float64 else set()
     )
