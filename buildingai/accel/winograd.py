@@ -55,22 +55,22 @@ G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float
 def input_tiles(xp, x, out, *, ph, pw) -> None:
     """out[:, :C*N*T*S] as (16, C, N, T, S) = B^T d B of each 4x4 input tile d of x (N, C, H,
     W), tile (t, s) reading rows 2t - ph .. 2t + 3 - ph and columns 2s - pw .. 2s + 3 - pw
-    (zero outside), T = (H + 2ph - 2) / 2 and S likewise."""
+    (zero outside), T = (H + 2ph - 2) / 2 and S likewise, both whole (an even output)."""
     n, c, height, width = x.shape
     down, across = (height + 2 * ph - 2) // 2, (width + 2 * pw - 2) // 2
     out = _planes(out, (c, n, down, across))
-    padded = xp.zeros((c, n, 2 * down + 2, 2 * across + 2), x.dtype)
-    rows = slice(max(ph, 0), min(ph + height, padded.shape[2]))
-    columns = slice(max(pw, 0), min(pw + width, padded.shape[3]))
-    padded[:, :, rows, columns] = x.transpose(1, 0, 2, 3)[
-        :, :, rows.start - ph : rows.stop - ph, columns.start - pw : columns.stop - pw
-    ]
-    r = [padded[:, :, i : i + 2 * down : 2, :] for i in range(4)]  # row i of every tile
-    mixed = (r[0] - r[2], r[1] + r[2], r[2] - r[1], r[1] - r[3])  # B^T down each column
-    for i, line in enumerate(mixed):
-        q = [line[..., j : j + 2 * across : 2] for j in range(4)]
-        for j, plane in enumerate((q[0] - q[2], q[1] + q[2], q[2] - q[1], q[1] - q[3])):
+    padded = xp.zeros((c, n, height + 2 * ph, width + 2 * pw), x.dtype)
+    padded[:, :, ph : ph + height, pw : pw + width] = x.transpose(1, 0, 2, 3)
+    rows = [padded[:, :, i : i + 2 * down : 2, :] for i in range(4)]  # row i of every tile
+    for i, line in enumerate(_b_transposed(*rows)):  # B^T down each column, then along rows
+        columns = [line[..., j : j + 2 * across : 2] for j in range(4)]
+        for j, plane in enumerate(_b_transposed(*columns)):
             out[4 * i + j] = plane
+
+
+def _b_transposed(d0, d1, d2, d3):
+    """B^T (d0, d1, d2, d3): the four rows of B^T d for the rows d0..d3 of d."""
+    return d0 - d2, d1 + d2, d2 - d1, d1 - d3
 
 
 @compiled_twin("winograd.grad_tiles")
@@ -81,10 +81,14 @@ def grad_tiles(xp, grad, out) -> None:
     out = _planes(out, (k, n, ho // 2, wo // 2))
     by_channel = grad.transpose(1, 0, 2, 3)
     top, bottom = by_channel[:, :, 0::2, :], by_channel[:, :, 1::2, :]
-    for i, line in enumerate((top, top + bottom, top - bottom, -bottom)):  # A down each column
-        left, right = line[..., 0::2], line[..., 1::2]
-        for j, plane in enumerate((left, left + right, left - right, -right)):
+    for i, line in enumerate(_a_times(top, bottom)):  # A down each column, then along rows
+        for j, plane in enumerate(_a_times(line[..., 0::2], line[..., 1::2])):
             out[4 * i + j] = plane
+
+
+def _a_times(e0, e1):
+    """A (e0, e1): the four rows of A e for the rows e0, e1 of e."""
+    return e0, e0 + e1, e0 - e1, -e1
 
 
 @compiled_twin("winograd.filter_grad")
@@ -133,7 +137,10 @@ def weight_grad(x, grad, padding):
         # (16, K, P) @ (16, P, C): each plane's sum over the pass's tiles
         left = grads[:, : filters * tiles].reshape(16, filters, tiles)
         right = inputs[:, : channels * tiles].reshape(16, channels, tiles).swapaxes(1, 2)
-        sums = product(np, left, right) if sums is None else sums + product(np, left, right)
+        if sums is None:
+            sums = product(np, left, right)
+        else:
+            sums += product(np, left, right)
     out = np.empty((filters, channels, 3, 3), np.float32)
     _transform(filter_grad, (np.ascontiguousarray(sums), out))
     return out

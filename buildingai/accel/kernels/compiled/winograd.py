@@ -13,11 +13,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint64
 
+BLOCK = 64  # channels per block of filter_grad
+
 
 @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
 def input_tiles(x, out, ph, pw):
     """out[:, :C*N*T*S] as (16, C, N, T, S) = B^T d B of each 4x4 input tile d of x (N, C, H,
-    W), zero outside the image. B^T's rows: (1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)."""
+    W), zero outside the image. B^T's rows: (1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0),
+    (0, 1, 0, -1)."""
     n, c, height, width = x.shape
     tiles_down, tiles_across = (height + 2 * ph - 2) // 2, (width + 2 * pw - 2) // 2
     span = 2 * tiles_across + 2
@@ -125,6 +128,3 @@ def filter_grad(sums, out):
                     target[at + uint64(3 * a)] = l0 + half * (l1 + l2)
                     target[at + uint64(3 * a + 1)] = half * (l1 - l2)
                     target[at + uint64(3 * a + 2)] = half * (l1 + l2) + l3
-
-
-BLOCK = 64  # channels per block of filter_grad
