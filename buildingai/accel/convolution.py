@@ -13,8 +13,9 @@ stay the reference; these compute the same values another way, each where it pay
   halve an even image (``kernels/compiled/conv_strided.py``): the input split into its four
   phase images (rows and columns of each parity), each tap one shift on one of them, summed by
   the same flat tiles. Their weight gradient keeps im2col, whose one long product is faster.
-- ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of small
-  images by Winograd's minimal filtering, 2.25 times fewer multiply-adds.
+- ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of layers
+  of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
+  multiply-adds.
 - ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
   multiply-adds per kernel offset, or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
@@ -491,7 +492,8 @@ register(
     winograd_weight_grad,
     name="conv2d_weight_grad.winograd",
     requires=NUMBA,
-    description="3x3 stride-1 weight gradient of small images by Winograd's F(2x2, 3x3): 16 "
+    description="3x3 stride-1 weight gradient of layers of 64 channels or more by Winograd's "
+    "F(2x2, 3x3): 16 "
     "products over the transformed tiles, 2.25x fewer multiply-adds",
 )
 register(

@@ -32,14 +32,11 @@ from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
 
-# Where this path pays (docs/design_notes/performance.md has the measurements): with at least
-# WIDE channels and filters, at any image size; with at least LEAST_CHANNELS, on images of at
-# most NARROW_MOST_POSITIONS output positions (larger ones: the products, K x C outputs over a
-# long sum each, run far below the BLAS's peak, and the direct twin is as fast); and with at
-# least LEAST_TILES tiles in all (fewer: the transforms cost more than the product saves).
-WIDE = 96
+# Where this path pays (docs/design_notes/performance.md has the measurements): at least
+# LEAST_CHANNELS channels and filters, at any image size (fewer: the direct twin is as fast),
+# and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the product
+# saves).
 LEAST_CHANNELS = 64
-NARROW_MOST_POSITIONS = 144
 LEAST_TILES = 64
 # Samples are taken in passes whose transformed planes (16 per input channel and per filter,
 # each one value per tile) take at most PASS_BYTES, so that they stay in cache for the product,
@@ -148,7 +145,7 @@ def weight_grad(x, grad, padding):
 
 def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool:
     """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output,
-    channels, image size and tiles where the path pays (``WIDE`` and the rest above), and the
+    channels and tiles where the path pays (``LEAST_CHANNELS``, ``LEAST_TILES``), and the
     compiled transforms running (in NumPy they cost more than the product saves)."""
     ho, wo = grad.shape[2:]
     narrowest = min(x.shape[1], grad.shape[1])
@@ -162,7 +159,6 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
         and ho % 2 == 0
         and wo % 2 == 0
         and narrowest >= LEAST_CHANNELS
-        and (narrowest >= WIDE or ho * wo <= NARROW_MOST_POSITIONS)
         and x.shape[0] * ho * wo >= 4 * LEAST_TILES
         and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and min(padding) >= 0
