@@ -493,8 +493,7 @@ register(
     name="conv2d_weight_grad.winograd",
     requires=NUMBA,
     description="3x3 stride-1 weight gradient of layers of 64 channels or more by Winograd's "
-    "F(2x2, 3x3): 16 "
-    "products over the transformed tiles, 2.25x fewer multiply-adds",
+    "F(2x2, 3x3): 16 products over the transformed tiles, 2.25x fewer multiply-adds",
 )
 register(
     conv.CONV2D_WEIGHT_GRAD,

@@ -16,8 +16,10 @@ The transforms are linear passes over the input, the output gradient and the res
 Only the weight gradient takes this path. A forward or input gradient by F(2x2, 3x3) has about
 2.4 times PyTorch's float32 error against float64 (measured on ResNet-18's 256- and 512-channel
 layers), over the 1.5 times the kernels may have: the products sum transformed terms larger
-than the result, in long float32 sums. The weight gradient's sums over positions are long
-either way, and its error stays within PyTorch's (``tests/accel/test_conv_winograd.py``).
+than the result, in long float32 sums. At 64 channels the error is within bounds (1.2 times),
+but the transforms, four values per output, cost what the smaller product saves, and the direct
+twins are as fast (docs/design_notes/performance.md). The weight gradient's sums over positions
+are long either way, and its error stays within PyTorch's (``tests/accel/test_conv_winograd.py``).
 
 ``input_tiles``, ``grad_tiles`` and ``filter_grad`` are the NumPy references of the compiled
 twins in ``kernels/compiled/winograd.py``.
@@ -33,9 +35,9 @@ from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
 
 # Where this path pays (docs/design_notes/performance.md has the measurements): at least
-# LEAST_CHANNELS channels and filters, at any image size (fewer: the direct twin is as fast),
-# and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the product
-# saves).
+# LEAST_CHANNELS channels and filters, at any image size (fewer: the direct twin is as fast or
+# faster), and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the
+# product saves).
 LEAST_CHANNELS = 64
 LEAST_TILES = 64
 # Samples are taken in passes whose transformed planes (16 per input channel and per filter,
