@@ -161,7 +161,7 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
         and ho % 2 == 0
         and wo % 2 == 0
         and narrowest >= LEAST_CHANNELS
-        and x.shape[0] * ho * wo >= 4 * LEAST_TILES
+        and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
         and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and min(padding) >= 0
         and compiled.available()
