@@ -5,9 +5,10 @@ and ``var`` (``ops/norm.py``, ``ops/reduce.py``) when called over those axes.
 The records normalise with NumPy reductions over axes (0, 2, 3, ...), which walk the input
 several times with temporaries between them. Here an (N, C, *spatial) input is seen as (N, C, S)
 or (N, C * S) and handed to the compiled twins (``kernels/compiled/channel_norm.py``): each
-per-channel statistic is one pass over the input summed in float64 (two for the variance), each
-map (the normalisation with its affine map, the input gradient) one pass that reads its inputs
-and writes its output once. The twins take float32 NumPy arrays; everything else (float64,
+per-channel statistic is one pass over the input summed in float64 (two for ``var``'s; batch
+normalisation's mean and variance together take one, of shifted sums and squares), each map
+(the normalisation with its affine map, the input gradient) one pass that reads its inputs and
+writes its output once. The twins take float32 NumPy arrays; everything else (float64,
 CuPy, acceleration without numba) runs the record.
 """
 

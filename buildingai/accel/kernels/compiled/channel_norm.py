@@ -96,56 +96,66 @@ def channel_variances(x, out, correction):
 # ----- batch normalisation in training: statistics, the affine map, the gradient ------------------
 # The per-channel sums run over blocks of channels: a task adds the N rows of its block's
 # columns (x seen as (N, C * S), the block's columns contiguous in each row) into float64
-# partial sums, one per column, then adds each channel's S partial sums. The row loop is a
-# vertical add, vectorised without reordering any sum, and a block spans hundreds of values
-# per row however small S is.
+# partial sums, one per column, then adds each channel's S partial sums. The rows go four at a
+# time: their four terms of a column are added in float32, then to the column's float64 sum,
+# so each float64 partial sum is read and written once per four rows (a quarter of the
+# conversions and of the partial sums' traffic). The column loop is a vertical add, vectorised
+# without reordering any sum, and a block spans hundreds of values per row however small S is.
+ROWS_TOGETHER = 4
 
 
 @kernel
 def batch_statistics_blocks(x, stats, size, block):
-    """stats (2, C) = the mean and the biased variance of each channel of x (N, C * size): the
-    mean first, then the centred squares, both summed in float64."""
+    """stats (2, C) = the mean and the biased variance of each channel of x (N, C * size), in
+    one pass: the sums of ``x - k`` and of its squares, k the channel's first value (a shift
+    near the mean, so that the variance ``E[(x - k)^2] - (mean - k)^2`` loses nothing to
+    cancellation where the mean is large against the spread)."""
     batch, columns = x.shape
     channels = columns // size
     count = batch * size
+    whole = batch - batch % ROWS_TOGETHER
     for task in prange((channels + block - 1) // block):
         first, last = task * block, min(channels, task * block + block)
         start, width = first * size, (last - first) * size
-        partial = np.zeros(width, np.float64)
-        for n in range(batch):
+        shifts = np.empty(width, np.float32)
+        for c in range(first, last):
+            for j in range(size):
+                shifts[(c - first) * size + j] = x[0, c * size]
+        sums = np.zeros(width, np.float64)
+        squares = np.zeros(width, np.float64)
+        for n in range(0, whole, ROWS_TOGETHER):
+            r0, r1 = x[n, start : start + width], x[n + 1, start : start + width]
+            r2, r3 = x[n + 2, start : start + width], x[n + 3, start : start + width]
+            for k in range(width):
+                d0, d1 = r0[k] - shifts[k], r1[k] - shifts[k]
+                d2, d3 = r2[k] - shifts[k], r3[k] - shifts[k]
+                sums[k] += (d0 + d1) + (d2 + d3)
+                squares[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+        for n in range(whole, batch):
             row = x[n, start : start + width]
             for k in range(width):
-                partial[k] += row[k]
-        means = np.empty(width, np.float64)
+                deviation = row[k] - shifts[k]
+                sums[k] += deviation
+                squares[k] += deviation * deviation
         for c in range(first, last):
             offset = (c - first) * size
             total = 0.0
+            total_squares = 0.0
             for j in range(size):
-                total += partial[offset + j]
-            mean = total / count
-            stats[0, c] = mean
-            for j in range(size):
-                means[offset + j] = mean
-                partial[offset + j] = 0.0
-        for n in range(batch):
-            row = x[n, start : start + width]
-            for k in range(width):
-                deviation = row[k] - means[k]
-                partial[k] += deviation * deviation
-        for c in range(first, last):
-            offset = (c - first) * size
-            total = 0.0
-            for j in range(size):
-                total += partial[offset + j]
-            stats[1, c] = total / count
+                total += sums[offset + j]
+                total_squares += squares[offset + j]
+            shifted_mean = total / count
+            stats[0, c] = shifts[offset] + shifted_mean
+            stats[1, c] = max(0.0, total_squares / count - shifted_mean * shifted_mean)
 
 
 @kernel
 def batch_norm_grad_sums_blocks(g, x, mean, rstd, sums, size, block):
     """sums (2, C) = ``sum(g * xhat)`` and ``sum(g)`` per channel of g and x (N, C * size),
-    xhat = (x - mean) * rstd with mean and rstd (C,); summed in float64."""
+    xhat = (x - mean) * rstd with mean and rstd (C,); each column's sums in float64."""
     batch, columns = x.shape
     channels = columns // size
+    whole = batch - batch % ROWS_TOGETHER
     for task in prange((channels + block - 1) // block):
         first, last = task * block, min(channels, task * block + block)
         start, width = first * size, (last - first) * size
@@ -155,12 +165,22 @@ def batch_norm_grad_sums_blocks(g, x, mean, rstd, sums, size, block):
                 means[(c - first) * size + j] = mean[c]
         projection = np.zeros(width, np.float64)
         total = np.zeros(width, np.float64)
-        for n in range(batch):
+        for n in range(0, whole, ROWS_TOGETHER):
+            g0, g1 = g[n, start : start + width], g[n + 1, start : start + width]
+            g2, g3 = g[n + 2, start : start + width], g[n + 3, start : start + width]
+            x0, x1 = x[n, start : start + width], x[n + 1, start : start + width]
+            x2, x3 = x[n + 2, start : start + width], x[n + 3, start : start + width]
+            for k in range(width):
+                m = means[k]
+                total[k] += (g0[k] + g1[k]) + (g2[k] + g3[k])
+                projection[k] += (g0[k] * (x0[k] - m) + g1[k] * (x1[k] - m)) + (
+                    g2[k] * (x2[k] - m) + g3[k] * (x3[k] - m)
+                )
+        for n in range(whole, batch):
             grads, row = g[n, start : start + width], x[n, start : start + width]
             for k in range(width):
-                grad = np.float64(grads[k])
-                total[k] += grad
-                projection[k] += grad * (row[k] - means[k])
+                total[k] += grads[k]
+                projection[k] += grads[k] * (row[k] - means[k])
         for c in range(first, last):
             offset = (c - first) * size
             channel_projection = 0.0
