@@ -103,6 +103,24 @@ def test_batch_statistics_blocks(shape):
     np.testing.assert_allclose(twin, numpy, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("first", [1e4, -3e3], ids=["far above", "far below"])
+def test_batch_statistics_when_the_first_value_is_far_from_the_mean(first):
+    """The one-pass twin sums deviations from each channel's first value, in float32: a first
+    value far from the rest (an outlier) rounds each deviation to that value's precision.
+    What normalisation needs stays: the mean within a millionth of the channel's spread (the
+    deviations' rounding averages out), the variance within 1e-5."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 3, 50)) + 5).astype(np.float32)
+    x[0, 1, 0] = first
+    stats = np.zeros((2, 3), np.float32)
+    columns = x.reshape(6, -1)
+    assert compiled.run(channel_norm._batch_statistics, [columns, stats], _block_params(x.shape))
+    exact = x.astype(np.float64)
+    spread = exact.std(axis=(0, 2))
+    assert np.all(np.abs(stats[0] - exact.mean(axis=(0, 2))) <= 1e-6 * spread)
+    np.testing.assert_allclose(stats[1], exact.var(axis=(0, 2)), rtol=1e-5)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_batch_norm_grad_sums_blocks(shape):
     x, g = _arrays(shape)

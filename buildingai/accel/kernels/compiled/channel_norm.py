@@ -109,7 +109,8 @@ def batch_statistics_blocks(x, stats, size, block):
     """stats (2, C) = the mean and the biased variance of each channel of x (N, C * size), in
     one pass: the sums of ``x - k`` and of its squares, k the channel's first value (a shift
     near the mean, so that the variance ``E[(x - k)^2] - (mean - k)^2`` loses nothing to
-    cancellation where the mean is large against the spread)."""
+    cancellation where the mean is large against the spread). The deviations are float32:
+    each is rounded at the precision of its size, the data's own where k lies among them."""
     batch, columns = x.shape
     channels = columns // size
     count = batch * size
