@@ -99,11 +99,18 @@ def on_blas_threads(function: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
+def use_default_arrangement() -> None:
+    """BuildingAI in its default arrangement at the thread limit's count, now: for work that is
+    not run through ``in_default_arrangement`` (the limit alone does not set BuildingAI's
+    threads)."""
+    _switch(DEFAULT if _arrangement["threads"] is not None else None)
+
+
 def in_default_arrangement(function: Callable[[], object]) -> Callable[[], object]:
     """``function`` run in BuildingAI's default arrangement at the thread limit's count."""
 
     def run():
-        _switch(DEFAULT if _arrangement["threads"] is not None else None)
+        use_default_arrangement()
         return function()
 
     return run

@@ -6,13 +6,14 @@ without and with gradient recording, and forward + backward through a chain) fro
 from __future__ import annotations
 
 from .. import dispatch, layers
-from .harness import thread_limit
+from .harness import thread_limit, use_default_arrangement
 
 
 def run(quick: bool, threads: list[int | None]) -> list[dict]:
     records = []
     for count in threads:
         with thread_limit(count):
+            use_default_arrangement()  # BuildingAI at the limit's count, as PyTorch and BLAS
             for record in dispatch.run(quick=quick, threads=count):
                 records.append(
                     {

@@ -72,3 +72,27 @@ def test_unknown_workload_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["--quick", "--only", "mlp,resnet"])
     assert "unknown workload" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_micro_cases_run_buildingai_at_the_thread_limit(monkeypatch, count):
+    """The per-op rows compare like with like: BuildingAI's threads, inside each case, are the
+    thread limit's count, as PyTorch's and BLAS's are (not the process default)."""
+    import buildingai as bai
+    from benchmarks import dispatch, layers
+    from benchmarks.suite import micro
+
+    seen = []
+
+    def noting(*args, **kwargs):
+        seen.append(bai.get_num_threads())
+        return []
+
+    for module, name in ((dispatch, "run"), (layers, "bench_conv2d"), (layers, "bench_attention")):
+        monkeypatch.setattr(module, name, noting)
+    bai.set_num_threads(3 - count)  # the other count, so a missing switch shows
+    try:
+        micro.run(quick=True, threads=[count])
+    finally:
+        bai.set_num_threads(None)
+    assert seen == [count, count, count]
