@@ -197,6 +197,8 @@ def binary_operator(op, rank: int = 0, general=None):
         def general(first, second):
             return apply(op, first, second)
 
+    shares_output = op.view or op.save_output  # output_tensor's extra steps: fixed per op
+
     def operator(first, second):
         state = _current_state()
         if state.observed or _device._cupy is not None:
@@ -229,8 +231,13 @@ def binary_operator(op, rank: int = 0, general=None):
             ctx, node = _SCRATCH, None
         try:
             kernels = op.accelerated
-            if kernels and op.accelerated_from and too_small(op, (left, right)):
-                kernels = ()  # smaller than every kernel takes (run_accelerated's first test)
+            if kernels and op.accelerated_from:  # run_accelerated's first test, written out
+                try:
+                    small = left.size * right.size < op.accelerated_from
+                except AttributeError:  # a Python number: too_small's general rule
+                    small = too_small(op, (left, right))
+                if small:
+                    kernels = ()  # smaller than every kernel takes
             if kernels:  # what run_accelerated does, without its general calls
                 for kernel in kernels:
                     if kernel.applies(np, left, right):
@@ -247,7 +254,7 @@ def binary_operator(op, rank: int = 0, general=None):
             raise _with_module_path(op.describe_failure(exc, [left, right], {})) from exc
         if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
             data = np.asarray(data)
-        if op.view or op.save_output or _accounting.tracking:
+        if shares_output or _accounting.tracking:
             return output_tensor(op, data, first, node)
         out = _new_tensor(Tensor)  # output_tensor's steps for a new array, written out
         out.array = data

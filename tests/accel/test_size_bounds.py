@@ -120,3 +120,27 @@ def test_the_routed_products_bound_is_where_applies_starts(monkeypatch, accel_on
         a, b = np.ones(first, np.float32), np.ones(second, np.float32)
         if registry.call_size([a, b]) < entry.min_size:
             assert not entry.applies(np, a, b)
+
+
+def test_an_operator_with_a_python_number_has_no_bound(monkeypatch, accel_on):
+    """``tensor * 2.0``: the operator's written-out size test meets a number, where no bound
+    applies, and still asks the kernels; ``tensor * tensor`` below the bound skips them."""
+    from buildingai.ops.elementwise import MUL
+
+    asked = []
+
+    def applies(xp, a, b):
+        asked.append((getattr(a, "shape", a), getattr(b, "shape", b)))
+        return False  # the record computes it either way
+
+    monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    registry.register(MUL, applies, lambda ctx, xp, a, b: a * b, name="mul.spy", min_size=1 << 10)
+    try:
+        x = bai.tensor(np.arange(6.0).reshape(2, 3))
+        np.testing.assert_array_equal((x * 2.0).numpy(), np.arange(6.0).reshape(2, 3) * 2)
+        np.testing.assert_array_equal((x * x).numpy(), np.arange(6.0).reshape(2, 3) ** 2)
+        assert asked == [((2, 3), 2.0)]
+    finally:
+        monkeypatch.undo()
+        registry._refresh(MUL)
+    assert MUL.accelerated == ()
