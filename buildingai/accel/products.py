@@ -43,7 +43,6 @@ from ..ops import linalg
 from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
 from . import own_blas as own_blas_library
 from .kernels import compiled
-from .own_blas import NO_TRANSPOSE, TRANSPOSE
 from .registry import on_enable, register, register_switch
 
 # A product of at least this many multiply-adds is cut across BuildingAI's threads in one pool:
@@ -92,7 +91,7 @@ def _start() -> None:
         from .kernels.compiled import gemm
 
         calls = {dtype: (address, dtype.type(1.0)) for dtype, address in gemm.ADDRESSES.items()}
-        _whole.update(library=own_blas_library.library(), calls=calls, call=gemm._products_in_turn)
+        _whole.update(library=own_blas_library.library(), calls=calls, call=gemm.whole_product)
     threads.offer(own_blas=own, one_pool=own and ONE_POOL.active)
 
 
@@ -121,10 +120,10 @@ def _floats(a, b) -> bool:
 def _splits(a, b, length: int, multiply_adds: int) -> bool:
     """Whether a product of ``multiply_adds``, cut along an output axis ``length`` long, is cut
     across threads."""
+    if multiply_adds < SPLIT_MULTIPLY_ADDS:  # the commonest answer, and the cheapest test
+        return False
     count = gemm_threads()
-    return (
-        count > 1 and length >= 2 * count and multiply_adds >= SPLIT_MULTIPLY_ADDS and _floats(a, b)
-    )
+    return count > 1 and length >= 2 * count and _floats(a, b)
 
 
 def _on_own_blas(entry_work: int, a, b) -> bool:
@@ -143,41 +142,25 @@ def _numpy_blas_alone() -> bool:
 
 def _whole_on_own_blas(a, b, out):
     """``a.dot(b)`` (into ``out`` if given) as one call of the own BLAS on the calling thread,
-    for 2-D float arrays each row-major or the transpose of a row-major one, the commonest
-    uncut product in one pool: ``compiled.split_product(..., cut=False)``'s call without its
-    general checks, which cost about a third of a product of 2^19 multiply-adds. None, having
-    done nothing, where it does not apply."""
+    for 2-D float arrays of one dtype, each row-major or the transpose of a row-major one: the
+    commonest uncut product in one pool, ``compiled.split_product(..., cut=False)``'s call
+    with its layout checks compiled (``gemm.whole_product``). None, having done nothing, where
+    it does not apply."""
     found = _whole["calls"].get(a.dtype)
-    layout_a, layout_b = _matrix_layout(a), _matrix_layout(b)
-    if found is None or layout_a is None or layout_b is None:
+    if found is None or b.dtype != a.dtype or type(a) is not np.ndarray:
         return None
     if out is None:
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
-    elif out.dtype != a.dtype or not out.flags.c_contiguous:
+    elif out.dtype != a.dtype:
         return None
     address, one = found
     own_blas_library.hold_at_one_thread(_whole["library"])
     try:
-        _whole["call"](
-            address, a[None], b[None], out[None], (*layout_a, *layout_b, out.shape[1]), one
-        )
+        done = _whole["call"](address, a, b, out, one)
     except Exception:  # a compile or cache failure: compiled.split_product's path says so
         _whole["calls"] = {}
         return None
-    return out
-
-
-def _matrix_layout(matrix):
-    """``own_blas.layout`` of an aligned 2-D array, read off its flags where it is contiguous;
-    None where it does not fit a BLAS call."""
-    flags = matrix.flags
-    if not flags.aligned:
-        return None
-    if flags.c_contiguous:
-        return NO_TRANSPOSE, matrix.shape[1]
-    if flags.f_contiguous:
-        return TRANSPOSE, matrix.shape[0]
-    return own_blas_library.layout(matrix, *matrix.shape)
+    return out if done else None
 
 
 def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
@@ -214,10 +197,17 @@ def _dot(a, b, out=None):
     work = rows * inner * columns
     if rows == 1 or columns == 1:
         return _matrix_vector(a, b, out, work)
+    if work < SPLIT_MULTIPLY_ADDS:  # never cut: the commonest product, its tests first
+        if work > BLAS_THREADED_MULTIPLY_ADDS and own_blas() and not _numpy_blas_alone():
+            result = _whole_on_own_blas(a, b, out)
+            if result is not None:
+                return result
+            blas_called()  # (a layout or dtype the own BLAS does not take: NumPy's threads it)
+        return a.dot(b) if out is None else np.dot(a, b, out=out)
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
     own = _on_own_blas(work, a, b)
-    if not (cut or own) or (work < SPLIT_MULTIPLY_ADDS and _numpy_blas_alone()):
+    if not (cut or own):
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     if own and not cut:
         result = _whole_on_own_blas(a, b, out)

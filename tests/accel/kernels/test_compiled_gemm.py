@@ -141,9 +141,9 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
         calls.append(parts)
         return product(a, b, out, parts, by_columns)
 
-    def whole(address, a, b, out, layout, alpha):  # the uncut call products.py makes itself
+    def whole(address, a, b, out, alpha):  # the uncut call products.py makes itself
         calls.append(0)
-        return gemm._products_in_turn(address, a, b, out, layout, alpha)
+        return gemm.whole_product(address, a, b, out, alpha)
 
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
     monkeypatch.setitem(products._whole, "call", whole)
@@ -168,7 +168,9 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("layout", ["plain", "a transposed", "b transposed", "b sliced"])
+@pytest.mark.parametrize(
+    "layout", ["plain", "a transposed", "b transposed", "b sliced", "a misaligned"]
+)
 def test_a_whole_product_on_its_own_blas_equals_numpy(own_blas_pool, dtype, layout):
     """products.py's own uncut call, its operands row-major, transposed or strided, into a new
     array and into ``out``; an operand BLAS cannot read falls back to the general path."""
@@ -183,10 +185,15 @@ def test_a_whole_product_on_its_own_blas_equals_numpy(own_blas_pool, dtype, layo
         b = np.ascontiguousarray(b.T).T
     elif layout == "b sliced":
         b = rng.standard_normal((96, 160)).astype(dtype)[:, ::2]
+    elif layout == "a misaligned":  # the elements start one byte into a buffer
+        buffer = np.empty(a.nbytes + 1, np.uint8)
+        a = np.frombuffer(buffer[1:].data, dtype).reshape(a.shape)
+        a[...] = rng.standard_normal(a.shape)
+        assert not a.flags.aligned
     tolerance = {"rtol": 1e-5, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-12}
     got = products._whole_on_own_blas(a, b, None)
-    if layout == "b sliced":
-        assert got is None  # a column step of two elements: no BLAS layout
+    if layout in ("b sliced", "a misaligned"):
+        assert got is None  # a column step of two elements, or an odd address: no BLAS call
         got = products._dot(a, b)
     np.testing.assert_allclose(got, a @ b, **tolerance)
     out = np.full((64, 80), np.nan, dtype)
@@ -251,3 +258,20 @@ def test_optimizer_sums_run_on_its_own_blas(own_blas_pool, monkeypatch):
     np.testing.assert_array_equal(y, np.full(1 << 16, 4.0, np.float32))
     assert vector_blas._own()  # bound from the copy held at one thread
     assert not own_blas_pool.blas_spinning()
+
+
+def test_the_whole_product_refuses_what_blas_cannot_write():
+    """``gemm.whole_product`` writes only a row-major ``out`` (a transposed one would need
+    CBLAS's column-major call) and multiplies nothing empty: it says False and leaves out as
+    it was."""
+    address = gemm.ADDRESSES[np.dtype(np.float32)]
+    one = np.float32(1.0)
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    out = np.full((5, 4), np.nan, np.float32).T  # (4, 5), column steps of 16 bytes
+    assert not gemm.whole_product(address, a, b, out, one)
+    assert np.isnan(out).all()
+    empty = np.ones((4, 0), np.float32)
+    assert not gemm.whole_product(address, empty, np.ones((0, 5), np.float32), out.T.T, one)
+    done = np.full((4, 5), np.nan, np.float32)
+    assert gemm.whole_product(address, a, b, done, one)
+    np.testing.assert_array_equal(done, np.full((4, 5), 3.0, np.float32))

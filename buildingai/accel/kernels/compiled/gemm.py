@@ -229,6 +229,38 @@ def _products_in_turn(address, a, b, out, layout, alpha):
                    out.ctypes.data + entry * out.strides[0], ldc)  # fmt: skip
 
 
+@njit(inline="always")
+def _layout_of(matrix, rows, columns):
+    """``own_blas.layout`` of a 2-D ``matrix`` in compiled code, with its alignment checked:
+    (CBLAS transpose flag, leading dimension), or (0, 0) where it does not fit a BLAS call."""
+    size = matrix.itemsize
+    row_step, column_step = matrix.strides
+    if matrix.ctypes.data % size:
+        return 0, 0
+    if column_step == size and row_step % size == 0 and row_step // size >= max(columns, 1):
+        return NO_TRANSPOSE, row_step // size
+    if row_step == size and column_step % size == 0 and column_step // size >= max(rows, 1):
+        return TRANSPOSE, column_step // size
+    return 0, 0
+
+
+@njit(nogil=True, cache=True)
+def whole_product(address, a, b, out, alpha):
+    """out = a @ b for 2-D arrays of one float dtype in one BLAS call on the calling thread,
+    the layouts read off the strides here (a product's own checks in Python cost a third of
+    one of 2^19 multiply-adds). False, having done nothing, where a layout does not fit."""
+    m, k = a.shape
+    n = b.shape[1]
+    transpose_a, lda = _layout_of(a, m, k)
+    transpose_b, ldb = _layout_of(b, k, n)
+    transpose_out, ldc = _layout_of(out, m, n)
+    if lda == 0 or ldb == 0 or transpose_out != NO_TRANSPOSE or m * n * k == 0:
+        return False
+    _call_gemm(address, transpose_a, transpose_b, m, n, k, alpha, a.ctypes.data, lda,
+               b.ctypes.data, ldb, out.ctypes.data, ldc)  # fmt: skip
+    return True
+
+
 def product(a, b, out, parts: int, by_columns: bool) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
     (entries, m, n) with unit column steps: cut into ``parts`` blocks per entry (of rows, or of
