@@ -245,6 +245,12 @@ def run_accelerated(op, ctx, xp, arrays, attrs: dict):
     ``forward`` where none does. Dispatch calls this only when ``op.accelerated`` is not empty."""
     if op.accelerated_from and too_small(op, arrays):
         return op.forward(ctx, xp, *arrays, **attrs)
+    return run_kernels(op, ctx, xp, arrays, attrs)
+
+
+def run_kernels(op, ctx, xp, arrays, attrs: dict):
+    """``run_accelerated`` for a call already known to be no smaller than the op's kernels
+    take (``too_small`` is False): the kernels are asked in turn, then the record."""
     if attrs:
         for entry in op.accelerated:
             if entry.applies(xp, *arrays, **attrs):

@@ -28,7 +28,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from ..accel.registry import run_accelerated, too_small
+from ..accel.registry import run_accelerated, run_kernels, too_small
 from ..backend import accounting as _accounting
 from ..backend import device as _device
 from ..backend.accounting import record as _count_memory
@@ -290,7 +290,7 @@ def tensor_operator(op, general=None):
         def general(*inputs, **attrs):
             return apply(op, *inputs, **attrs)
 
-    check, differentiable = op.check, op.differentiable
+    check, differentiable, view = op.check, op.differentiable, op.view
 
     def operator(*inputs, **attrs):
         state = _current_state()
@@ -307,7 +307,7 @@ def tensor_operator(op, general=None):
                 check(*arrays, **attrs)
             # a faster kernel may take the call, unless it is smaller than every one of them takes
             if op.accelerated and not (op.accelerated_from and too_small(op, arrays)):
-                data = run_accelerated(op, _SCRATCH, np, arrays, attrs)
+                data = run_kernels(op, _SCRATCH, np, arrays, attrs)  # (its size test passed)
             else:
                 data = op.forward(_SCRATCH, np, *arrays, **attrs)
         except BuildingAIError as error:
@@ -316,7 +316,7 @@ def tensor_operator(op, general=None):
             raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
         if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
             data = np.asarray(data)
-        if op.view or _accounting.tracking:
+        if view or _accounting.tracking:
             return output_tensor(op, data, inputs[0], None)
         out = _new_tensor(Tensor)  # output_tensor's steps for a new array outside the graph
         out.array = data
