@@ -45,6 +45,7 @@ from ....backend.switches import env_switch
 from ....backend.threads import blas_spinning, get_num_threads, inside_pool
 from ... import registry
 
+_FLOAT32 = np.dtype(np.float32)
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
 # waking numba's threads costs more than the split saves.
@@ -127,11 +128,14 @@ def run(kernel, arrays, keywords=None) -> bool:
     if fit is None:
         return False
     name, params, twin, arrays, work = fit
-    if hasattr(kernel, "func"):  # functools.partial: its keywords are the twin's parameters
+    if params and hasattr(kernel, "func"):  # a functools.partial: its keywords are the params
         keywords = kernel.keywords
     _use_threads(work)
     try:
-        twin(*arrays, *(keywords[param] for param in params))
+        if params:
+            twin(*arrays, *[keywords[param] for param in params])
+        else:  # the commonest twin: arrays only
+            twin(*arrays)
     except Exception as error:  # a compile or cache failure: the NumPy kernel still works
         _give_up(name, error)
         return False
@@ -156,10 +160,9 @@ def _fit(kernel, arrays):
             break
     work = 0
     for array in arrays:
-        if not array.flags.c_contiguous or (
-            array.dtype != np.float32 and array.dtype.kind not in "iub"  # indices pass
-        ):
-            return None
+        dtype = array.dtype  # (``is`` against the one float32 dtype: ``!=`` converts each time)
+        if (dtype is not _FLOAT32 and dtype.kind not in "iub") or not array.flags.c_contiguous:
+            return None  # (indices pass)
         work += array.size
     if work < MIN_WORK:
         return None
