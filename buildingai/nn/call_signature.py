@@ -39,10 +39,15 @@ class CallSignature(NamedTuple):
     kwargs: dict
 
 
+# A NamedTuple's own constructor is a Python function; every top-level module call notes its
+# signature, so the tuples are made directly.
+_new_tuple = tuple.__new__
+
+
 def _kept(value: Any):
     if isinstance(value, Tensor):
         data = value.array
-        return TensorShape(data.shape, data.dtype, device_of(data))
+        return _new_tuple(TensorShape, (data.shape, data.dtype, device_of(data)))
     if isinstance(value, _KEPT_AS_THEY_ARE):
         return value
     if type(value) in (tuple, list):
@@ -55,7 +60,7 @@ def _kept(value: Any):
 def call_signature(args: tuple, kwargs: dict) -> CallSignature:
     """The signature of a call ``module(*args, **kwargs)``."""
     kept_kwargs = {key: _kept(value) for key, value in kwargs.items()} if kwargs else {}
-    return CallSignature(tuple([_kept(value) for value in args]), kept_kwargs)
+    return _new_tuple(CallSignature, (tuple([_kept(value) for value in args]), kept_kwargs))
 
 
 def last_call_signature(module) -> CallSignature | None:
