@@ -231,9 +231,10 @@ def binary_operator(op, rank: int = 0, general=None):
             ctx, node = _SCRATCH, None
         try:
             kernels = op.accelerated
-            if kernels and op.accelerated_from:  # run_accelerated's first test, written out
+            start = op.accelerated_from if kernels else 0
+            if start:  # run_accelerated's first test, written out
                 try:
-                    small = left.size * right.size < op.accelerated_from
+                    small = left.size * right.size < start
                 except AttributeError:  # a Python number: too_small's general rule
                     small = too_small(op, (left, right))
                 if small:
