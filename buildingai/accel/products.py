@@ -147,7 +147,12 @@ def _whole_on_own_blas(a, b, out):
     with its layout checks compiled (``gemm.whole_product``). None, having done nothing, where
     it does not apply."""
     found = _whole["calls"].get(a.dtype)
-    if found is None or b.dtype != a.dtype or type(a) is not np.ndarray:
+    if (
+        found is None
+        or b.dtype != a.dtype
+        or type(a) is not np.ndarray
+        or type(b) is not np.ndarray
+    ):
         return None
     if out is None:
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
