@@ -45,5 +45,7 @@ except dist.DistributedError as error:
         with open(path + ".partial", "w") as report:
             report.write(f"{time.monotonic() - started:.2f}\n{type(error).__name__}: {error}")
         os.replace(path + ".partial", path)
+        if mode == "mismatch":  # every rank raises at once: let the others write their reports
+            time.sleep(1.0)  # before this rank's exit aborts the job and kills them
     raise
 print(f"rank {rank} finished", flush=True)
