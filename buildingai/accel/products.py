@@ -142,17 +142,12 @@ def _numpy_blas_alone() -> bool:
 
 def _whole_on_own_blas(a, b, out):
     """``a.dot(b)`` (into ``out`` if given) as one call of the own BLAS on the calling thread,
-    for 2-D float arrays of one dtype, each row-major or the transpose of a row-major one: the
-    commonest uncut product in one pool, ``compiled.split_product(..., cut=False)``'s call
-    with its layout checks compiled (``gemm.whole_product``). None, having done nothing, where
-    it does not apply."""
-    found = _whole["calls"].get(a.dtype)
-    if (
-        found is None
-        or b.dtype != a.dtype
-        or type(a) is not np.ndarray
-        or type(b) is not np.ndarray
-    ):
+    for 2-D float arrays of one dtype (plain NumPy arrays: numba types no subclass here), each
+    row-major or the transpose of a row-major one: the commonest uncut product in one pool,
+    ``compiled.split_product(..., cut=False)``'s call with its layout checks compiled
+    (``gemm.whole_product``). None, having done nothing, where it does not apply."""
+    found = _whole["calls"].get(a.dtype)  # (its callers ask _on_own_blas: one float dtype)
+    if found is None or type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None
     if out is None:
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
@@ -203,11 +198,11 @@ def _dot(a, b, out=None):
     if rows == 1 or columns == 1:
         return _matrix_vector(a, b, out, work)
     if work < SPLIT_MULTIPLY_ADDS:  # never cut: the commonest product, its tests first
-        if work > BLAS_THREADED_MULTIPLY_ADDS and own_blas() and not _numpy_blas_alone():
+        if _on_own_blas(work, a, b) and not _numpy_blas_alone():
             result = _whole_on_own_blas(a, b, out)
             if result is not None:
                 return result
-            blas_called()  # (a layout or dtype the own BLAS does not take: NumPy's threads it)
+            blas_called()  # (a layout the own BLAS does not take: NumPy's threads it)
         return a.dot(b) if out is None else np.dot(a, b, out=out)
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
