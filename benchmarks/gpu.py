@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -116,16 +117,49 @@ def _row_twins() -> list[dict]:
     rows = []
     for name, run in _row_ops().items():
         row = {"row_op": name}
-        for enabled, key in ((True, "twins_ms"), (False, "array_ops_ms")):
-            previous = compiled.set_enabled(enabled)
-            try:
-                row[key] = _median_ms(run, _synchronize)
-            finally:
-                compiled.set_enabled(previous)
-        row["speedup"] = row["array_ops_ms"] / row["twins_ms"]
+        try:
+            for enabled, key in ((True, "twins_ms"), (False, "array_ops_ms")):
+                previous = compiled.set_enabled(enabled)
+                try:
+                    row[key] = _median_ms(run, _synchronize)
+                finally:
+                    compiled.set_enabled(previous)
+            row["speedup"] = row["array_ops_ms"] / row["twins_ms"]
+        except Exception as error:  # noqa: BLE001 - as in _workload_row
+            row["error"] = _described(error)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
+
+
+def _described(error: Exception) -> str:
+    """The error and the innermost line of BuildingAI it came from."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if "buildingai" in f.filename]
+    place = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{place}"
+
+
+def _workload_row(name: str, module) -> dict:
+    """One training step's times; a step that fails is reported in its row, not fatal to the
+    rest of the run (the GPU check reads every row)."""
+    row = {"workload": name}
+    try:
+        row["buildingai_ms"] = _median_ms(_ours(module, False), _synchronize)
+        row["compiled_ms"] = _median_ms(_ours(module, True), _synchronize)
+    except Exception as error:  # noqa: BLE001 - reported, and the run's status says it failed
+        row["error"] = _described(error)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        step, synchronize = _theirs(module)
+        row["pytorch_ms"] = _median_ms(step, synchronize)
+        if "error" not in row:
+            row["ratio"] = row["buildingai_ms"] / row["pytorch_ms"]
+            row["compiled_ratio"] = row["compiled_ms"] / row["pytorch_ms"]
+    print(json.dumps(row), flush=True)
+    return row
 
 
 def main(argv=None) -> int:
@@ -136,29 +170,13 @@ def main(argv=None) -> int:
     if not bai.cuda_is_available():
         print("no CUDA GPU with CuPy here: nothing to measure")
         return 0
-    rows = []
-    for name, module in WORKLOADS.items():
-        row = {"workload": name}
-        row["buildingai_ms"] = _median_ms(_ours(module, False), _synchronize)
-        row["compiled_ms"] = _median_ms(_ours(module, True), _synchronize)
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                step, synchronize = _theirs(module)
-                row["pytorch_ms"] = _median_ms(step, synchronize)
-                row["ratio"] = row["buildingai_ms"] / row["pytorch_ms"]
-                row["compiled_ratio"] = row["compiled_ms"] / row["pytorch_ms"]
-        except ImportError:
-            row["pytorch_ms"] = None
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    rows = [_workload_row(name, module) for name, module in WORKLOADS.items()]
     rows.extend(_row_twins())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (out / f"gpu-{stamp}.json").write_text(json.dumps(rows, indent=1))
-    return 0
+    return 1 if any("error" in row for row in rows) else 0
 
 
 if __name__ == "__main__":

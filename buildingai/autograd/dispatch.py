@@ -169,8 +169,8 @@ def apply(op, *inputs, **attrs) -> Tensor:
         raise _with_module_path(error) from None
     except (ValueError, TypeError, IndexError) as exc:
         raise _with_module_path(op.describe_failure(exc, arrays, attrs)) from exc
-    if type(data) is not np.ndarray:  # NumPy returns scalars from some 0-d computations
-        data = xp.asarray(data)
+    if type(data) is not np.ndarray and not isinstance(data, _device.ARRAY_TYPES):
+        data = xp.asarray(data)  # NumPy returns scalars from some 0-d computations
 
     out = output_tensor(op, data, inputs[0] if inputs else None, node)
     if observers:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..backend.device import array_namespace
+from ..backend.device import array_namespace, is_read_only
 from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
@@ -545,7 +545,7 @@ def _accumulate(leaf: Tensor, gradient: Tensor, assigned: set, create_graph: boo
         return
     if not (create_graph or _RECORDING.active):  # (a traced step stores the traced tensor)
         data = gradient.array
-        shared = data.base is not None or not data.flags.writeable or id(data) in assigned
+        shared = data.base is not None or is_read_only(data) or id(data) in assigned
         gradient = Tensor(data.copy() if shared else data)
     assigned.add(id(gradient.array))
     leaf.grad = gradient

@@ -116,6 +116,12 @@ def device_of(array) -> Device:
     return CPU
 
 
+def is_read_only(array) -> bool:
+    """Whether ``array`` may not be written (a NumPy broadcast view, a frozen constant). CuPy
+    arrays carry no such flag: they are always writable."""
+    return not getattr(array.flags, "writeable", True)
+
+
 def is_array(value) -> bool:
     """True for a backend array (numpy or cupy ndarray)."""
     return isinstance(value, ARRAY_TYPES)

@@ -16,6 +16,7 @@ from ..graph.executor import StaticGraph
 from ..ops.abstract import DimExpr
 from .check import ExportError, check_onnx, require_onnx
 from .emit import Emitter
+from .runtime_options import op_types_of, session_options
 
 
 def export_onnx(
@@ -139,8 +140,7 @@ def run_onnxruntime(model, *inputs) -> list:
             help="pip install 'buildingai[export]' (or pip install onnxruntime)",
         ) from error
     data = model if isinstance(model, bytes) else model.SerializeToString()
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
+    options = session_options(onnxruntime, op_types_of(model))
     session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     feeds = {
         spec.name: np.asarray(getattr(x, "array", x))

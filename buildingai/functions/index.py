@@ -15,7 +15,7 @@ import numpy as np
 from ..autograd.dispatch import apply
 from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
-from ..backend.device import array_namespace
+from ..backend.device import array_namespace, is_read_only
 from ..errors import (
     AutogradError,
     BuildingAIError,
@@ -175,7 +175,7 @@ def setitem(x: Tensor, index, value) -> None:
             raise problem from None
         raise BuildingAIError(f"[setitem] cannot write {_describe_value(value)}: {exc}") from None
     except ValueError as exc:
-        if not target.flags.writeable:
+        if is_read_only(target):
             raise BuildingAIError(
                 f"[setitem] the tensor of shape {tuple(x.shape)} is a read-only view (for "
                 "example of expand/broadcast_to), so it cannot be written",

@@ -96,6 +96,31 @@ class Plan:
         self.output_slots = [slot(v) for v in graph.outputs]
         self._fixed = [step.attrs for step in steps]  # every step's, where none is symbolic
         self._resolved: dict = {} if any(step.symbolic for step in steps) else None
+        self._placed: dict = {}  # GPU -> (initial slots, fixed attributes) with arrays there
+
+    def initial_for(self, xp) -> list:
+        """The starting slots, with constant arrays on the device ``xp`` computes on: a graph is
+        traced on the host, and runs where its inputs live (constants are copied there once)."""
+        return self.initial if xp is np else self._on_device(xp)[0]
+
+    def attrs_for(self, sizes: dict, xp) -> list:
+        """``attrs_at(sizes)`` with array attributes (an index, a mask) on ``xp``'s device."""
+        if xp is np:
+            return self.attrs_at(sizes)
+        if self._resolved is None:
+            return self._on_device(xp)[1]
+        device = f"cuda:{xp.cuda.Device().id}"
+        return [_placed(attrs, xp, device) for attrs in self.attrs_at(sizes)]
+
+    def _on_device(self, xp) -> tuple:
+        index = xp.cuda.Device().id
+        placed = self._placed.get(index)
+        if placed is None:
+            device = f"cuda:{index}"
+            initial = [_placed(value, xp, device) for value in self.initial]
+            fixed = [_placed(attrs, xp, device) for attrs in self._fixed]
+            placed = self._placed[index] = (initial, fixed)
+        return placed
 
     def attrs_at(self, sizes: dict) -> list:
         """Every step's attributes with its symbolic sizes resolved under ``sizes``, worked
@@ -113,6 +138,25 @@ class Plan:
 
 # Sets of symbol sizes whose resolved attributes a plan keeps.
 _RESOLVED_SIZES = 64
+
+
+def _placed(value, xp, device: str):
+    """``value`` moved to ``device``, the GPU ``xp`` computes on: a host array is copied there,
+    so is a tuple or list of them (an index); in a node's attribute dict, a factory's
+    ``device="cpu"`` (the host the trace ran on) names ``device``. Anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return xp.asarray(value)
+    if isinstance(value, (tuple, list)):
+        placed = [_placed(item, xp, device) for item in value]
+        changed = any(new is not old for new, old in zip(placed, value))
+        return type(value)(placed) if changed else value
+    if isinstance(value, dict):
+        placed = {key: _placed(item, xp, device) for key, item in value.items()}
+        if placed.get("device") == "cpu":
+            placed["device"] = device
+        changed = any(placed[key] is not item for key, item in value.items())
+        return placed if changed else value
+    return value
 
 
 class StaticGraph:
@@ -144,12 +188,12 @@ class StaticGraph:
     def run(self, arrays: list, sizes: dict, xp) -> list:
         """Execute the plan on backend arrays (already checked by ``bind``)."""
         plan = self.plan
-        slots = list(plan.initial)
+        slots = list(plan.initial_for(xp))
         for position, array in zip(plan.input_slots, arrays):
             slots[position] = array
         scratch = _Scratch()
         result = None
-        for step, attrs in zip(plan.steps, plan.attrs_at(sizes)):
+        for step, attrs in zip(plan.steps, plan.attrs_for(sizes, xp)):
             args = [slots[i] for i in step.args]
             if step.donate is not None:
                 result = None  # the previous step's result may be the donated buffer
@@ -240,8 +284,8 @@ def _run_step(step: Step, scratch, xp, args: list, attrs: dict):
             f"[{node.op.name}] failed while running the frozen graph"
             f"{' in ' + node.module if node.module else ''}: {exc}"
         ) from exc
-    if type(result) is not np.ndarray and result is not None:
-        result = xp.asarray(result)
+    if result is not None and not isinstance(result, _device.ARRAY_TYPES):
+        result = xp.asarray(result)  # a NumPy scalar from a 0-d computation
     return result
 
 
@@ -249,7 +293,8 @@ def run_concurrently(static: StaticGraph, arrays: list, sizes: dict, xp) -> list
     """Execute ``static``'s plan with each step submitted as soon as its inputs exist, on
     ``static.workers`` threads (NumPy releases the GIL inside its kernels)."""
     plan = static.plan
-    slots = list(plan.initial)
+    slots = list(plan.initial_for(xp))
+    attrs_of = plan.attrs_for(sizes, xp)
     for position, array in zip(plan.input_slots, arrays):
         slots[position] = array
     producer = {step.out: index for index, step in enumerate(plan.steps)}
@@ -263,7 +308,7 @@ def run_concurrently(static: StaticGraph, arrays: list, sizes: dict, xp) -> list
 
     def run(index):
         step = plan.steps[index]
-        attrs = resolve(step.attrs, sizes) if step.symbolic else step.attrs
+        attrs = attrs_of[index]
         slots[step.out] = _run_step(step, _Scratch(), xp, [slots[i] for i in step.args], attrs)
         return index
 

@@ -42,6 +42,7 @@ from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
 from ..autograd.state import module_path
 from ..autograd.tensor import Tensor, _Size
+from ..backend import device as _device
 from ..errors import BuildingAIError
 from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
 from . import symbolic as symbolic_sizes
@@ -96,6 +97,9 @@ class Tracer(DispatchMode):
         # its id up for reuse, so its entries go with it (``hold``). Keeping every traced
         # tensor alive instead would hold every intermediate array of the call at once.
         self.watched: dict = {}  # id -> weak reference whose callback forgets that id
+        # A trace runs on the host: a GPU tensor the call reads holds a host copy meanwhile
+        self.moved: list = []  # (tensor, its device array), given back by ``put_back``
+        self.host_copies: dict = {}  # id(device array) -> its one host copy
 
     # ----- values -------------------------------------------------------------------------------
     def add(self, tensor: Tensor, kind: str, name: str, shape: tuple, array=None) -> int:
@@ -176,10 +180,39 @@ class Tracer(DispatchMode):
             value_id, _ = self.arrays.get(id(owner.array), (None, None))
         return value_id
 
+    def __dispatch__(self, op, inputs: tuple, attrs: dict):
+        """Pass every op on; first, a GPU tensor it reads gets a host copy (``on_host``)."""
+        if _device._cupy is not None:
+            for value in inputs:
+                if isinstance(value, Tensor) and not isinstance(value.array, np.ndarray):
+                    self.on_host(value)
+        return None
+
+    def on_host(self, tensor: Tensor) -> None:
+        """Give a GPU tensor the call reads a host copy of its array until ``put_back``: the
+        trace records ops, not devices, and runs on the host; the graph then runs where its
+        inputs live and places its constants there (``executor.Plan.initial_for``)."""
+        array = tensor.array
+        if _device._cupy is None or isinstance(array, np.ndarray):
+            return
+        host = self.host_copies.get(id(array))
+        if host is None:  # one copy per array, so tensors over one array stay aliases
+            host = self.host_copies[id(array)] = _device.to_device(array, _device.CPU)
+        self.moved.append((tensor, array))
+        tensor.array = host
+
+    def put_back(self) -> None:
+        """Give every tensor ``on_host`` moved its device array back."""
+        for tensor, array in reversed(self.moved):
+            tensor.array = array
+        self.moved.clear()
+        self.host_copies.clear()
+
     def capture(self, tensor: Tensor, op) -> int:
         """A tensor the call read that no traced op made: a parameter or a constant, of the
         shape it has (a size that follows the inputs comes from a factory op instead)."""
         name = self.parameter_names.get(id(tensor))
+        self.on_host(tensor)
         array = tensor.array
         shape = tuple(array.shape)
         if name is not None:
@@ -637,15 +670,18 @@ def trace_call(function, specs: list, parameter_names: dict) -> Tracer:
     # random sample inputs may be outside an op's domain (log of a negative): quietly nan
     with no_grad(), dispatch_mode(tracer), tracing_thread(tracer), np.errstate(all="ignore"):
         try:
-            result = function(*inputs)
-        except SymbolicSizeError as error:  # a branch on a symbolic size
-            raise GraphError(error.message, help=error.help) from None
-        refusal = GraphError(
-            f"[freeze] the traced call returned {type(result).__name__}; a frozen graph "
-            "returns a Tensor or a tuple/list of Tensors",
-            help="return tensors only; compute other values outside the frozen call",
-        )
-        set_outputs(tracer, result, refusal)
+            try:
+                result = function(*inputs)
+            except SymbolicSizeError as error:  # a branch on a symbolic size
+                raise GraphError(error.message, help=error.help) from None
+            refusal = GraphError(
+                f"[freeze] the traced call returned {type(result).__name__}; a frozen graph "
+                "returns a Tensor or a tuple/list of Tensors",
+                help="return tensors only; compute other values outside the frozen call",
+            )
+            set_outputs(tracer, result, refusal)
+        finally:
+            tracer.put_back()
     return tracer
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from ..autograd.dispatch import dispatch_mode, run_forward
 from ..autograd.engine import recording_backward
 from ..autograd.tensor import Tensor
+from ..backend.device import is_read_only
 from ..backend.dtypes import is_floating
 from ..backend.random import get_rng_state, set_rng_state
 from ..nn.module import Module
@@ -66,7 +67,7 @@ class OptimizerUpdate(Op):
         for param, grad in zip(params, grads):
             # clipping and hooks may write .grad in place: each gets memory of its own, also
             # where two parameters have one gradient value (an LSTM's two biases)
-            if grad.base is not None or not grad.flags.writeable or id(grad) in given:
+            if grad.base is not None or is_read_only(grad) or id(grad) in given:
                 grad = grad.copy()
             given.add(id(grad))
             param.grad = Tensor(grad)
@@ -381,6 +382,7 @@ class TrainingTracer(Tracer):
             self.hold(tensor)
             return value_id
         if tensor.requires_grad and tensor._node is None and is_floating(tensor.dtype):
+            self.on_host(tensor)
             name = self.names.get(id(tensor)) or f"param{len(self.params)}"
             value_id = self.add(tensor, "param", name, tuple(tensor.array.shape))
             self.params.append((value_id, tensor))
@@ -451,6 +453,7 @@ class TrainingTracer(Tracer):
                 original[...] = copy
                 if id(tensor) not in self.written:  # an in-place op: the graph assigns it
                     changed.append(self.names.get(id(tensor), f"shape {tuple(original.shape)}"))
+        self.put_back()
         return changed
 
     def restore_grads(self) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from ..errors import BuildingAIError
+from ..export.runtime_options import op_types_of, session_options
 from ..serialization import load
 from ..train.callbacks import latest_checkpoint
 from ..train.config import ConfigError, stored_config
@@ -295,9 +296,8 @@ def _load_onnx(path: Path, input_shape: tuple | None) -> OnnxModel:
             "serving an ONNX file needs 'onnxruntime', which is not installed",
             help="pip install 'buildingai[serve]'",
         ) from None
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
     try:
+        options = session_options(onnxruntime, op_types_of(str(path)))
         session = onnxruntime.InferenceSession(str(path), options,
                                                providers=["CPUExecutionProvider"])  # fmt: skip
     except Exception as error:

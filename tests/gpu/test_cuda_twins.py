@@ -15,7 +15,10 @@ from buildingai.accel.kernels.compiled import cuda, cuda_rows
 from tests.accel.kernels.cuda_transliteration import parameters as _parameters
 from tests.accel.kernels.row_cases import arrays_for, keywords_for
 
-pytestmark = pytest.mark.skipif(not bai.cuda_is_available(), reason="needs CuPy and a CUDA GPU")
+pytestmark = [
+    pytest.mark.skipif(not bai.cuda_is_available(), reason="needs CuPy and a CUDA GPU"),
+    pytest.mark.usefixtures("accel_on"),  # the twins belong to buildingai.accel, off at import
+]
 
 
 def _cupy():
