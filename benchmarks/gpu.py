@@ -3,8 +3,10 @@ eager, same workloads as the CPU suite (``benchmarks/suite``), ratios in one run
 ops (softmax, log_softmax, cross-entropy, layer norm, forward + backward on (4096, 1024)) with
 the CUDA twins on and off, to show whether the fused kernels pay.
 
-Run: ``python -m benchmarks.gpu [--out DIR]`` on a machine with CuPy (and a CUDA build of
-PyTorch for the reference column). Without a GPU it says so and exits 0.
+Run: ``python -m benchmarks.gpu [--out DIR] [--tests FILE]`` on a machine with CuPy (and a CUDA
+build of PyTorch for the reference column); it saves a ``gpu-*.json`` record. Without a GPU it
+says so and exits 0. ``python -m benchmarks.gpu --publish RECORD`` writes a record into
+``docs/benchmarks.md`` (section "On a GPU") on any machine.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import numpy as np
 import buildingai as bai
 from buildingai.accel.kernels import compiled
 
+from . import gpu_report
 from .common import accelerate
 from .suite import cnn, mlp, transformer
 from .suite.frameworks import cross_entropy
 
 WORKLOADS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
+MARKDOWN = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
 def _synchronize() -> None:
@@ -165,17 +169,32 @@ def _workload_row(name: str, module) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results", help="where gpu-*.json goes")
+    parser.add_argument("--tests", help="the saved output of the tests/gpu run, for the record")
+    parser.add_argument(
+        "--publish",
+        metavar="FILE",
+        help="write the gpu-*.json record FILE into docs/benchmarks.md and exit (no GPU needed)",
+    )
     args = parser.parse_args(argv)
+    if args.publish:
+        gpu_report.publish(json.loads(Path(args.publish).read_text()), MARKDOWN)
+        print(f"wrote {MARKDOWN}")
+        return 0
     accelerate()  # buildingai.accel on unless BUILDINGAI_ACCEL=0
     if not bai.cuda_is_available():
         print("no CUDA GPU with CuPy here: nothing to measure")
         return 0
     rows = [_workload_row(name, module) for name, module in WORKLOADS.items()]
     rows.extend(_row_twins())
+    record = {
+        "environment": gpu_report.environment(),
+        "tests": gpu_report.tests_summary(args.tests),
+        "rows": rows,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    (out / f"gpu-{stamp}.json").write_text(json.dumps(rows, indent=1))
+    (out / f"gpu-{stamp}.json").write_text(json.dumps(record, indent=1))
     return 1 if any("error" in row for row in rows) else 0
 
 

@@ -1,7 +1,7 @@
 """``docs/benchmarks.md`` in parts: the synthetic suite's page, then regions between HTML comment
-markers (the real training workloads, the scaling figures) that other commands write. A run
-replaces the parts it measured and keeps the rest, so ``--only gpt`` does not erase the MLP's
-table and a run of the synthetic workloads does not erase the real ones."""
+markers (the real training workloads, the scaling figures, the GPU check) that other commands
+write. A run replaces the parts it measured and keeps the rest, so ``--only gpt`` does not erase
+the MLP's table and a run of the synthetic workloads does not erase the real ones."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import re
 REGIONS = (
     ("<!-- real-workloads -->", "<!-- /real-workloads -->"),
     ("<!-- scaling -->", "<!-- /scaling -->"),
+    ("<!-- gpu -->", "<!-- /gpu -->"),
 )
 
 
