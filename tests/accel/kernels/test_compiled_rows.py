@@ -160,7 +160,9 @@ CASES = {
     "softmax_rows_shifted": (row_kernels._softmax_rows_shifted, _case_softmax_shifted, 1.5e-6),
     "softmax_grad_rows": (row_kernels._softmax_grad_kernel, _case_softmax_grad, 1e-6),
     "log_softmax_rows": (row_kernels._log_softmax_kernel, _case_softmax, 4e-7),
-    "log_softmax_grad_rows": (row_kernels._log_softmax_grad_kernel, _case_log_softmax_grad, 1e-6),
+    # exp(out) * sum(grad): the float32 sums of a 5000-long row of unit normals (the reference's
+    # pairwise, the twin's in blocks of vector lanes) each miss the exact sum by up to ~2e-5
+    "log_softmax_grad_rows": (row_kernels._log_softmax_grad_kernel, _case_log_softmax_grad, 2e-6),
     "standardize_rows": (row_kernels._standardize_rows, _case_standardize, 1e-6),
     "layer_norm_rows": (row_kernels._layer_norm_rows, _case_layer_norm, 1e-6),
     "standardize_grad_rows": (row_kernels._standardize_grad_rows, _case_standardize_grad, 2e-6),

@@ -39,6 +39,7 @@ from .tile_ir import LANES
 # Accumulator vectors per tile: 24 of AVX-512's 32 registers, 12 of AVX2's 16, leaving room for
 # the vectors a step loads and the broadcast weight.
 ACCUMULATORS = 24 if LANES == 16 else 12
+REGISTERS = 32 if LANES == 16 else 16
 GRID_TILE = (8, 3) if LANES == 16 else (4, 3)  # (output channels, vectors)
 CACHE_BYTES = 1 << 19  # the samples of one weight-gradient pass fit this
 L1_BYTES = 1 << 16  # about what stays in the L1 cache while a tile runs
@@ -181,11 +182,17 @@ def _grid_loop(rows: int, vectors: int, block: int):
     return loop
 
 
+def _rows_for(vectors: int) -> int:
+    """Tile rows of ``vectors`` accumulators each that fit the registers with the ``vectors``
+    a step loads and the broadcast weight (AVX2's 16 hold 2 rows of 4 vectors, not 3)."""
+    return min(ACCUMULATORS // vectors, (REGISTERS - vectors - 1) // vectors)
+
+
 def _flat_shape(outputs: int) -> tuple[int, int]:
     """(output channels, vectors) of a flat tile: ``GRID_TILE``, or one more vector and fewer
     channels where that rounds ``outputs`` up less (48 channels: 6 x 4)."""
     rows, vectors = GRID_TILE
-    fewer = ACCUMULATORS // (vectors + 1)
+    fewer = _rows_for(vectors + 1)
     if -(-outputs // fewer) * fewer < -(-outputs // rows) * rows:
         return fewer, vectors + 1
     return rows, vectors
@@ -227,7 +234,7 @@ def flat_correlation(x, shape, weights, bias, masks, shifts, out, vectors):
     # channel by channel where a tile's input of every channel would not stay in L1
     channel_major = c * vectors * LANES * 4 > L1_BYTES
     block = None
-    if c * taps > 2 * SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
+    if c * taps > SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
         block = max(1, SUM_BLOCK // taps) if channel_major else SUM_BLOCK
     loop = _flat_loop(rows, vectors, block, channel_major)
     loop(x, masks.reshape(-1), shifts, geometry, weights.reshape(-1), shifts_bias,
@@ -304,7 +311,7 @@ def _flat_loop(rows: int, vectors: int, block: int | None, channel_major: bool):
 def _window_shape(out_width: int) -> tuple[int, int]:
     """(output channels, vectors) of a window tile for output rows ``out_width`` long."""
     vectors = min(3, -(-out_width // LANES))
-    return ACCUMULATORS // vectors, vectors
+    return _rows_for(vectors), vectors
 
 
 def _correlate_windows(x, taps, bias, out, padding):
@@ -315,7 +322,7 @@ def _correlate_windows(x, taps, bias, out, padding):
     weights, shifts = _weight_matrix(taps, bias, rows)
     geometry = np.array([c, h, w, kh, kw, padding[0], padding[1], wo], np.int64)
     # each tap's sum over channels in blocks, where the whole sum is long enough to need them
-    block = None if c * kh * kw <= 2 * SUM_BLOCK else SUM_BLOCK
+    block = None if c * kh * kw <= SUM_BLOCK else SUM_BLOCK
     loop = _window_loop(rows, vectors, block)
     loop(x.reshape(-1), geometry, weights, shifts, out.reshape(-1), n, o, ho)
 
@@ -452,7 +459,7 @@ def _flat_dot_loop(rows: int, taps: int):
 def _sum_shape(outputs: int) -> tuple[int, int]:
     """(taps, vectors) of a sum tile for ``outputs`` output channels."""
     vectors = max(1, min(4, -(-outputs // LANES)))
-    return ACCUMULATORS // vectors, vectors
+    return _rows_for(vectors), vectors
 
 
 def _weight_grad_by_channels(x, grad, out):
