@@ -31,7 +31,6 @@ x (or reads x in place), so a step holds one convolution's columns at a time, no
 
 from __future__ import annotations
 
-import functools
 from math import prod
 
 import numpy as np
@@ -55,8 +54,6 @@ PART = 144
 INNER_BLOCK = 64
 INNER_BLOCKS = 16
 MOST_BLOCKED_OUTPUTS = 1 << 18
-# The direct forward where vectors are 8 lanes (AVX2) too, not only 16 (AVX-512).
-FORWARD_TILES_ON_8_LANES = False
 # Direct twins need this many threads, or one if im2col's product is not cut (a cut one is faster).
 DIRECT_MIN_THREADS = 2
 # The direct weight gradient runs on images of more positions than this: on smaller ones each
@@ -119,21 +116,7 @@ def _product_on_one_thread(multiply_adds: int) -> bool:
     return multiply_adds <= BLAS_THREADED_MULTIPLY_ADDS
 
 
-@functools.cache
-def _wide_vectors() -> bool:
-    """Whether the direct tiles run on AVX-512's 16 lanes (False without numba)."""
-    try:
-        from .kernels.compiled.tile_ir import LANES
-    except ImportError:
-        return False
-    return LANES == 16
-
-
 def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    # with AVX2's 8 lanes and 16 registers, the forward tiles trail im2col's GEMM (performance.md,
-    # "Convolutions with AVX2"); the tests of the tiles turn them on there
-    if not (FORWARD_TILES_ON_8_LANES or _wide_vectors()):
-        return False
     out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     outputs = x.shape[0] * weight.shape[0] * prod(out_hw)
     multiply_adds = outputs * prod(weight.shape[1:])

@@ -8,13 +8,6 @@ from buildingai.accel import convolution, registry
 from buildingai.accel.kernels import compiled
 
 
-@pytest.fixture(autouse=True)
-def forward_tiles_everywhere(monkeypatch):
-    """The direct forward tiles take their calls on AVX2 too, where the library leaves them to
-    im2col, so that these tests check them on any machine."""
-    monkeypatch.setattr(convolution, "FORWARD_TILES_ON_8_LANES", True)
-
-
 @pytest.fixture
 def kernels_run(monkeypatch, accel_on):
     """Acceleration on; the compiled twins and direct convolutions take every call they can;

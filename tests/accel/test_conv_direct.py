@@ -233,15 +233,3 @@ def test_im2col_twin_copies_the_records_columns(
     expected = conv_record.im2col(np, x, kernel, out_hw, stride, padding, dilation, 1)
     assert convolution.columns_of in ran
     assert np.array_equal(got, expected)
-
-
-@pytest.mark.parametrize("lanes", [8, 16])
-def test_the_direct_forward_runs_where_vectors_are_16_lanes(monkeypatch, kernels_run, lanes):
-    """AVX2's 8-lane tiles trail im2col's product in the forward, so it goes there."""
-    monkeypatch.setattr(convolution, "FORWARD_TILES_ON_8_LANES", False)
-    monkeypatch.setattr(convolution, "_wide_vectors", lambda: lanes == 16)
-    x = bai.tensor(np.random.default_rng(0).standard_normal((2, 8, 12, 12)).astype(np.float32))
-    weight = bai.tensor(np.random.default_rng(1).standard_normal((16, 8, 3, 3)).astype(np.float32))
-    F.conv2d(x, weight, padding=1)
-    assert ("conv2d.direct" in kernels_run) == (lanes == 16)
-    assert ("conv2d.im2col" in kernels_run) == (lanes == 8)
