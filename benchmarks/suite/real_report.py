@@ -168,8 +168,9 @@ def section(records: list[dict], command: str, loaded: str, failures: list[str] 
         "`benchmarks/suite/peak_memory.py` for why not `ru_maxrss`); in brackets, the same "
         "before the first step (library, model and batch).",
         "- Before timing, a step of each form from the same weights is compared with PyTorch "
-        "eager's (losses to 1e-4; parameters as in the method above; `resnet18` to twice "
-        "PyTorch's own float32 error against a float64 step, see `benchmarks/suite/resnet18.py`"
+        "eager's (losses to 1e-4; parameters as in the method above; `resnet18` to four times "
+        "PyTorch's own float32 error against a float64 step, each form's own allowed three times "
+        "it, see `benchmarks/suite/resnet18.py`"
         "; `gpt` leaves out Adam steps of gradients below 1e-6, see `benchmarks/suite/gpt.py`).",
         "- Where BuildingAI's step spends its time, op by op: `python -m "
         "benchmarks.real_op_times WORKLOAD [--threads N] [--compiled]`.",

@@ -77,14 +77,18 @@ def steppers(quick: bool) -> dict:
 # PyTorch's own float32 step differs from a float64 one by up to several percent of a tensor's
 # largest value here (batch norm's backward subtracts means of nearly equal terms, 17 times
 # over, on random images and labels), and on which tensor the error lands changes with the order
-# of every sum. The cross-check allows BuildingAI, on every tensor, this many times the largest
-# error PyTorch's float32 step makes on any tensor: a wrong op still misses by far more.
-FLOAT32_ERROR_FACTOR = 2.0
+# of every sum. BuildingAI may miss the float64 step by this many times the largest error
+# PyTorch's float32 step makes on any tensor: a wrong op still misses by far more. The check
+# compares it with PyTorch's float32 step, itself that error away from the float64 one, so each
+# tensor may differ from it by one time more (``cross_check_options``). Three: on an AVX2 CPU
+# torch.compile's float32 step differed from PyTorch eager's by 3.06 times that error.
+FLOAT32_ERROR_FACTOR = 3.0
 
 
 def cross_check_options(quick: bool) -> dict:
-    """The cross-check's per-tensor tolerances: ``FLOAT32_ERROR_FACTOR`` times PyTorch's largest
-    float32 error after one step, measured against the same step in float64."""
+    """The cross-check's per-tensor tolerances against PyTorch's float32 step: one more than
+    ``FLOAT32_ERROR_FACTOR`` times PyTorch's largest float32 error after one step, measured
+    against the same step in float64."""
     config = sizes(quick)
     weights = initial_weights(config)
     single = build("pytorch", config, weights)
@@ -98,4 +102,4 @@ def cross_check_options(quick: bool) -> dict:
         float(np.max(np.abs(ours[key] - value))) / (float(np.max(np.abs(value))) or 1.0)
         for key, value in exact.items()
     )
-    return {"tolerances": {key: FLOAT32_ERROR_FACTOR * worst for key in exact}}
+    return {"tolerances": {key: (FLOAT32_ERROR_FACTOR + 1) * worst for key in exact}}
