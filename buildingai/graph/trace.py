@@ -184,7 +184,7 @@ class Tracer(DispatchMode):
         """Pass every op on; first, a GPU tensor it reads gets a host copy (``on_host``)."""
         if _device._cupy is not None:
             for value in inputs:
-                if isinstance(value, Tensor) and not isinstance(value.array, np.ndarray):
+                if isinstance(value, Tensor):
                     self.on_host(value)
         return None
 
