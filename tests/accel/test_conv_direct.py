@@ -69,6 +69,31 @@ def _is_direct(kwargs, w_shape) -> bool:
     )
 
 
+def test_planes_256_bytes_apart_are_read_a_cache_line_further():
+    from buildingai.accel.kernels.compiled import conv as tiles
+
+    assert [tiles.plane_stride(p) for p in (16, 42, 64, 256, 1024)] == [16, 42, 80, 272, 1040]
+    x = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
+    flat, stride = tiles.spaced_planes(x)
+    assert stride == 80
+    np.testing.assert_array_equal(flat.reshape(6, 80)[:, :64], x.reshape(6, 64))
+    unspaced = np.ones((2, 3, 5, 6), np.float32)
+    assert tiles.spaced_planes(unspaced)[1] == 30
+    assert np.shares_memory(tiles.spaced_planes(unspaced)[0], unspaced)
+
+
+@pytest.mark.parametrize("x_shape", [(2, 5, 16, 16), (3, 7, 8, 8), (1, 4, 32, 32)], ids=str)
+def test_direct_twins_on_spaced_planes(direct_calls, x_shape):
+    """Planes of a multiple of 64 values are read from a spaced copy: forward, input and weight
+    gradients still equal the im2col reference, with more filters than one tile's rows."""
+    x, w, b = _inputs(x_shape, (13, x_shape[1], 3, 3), seed=5)
+    got = _forward_backward(x, w, b, {"padding": 1}, twins=True)
+    expected = _forward_backward(x, w, b, {"padding": 1}, twins=False)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
+    assert set(direct_calls) == {"correlate", "correlate_turned", "correlate_weight_grad"}
+
+
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
 def test_direct_twins_agree_with_im2col(direct_calls, x_shape, w_shape, kwargs):
     x, w, b = _inputs(x_shape, w_shape)

@@ -128,23 +128,19 @@ def _transposed_packer(count: int, rows: int):
     return pack
 
 
-def _phase_images(x, phases):
-    n, c, h, w = x.shape
-    images = np.empty((len(phases), n, c, h // 2, w // 2), np.float32)
-    direct.split_phases(x, direct.phase_index(phases), images)
-    return images
-
-
 def _phase_reads(x, kernel, padding):
-    """(images, shifts, masks): x's phase images (P, N, C, H/2, W/2), and for each kernel tap in
-    order its flat distance from an output position in that buffer and its lane masks."""
+    """(images, stride, shifts, masks): x's phase images (P, N, C, stride), planes ``stride``
+    apart (``conv.plane_stride``), and for each kernel tap in order its flat distance from an
+    output position in that buffer and its lane masks."""
     n, c, h, w = x.shape
     phases, plan = phase_plan(tuple(kernel), tuple(padding))
-    images = _phase_images(x, phases)
-    half_w, plane = w // 2, (h // 2) * (w // 2)
-    shifts = np.array([p * n * c * plane + dh * half_w + dw for _, _, p, dh, dw in plan], np.int64)
+    half_w, stride = w // 2, direct.plane_stride((h // 2) * (w // 2))
+    images = np.empty((len(phases), n, c, stride), np.float32)
+    direct.split_phases(x, direct.phase_index(phases), images)
+    shifts = np.array([p * n * c * stride + dh * half_w + dw for _, _, p, dh, dw in plan],
+                      np.int64)  # fmt: skip
     masks = _shift_masks(h // 2, half_w, tuple((dh, dw) for *_, dh, dw in plan))
-    return images, shifts, masks
+    return images, stride, shifts, masks
 
 
 def correlate(x, taps, bias, out, padding):
@@ -152,14 +148,15 @@ def correlate(x, taps, bias, out, padding):
     with zero padding, plus bias (O,) or shape (0,)."""
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
-    images, shifts, masks = _phase_reads(x, (kh, kw), padding)
+    images, stride, shifts, masks = _phase_reads(x, (kh, kw), padding)
     half_w = w // 2
     rows, vectors = direct._flat_shape(o)
     # the plan lists every tap in the kernel's own order: the stride-1 tiles' packing fits
     weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
     direct._pack_weights(taps, weights, False)
     shape = (n, c, h // 2, half_w)
-    direct.flat_correlation(images.reshape(-1), shape, weights, bias, masks, shifts, out, vectors)
+    direct.flat_correlation(images.reshape(-1), shape, stride, weights, bias, masks, shifts, out,
+                            vectors)  # fmt: skip
 
 
 def correlate_transposed(grad, weight, out, padding):
@@ -171,6 +168,7 @@ def correlate_transposed(grad, weight, out, padding):
     rows, vectors = direct._flat_shape(c)
     parts = np.empty((len(phases), n, c, half_h, half_w), np.float32)
     no_bias = np.empty(0, np.float32)
+    planes, stride = direct.spaced_planes(grad)
     for p in range(len(phases)):
         mine = [tap for tap in plan if tap[2] == p]
         # phase image p at (h, w) reads the output gradient at (h - d_h, w - d_w)
@@ -180,6 +178,6 @@ def correlate_transposed(grad, weight, out, padding):
         tap_rows = np.array([tap[0] for tap in mine], np.int64)
         tap_columns = np.array([tap[1] for tap in mine], np.int64)
         _pack_transposed(weight, tap_rows, tap_columns, weights)
-        direct.flat_correlation(grad.reshape(-1), grad.shape, weights, no_bias, masks, shifts,
+        direct.flat_correlation(planes, grad.shape, stride, weights, no_bias, masks, shifts,
                                 parts[p], vectors)  # fmt: skip
     _weave(parts, direct.phase_index(phases), out)

@@ -20,7 +20,6 @@ positions of the image at all; lane ``l`` is bit ``l`` of an int32.
 
 from __future__ import annotations
 
-from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
@@ -28,13 +27,10 @@ from . import tile_ir as t
 from .disk_cache import keyed
 from .tile_ir import LANES, index
 
-_LANE_BITS = ir.IntType(LANES)
-
 
 def _mask(builder, table, at):
     """The lane mask stored as bits of the int32 ``table[at]``."""
-    bits = builder.trunc(t.scalar(builder, table, at), _LANE_BITS)
-    return builder.bitcast(bits, t.MASK)
+    return t.lane_mask(builder, t.scalar(builder, table, at))
 
 
 def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
@@ -42,7 +38,9 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
     out_channel, out_rows)``.
 
     ``geometry`` (int64): channels C, height H, width W, kh, kw, ph, pw, outputs O, vectors per
-    image Q, vectors in the batch N*Q, for x (N, C, H, W) and out (N, O, H, W), flat.
+    image Q, vectors in the batch N*Q, tiles per group (read by the loop), the distance S
+    between x's planes, for x (N,
+    C, H, W) with planes S apart (``conv.spaced_planes``) and out (N, O, H, W), flat.
     ``shifts`` (int64, kh*kw): ``(i - ph)*W + j - pw`` for tap (i, j). ``weights`` holds, from
     ``weight_start``, ``((c*kh + i)*kw + j)*rows + r`` the tap (c, i, j) of output channel
     ``out_channel + r``. For vectors q = first_vector + v (v < vectors, q < N*Q) of sample n =
@@ -74,11 +72,11 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
                 t.scalar(builder, shape_data, index(k)) for k in range(10)
             )
             plane = builder.mul(height, width)
-            image = builder.mul(channels, plane)
+            x_plane = t.scalar(builder, shape_data, index(11))
+            image = builder.mul(channels, x_plane)
             taps = builder.mul(kh, kw)
             entries = builder.add(taps, index(1))  # mask table entries per vector
             channel_stride = builder.mul(taps, index(rows))  # between a channel's weights
-            no_lane = ir.Constant(t.MASK, None)
             # each vector's sample, first position and row of the mask table; a vector past the
             # batch reads the tile's first vector again and writes nothing
             present, x_bases, mask_rows, out_bases = [], [], [], []
@@ -123,7 +121,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
                 weight_tap = builder.add(weight_start, builder.mul(k, index(rows)))
 
                 def channel(c, sums):
-                    at = builder.add(shift, builder.mul(c, plane))
+                    at = builder.add(shift, builder.mul(c, x_plane))
                     reads = [builder.add(x_bases[v], at) for v in range(vectors)]
                     weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
                     return step(reads, weight_row, lane_masks, sums)
@@ -133,7 +131,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
                 return t.blocked_sum(builder, index(0), channels, block, accumulators, channel)
 
             def channel(c, accumulators):
-                reads = [builder.add(x_bases[v], builder.mul(c, plane)) for v in range(vectors)]
+                reads = [builder.add(x_bases[v], builder.mul(c, x_plane)) for v in range(vectors)]
                 weight_channel = builder.add(weight_start, builder.mul(c, channel_stride))
 
                 def tap(k, sums):
@@ -155,12 +153,10 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
             else:
                 final = t.blocked_sum(builder, index(0), channels, block, start, channel)
             for v in range(vectors):
-                valid = builder.select(
-                    present[v], _mask(builder, mask_data, builder.add(mask_rows[v], taps)), no_lane
-                )
+                valid = _mask(builder, mask_data, builder.add(mask_rows[v], taps))
                 for r in range(rows):
-                    kept = builder.icmp_signed("<", index(r), out_rows)
-                    mask = builder.and_(valid, t.splat(builder, kept, t.MASK))
+                    kept = builder.and_(present[v], builder.icmp_signed("<", index(r), out_rows))
+                    mask = t.keep_lanes(builder, valid, kept)
                     at = builder.add(out_bases[v], builder.mul(index(r), plane))
                     t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
             return context.get_dummy_value()

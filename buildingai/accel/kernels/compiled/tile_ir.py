@@ -35,6 +35,9 @@ VECTOR = ir.VectorType(FLOAT, LANES)
 INDICES = ir.VectorType(I64, LANES)
 MASK = ir.VectorType(I1, LANES)
 _ALIGN = ir.Constant(I32, 4)  # float32 alignment: no vector access needs more
+# An AVX2 lane mask: each lane's sign bit. A mask of i1 lanes (``MASK``) kept across a loop
+# costs a shift per use on AVX2; this form goes to the masked load as it is.
+SIGNS = ir.VectorType(I32, LANES)
 
 
 def index(value: int):
@@ -87,23 +90,55 @@ def scalar(builder, base, at):
     return builder.load(builder.gep(base, [at]))
 
 
+def lane_mask(builder, bits):
+    """The lanes whose bit is set in the int32 ``bits`` (lane ``l``: bit ``l``): ``SIGNS`` on
+    AVX2 (each bit shifted into its lane's sign: LLVM takes the shift for no boolean vector, so
+    the masked loads keep this form), else ``MASK``."""
+    if LANES == 8:
+        shifts = ir.Constant(SIGNS, [31 - lane for lane in range(LANES)])
+        return builder.shl(splat(builder, bits, SIGNS), shifts)
+    return builder.bitcast(builder.trunc(bits, ir.IntType(LANES)), MASK)
+
+
+def keep_lanes(builder, mask, keep):
+    """``mask`` (``MASK`` or ``SIGNS``) where the i1 ``keep`` holds, else no lane."""
+    if mask.type == SIGNS:
+        return builder.and_(mask, splat(builder, builder.sext(keep, I32), SIGNS))
+    return builder.and_(mask, splat(builder, keep, MASK))
+
+
 def masked_load(builder, base, at, mask):
-    """The vector at ``base[at]``, zero in the lanes ``mask`` leaves out (not read)."""
+    """The vector at ``base[at]``, zero in the lanes ``mask`` (``MASK``, or ``SIGNS`` from
+    ``lane_mask``) leaves out (not read)."""
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    if mask.type == SIGNS:
+        signature = ir.FunctionType(VECTOR, [VECTOR.as_pointer(), SIGNS])
+        function = cgutils.get_or_insert_function(
+            builder.module, signature, "llvm.x86.avx.maskload.ps.256"
+        )
+        return builder.call(function, [pointer, mask])
     signature = ir.FunctionType(VECTOR, [VECTOR.as_pointer(), I32, MASK, VECTOR])
     function = cgutils.get_or_insert_function(
         builder.module, signature, f"llvm.masked.load.v{LANES}f32.p0"
     )
-    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
     return builder.call(function, [pointer, _ALIGN, mask, ir.Constant(VECTOR, None)])
 
 
 def masked_store(builder, value, base, at, mask):
-    """Store the lanes of ``value`` that ``mask`` keeps at ``base[at + lane]``."""
+    """Store the lanes of ``value`` that ``mask`` (``MASK`` or ``SIGNS``) keeps at ``base[at +
+    lane]``."""
+    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
+    if mask.type == SIGNS:
+        signature = ir.FunctionType(ir.VoidType(), [VECTOR.as_pointer(), SIGNS, VECTOR])
+        function = cgutils.get_or_insert_function(
+            builder.module, signature, "llvm.x86.avx.maskstore.ps.256"
+        )
+        builder.call(function, [pointer, mask, value])
+        return
     signature = ir.FunctionType(ir.VoidType(), [VECTOR, VECTOR.as_pointer(), I32, MASK])
     function = cgutils.get_or_insert_function(
         builder.module, signature, f"llvm.masked.store.v{LANES}f32.p0"
     )
-    pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
     builder.call(function, [value, pointer, _ALIGN, mask])
 
 
