@@ -125,21 +125,24 @@ def main(argv: list[str] | None = None) -> int:
     real_failures = [
         f for f in failures if f.startswith(tuple(f"[{n}]" for n in real_workloads.WORKLOADS))
     ]
+    failed = [n for n in real_workloads.WORKLOADS if any(f.startswith(f"[{n}]") for f in failures)]
+    markdown_path = args.markdown or (None if args.quick else str(ROOT / "docs" / "benchmarks.md"))
+    target = Path(markdown_path) if markdown_path else None
     if real or real_failures:
         loaded = (
             f"Load average at the start: {info.get('load_average_at_start', 'unknown')} on "
             f"{info.get('cores')} logical cores (other work on the machine makes the times noisy)"
         )
-        regions[real_report.START] = real_report.section(
-            real, arguments["command"], loaded, real_failures
-        )
+        run_of = {"command": arguments["command"], "loaded": loaded}
+        real = real_report.merged(real, run_of, target, failed)
+        regions[real_report.START] = real_report.section(real, real_failures)
     text = page.compose(main_page, regions)
     print(text)
-    markdown_path = args.markdown or (None if args.quick else str(ROOT / "docs" / "benchmarks.md"))
-    if markdown_path:
-        target = Path(markdown_path)
+    if target is not None:
         existing = target.read_text() if target.exists() else ""
         target.write_text(page.compose(main_page, regions, existing))
+        if real:
+            real_report.save(real, target)
         log(f"wrote {markdown_path}")
     log(f"wrote {path}")
     return 1 if failures else 0

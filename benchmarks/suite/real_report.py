@@ -3,6 +3,9 @@ the four forms, compile times, peak memory per process and the cross-check."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from ..common import format_table
 from .real_workloads import COMPILED, EAGER, TORCH, TORCH_COMPILED
 
@@ -139,9 +142,46 @@ def _check_table(records: list[dict]) -> str:
     return format_table(headers, rows)
 
 
-def section(records: list[dict], command: str, loaded: str, failures: list[str] = ()) -> str:
-    """The Markdown section, between the ``START`` and ``END`` markers; ``failures``: the
-    workloads that did not pass their cross-check and were not timed."""
+def records_path(markdown: Path) -> Path:
+    """Where the records behind a page's section are kept: beside the page, so that a run of
+    some workloads (``--only``) keeps the rows of the others."""
+    return markdown.with_name(markdown.stem + "_real_workloads.json")
+
+
+def merged(new: list[dict], run: dict, markdown: Path | None, failed=()) -> list[dict]:
+    """``new`` (each marked with ``run``: its command and load) after the kept records of the
+    workloads this run did not measure, nor saw fail (``failed``, names), in their order."""
+    marked = [dict(record, run=run) for record in new]
+    path = None if markdown is None else records_path(markdown)
+    if path is None or not path.exists():
+        return marked
+    measured = {record["workload"] for record in new} | set(failed)
+    kept = [r for r in json.loads(path.read_text()) if r["workload"] not in measured]
+    return kept + marked
+
+
+def save(records: list[dict], markdown: Path) -> None:
+    records_path(markdown).write_text(json.dumps(records, indent=1, default=str) + "\n")
+
+
+def _runs(records: list[dict]) -> list[str]:
+    """One line per run the records come from: its command, load and workloads."""
+    runs: dict[tuple, list[str]] = {}
+    for r in records:
+        run = r.get("run", {})
+        key = (run.get("command", "unknown"), run.get("loaded", "load unknown"))
+        if r["workload"] not in runs.setdefault(key, []):
+            runs[key].append(r["workload"])
+    return [
+        f"- Command: `{command}` ({', '.join(workloads)}). {loaded}."
+        for (command, loaded), workloads in runs.items()
+    ]
+
+
+def section(records: list[dict], failures: list[str] = ()) -> str:
+    """The Markdown section, between the ``START`` and ``END`` markers, of records marked with
+    the run that made them (``merged``); ``failures``: the workloads that did not pass their
+    cross-check and were not timed."""
     lines = [
         START,
         "## Real training workloads",
@@ -151,8 +191,7 @@ def section(records: list[dict], command: str, loaded: str, failures: list[str] 
         "text, with only the three import lines changed. Each step is forward, loss, backward, "
         "clipping where the workload clips, and the optimizer's update.",
         "",
-        f"- Command: `{command}`",
-        f"- {loaded}",
+        *_runs(records),
         "- Four forms of each step, timed interleaved after warm-up, medians of "
         "7 repetitions (min–max in brackets): BuildingAI eager, BuildingAI compiled "
         "(`buildingai.compile` of the whole step), PyTorch eager, and `torch.compile` "

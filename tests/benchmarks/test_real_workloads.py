@@ -121,3 +121,36 @@ def test_quick_scaling_run_times_both_libraries(tmp_path):
         (m, a) for m in ("mlp", "gpt") for a in ("batch", "width")
     }
     assert all(set(r["times"]) == {"buildingai", "pytorch"} for r in rows)
+
+
+def _record(workload: str, milliseconds: float) -> dict:
+    stats = {"median": milliseconds / 1e3, "min": milliseconds / 1e3, "max": milliseconds / 1e3}
+    return {
+        "workload": workload,
+        "case": f"{workload} step",
+        "threads": 1,
+        "item": "token",
+        "items_per_step": 1024,
+        "times": {form: stats for form in real_report.FORMS},
+        "cross_check": {"losses": {}, "max_parameter_error": {}, "roundoff_entries_skipped": 0},
+    }
+
+
+def test_a_run_of_one_workload_keeps_the_rows_of_the_others(tmp_path):
+    markdown = tmp_path / "benchmarks.md"
+    first = {"command": "python -m benchmarks", "loaded": "load 0.1"}
+    records = real_report.merged([_record("gpt", 10.0), _record("resnet18", 20.0)], first, markdown)
+    real_report.save(records, markdown)
+    again = {"command": "python -m benchmarks --only resnet18", "loaded": "load 0.2"}
+    records = real_report.merged([_record("resnet18", 30.0)], again, markdown)
+    assert [(r["workload"], r["times"]["buildingai"]["median"]) for r in records] == [
+        ("gpt", 0.01),
+        ("resnet18", 0.03),
+    ]
+    text = real_report.section(records)
+    assert "- Command: `python -m benchmarks` (gpt). load 0.1." in text
+    assert "- Command: `python -m benchmarks --only resnet18` (resnet18). load 0.2." in text
+    assert "gpt step" in text and "resnet18 step" in text
+    # a workload that failed its cross-check in this run loses its old rows
+    failed = real_report.merged([], again, markdown, failed=["gpt"])
+    assert [r["workload"] for r in failed] == ["resnet18"]
