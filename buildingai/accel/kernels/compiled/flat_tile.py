@@ -156,7 +156,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
                 valid = _mask(builder, mask_data, builder.add(mask_rows[v], taps))
                 for r in range(rows):
                     kept = builder.and_(present[v], builder.icmp_signed("<", index(r), out_rows))
-                    mask = t.keep_lanes(builder, valid, kept)
+                    mask = builder.and_(valid, t.all_lanes(builder, kept))
                     at = builder.add(out_bases[v], builder.mul(index(r), plane))
                     t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
             return context.get_dummy_value()

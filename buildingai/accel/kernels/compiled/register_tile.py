@@ -99,7 +99,7 @@ def grid_tile(rows: int, vectors: int, block: int):
                     lane_start = builder.add(builder.add(first, index(v * LANES)), shift)
                     for r in range(rows):
                         present = builder.icmp_signed("<", index(r), out_rows)
-                        mask = builder.and_(inside, t.splat(builder, present, t.MASK))
+                        mask = builder.and_(inside, t.all_lanes(builder, present))
                         at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
                                          lane_start)  # fmt: skip
                         t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
@@ -206,10 +206,10 @@ def window_tile(rows: int, vectors: int, block: int | None):
             final = t.loop(builder, index(0), kh, start, kernel_row)
             for v in range(vectors):
                 columns = t.lanes(builder, left, v * LANES)
-                kept = builder.icmp_signed("<", columns, t.splat(builder, out_width, t.INDICES))
+                kept = t.within(builder, columns, index(0), out_width)
                 for r in range(rows):
                     present = builder.icmp_signed("<", index(r), out_rows)
-                    mask = builder.and_(kept, t.splat(builder, present, t.MASK))
+                    mask = builder.and_(kept, t.all_lanes(builder, present))
                     at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
                                      index(v * LANES))  # fmt: skip
                     t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
@@ -253,15 +253,11 @@ def dot_tile(rows: int, taps: int, vectors: int):
             image, out_image = builder.mul(channels, plane), builder.mul(outputs, out_plane)
             shift = builder.sub(first_tap, pw)
             columns = [t.lanes(builder, index(0), v * LANES) for v in range(vectors)]
-            kept = [
-                builder.icmp_signed("<", c, t.splat(builder, out_width, t.INDICES)) for c in columns
-            ]
+            kept = [t.within(builder, c, index(0), out_width) for c in columns]
             present = [
-                t.splat(
-                    builder,
-                    builder.icmp_signed("<", builder.add(first_output, index(r)), outputs),
-                    t.MASK,
-                )  # fmt: skip
+                t.all_lanes(
+                    builder, builder.icmp_signed("<", builder.add(first_output, index(r)), outputs)
+                )
                 for r in range(rows)
             ]
             grad_masks = [[builder.and_(kept[v], present[r]) for v in range(vectors)]

@@ -36,7 +36,8 @@ INDICES = ir.VectorType(I64, LANES)
 MASK = ir.VectorType(I1, LANES)
 _ALIGN = ir.Constant(I32, 4)  # float32 alignment: no vector access needs more
 # An AVX2 lane mask: each lane's sign bit. A mask of i1 lanes (``MASK``) kept across a loop
-# costs a shift per use on AVX2; this form goes to the masked load as it is.
+# costs a shift per use on AVX2; this form goes to the masked load as it is. It must not be
+# made by sign-extending i1 lanes: LLVM then turns the load back into the generic one.
 SIGNS = ir.VectorType(I32, LANES)
 
 
@@ -69,9 +70,24 @@ def lanes(builder, first, offset: int = 0):
 
 
 def within(builder, values, low, high):
-    """The lanes of ``values`` (int64 vector) in ``[low, high)`` (int64 scalars)."""
+    """The lanes of ``values`` (int64 vector) in ``[low, high)`` (int64 scalars), as a lane
+    mask: ``SIGNS`` on AVX2, else ``MASK``. On AVX2, a lane is inside where neither ``values -
+    low`` nor ``high - 1 - values`` is negative: the sign of their bitwise or, taken in 32 bits
+    (the values are positions in one image, far inside 2**31)."""
+    if LANES == 8:
+        below = builder.sub(values, splat(builder, low, INDICES))
+        above = builder.sub(splat(builder, builder.sub(high, index(1)), INDICES), values)
+        outside = builder.trunc(builder.or_(below, above), SIGNS)
+        return builder.xor(outside, ir.Constant(SIGNS, [-1] * LANES))
     above = builder.icmp_signed(">=", values, splat(builder, low, INDICES))
     return builder.and_(above, builder.icmp_signed("<", values, splat(builder, high, INDICES)))
+
+
+def all_lanes(builder, flag):
+    """Every lane where the i1 ``flag`` holds, else none: a lane mask of ``within``'s form."""
+    if LANES == 8:
+        return splat(builder, builder.sext(flag, I32), SIGNS)
+    return splat(builder, flag, MASK)
 
 
 def load(builder, base, at):
@@ -91,25 +107,17 @@ def scalar(builder, base, at):
 
 
 def lane_mask(builder, bits):
-    """The lanes whose bit is set in the int32 ``bits`` (lane ``l``: bit ``l``): ``SIGNS`` on
-    AVX2 (each bit shifted into its lane's sign: LLVM takes the shift for no boolean vector, so
-    the masked loads keep this form), else ``MASK``."""
+    """The lanes whose bit is set in the int32 ``bits`` (lane ``l``: bit ``l``), as a lane mask
+    of ``within``'s form (on AVX2 each bit shifted into its lane's sign)."""
     if LANES == 8:
         shifts = ir.Constant(SIGNS, [31 - lane for lane in range(LANES)])
         return builder.shl(splat(builder, bits, SIGNS), shifts)
     return builder.bitcast(builder.trunc(bits, ir.IntType(LANES)), MASK)
 
 
-def keep_lanes(builder, mask, keep):
-    """``mask`` (``MASK`` or ``SIGNS``) where the i1 ``keep`` holds, else no lane."""
-    if mask.type == SIGNS:
-        return builder.and_(mask, splat(builder, builder.sext(keep, I32), SIGNS))
-    return builder.and_(mask, splat(builder, keep, MASK))
-
-
 def masked_load(builder, base, at, mask):
-    """The vector at ``base[at]``, zero in the lanes ``mask`` (``MASK``, or ``SIGNS`` from
-    ``lane_mask``) leaves out (not read)."""
+    """The vector at ``base[at]``, zero in the lanes the lane mask ``mask`` (``within``)
+    leaves out (not read)."""
     pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
     if mask.type == SIGNS:
         signature = ir.FunctionType(VECTOR, [VECTOR.as_pointer(), SIGNS])
@@ -125,8 +133,8 @@ def masked_load(builder, base, at, mask):
 
 
 def masked_store(builder, value, base, at, mask):
-    """Store the lanes of ``value`` that ``mask`` (``MASK`` or ``SIGNS``) keeps at ``base[at +
-    lane]``."""
+    """Store the lanes of ``value`` that the lane mask ``mask`` (``within``) keeps at
+    ``base[at + lane]``."""
     pointer = builder.bitcast(builder.gep(base, [at]), VECTOR.as_pointer())
     if mask.type == SIGNS:
         signature = ir.FunctionType(ir.VoidType(), [VECTOR.as_pointer(), SIGNS, VECTOR])
