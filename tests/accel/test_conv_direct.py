@@ -94,6 +94,24 @@ def test_direct_twins_on_spaced_planes(direct_calls, x_shape):
     assert set(direct_calls) == {"correlate", "correlate_turned", "correlate_weight_grad"}
 
 
+@pytest.mark.parametrize("padding", [0, 2, (1, 2), (2, 1)], ids=str)
+def test_padding_beyond_the_same_size_runs_on_a_padded_copy(direct_calls, padding):
+    """More padding than the same size needs (the input gradient of an unpadded convolution:
+    kernel - 1) is a same-size correlation of a zero-padded copy: values and gradients equal
+    the im2col reference."""
+    from buildingai.accel.kernels.compiled import conv as tiles
+
+    x, w, b = _inputs((2, 5, 13, 11), (9, 5, 3, 3), seed=6)
+    got = _forward_backward(x, w, b, {"padding": padding}, twins=True)
+    expected = _forward_backward(x, w, b, {"padding": padding}, twins=False)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
+    assert set(direct_calls) == {"correlate", "correlate_turned", "correlate_weight_grad"}
+    padded, same = tiles._padded_to_same_size(x, (3, 3), (2, 3))
+    assert same == (1, 1)
+    np.testing.assert_array_equal(padded, np.pad(x, ((0, 0), (0, 0), (1, 1), (2, 2))))
+
+
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
 def test_direct_twins_agree_with_im2col(direct_calls, x_shape, w_shape, kwargs):
     x, w, b = _inputs(x_shape, w_shape)

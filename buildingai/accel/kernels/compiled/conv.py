@@ -88,6 +88,44 @@ def _same_size(kernel, padding) -> bool:
     return all(2 * p == k - 1 for k, p in zip(kernel, padding))
 
 
+def _beyond_same_size(kernel, padding) -> bool:
+    """Whether the padding is at least the same-size padding of an odd kernel, more along one
+    axis (the input gradient of a convolution without padding: kernel - 1)."""
+    return all(k % 2 == 1 and 2 * p >= k - 1 for k, p in zip(kernel, padding)) and not _same_size(
+        kernel, padding
+    )
+
+
+def _padded_to_same_size(x, kernel, padding):
+    """(x zero-padded by what ``padding`` exceeds the same-size padding, that padding): the same
+    correlation as a same-size one, for the flat tiles (a row tile of a 26-wide output row
+    filled 26 of its 48 lanes)."""
+    same = tuple((k - 1) // 2 for k in kernel)
+    extra = tuple(p - q for p, q in zip(padding, same))
+    n, c, h, w = x.shape
+    padded = np.empty((n, c, h + 2 * extra[0], w + 2 * extra[1]), np.float32)
+    _pad_planes(x, padded, extra[0], extra[1])
+    return padded, same
+
+
+@njit(parallel=True, nogil=True, boundscheck=False, cache=True)
+def _pad_planes(x, out, top, left):
+    """out[n, c] = x[n, c] with ``top`` zero rows above and below it and ``left`` zero columns
+    on either side."""
+    n, c, h, w = x.shape
+    width = out.shape[3]
+    for task in prange(n * c):
+        sample, channel = task // c, task % c
+        plane, source = out[sample, channel], x[sample, channel]
+        plane[:top] = 0.0
+        plane[top + h :] = 0.0
+        for row in range(h):
+            line = plane[top + row]
+            line[:left] = 0.0
+            line[left : left + w] = source[row]
+            line[left + w : width] = 0.0
+
+
 @functools.lru_cache(maxsize=256)
 def _lane_masks(height: int, width: int, kernel: tuple, padding: tuple):
     """int32 (Q, kh*kw + 1), Q = ceil(H*W / LANES), read-only and kept per geometry: bit l of
@@ -134,8 +172,12 @@ def _flat_geometry(x, kernel, padding, outputs):
 def correlate_turned(grad, weight, out, padding):
     """out (N, C, H, W) = grad (N, O, Ho, Wo) correlated with the turned filters of weight
     (O, C, kh, kw) at stride 1 with zero padding: the input gradient of a convolution."""
-    if _same_size(weight.shape[2:], padding):
+    kernel = weight.shape[2:]
+    if _same_size(kernel, padding):
         _correlate_flat(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
+    elif _beyond_same_size(kernel, padding):
+        padded, same = _padded_to_same_size(grad, kernel, padding)
+        _correlate_flat(padded, weight, np.empty(0, np.float32), out, same, turned=True)
     else:
         turned = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
         correlate(grad, turned, np.empty(0, np.float32), out, padding)
@@ -145,6 +187,9 @@ def correlate(x, taps, bias, out, padding):
     """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
     if _same_size(taps.shape[2:], padding):
         _correlate_flat(x, taps, bias, out, padding)
+    elif _beyond_same_size(taps.shape[2:], padding):
+        padded, same = _padded_to_same_size(x, taps.shape[2:], padding)
+        _correlate_flat(padded, taps, bias, out, same)
     elif tuple(padding) == (0, 0):
         _correlate_grid(x, taps, bias, out)
     else:
