@@ -17,7 +17,8 @@ stay the reference; these compute the same values another way, each where it pay
   of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
   multiply-adds.
 - ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
-  multiply-adds per kernel offset, or one small contraction.
+  multiply-adds per kernel offset (float32 forwards: a numba loop over each plane's taps,
+  ``kernels/compiled/depthwise.py``), or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
 - ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
@@ -247,21 +248,33 @@ def _depthwise_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation,
 
 
 def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    """Whole-array multiply-adds, one per kernel offset, over the windows view."""
-    n, out_channels = x.shape[0], weight.shape[0]
     kernel = weight.shape[2:]
     out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    out = xp.empty((x.shape[0], weight.shape[0]) + out_hw, dtype=x.dtype)
+    geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
+    if xp is not np or not compiled.run(depthwise_correlate, (x, weight, bias, out), geometry):
+        depthwise_correlate(xp, x, weight, bias, out, **geometry)
+    return out
+
+
+# from 1024 elements: the reference's per-tap passes cost more than the twin's call
+@compiled_twin("depthwise.correlate", params=("stride", "padding", "dilation"), min_work=1 << 10)
+def depthwise_correlate(xp, x, weight, bias, out, *, stride, padding, dilation) -> None:
+    """out (N, O, Ho, Wo) = the depthwise convolution of x (N, C, H, W) with weight (O, 1, kh,
+    kw), O a multiple of C, plus bias (O,) or None: whole-array multiply-adds, one per kernel
+    offset, over the windows view. The reference of its twin."""
+    n, out_channels, groups = x.shape[0], weight.shape[0], x.shape[1]
+    kernel, out_hw = weight.shape[2:], out.shape[2:]
     view = conv.windows(xp, conv.pad_image(xp, x, padding), kernel, out_hw, stride, dilation)
     per_group = out_channels // groups
     taps = weight.reshape(1, groups, per_group, kernel[0], kernel[1], 1, 1)
-    out = xp.zeros((n, groups, per_group) + out_hw, dtype=x.dtype)
+    grouped = out.reshape((n, groups, per_group) + tuple(out_hw))
+    grouped[...] = 0
     for i in range(kernel[0]):
         for j in range(kernel[1]):
-            out += taps[:, :, :, i, j] * view[:, :, None, i, j]
-    out = out.reshape((n, out_channels) + out_hw)
+            grouped += taps[:, :, :, i, j] * view[:, :, None, i, j]
     if bias is not None:
         out += bias.reshape(out_channels, 1, 1)
-    return out
 
 
 def _depthwise_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):

@@ -72,17 +72,22 @@ def _is_direct(kwargs, w_shape) -> bool:
 def test_planes_256_bytes_apart_are_read_a_cache_line_further():
     from buildingai.accel.kernels.compiled import conv as tiles
 
-    assert [tiles.plane_stride(p) for p in (16, 42, 64, 256, 1024)] == [16, 42, 80, 272, 1040]
-    x = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
+    # 128 channels: planes 256 bytes apart or a multiple of it alias, 64 or 168 bytes do not
+    strides = [tiles.plane_stride(p, 128) for p in (16, 42, 64, 256, 1024)]
+    assert strides == [16, 42, 80, 272, 1040]
+    # 32x32 planes (4 KiB) spaced from 5 channels on, 8x8 (256 bytes) from 65
+    assert [tiles.plane_stride(1024, c) for c in (4, 5)] == [1024, 1040]
+    assert [tiles.plane_stride(64, c) for c in (64, 65)] == [64, 80]
+    x = np.arange(2 * 80 * 8 * 8, dtype=np.float32).reshape(2, 80, 8, 8)
     flat, stride = tiles.spaced_planes(x)
     assert stride == 80
-    np.testing.assert_array_equal(flat.reshape(6, 80)[:, :64], x.reshape(6, 64))
+    np.testing.assert_array_equal(flat.reshape(160, 80)[:, :64], x.reshape(160, 64))
     unspaced = np.ones((2, 3, 5, 6), np.float32)
     assert tiles.spaced_planes(unspaced)[1] == 30
     assert np.shares_memory(tiles.spaced_planes(unspaced)[0], unspaced)
 
 
-@pytest.mark.parametrize("x_shape", [(2, 5, 16, 16), (3, 7, 8, 8), (1, 4, 32, 32)], ids=str)
+@pytest.mark.parametrize("x_shape", [(2, 20, 16, 16), (2, 70, 8, 8), (1, 6, 32, 32)], ids=str)
 def test_direct_twins_on_spaced_planes(direct_calls, x_shape):
     """Planes of a multiple of 64 values are read from a spaced copy: forward, input and weight
     gradients still equal the im2col reference, with more filters than one tile's rows."""

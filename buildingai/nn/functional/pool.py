@@ -217,6 +217,8 @@ def avg_pool2d(
         if divisor_override == 0:
             raise ValueError(f"[{op}] divisor_override must be non-zero")
         out = sums / float(divisor_override)
+    elif not (padding[0] or padding[1] or extra[0] or extra[1]):
+        out = sums / float(kernel[0] * kernel[1])  # every window inside the image: all full
     else:
         counts = np.outer(
             _window_counts(h, out_hw[0], kernel[0], stride[0], padding[0], count_include_pad),

@@ -72,12 +72,16 @@ _failures: list = []  # why, for ``status``
 _gpu_failures: set = set()  # CUDA twins that failed once
 
 
-def compiled_twin(name: str, params: tuple = ()):
+def compiled_twin(name: str, params: tuple = (), min_work: int | None = None):
     """Mark a NumPy kernel as having the compiled twin ``name`` ("module.function"), which takes
-    the kernel's arrays and then the keyword arguments ``params`` positionally."""
+    the kernel's arrays and then the keyword arguments ``params`` positionally; ``min_work``:
+    the twin takes calls from this many elements on, where fewer than ``MIN_WORK`` already pay
+    (a reference of many small passes)."""
 
     def mark(kernel):
         kernel.compiled_twin = (name, tuple(params))
+        if min_work is not None:
+            kernel.compiled_min_work = min_work
         REGISTRY[kernel] = kernel.compiled_twin
         return kernel
 
@@ -164,7 +168,7 @@ def _fit(kernel, arrays):
         if (dtype is not _FLOAT32 and dtype.kind not in "iub") or not array.flags.c_contiguous:
             return None  # (indices pass)
         work += array.size
-    if work < MIN_WORK:
+    if work < MIN_WORK and work < getattr(marked, "compiled_min_work", MIN_WORK):
         return None
     twin = _twin(spec[0])
     return None if twin is None else (spec[0], spec[1], twin, arrays, work)

@@ -48,10 +48,13 @@ MIN_SUM_TASKS = 16  # tap blocks x channel tiles below which sum tiles leave thr
 # adding them to their totals: float32 rounding then grows about as sqrt(block) + sqrt(taps /
 # block), not as sqrt(taps).
 SUM_BLOCK = 64
-# Planes a multiple of this many float32 values (256 bytes) apart put the same position of
-# every channel in a few of the L1 cache's 64 sets; the flat tiles read them spaced one cache
-# line further apart (``spaced_planes``).
-ALIASED_PLANE = 64
+# Addresses this many bytes apart share an L1 set (64 sets of 64-byte lines). Planes whose
+# distance is a multiple of ``ALIASED_SPAN`` of it put the same position of many channels in a
+# few sets; where more than ``SHARED_WAYS`` channels share one, the flat tiles read the planes
+# spaced one cache line (``LINE`` values) further apart (``spaced_planes``).
+L1_SET_SPAN = 4096
+ALIASED_SPAN = 256
+SHARED_WAYS = 4
 LINE = 16
 
 
@@ -265,21 +268,24 @@ def _correlate_flat(x, taps, bias, out, padding, turned=False):
     flat_correlation(planes, x.shape, stride, weights, bias, masks, shifts, out, vectors)
 
 
-def plane_stride(plane: int) -> int:
-    """How far apart the flat tiles read the channel planes of ``plane`` values: one cache line
-    further than ``plane`` where that is a multiple of ``ALIASED_PLANE``. A tile reads the same
-    positions of every channel in turn; 4 KiB apart (32x32 planes), all of them fall in one L1
-    set of 8 lines and each read misses (a 64->64 3x3 forward ran at 41 GFLOP/s, at 66 on
-    30x30 planes)."""
-    return plane + LINE if plane % ALIASED_PLANE == 0 else plane
+def plane_stride(plane: int, channels: int) -> int:
+    """How far apart the flat tiles read ``channels`` planes of ``plane`` values: one cache line
+    further than ``plane`` where more than ``SHARED_WAYS`` of them would start in one L1 set. A
+    tile reads the same positions of every channel in turn; 4 KiB apart (32x32 planes), all of
+    them fall in one set of 8 lines and each read misses (a 64->64 3x3 forward ran at 41
+    GFLOP/s, at 66 on 30x30 planes)."""
+    span = math.gcd(plane * 4, L1_SET_SPAN)
+    if span >= ALIASED_SPAN and channels * span > SHARED_WAYS * L1_SET_SPAN:
+        return plane + LINE
+    return plane
 
 
 def spaced_planes(x):
     """(flat, stride): x (N, C, H, W) as a flat array whose plane of (n, c) starts at ``(n*C +
-    c)*stride``, ``stride = plane_stride(H*W)``: x itself where the planes need no spacing,
+    c)*stride``, ``stride = plane_stride(H*W, C)``: x itself where the planes need no spacing,
     else a copy (the values between planes are never read)."""
     n, c, h, w = x.shape
-    stride = plane_stride(h * w)
+    stride = plane_stride(h * w, c)
     if stride == h * w:
         return x.reshape(-1), stride
     spaced = np.empty((n * c, stride), np.float32)
@@ -309,10 +315,10 @@ def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vector
     shifts_bias = np.zeros(blocks * rows, np.float32)
     if bias.size:
         shifts_bias[:o] = bias
-    geometry = np.array([c, h, w, 1, taps, 0, 0, o, -(-h * w // LANES), n * -(-h * w // LANES)],
-                        np.int64)  # fmt: skip
     group = max(1, CACHE_BYTES // (16 * c * vectors * LANES))  # tiles whose input fills ~L2/4
-    geometry = np.append(geometry, [group, stride])
+    per_image = -(-h * w // LANES)
+    geometry = np.array([c, h, w, 1, taps, 0, 0, o, per_image, n * per_image, group, stride],
+                        np.int64)  # fmt: skip
     # channel by channel where a tile's input of every channel would not stay in L1
     channel_major = c * vectors * LANES * 4 > L1_BYTES
     block = None

@@ -134,7 +134,7 @@ def _phase_reads(x, kernel, padding):
     output position in that buffer and its lane masks."""
     n, c, h, w = x.shape
     phases, plan = phase_plan(tuple(kernel), tuple(padding))
-    half_w, stride = w // 2, direct.plane_stride((h // 2) * (w // 2))
+    half_w, stride = w // 2, direct.plane_stride((h // 2) * (w // 2), c)
     images = np.empty((len(phases), n, c, stride), np.float32)
     direct.split_phases(x, direct.phase_index(phases), images)
     shifts = np.array([p * n * c * stride + dh * half_w + dw for _, _, p, dh, dw in plan],
