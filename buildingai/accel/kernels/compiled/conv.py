@@ -56,6 +56,8 @@ L1_SET_SPAN = 4096
 ALIASED_SPAN = 256
 SHARED_WAYS = 4
 LINE = 16
+# Inputs of at most this many channels have them unrolled in the flat tiles (an image's 3).
+UNROLLED_CHANNELS = 4
 
 
 def _weight_matrix(taps, bias, rows: int):
@@ -324,7 +326,8 @@ def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vector
     block = None
     if c * taps > SUM_BLOCK:  # a sum in blocks: SUM_BLOCK channels or taps long
         block = max(1, SUM_BLOCK // taps) if channel_major else SUM_BLOCK
-    loop = _flat_loop(rows, vectors, block, channel_major)
+    unrolled = c if c <= UNROLLED_CHANNELS and not channel_major and block is None else None
+    loop = _flat_loop(rows, vectors, block, channel_major, unrolled)
     loop(x, masks.reshape(-1), shifts, geometry, weights.reshape(-1), shifts_bias,
          out.reshape(-1))  # fmt: skip
 
@@ -370,8 +373,8 @@ def _packer(count: int, rows: int, turned: bool):
 
 
 @functools.cache
-def _flat_loop(rows: int, vectors: int, block: int | None, channel_major: bool):
-    tile = flat_tile(rows, vectors, block, channel_major)
+def _flat_loop(rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None):
+    tile = flat_tile(rows, vectors, block, channel_major, unrolled)
 
     @njit(parallel=True, nogil=True, cache=True)
     def loop(x, masks, tap_shifts, geometry, weights, bias, out):

@@ -33,7 +33,7 @@ def _mask(builder, table, at):
     return t.lane_mask(builder, t.scalar(builder, table, at))
 
 
-def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
+def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None):
     """``flat_tile(x, masks, shifts, geometry, first_vector, weights, weight_start, bias, out,
     out_channel, out_rows)``.
 
@@ -51,7 +51,9 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
     Tap by tap, each over every channel (``block`` channels at a time, ``tile_ir.blocked_sum``),
     where the tile's input of every channel stays in the L1 cache; else, ``channel_major``,
     channel by channel, each with its taps (``block`` channels of taps at a time): a channel's
-    input stays in cache for its taps.
+    input stays in cache for its taps. With ``unrolled`` (C itself), each tap's channels are
+    unrolled instead of looped: with few channels (an image's 3) the loop's own steps
+    outweighed its multiply-adds (unrolling the taps as well measured slower).
     """
 
     @intrinsic
@@ -126,6 +128,10 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
                     weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
                     return step(reads, weight_row, lane_masks, sums)
 
+                if unrolled is not None:
+                    for c in range(unrolled):
+                        accumulators = channel(index(c), accumulators)
+                    return accumulators
                 if block is None:
                     return t.loop(builder, index(0), channels, accumulators, channel)
                 return t.blocked_sum(builder, index(0), channels, block, accumulators, channel)
@@ -163,7 +169,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool):
 
         return signature, codegen
 
-    return keyed(tile, "flat_tile", rows, vectors, block, channel_major)
+    return keyed(tile, "flat_tile", rows, vectors, block, channel_major, unrolled)
 
 
 def flat_dot_tile(rows: int, taps: int):
