@@ -12,7 +12,8 @@ column then mostly measures im2col.
 
 Run: ``python -m benchmarks.direct_conv [--threads 2] [--quick]``.
 
-``--resnet18`` times instead each convolution op of ResNet-18's training step alone (batch
+``--layer C,O,SIZE,STRIDE,K,PADDING,BATCH`` times one convolution so. ``--resnet18`` times
+instead each convolution op of ResNet-18's training step alone (batch
 32, 32x32 images: the forward, the input gradient and the weight gradient of its eleven
 convolution shapes), BuildingAI's op against PyTorch's ``conv2d`` and
 ``aten.convolution_backward`` interleaved, the best of ``--repeats`` calls, on the calling
@@ -103,13 +104,20 @@ RESNET18_LAYERS = [
 ]
 
 
-def resnet18_layers(torch, repeats: int, clock) -> None:
-    """Print each ResNet-18 convolution op's best time, BuildingAI's and PyTorch's, in ms."""
+LAYER_HEADER = ["layer", "forward", "PT", "input grad", "PT", "weight grad", "PT"]
 
+
+def _best_of(repeats: int, clock):
     def best(call):
         call()
         return min(timeit.Timer(call, timer=clock).repeat(repeats, 1)) * 1e3
 
+    return best
+
+
+def resnet18_layers(torch, repeats: int, clock) -> None:
+    """Print each ResNet-18 convolution op's best time, BuildingAI's and PyTorch's, in ms."""
+    best = _best_of(repeats, clock)
     rows, totals = [], np.zeros(6)
     for c, o, size, stride, k, calls in RESNET18_LAYERS:
         times = _layer_times(torch, best, c, o, size, stride, k)
@@ -117,22 +125,30 @@ def resnet18_layers(torch, repeats: int, clock) -> None:
         name = f"{c}->{o} {size}x{size} stride {stride} {k}x{k} x{calls}"
         rows.append([name, *(f"{t:.2f}" for t in times)])
     rows.append(["total x calls", *(f"{t:.1f}" for t in totals)])
-    header = ["layer", "forward", "PT", "input grad", "PT", "weight grad", "PT"]
-    print(format_table(header, rows))
+    print(format_table(LAYER_HEADER, rows))
 
 
-def _layer_times(torch, best, c, o, size, stride, k) -> list:
-    """Forward, input gradient and weight gradient of one convolution shape at batch 32, each
-    BuildingAI's op then PyTorch's: ``best(call)`` of each, in ms."""
+def one_layer(torch, spec: str, repeats: int, clock) -> None:
+    """Print one convolution's op times like ``resnet18_layers``; ``spec``: "C,O,SIZE,STRIDE,
+    K,PADDING,BATCH" (e.g. the suite CNN's second layer: 32,64,26,1,3,0,64)."""
+    c, o, size, stride, k, padding, batch = (int(part) for part in spec.split(","))
+    times = _layer_times(torch, _best_of(repeats, clock), c, o, size, stride, k, padding, batch)
+    name = f"{c}->{o} {size}x{size} stride {stride} {k}x{k} padding {padding} batch {batch}"
+    print(format_table(LAYER_HEADER, [[name, *(f"{t:.2f}" for t in times)]]))
+
+
+def _layer_times(torch, best, c, o, size, stride, k, padding=None, batch=32) -> list:
+    """Forward, input gradient and weight gradient of one convolution shape (padding k // 2
+    unless given), each BuildingAI's op then PyTorch's: ``best(call)`` of each, in ms."""
     import buildingai.nn.functional as F
     from buildingai.ops.conv import conv2d_input_grad, conv2d_weight_grad
 
-    p = k // 2
+    p = k // 2 if padding is None else padding
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((32, c, size, size)).astype(np.float32)
+    x = rng.standard_normal((batch, c, size, size)).astype(np.float32)
     w = (rng.standard_normal((o, c, k, k)) * 0.1).astype(np.float32)
     out = (size + 2 * p - k) // stride + 1
-    g = rng.standard_normal((32, o, out, out)).astype(np.float32)
+    g = rng.standard_normal((batch, o, out, out)).astype(np.float32)
     bx, bw, bg = bai.tensor(x), bai.tensor(w), bai.tensor(g)
     tx, tw, tg = torch.tensor(x), torch.tensor(w), torch.tensor(g)
     attrs = {"stride": (stride, stride), "padding": (p, p), "dilation": (1, 1), "groups": 1}
@@ -160,6 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--resnet18", action="store_true", help="each ResNet-18 convolution op alone, ms"
     )
+    parser.add_argument(
+        "--layer", help="one convolution alone, like --resnet18: C,O,SIZE,STRIDE,K,PADDING,BATCH"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="calls per op (--resnet18)")
     parser.add_argument(
         "--clock", choices=("thread", "wall"), help="--resnet18's clock (thread at one thread)"
@@ -171,11 +190,14 @@ def main(argv: list[str] | None = None) -> None:
     bai.set_num_threads(args.threads, gemm=not args.own_blas_threads)
     print(environment())
     print(f"compiled tier: {compiled.status()['detail']}")
-    if args.resnet18:
+    if args.resnet18 or args.layer:
         clock = args.clock or ("thread" if args.threads == 1 else "wall")
         print(f"threads: {args.threads}, clock: {clock}, ms, best of {args.repeats}")
         timer = time.thread_time if clock == "thread" else time.perf_counter
-        resnet18_layers(torch, args.repeats, timer)
+        if args.layer:
+            one_layer(torch, args.layer, args.repeats, timer)
+        else:
+            resnet18_layers(torch, args.repeats, timer)
         return
     rows = []
     for x_shape, out_channels, padding in QUICK_SHAPES if args.quick else SHAPES:
