@@ -25,6 +25,8 @@ GEOMETRIES = {
     "stride-3-general-loop": (1, 4, 13, 17, 1, 3, 2, (3, 3), (1, 0), (1, 1), False),
     "multiplier-2-dilated": (2, 3, 10, 12, 2, 3, 3, (1, 2), (2, 1), (2, 2), True),
     "padding-beyond-the-kernel": (1, 2, 4, 5, 1, 2, 3, (1, 1), (3, 4), (1, 1), False),
+    # one column: the left edge's last tap reads past the image's right side
+    "narrower-than-the-kernel": (1, 2, 3, 1, 1, 3, 3, (1, 1), (1, 1), (1, 1), True),
 }
 
 
@@ -40,7 +42,7 @@ def _inputs(n, c, h, w, multiplier, kh, kw, bias, seed=0):
 def test_twin_equals_reference(name):
     n, c, h, w, multiplier, kh, kw, stride, padding, dilation, bias = GEOMETRIES[name]
     x, weight, b = _inputs(n, c, h, w, multiplier, kh, kw, bias)
-    x[0, 0, 1, 1], x[-1, -1, -1, -1] = np.inf, np.nan
+    x[0, 0, min(1, h - 1), min(1, w - 1)], x[-1, -1, -1, -1] = np.inf, np.nan
     geometry = {"stride": stride, "padding": padding, "dilation": dilation}
     out_hw = bai.ops.conv.output_hw((h, w), (kh, kw), stride, padding, dilation)
     got = np.full((n, c * multiplier) + out_hw, 7.0, np.float32)

@@ -59,13 +59,12 @@ def correlate(x, weight, bias, out, stride, padding, dilation):
                     else:
                         for j in range(low, high):
                             sums[uint64(j)] += tap * source[uint64(start + j * sw)]
-                    for j in range(low):
+                    # the edges, [0, low) and [high, wo): an image narrower than the
+                    # kernel's reach can put a tap past either side of either edge
+                    for edge in range(wo - (high - low)):
+                        j = edge if edge < low else edge + high - low
                         column = j * sw + b * dw - pw
-                        if column >= 0:
-                            sums[j] += tap * source[line + column]
-                    for j in range(high, wo):
-                        column = j * sw + b * dw - pw
-                        if column < width:
+                        if column >= 0 and column < width:
                             sums[j] += tap * source[line + column]
             at = (task * ho + i) * wo
             for j in range(wo):
