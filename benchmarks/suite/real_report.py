@@ -155,8 +155,8 @@ def merged(new: list[dict], run: dict, markdown: Path | None, failed=()) -> list
     path = None if markdown is None else records_path(markdown)
     if path is None or not path.exists():
         return marked
-    measured = {record["workload"] for record in new} | set(failed)
-    kept = [r for r in json.loads(path.read_text()) if r["workload"] not in measured]
+    replaced = {record["workload"] for record in new} | set(failed)
+    kept = [r for r in json.loads(path.read_text()) if r["workload"] not in replaced]
     return kept + marked
 
 
