@@ -159,12 +159,14 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, u
             else:
                 final = t.blocked_sum(builder, index(0), channels, block, start, channel)
             for v in range(vectors):
-                valid = _mask(builder, mask_data, builder.add(mask_rows[v], taps))
+                bits = t.scalar(builder, mask_data, builder.add(mask_rows[v], taps))
+                valid = t.lane_mask(builder, bits)
                 for r in range(rows):
                     kept = builder.and_(present[v], builder.icmp_signed("<", index(r), out_rows))
                     mask = builder.and_(valid, t.all_lanes(builder, kept))
+                    whole = builder.and_(kept, t.every_lane(builder, bits))
                     at = builder.add(out_bases[v], builder.mul(index(r), plane))
-                    t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+                    t.store_kept(builder, final[r * vectors + v], out_data, at, mask, whole)
             return context.get_dummy_value()
 
         return signature, codegen

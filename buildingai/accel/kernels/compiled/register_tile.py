@@ -92,17 +92,24 @@ def grid_tile(rows: int, vectors: int, block: int):
                 line_start = builder.mul(line, width)
                 shift = builder.sub(builder.mul(line, out_width), line_start)
                 line_end = builder.add(line_start, out_width)
+                end = builder.select(builder.icmp_signed("<", line_end, limit), line_end, limit)
                 for v in range(vectors):
                     inside = builder.and_(
                         t.within(builder, positions[v], line_start, line_end), readable[v]
                     )
-                    lane_start = builder.add(builder.add(first, index(v * LANES)), shift)
+                    vector_start = builder.add(first, index(v * LANES))
+                    lane_start = builder.add(vector_start, shift)
+                    whole_vector = builder.and_(
+                        builder.icmp_signed(">=", vector_start, line_start),
+                        builder.icmp_signed("<=", builder.add(vector_start, index(LANES)), end),
+                    )
                     for r in range(rows):
                         present = builder.icmp_signed("<", index(r), out_rows)
                         mask = builder.and_(inside, t.all_lanes(builder, present))
+                        whole = builder.and_(whole_vector, present)
                         at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
                                          lane_start)  # fmt: skip
-                        t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+                        t.store_kept(builder, final[r * vectors + v], out_data, at, mask, whole)
                 return unchanged
 
             first_line = builder.sdiv(first, width)
@@ -207,12 +214,15 @@ def window_tile(rows: int, vectors: int, block: int | None):
             for v in range(vectors):
                 columns = t.lanes(builder, left, v * LANES)
                 kept = t.within(builder, columns, index(0), out_width)
+                row_fits = builder.icmp_signed("<=", builder.add(left, index((v + 1) * LANES)),
+                                               out_width)  # fmt: skip
                 for r in range(rows):
                     present = builder.icmp_signed("<", index(r), out_rows)
                     mask = builder.and_(kept, t.all_lanes(builder, present))
                     at = builder.add(builder.add(out_start, builder.mul(index(r), out_plane)),
                                      index(v * LANES))  # fmt: skip
-                    t.masked_store(builder, final[r * vectors + v], out_data, at, mask)
+                    whole = builder.and_(row_fits, present)
+                    t.store_kept(builder, final[r * vectors + v], out_data, at, mask, whole)
             return context.get_dummy_value()
 
         return signature, codegen

@@ -115,6 +115,11 @@ def lane_mask(builder, bits):
     return builder.bitcast(builder.trunc(bits, ir.IntType(LANES)), MASK)
 
 
+def every_lane(builder, bits):
+    """Whether the int32 ``bits`` (``lane_mask``'s) has the bit of every lane set, as an i1."""
+    return builder.icmp_signed("==", bits, ir.Constant(I32, (1 << LANES) - 1))
+
+
 def masked_load(builder, base, at, mask):
     """The vector at ``base[at]``, zero in the lanes the lane mask ``mask`` (``within``)
     leaves out (not read)."""
@@ -148,6 +153,17 @@ def masked_store(builder, value, base, at, mask):
         builder.module, signature, f"llvm.masked.store.v{LANES}f32.p0"
     )
     builder.call(function, [value, pointer, _ALIGN, mask])
+
+
+def store_kept(builder, value, base, at, mask, whole):
+    """``masked_store``, as a plain store where the i1 ``whole`` says ``mask`` keeps every lane.
+    A masked store is microcoded on AMD's cores (Zen 3's AVX2 one costs several plain ones):
+    the tiles store most vectors whole and mask only those at an edge."""
+    with builder.if_else(whole) as (then, otherwise):
+        with then:
+            store(builder, value, base, at)
+        with otherwise:
+            masked_store(builder, value, base, at, mask)
 
 
 def fma(builder, a, b, c):
