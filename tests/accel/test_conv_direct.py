@@ -99,6 +99,23 @@ def test_direct_twins_on_spaced_planes(direct_calls, x_shape):
     assert set(direct_calls) == {"correlate", "correlate_turned", "correlate_weight_grad"}
 
 
+@pytest.mark.parametrize("group", [8, 64], ids=str)
+def test_channels_summed_a_group_at_a_time(direct_calls, monkeypatch, group):
+    """More input channels than a group (``CHANNEL_GROUP``; 8 here makes groups of 8, 8 and 4,
+    and the input gradient's 19 channels 8, 8 and 3): forward, input and weight gradients equal
+    the im2col reference; with groups of 64, 70 channels make a group of 64 and one of 6."""
+    from buildingai.accel.kernels.compiled import conv as tiles
+
+    monkeypatch.setattr(tiles, "CHANNEL_GROUP", group)
+    channels, filters = (20, 19) if group == 8 else (70, 67)
+    x, w, b = _inputs((2, channels, 9, 7), (filters, channels, 3, 3), seed=7)
+    got = _forward_backward(x, w, b, {"padding": 1}, twins=True)
+    expected = _forward_backward(x, w, b, {"padding": 1}, twins=False)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(e).max()))
+    assert set(direct_calls) == {"correlate", "correlate_turned", "correlate_weight_grad"}
+
+
 @pytest.mark.parametrize("padding", [0, 2, (1, 2), (2, 1)], ids=str)
 def test_padding_beyond_the_same_size_runs_on_a_padded_copy(direct_calls, padding):
     """More padding than the same size needs (the input gradient of an unpadded convolution:

@@ -33,7 +33,9 @@ def _mask(builder, table, at):
     return t.lane_mask(builder, t.scalar(builder, table, at))
 
 
-def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None):
+def flat_tile(
+    rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None, grouped=None
+):
     """``flat_tile(x, masks, shifts, geometry, first_vector, weights, weight_start, bias, out,
     out_channel, out_rows)``.
 
@@ -51,9 +53,11 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, u
     Tap by tap, each over every channel (``block`` channels at a time, ``tile_ir.blocked_sum``),
     where the tile's input of every channel stays in the L1 cache; else, ``channel_major``,
     channel by channel, each with its taps (``block`` channels of taps at a time): a channel's
-    input stays in cache for its taps. With ``unrolled`` (C itself), each tap's channels are
-    unrolled instead of looped: with few channels (an image's 3) the loop's own steps
-    outweighed its multiply-adds (unrolling the taps as well measured slower).
+    input stays in cache for its taps. With ``grouped``, tap by tap over ``grouped`` channels,
+    then over the next ``grouped`` (each tap's sum over a group from zero): one group's input
+    stays in L1 where every channel's would not. With ``unrolled`` (C itself), each tap's
+    channels are unrolled instead of looped: with few channels (an image's 3) the loop's own
+    steps outweighed its multiply-adds (unrolling the taps as well measured slower).
     """
 
     @intrinsic
@@ -114,27 +118,41 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, u
                     ]
                 return updated
 
-            def tap_major(k, accumulators):
-                """Tap k over every channel: the masks and shifts loaded once per tap."""
-                shift = t.scalar(builder, shift_data, k)
-                lane_masks = [
-                    _mask(builder, mask_data, builder.add(mask_rows[v], k)) for v in range(vectors)
-                ]
-                weight_tap = builder.add(weight_start, builder.mul(k, index(rows)))
+            def taps_over(low, high):
+                """Tap k over the channels [low, high): the masks and shifts loaded once per
+                tap."""
 
-                def channel(c, sums):
-                    at = builder.add(shift, builder.mul(c, x_plane))
-                    reads = [builder.add(x_bases[v], at) for v in range(vectors)]
-                    weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
-                    return step(reads, weight_row, lane_masks, sums)
+                def tap_major(k, accumulators):
+                    shift = t.scalar(builder, shift_data, k)
+                    lane_masks = [
+                        _mask(builder, mask_data, builder.add(mask_rows[v], k))
+                        for v in range(vectors)
+                    ]
+                    weight_tap = builder.add(weight_start, builder.mul(k, index(rows)))
 
-                if unrolled is not None:
-                    for c in range(unrolled):
-                        accumulators = channel(index(c), accumulators)
-                    return accumulators
-                if block is None:
-                    return t.loop(builder, index(0), channels, accumulators, channel)
-                return t.blocked_sum(builder, index(0), channels, block, accumulators, channel)
+                    def channel(c, sums):
+                        at = builder.add(shift, builder.mul(c, x_plane))
+                        reads = [builder.add(x_bases[v], at) for v in range(vectors)]
+                        weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
+                        return step(reads, weight_row, lane_masks, sums)
+
+                    if unrolled is not None:
+                        for c in range(unrolled):
+                            accumulators = channel(index(c), accumulators)
+                        return accumulators
+                    if grouped is not None:  # the group's channels summed from zero
+                        return t.blocked_sum(builder, low, high, grouped, accumulators, channel)
+                    if block is None:
+                        return t.loop(builder, low, high, accumulators, channel)
+                    return t.blocked_sum(builder, low, high, block, accumulators, channel)
+
+                return tap_major
+
+            def group(g, totals):
+                low = builder.mul(g, index(grouped))
+                high = builder.add(low, index(grouped))
+                high = builder.select(builder.icmp_signed("<", high, channels), high, channels)
+                return t.loop(builder, index(0), taps, totals, taps_over(low, high))
 
             def channel(c, accumulators):
                 reads = [builder.add(x_bases[v], builder.mul(c, x_plane)) for v in range(vectors)]
@@ -152,8 +170,11 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, u
 
                 return t.loop(builder, index(0), taps, accumulators, tap)
 
-            if not channel_major:
-                final = t.loop(builder, index(0), taps, start, tap_major)
+            if grouped is not None:
+                groups = builder.sdiv(builder.add(channels, index(grouped - 1)), index(grouped))
+                final = t.loop(builder, index(0), groups, start, group)
+            elif not channel_major:
+                final = t.loop(builder, index(0), taps, start, taps_over(index(0), channels))
             elif block is None:
                 final = t.loop(builder, index(0), channels, start, channel)
             else:
@@ -171,7 +192,7 @@ def flat_tile(rows: int, vectors: int, block: int | None, channel_major: bool, u
 
         return signature, codegen
 
-    return keyed(tile, "flat_tile", rows, vectors, block, channel_major, unrolled)
+    return keyed(tile, "flat_tile", rows, vectors, block, channel_major, unrolled, grouped)
 
 
 def flat_dot_tile(rows: int, taps: int):
