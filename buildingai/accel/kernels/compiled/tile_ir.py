@@ -157,8 +157,8 @@ def masked_store(builder, value, base, at, mask):
 
 def store_kept(builder, value, base, at, mask, whole):
     """``masked_store``, as a plain store where the i1 ``whole`` says ``mask`` keeps every lane.
-    A masked store is microcoded on AMD's cores (Zen 3's AVX2 one costs several plain ones):
-    the tiles store most vectors whole and mask only those at an edge."""
+    AVX2's masked store is microcoded on AMD's cores (Agner Fog's instruction tables); the
+    tiles store most vectors whole and mask only those at an edge."""
     with builder.if_else(whole) as (then, otherwise):
         with then:
             store(builder, value, base, at)
