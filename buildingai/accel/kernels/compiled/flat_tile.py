@@ -118,16 +118,20 @@ def flat_tile(
                     ]
                 return updated
 
+            def tap_reads(k):
+                """(shift, lane masks) of tap k: how far from each position it reads, and which
+                lanes of each vector it may read."""
+                lane_masks = [
+                    _mask(builder, mask_data, builder.add(mask_rows[v], k)) for v in range(vectors)
+                ]
+                return t.scalar(builder, shift_data, k), lane_masks
+
             def taps_over(low, high):
                 """Tap k over the channels [low, high): the masks and shifts loaded once per
                 tap."""
 
                 def tap_major(k, accumulators):
-                    shift = t.scalar(builder, shift_data, k)
-                    lane_masks = [
-                        _mask(builder, mask_data, builder.add(mask_rows[v], k))
-                        for v in range(vectors)
-                    ]
+                    shift, lane_masks = tap_reads(k)
                     weight_tap = builder.add(weight_start, builder.mul(k, index(rows)))
 
                     def channel(c, sums):
@@ -159,11 +163,7 @@ def flat_tile(
                 weight_channel = builder.add(weight_start, builder.mul(c, channel_stride))
 
                 def tap(k, sums):
-                    shift = t.scalar(builder, shift_data, k)
-                    lane_masks = [
-                        _mask(builder, mask_data, builder.add(mask_rows[v], k))
-                        for v in range(vectors)
-                    ]
+                    shift, lane_masks = tap_reads(k)
                     weight_row = builder.add(weight_channel, builder.mul(k, index(rows)))
                     return step([builder.add(r, shift) for r in reads], weight_row, lane_masks,
                                 sums)  # fmt: skip
