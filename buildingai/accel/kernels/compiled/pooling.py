@@ -19,10 +19,11 @@ kernel = njit(parallel=True, nogil=True, cache=True)
 
 
 @njit(inline="always")
-def _beats(value, best):
-    """Whether ``value`` replaces ``best`` as a window's first maximum: larger, or the first
-    NaN."""
-    return value > best or (value != value and best == best)
+def _larger(best, value):
+    """``best`` or ``value``, whichever is a window's first maximum so far: ``value`` where it
+    is larger, or the first NaN. A select, not a branch (``|`` evaluates both sides): the loop
+    then runs on vectors, where a branch on random data is mispredicted half the time."""
+    return best if (best != best) | (value <= best) else value
 
 
 @kernel
@@ -35,11 +36,9 @@ def window_max(x, out, size, stride, dilation):
         for h in range(ho):
             top, bottom, row = images[plane, 2 * h], images[plane, 2 * h + 1], pooled[plane, h]
             for w in range(wo):
-                best = top[2 * w]
-                for value in (top[2 * w + 1], bottom[2 * w], bottom[2 * w + 1]):
-                    if _beats(value, best):
-                        best = value
-                row[w] = best
+                best = _larger(top[2 * w], top[2 * w + 1])
+                best = _larger(best, bottom[2 * w])
+                row[w] = _larger(best, bottom[2 * w + 1])
 
 
 @kernel
