@@ -63,6 +63,9 @@ DIRECT_MIN_THREADS = 2
 DIRECT_WEIGHT_GRAD_MIN_POSITIONS = 64
 
 
+_FLOAT32 = np.dtype(np.float32)  # (``is`` against it: ``== np.float32`` converts each time)
+
+
 # ----- direct convolution (numba) -----------------------------------------------------------------
 
 
@@ -98,7 +101,8 @@ def _direct_fits(
     tiles beat the product's GEMM)."""
     if not (
         xp is np
-        and first.dtype == second.dtype == np.float32
+        and first.dtype is _FLOAT32
+        and second.dtype is _FLOAT32
         and tuple(stride) == (step, step)
         and tuple(dilation) == (1, 1)
         and groups == 1

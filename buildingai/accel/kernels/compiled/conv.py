@@ -70,6 +70,9 @@ def _weight_matrix(taps, bias, rows: int):
     (zero filters past O): row (c*kh + i)*kw + j holds tap (c, i, j) of every filter."""
     o = taps.shape[0]
     padded = -(-o // rows) * rows
+    if padded == o:  # no filters to add: the transposed copy alone, and the bias as it is
+        weights = np.ascontiguousarray(taps.reshape(o, -1).T)
+        return weights, bias if bias.size else np.zeros(o, np.float32)
     weights = np.zeros((taps[0].size, padded), np.float32)
     weights[:, :o] = taps.reshape(o, -1).T
     shifts = np.zeros(padded, np.float32)
@@ -93,17 +96,17 @@ def _tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: i
 
 
 def _same_size(kernel, padding) -> bool:
-    """Whether a stride-1 correlation with this kernel and padding keeps the image's size (odd
-    kernel, half its size padded): then every tap is one shift of the flat image."""
-    return all(2 * p == k - 1 for k, p in zip(kernel, padding))
+    """Whether a stride-1 correlation with this (kh, kw) kernel and padding keeps the image's
+    size (odd kernel, half its size padded): then every tap is one shift of the flat image."""
+    return 2 * padding[0] == kernel[0] - 1 and 2 * padding[1] == kernel[1] - 1
 
 
 def _beyond_same_size(kernel, padding) -> bool:
-    """Whether the padding is at least the same-size padding of an odd kernel, more along one
-    axis (the input gradient of a convolution without padding: kernel - 1)."""
-    return all(k % 2 == 1 and 2 * p >= k - 1 for k, p in zip(kernel, padding)) and not _same_size(
-        kernel, padding
-    )
+    """Whether the padding is at least the same-size padding of an odd (kh, kw) kernel, more
+    along one axis (the input gradient of a convolution without padding: kernel - 1)."""
+    (kh, kw), (ph, pw) = kernel, padding
+    odd = kh % 2 == 1 and kw % 2 == 1
+    return odd and 2 * ph >= kh - 1 and 2 * pw >= kw - 1 and not _same_size(kernel, padding)
 
 
 def _padded_to_same_size(x, kernel, padding):
