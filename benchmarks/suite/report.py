@@ -16,6 +16,10 @@ TARGETS = {
     "transformer-gelu": (1.1, None), "dispatch": (0.8, None),
     "dispatch forward+backward": (1.0, None),
 }  # fmt: skip
+# Inference at batch 1 (eval mode, no gradient recording): (eager at most x PyTorch, the frozen
+# graph in the default arrangement at most x PyTorch).
+INFERENCE_TARGETS = {"batch 1": (1.0, 0.8)}
+FROZEN = "buildingai frozen"
 # The compiled step (buildingai.compile), at most x PyTorch eager.
 COMPILED_TARGETS = {"mlp": 0.7, "cnn": 1.0, "transformer": 1.0, "transformer-gelu": 1.0}
 COMPILED = "buildingai compiled"
@@ -97,7 +101,23 @@ def _target_key(case: str, workload: str) -> str:
     return "dispatch forward+backward" if case.endswith("forward+backward") else "dispatch"
 
 
+def _inference_target(record: dict) -> str:
+    """Batch-1 inference: eager at most 1.0x PyTorch, the frozen graph at most 0.8x."""
+    batch = record["case"].rsplit(", ", 1)[-1]
+    if batch not in INFERENCE_TARGETS or record["threads"] != 2:
+        return ""
+    eager_limit, frozen_limit = INFERENCE_TARGETS[batch]
+    parts = []
+    for label, name, limit in (("", "buildingai", eager_limit), ("frozen ", FROZEN, frozen_limit)):
+        ratio = _ratio(record, name, "pytorch")
+        if ratio is not None:
+            parts.append(f"{label}≤{limit}× PT: {'met' if ratio <= limit else 'missed'}")
+    return "; ".join(parts)
+
+
 def _target(record: dict) -> str:
+    if record["workload"] == "inference":
+        return _inference_target(record)
     key = _target_key(record["case"], record["workload"])
     if key not in TARGETS or record["threads"] != 2:
         return ""
@@ -127,6 +147,8 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
               if any(name in record["times"] for record in records)]  # fmt: skip
     headers += [f"{name.replace('buildingai', 'BuildingAI')}" for name in pooled]
     headers += ["BuildingAI / PyTorch", "BuildingAI / NumPy"]
+    if frozen:
+        headers.append("frozen / PyTorch")
     if compiled:
         headers.append("compiled / PyTorch")
     headers += [f"{name.replace('buildingai ', '')} / PyTorch" for name in pooled]
@@ -144,7 +166,7 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
             _cell(record, "numpy"),
         ]
         if frozen:
-            row.append(_cell(record, "buildingai frozen"))
+            row.append(_cell(record, FROZEN))
         if compiled:
             row.append(_cell(record, COMPILED))
         row += [_cell(record, name) for name in pooled]
@@ -152,6 +174,8 @@ def table(records: list[dict], frozen: bool = False, memory: bool = True,
             _ratio_cell(_ratio(record, "buildingai", "pytorch")),
             _ratio_cell(_ratio(record, "buildingai", "numpy")),
         ]
+        if frozen:
+            row.append(_ratio_cell(_ratio(record, FROZEN, "pytorch")))
         if compiled:
             row.append(_ratio_cell(_ratio(record, COMPILED, "pytorch")))
         row += [_ratio_cell(_ratio(record, name, "pytorch")) for name in pooled]
@@ -258,7 +282,7 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
     for title, chosen, frozen_column, memory in sections:
         if not chosen:
             continue
-        frozen_column = frozen_column and any("buildingai frozen" in r["times"] for r in chosen)
+        frozen_column = frozen_column and any(FROZEN in r["times"] for r in chosen)
         compiled_column = any(COMPILED in r["times"] for r in chosen)
         lines += [f"## {title}", "", table(chosen, frozen_column, memory, compiled_column), ""]
         notes = sorted({note for r in chosen for note in r.get("notes", [])})
