@@ -35,10 +35,11 @@ from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
 
 # Where this path pays (docs/design_notes/performance.md has the measurements): at least
-# LEAST_CHANNELS channels and filters, at any image size (fewer: the direct twin is as fast or
-# faster), and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the
-# product saves).
+# LEAST_CHANNELS channels and filters with AVX-512's 16-lane tiles, LEAST_CHANNELS_AVX2 with
+# AVX2's 8 lanes, at any image size (fewer: the direct twin, or im2col, is as fast or faster),
+# and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the product saves).
 LEAST_CHANNELS = 64
+LEAST_CHANNELS_AVX2 = 16
 LEAST_TILES = 64
 # Samples are taken in passes whose transformed planes (16 per input channel and per filter,
 # each one value per tile) take at most PASS_BYTES, so that they stay in cache for the product,
@@ -147,7 +148,7 @@ def weight_grad(x, grad, padding):
 
 def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool:
     """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output,
-    channels and tiles where the path pays (``LEAST_CHANNELS``, ``LEAST_TILES``), and the
+    channels and tiles where the path pays (``least_channels()``, ``LEAST_TILES``), and the
     compiled transforms running (in NumPy they cost more than the product saves)."""
     ho, wo = grad.shape[2:]
     narrowest = min(x.shape[1], grad.shape[1])
@@ -160,12 +161,18 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
         and groups == 1
         and ho % 2 == 0
         and wo % 2 == 0
-        and narrowest >= LEAST_CHANNELS
         and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
         and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and min(padding) >= 0
         and compiled.available()
+        and narrowest >= least_channels()
     )
+
+
+def least_channels() -> int:
+    """The fewest channels and filters this path takes on this CPU's vector width (asked once
+    the compiled tier runs)."""
+    return LEAST_CHANNELS_AVX2 if compiled.vector_lanes() == 8 else LEAST_CHANNELS
 
 
 def registered_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):

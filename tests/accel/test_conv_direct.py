@@ -27,6 +27,7 @@ def direct_calls(monkeypatch, accel_on):
     monkeypatch.setattr(convolution, "DIRECT_MIN_THREADS", 1)
     monkeypatch.setattr(compiled, "MIN_WORK", 0)
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2", 1 << 30)
     ran = []
     run = compiled.run
 
@@ -199,6 +200,18 @@ def test_small_images_keep_the_weight_gradient_on_im2col(direct_calls, monkeypat
     x, w, b = _inputs((2, 4, 9, 8), (4, 4, 3, 3))
     _forward_backward(x, w, b, {"padding": 1}, True)
     assert direct_calls == ["correlate", "correlate_turned", "correlate_weight_grad"]
+
+
+@pytest.mark.parametrize("lanes, channels, taken", [(8, 4, True), (8, 8, False), (16, 8, True)])
+def test_weight_gradient_channels_by_vector_width(direct_calls, monkeypatch, lanes, channels,
+                                                  taken):  # fmt: skip
+    """AVX2's 8-lane tiles: the direct weight gradient for inputs of at most 4 channels, im2col's
+    product beyond; AVX-512's 16-lane tiles: any channel count."""
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2", 4)
+    monkeypatch.setattr(compiled, "vector_lanes", lambda: lanes)
+    x, w, b = _inputs((2, channels, 9, 8), (4, channels, 3, 3))
+    _forward_backward(x, w, b, {"padding": 1}, True)
+    assert ("correlate_weight_grad" in direct_calls) is taken
 
 
 def _direct_ran(threads: int, gemm: bool, monkeypatch, shapes=((8, 16, 20, 20), (16, 16, 3, 3))):

@@ -86,6 +86,7 @@ def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dt
         monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
     # the cases' images are small: let the direct weight gradient take them too
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
+    monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2", 1 << 30)
     rng = np.random.default_rng(0)
     for x_shape, w_shape, kwargs in CONV2D_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))

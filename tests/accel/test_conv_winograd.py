@@ -113,7 +113,11 @@ RESNET_LAYERS = [  # (x shape, filters): ResNet-18's stride-1 3x3 layers of at m
 ]
 
 
-@pytest.mark.parametrize("x_shape, filters", RESNET_LAYERS)
+# layers of fewer channels, which take it where the tiles are AVX2's (``LEAST_CHANNELS_AVX2``)
+NARROW_LAYERS = [((16, 16, 28, 28), 32), ((16, 32, 28, 28), 64)]
+
+
+@pytest.mark.parametrize("x_shape, filters", RESNET_LAYERS + NARROW_LAYERS)
 def test_float32_error_within_pytorchs(accel_on, x_shape, filters):
     rng = np.random.default_rng(4)
     x = rng.standard_normal(x_shape)
@@ -146,7 +150,7 @@ def test_conv2d_backward_takes_it_where_it_fits(kernels_run):
     "x_shape, w_shape, options",
     [
         ((4, 64, 9, 8), (64, 64, 3, 3), {"padding": 1}),  # odd output height
-        ((4, 48, 8, 8), (64, 48, 3, 3), {"padding": 1}),  # too few channels
+        ((4, 12, 8, 8), (64, 12, 3, 3), {"padding": 1}),  # too few channels
         ((1, 64, 8, 8), (64, 64, 3, 3), {"padding": 1}),  # too few tiles
         ((4, 64, 8, 8), (64, 64, 3, 3), {"padding": 1, "stride": 2}),
         ((4, 64, 8, 8), (64, 64, 3, 3), {"padding": 2, "dilation": 2}),
@@ -171,6 +175,21 @@ def test_calls_it_does_not_take(kernels_run, x_shape, w_shape, options):
         F.conv2d(bai.tensor(image), bai.tensor(weight, requires_grad=True),
                  padding=1).sum().backward()  # fmt: skip
         assert NAME in kernels_run
+
+
+@pytest.mark.parametrize("lanes, least", [(8, 16), (16, 64)])
+def test_fewest_channels_follow_the_vector_width(kernels_run, monkeypatch, lanes, least):
+    """AVX2's 8-lane tiles leave layers from 16 channels and filters to it, AVX-512's from 64:
+    below, the direct twin's weight gradient is as fast there."""
+    monkeypatch.setattr(compiled, "vector_lanes", lambda: lanes)
+    assert winograd.least_channels() == least
+    rng = np.random.default_rng(9)
+    for channels, taken in ((least, True), (least - 1, False)):
+        kernels_run.clear()
+        x = rng.standard_normal((4, channels, 8, 8)).astype(np.float32)
+        weight = rng.standard_normal((least, channels, 3, 3)).astype(np.float32)
+        _weight_grad_through_conv2d(x, weight, 1)
+        assert (NAME in kernels_run) is taken, (channels, lanes)
 
 
 def test_switched_off_it_leaves_the_call_to_the_others(kernels_run):

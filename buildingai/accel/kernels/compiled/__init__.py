@@ -106,6 +106,16 @@ def available() -> bool:
     return _on() and _numba() is not None
 
 
+def vector_lanes() -> int | None:
+    """float32 lanes of the register tiles' vectors on this CPU (8: AVX2, 16: AVX-512), or None
+    where twins do not run (``tile_ir`` needs numba, imported only then)."""
+    if not available():
+        return None
+    from .tile_ir import LANES
+
+    return LANES
+
+
 def status() -> dict:
     """``{"active", "detail", "switch"}``, as the other accelerations report themselves."""
     switch = f"buildingai.accel.kernels.compiled.set_enabled(bool) or {ENV_VAR}=0/1"
