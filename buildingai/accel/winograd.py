@@ -104,14 +104,14 @@ def _planes(buffer, shape):
     return buffer[:, : int(np.prod(shape))].reshape((16,) + tuple(shape))
 
 
-def _buffer(size: int):
+def planes_buffer(size: int):
     """A (16, stride) float32 buffer for 16 planes of ``size`` values: the stride is ``size``
     rounded up to 16 values (64 bytes), plus 16 more, so the planes do not start a power of two
     apart, where the transforms' sixteen write streams would share cache sets."""
     return np.empty((16, -(-size // 16) * 16 + 16), np.float32)
 
 
-def _transform(kernel, arrays, keywords=None) -> None:
+def run_transform(kernel, arrays, keywords=None) -> None:
     """``kernel`` on ``arrays``: by its compiled twin where it takes them, else in NumPy."""
     keywords = keywords or {}
     if not compiled.run(kernel, arrays, keywords):
@@ -126,14 +126,14 @@ def weight_grad(x, grad, padding):
     per_sample = (ho // 2) * (wo // 2)  # tiles
     most = max(PASS_BYTES // (64 * (channels + filters) * per_sample), -(-PASS_TILES // per_sample))
     samples = -(-n // -(-n // most))  # passes of equal size, as near as can be
-    inputs = _buffer(channels * samples * per_sample)
-    grads = _buffer(filters * samples * per_sample)
+    inputs = planes_buffer(channels * samples * per_sample)
+    grads = planes_buffer(filters * samples * per_sample)
     sums = None
     for first in range(0, n, samples):
         part = slice(first, min(n, first + samples))
         tiles = (part.stop - part.start) * per_sample
-        _transform(input_tiles, (x[part], inputs), {"ph": padding[0], "pw": padding[1]})
-        _transform(grad_tiles, (grad[part], grads))
+        run_transform(input_tiles, (x[part], inputs), {"ph": padding[0], "pw": padding[1]})
+        run_transform(grad_tiles, (grad[part], grads))
         # (16, K, P) @ (16, P, C): each plane's sum over the pass's tiles
         left = grads[:, : filters * tiles].reshape(16, filters, tiles)
         right = inputs[:, : channels * tiles].reshape(16, channels, tiles).swapaxes(1, 2)
@@ -142,7 +142,7 @@ def weight_grad(x, grad, padding):
         else:
             sums += product(np, left, right)
     out = np.empty((filters, channels, 3, 3), np.float32)
-    _transform(filter_grad, (np.ascontiguousarray(sums), out))
+    run_transform(filter_grad, (np.ascontiguousarray(sums), out))
     return out
 
 

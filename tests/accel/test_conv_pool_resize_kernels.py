@@ -9,7 +9,7 @@ import pytest
 
 import buildingai as bai
 import buildingai.nn.functional as F
-from buildingai.accel import convolution, registry
+from buildingai.accel import convolution, registry, winograd_forward
 from buildingai.accel.kernels import compiled, conv_grid
 from tests.ops.test_conv import CONV2D_CASES, TRANSPOSE_CASES
 
@@ -84,9 +84,12 @@ TOLERANCE = {np.float32: 2e-5, np.float64: 1e-11}
 def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dtype):
     if dtype is np.float64:  # the grid takes every stride 1
         monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
-    # the cases' images are small: let the direct weight gradient take them too
+    # the cases' images are small: let the direct weight gradient take them too, and the
+    # Winograd forward (AVX2's routing, on any CPU) the 64-channel layer below
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2", 1 << 30)
+    monkeypatch.setattr(compiled, "vector_lanes", lambda: 8)
+    monkeypatch.setattr(winograd_forward, "LEAST_TILES", 0)
     rng = np.random.default_rng(0)
     for x_shape, w_shape, kwargs in CONV2D_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
@@ -95,7 +98,7 @@ def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dt
     for x_shape, w_shape, kwargs in TRANSPOSE_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
         _agree(lambda x, w, kw=kwargs: F.conv_transpose2d(x, w, **kw), (x, w), TOLERANCE[dtype])
-    # a layer wide enough for the Winograd weight gradient
+    # a layer wide enough for the Winograd weight gradient, forward and input gradient
     x, w = (rng.standard_normal(s).astype(dtype) for s in ((4, 64, 8, 8), (64, 64, 3, 3)))
     _agree(lambda x, w: F.conv2d(x, w / 24, padding=1), (x, w), TOLERANCE[dtype])
     # the direct, strided and Winograd kernels are float32 only

@@ -66,7 +66,7 @@ def test_compiled_transforms_equal_their_references(twins, x_shape, filters, pad
         (winograd.input_tiles, x, keywords, x.shape[1]),
         (winograd.grad_tiles, grad, {}, grad.shape[1]),
     ):
-        reference, twin = winograd._buffer(rows * tiles), winograd._buffer(rows * tiles)
+        reference, twin = winograd.planes_buffer(rows * tiles), winograd.planes_buffer(rows * tiles)
         kernel(np, source, reference, **keys)
         assert compiled.run(kernel, (source, twin), keys)
         size = rows * tiles

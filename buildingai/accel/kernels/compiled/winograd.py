@@ -1,6 +1,7 @@
-"""Compiled twins of the Winograd weight gradient's transforms (``accel/winograd.py``, whose
-NumPy functions of the same names are the references): each reads its input once and writes
-the sixteen transformed planes on numba's threads, one channel per task.
+"""Compiled twins of the Winograd transforms (``accel/winograd.py`` and ``accel/winograd_forward.py``,
+whose NumPy functions of the same names are the references): each reads its input once and
+writes the sixteen transformed planes (or, for the forward's output, the tiles they sum to) on
+numba's threads, one channel per task.
 
 Arrays are float32 and C-contiguous. A tile (n, t, s) covers output rows 2t, 2t + 1 and
 columns 2s, 2s + 1, and reads input rows 2t - ph .. 2t + 3 - ph (columns likewise). The
@@ -128,3 +129,45 @@ def filter_grad(sums, out):
                     target[at + uint64(3 * a)] = l0 + half * (l1 + l2)
                     target[at + uint64(3 * a + 1)] = half * (l1 - l2)
                     target[at + uint64(3 * a + 2)] = half * (l1 + l2) + l3
+
+
+@njit(parallel=True, nogil=True, boundscheck=False, cache=True)
+def output_tiles(sums, bias, out):
+    """out (N, K, 2T, 2S) = A^T m A of each tile's 4x4 sums m, plus bias (K,) unless it is
+    empty; sums (16, K, N*T*S), the tiles in (n, t, s) order. A^T's rows: (1, 1, 1, 0),
+    (0, 1, -1, -1)."""
+    n, k, ho, wo = out.shape
+    tiles_down, tiles_across = ho // 2, wo // 2
+    tiles = sums.shape[2]
+    plane = k * tiles  # between the 16 planes
+    source, target = sums.reshape(-1), out.reshape(-1)
+    biased = bias.size > 0
+    for task in prange(k * n):
+        channel, sample = task // n, task % n
+        shift = bias[channel] if biased else np.float32(0.0)
+        for t in range(tiles_down):
+            top = uint64(((sample * k + channel) * ho + 2 * t) * wo)
+            bottom = top + uint64(wo)
+            line = uint64(channel * tiles + (sample * tiles_down + t) * tiles_across)
+            for s in range(tiles_across):
+                at = line + uint64(s)
+                # A^T down each column j: (m0 + m1 + m2, m1 - m2 - m3), then along the rows
+                a0, b0 = _down(source, at, plane, 0)
+                a1, b1 = _down(source, at, plane, 1)
+                a2, b2 = _down(source, at, plane, 2)
+                a3, b3 = _down(source, at, plane, 3)
+                target[top + uint64(2 * s)] = a0 + a1 + a2 + shift
+                target[top + uint64(2 * s + 1)] = a1 - a2 - a3 + shift
+                target[bottom + uint64(2 * s)] = b0 + b1 + b2 + shift
+                target[bottom + uint64(2 * s + 1)] = b1 - b2 - b3 + shift
+
+
+@njit(inline="always", boundscheck=False)
+def _down(source, at, plane, j):
+    """Column j of A^T m, (m0 + m1 + m2, m1 - m2 - m3), for the 4x4 sums m at ``at``, m[i, j]
+    being ``(4i + j) * plane`` further."""
+    m0 = source[at + uint64(j * plane)]
+    m1 = source[at + uint64((4 + j) * plane)]
+    m2 = source[at + uint64((8 + j) * plane)]
+    m3 = source[at + uint64((12 + j) * plane)]
+    return m0 + m1 + m2, m1 - m2 - m3
