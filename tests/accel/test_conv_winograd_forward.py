@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("numba")
 
 FORWARD, INPUT_GRAD = "conv2d.winograd", "conv2d_input_grad.winograd"
+TWINS = {"output_tiles"}  # compared with their NumPy references here
 
 
 @pytest.fixture

@@ -101,7 +101,7 @@ def _run_both(name, seed=0):
 
 
 def test_every_twin_has_a_case_here_or_with_the_row_kernels():
-    from tests.accel import test_conv_direct, test_conv_winograd
+    from tests.accel import test_conv_direct, test_conv_winograd, test_conv_winograd_forward
     from tests.accel.kernels import (
         test_compiled_channel_norm,
         test_compiled_conv,
@@ -125,6 +125,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     # the Winograd transforms: compared with their NumPy references in test_conv_winograd.py
     winograd = {"input_tiles", "grad_tiles", "filter_grad"}
     covered |= winograd if test_conv_winograd.TRANSFORM_CASES else set()
+    covered |= test_conv_winograd_forward.TWINS  # the forward's output transform
     named = {twin.split(".", 1)[1] for twin, _ in compiled.REGISTRY.values()}
     assert named <= covered, f"twins without a reference comparison: {sorted(named - covered)}"
 
