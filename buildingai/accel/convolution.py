@@ -63,8 +63,8 @@ DIRECT_MIN_THREADS = 2
 # one long product is faster (ResNet-18's 8x8 and 4x4 stages).
 DIRECT_WEIGHT_GRAD_MIN_POSITIONS = 64
 # With AVX2's 8-lane tiles the direct weight gradient runs for inputs of at most this many
-# channels (an image's 1 to 4): from 8 channels on, im2col's product or Winograd's is 1.3 to 4
-# times faster there. AVX-512's 16-lane tiles take any channel count.
+# channels (an image's 1 to 4): from 8 channels on, im2col's product or Winograd's is faster
+# there (performance.md). AVX-512's 16-lane tiles take any channel count.
 DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2 = 4
 
 

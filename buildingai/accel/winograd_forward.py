@@ -18,7 +18,8 @@ Where it runs, and why there only (docs/design_notes/performance.md has the meas
 - Each product sums ``C`` transformed terms, larger than the result they make: the float32 error
   grows with the channels summed, 1.2 times PyTorch's at 64, 1.6 at 128, 2.3 at 256. So the
   summed channels (the input's for the forward, the filters' for the input gradient) are at
-  most ``MOST_SUMMED`` (64), inside the 1.5 times allowed (``tests/accel/test_conv_winograd.py``).
+  most ``MOST_SUMMED`` (64), inside the 1.5 times allowed
+  (``tests/accel/test_conv_winograd_forward.py``).
 
 ``filter_tiles`` and ``output_tiles`` are the NumPy references (the latter of the compiled twin
 in ``kernels/compiled/winograd.py``); the input transform is the weight gradient's.
@@ -34,18 +35,16 @@ from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
 from .winograd import G, input_tiles, planes_buffer, run_transform
 
-# Where the path pays over the direct twin (one thread, ms, Winograd / direct): channels and
-# filters at least LEAST_CHANNELS (32->32 at 28x28, batch 64: 14.5 / 12.2; 64->64: 27 / 40 at
-# 32x32, batch 32) and at least LEAST_TILES tiles (64->64 at 32x32: 1.10 / 1.01 for one sample's
-# 256 tiles, 3.97 / 4.86 for four samples' 1024). At most MOST_SUMMED channels summed by a
-# product: its float32 error grows with them.
+# Where the path pays over the direct twin (docs/design_notes/performance.md has the
+# measurements): at least LEAST_CHANNELS channels and filters (32 took longer than the direct
+# twin) and LEAST_TILES tiles (one 32x32 sample's 256 did too). At most MOST_SUMMED channels
+# summed by a product: its float32 error grows with them.
 LEAST_CHANNELS = 64
 LEAST_TILES = 1024
 MOST_SUMMED = 64
 # Samples go in passes of about this many tiles: the transformed planes of a pass (16 per
 # channel and per filter, one value per tile) then stay in cache between the transforms and the
-# products (a 64-channel layer at 32x32 took 28.7-29.5 ms in passes of 1 to 4 samples, 30.5 in
-# one pass of 32).
+# products, where one pass of a whole batch would not.
 PASS_TILES = 512
 
 

@@ -1,7 +1,7 @@
-"""Compiled twins of the Winograd transforms (``accel/winograd.py`` and ``accel/winograd_forward.py``,
-whose NumPy functions of the same names are the references): each reads its input once and
+"""Compiled twins of the Winograd transforms (``accel/winograd.py``, ``accel/winograd_forward.py``;
+their NumPy functions of the same names are the references): each reads its input once and
 writes the sixteen transformed planes (or, for the forward's output, the tiles they sum to) on
-numba's threads, one channel per task.
+numba's threads, one channel (or one channel of one sample) per task.
 
 Arrays are float32 and C-contiguous. A tile (n, t, s) covers output rows 2t, 2t + 1 and
 columns 2s, 2s + 1, and reads input rows 2t - ph .. 2t + 3 - ph (columns likewise). The
