@@ -31,8 +31,8 @@ def direct_calls(monkeypatch, accel_on):
     ran = []
     run = compiled.run
 
-    def spy(kernel, arrays, keywords=None):
-        done = run(kernel, arrays, keywords)
+    def spy(kernel, arrays, keywords=None, work=None):
+        done = run(kernel, arrays, keywords, work)
         twins = (convolution.correlate, convolution.correlate_turned,
                  convolution.correlate_weight_grad)  # fmt: skip
         if done and kernel in twins:
@@ -214,12 +214,25 @@ def test_weight_gradient_channels_by_vector_width(direct_calls, monkeypatch, lan
     assert ("correlate_weight_grad" in direct_calls) is taken
 
 
+def test_forward_threads_are_chosen_for_its_multiply_adds(direct_calls, monkeypatch):
+    """A batch-1 1->32 layer holds 22,736 elements in its arrays, below what two threads take
+    for element-wise work, but makes 194,688 multiply-adds: those choose its threads."""
+    chosen = []
+    monkeypatch.setattr(compiled, "_use_threads", chosen.append)
+    x, w, b = _inputs((1, 1, 28, 28), (32, 1, 3, 3))
+    F.conv2d(bai.tensor(x), bai.tensor(w), bai.tensor(b))
+    assert direct_calls == ["correlate"]
+    assert chosen == [32 * 26 * 26 * 9]
+
+
 def _direct_ran(threads: int, gemm: bool, monkeypatch, shapes=((8, 16, 20, 20), (16, 16, 3, 3))):
     """Whether the direct forward twin ran for a convolution of (x, w) ``shapes`` and its
     backward on ``threads`` threads, the products on them (``gemm``) or on NumPy's BLAS."""
     ran = []
     run = compiled.run
-    monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
+    monkeypatch.setattr(
+        compiled, "run", lambda k, a, kw=None, work=None: ran.append(k) or run(k, a, kw, work)
+    )
     x, w, b = _inputs(*shapes)
     bai.set_num_threads(threads, gemm=gemm)
     try:
@@ -300,7 +313,9 @@ def test_im2col_twin_copies_the_records_columns(
     monkeypatch.setattr(compiled, "MIN_PARALLEL_WORK", 0)
     ran = []
     run = compiled.run
-    monkeypatch.setattr(compiled, "run", lambda k, a, kw=None: ran.append(k) or run(k, a, kw))
+    monkeypatch.setattr(
+        compiled, "run", lambda k, a, kw=None, work=None: ran.append(k) or run(k, a, kw, work)
+    )
     x = np.random.default_rng(5).standard_normal(x_shape).astype(np.float32)
     out_hw = conv_record.output_hw(x_shape[2:], kernel, stride, padding, dilation)
     bai.set_num_threads(threads)

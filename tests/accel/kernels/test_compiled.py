@@ -333,9 +333,9 @@ def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(monkeypatch):
     calls = []
     run = compiled.run
 
-    def spy(kernel, arrays, keywords=None):
+    def spy(kernel, arrays, keywords=None, work=None):
         calls.append(getattr(kernel, "func", kernel))
-        return run(kernel, arrays, keywords)
+        return run(kernel, arrays, keywords, work)
 
     monkeypatch.setattr(compiled, "run", spy)
     x = bai.tensor(np.ones((2, 3, 8, 8), np.float32))

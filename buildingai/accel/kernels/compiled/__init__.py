@@ -133,18 +133,20 @@ def status() -> dict:
     return {"active": available(), "detail": detail, "switch": switch}
 
 
-def run(kernel, arrays, keywords=None) -> bool:
+def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
     """Run ``kernel``'s compiled twin on ``arrays`` (NumPy arrays, already flat or (rows, n);
     None for an absent optional array) and return True; return False, having done nothing,
     when the twin does not apply. The twin's parameters come from ``keywords``, or from the
-    keywords ``kernel`` binds when it is a ``functools.partial``."""
+    keywords ``kernel`` binds when it is a ``functools.partial``. Its threads are chosen for
+    the elements its arrays hold, or for ``work`` where the caller counts what the twin costs
+    better (a convolution's multiply-adds: many per element)."""
     fit = _fit(kernel, arrays)
     if fit is None:
         return False
-    name, params, twin, arrays, work = fit
+    name, params, twin, arrays, elements = fit
     if params and hasattr(kernel, "func"):  # a functools.partial: its keywords are the params
         keywords = kernel.keywords
-    _use_threads(work)
+    _use_threads(elements if work is None else work)
     try:
         if params:
             twin(*arrays, *[keywords[param] for param in params])
