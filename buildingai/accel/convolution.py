@@ -136,7 +136,7 @@ def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, gr
 def _direct_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
-    # threads for its multiply-adds, not its elements: a batch-1 1->32 layer is worth two
+    # numba's threads for the multiply-adds it makes, many per element of its arrays
     work = out.size * prod(weight.shape[1:])
     if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}, work):
         return out

@@ -153,19 +153,28 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
     ho, wo = grad.shape[2:]
     narrowest = min(x.shape[1], grad.shape[1])
     return (
+        computes(xp, x, weight_size, stride, padding, dilation, groups, (ho, wo))
+        and grad.dtype == np.float32
+        and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
+        and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
+        and compiled.available()
+        and narrowest >= least_channels()
+    )
+
+
+def computes(xp, x, kernel, stride, padding, dilation, groups, out_hw) -> bool:
+    """Whether F(2x2, 3x3) computes this convolution: a float32 NumPy input, a 3x3 kernel at
+    stride 1, undilated, one group, zero padding, an even output (whole 2x2 tiles)."""
+    return (
         xp is np
-        and x.dtype == grad.dtype == np.float32
-        and tuple(weight_size) == (3, 3)
+        and x.dtype == np.float32
+        and tuple(kernel) == (3, 3)
         and tuple(stride) == (1, 1)
         and tuple(dilation) == (1, 1)
         and groups == 1
-        and ho % 2 == 0
-        and wo % 2 == 0
-        and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
-        and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and min(padding) >= 0
-        and compiled.available()
-        and narrowest >= least_channels()
+        and out_hw[0] % 2 == 0
+        and out_hw[1] % 2 == 0
     )
 
 

@@ -33,7 +33,7 @@ from ..ops import conv
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
 from .products import matmul_array as product
-from .winograd import G, input_tiles, planes_buffer, run_transform
+from .winograd import G, computes, input_tiles, planes_buffer, run_transform
 
 # Where the path pays over the direct twin (docs/design_notes/performance.md has the
 # measurements): at least LEAST_CHANNELS channels and filters (32 took longer than the direct
@@ -96,20 +96,12 @@ def forward(x, weight, bias, padding):
 
 
 def _fits(xp, x, weight_shape, summed, stride, padding, dilation, groups, out_hw) -> bool:
-    """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output of
-    enough tiles, channels and filters where the path pays, at most ``MOST_SUMMED`` summed, and
-    the compiled transforms running on 8-lane tiles."""
+    """What F(2x2, 3x3) computes (``winograd.computes``), on enough tiles, channels and filters
+    where the path pays, at most ``MOST_SUMMED`` summed, with the compiled transforms running
+    on 8-lane tiles."""
     ho, wo = out_hw
     return (
-        xp is np
-        and x.dtype == np.float32
-        and tuple(weight_shape[2:]) == (3, 3)
-        and tuple(stride) == (1, 1)
-        and tuple(dilation) == (1, 1)
-        and groups == 1
-        and ho % 2 == 0
-        and wo % 2 == 0
-        and min(padding) >= 0
+        computes(xp, x, weight_shape[2:], stride, padding, dilation, groups, out_hw)
         and min(weight_shape[:2]) >= LEAST_CHANNELS
         and summed <= MOST_SUMMED
         and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
