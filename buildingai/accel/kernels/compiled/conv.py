@@ -32,6 +32,7 @@ import math
 import numpy as np
 from numba import njit, prange, uint64
 
+from . import conv_broadcast
 from .flat_tile import flat_dot_tile, flat_tile
 from .register_tile import dot_tile, grid_tile, sum_tile, window_tile
 from .tile_ir import LANES
@@ -82,7 +83,7 @@ def _weight_matrix(taps, bias, rows: int):
 
 
 @functools.lru_cache(maxsize=256)
-def _tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int):
+def tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int):
     """int64 offsets, ``count`` long, of each tap (c, i, j) in a flat (C, H, W) image, in the
     weight matrix's row order; offset 0 past the C*kh*kw taps (summed and thrown away).
     Read-only, and kept per geometry: building it costs more than a small convolution."""
@@ -117,12 +118,12 @@ def _padded_to_same_size(x, kernel, padding):
     extra = tuple(p - q for p, q in zip(padding, same))
     n, c, h, w = x.shape
     padded = np.empty((n, c, h + 2 * extra[0], w + 2 * extra[1]), np.float32)
-    _pad_planes(x, padded, extra[0], extra[1])
+    pad_planes(x, padded, extra[0], extra[1])
     return padded, same
 
 
 @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
-def _pad_planes(x, out, top, left):
+def pad_planes(x, out, top, left):
     """out[n, c] = x[n, c] with ``top`` zero rows above and below it and ``left`` zero columns
     on either side."""
     n, c, h, w = x.shape
@@ -186,7 +187,9 @@ def correlate_turned(grad, weight, out, padding):
     """out (N, C, H, W) = grad (N, O, Ho, Wo) correlated with the turned filters of weight
     (O, C, kh, kw) at stride 1 with zero padding: the input gradient of a convolution."""
     kernel = weight.shape[2:]
-    if _same_size(kernel, padding):
+    if conv_broadcast.fits(grad.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
+        conv_broadcast.correlate(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
+    elif _same_size(kernel, padding):
         _correlate_flat(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
     elif _beyond_same_size(kernel, padding):
         padded, same = _padded_to_same_size(grad, kernel, padding)
@@ -198,7 +201,9 @@ def correlate_turned(grad, weight, out, padding):
 
 def correlate(x, taps, bias, out, padding):
     """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
-    if _same_size(taps.shape[2:], padding):
+    if conv_broadcast.fits(x.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
+        conv_broadcast.correlate(x, taps, bias, out, padding)
+    elif _same_size(taps.shape[2:], padding):
         _correlate_flat(x, taps, bias, out, padding)
     elif _beyond_same_size(taps.shape[2:], padding):
         padded, same = _padded_to_same_size(x, taps.shape[2:], padding)
@@ -215,7 +220,7 @@ def _correlate_grid(x, taps, bias, out):
     ho, wo = out.shape[2:]
     rows, vectors = GRID_TILE
     weights, shifts = _weight_matrix(taps, bias, rows)
-    offsets = _tap_offsets(c, (kh, kw), h, w, c * kh * kw)
+    offsets = tap_offsets(c, (kh, kw), h, w, c * kh * kw)
     limit = (ho - 1) * w + wo  # one past the last grid position that is an output
     loop = _grid_loop(rows, vectors, SUM_BLOCK)
     loop(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o, ho * wo, wo, c * h * w, w,
@@ -271,7 +276,7 @@ def _correlate_flat(x, taps, bias, out, padding, turned=False):
     rows, vectors = _flat_shape(o)
     # weights (blocks, C, kh, kw, rows): one tile's taps side by side
     weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
-    _pack_weights(taps, weights, turned)
+    pack_weights(taps, weights, turned)
     masks = _lane_masks(h, w, (kh, kw), tuple(padding))
     shifts = _tap_shifts(w, (kh, kw), tuple(padding))
     planes, stride = spaced_planes(x)
@@ -341,7 +346,7 @@ def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vector
          out.reshape(-1))  # fmt: skip
 
 
-def _pack_weights(taps, weights, turned):
+def pack_weights(taps, weights, turned):
     """weights[b, c, i, j, r] = tap (c, i, j) of output channel b*rows + r (zero past the
     last): taps[b*rows + r, c, i, j], or with ``turned`` taps[c, b*rows + r, kh-1-i, kw-1-j]
     (turning a kernel half a circle reverses its flat taps)."""
@@ -351,7 +356,7 @@ def _pack_weights(taps, weights, turned):
 
 @functools.cache
 def _packer(count: int, rows: int, turned: bool):
-    """``_pack_weights`` for kernels of ``count`` taps and tiles of ``rows`` output channels:
+    """``pack_weights`` for kernels of ``count`` taps and tiles of ``rows`` output channels:
     with both constants the (tap, row) loops of a channel unroll into shuffles, and the blocks
     of output channels are shared among threads."""
 
@@ -573,7 +578,7 @@ def _weight_grad_by_channels(x, grad, out):
     taps = c * kh * kw
     tap_rows = -(-taps // rows) * rows
     channels = -(-o // span) * span
-    offsets = _tap_offsets(c, (kh, kw), h, w, tap_rows)
+    offsets = tap_offsets(c, (kh, kw), h, w, tap_rows)
     if channels == o:
         channels_last = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
     else:

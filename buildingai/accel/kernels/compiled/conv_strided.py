@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from . import conv as direct
+from . import conv_broadcast
 from .tile_ir import LANES
 
 
@@ -148,12 +149,15 @@ def correlate(x, taps, bias, out, padding):
     with zero padding, plus bias (O,) or shape (0,)."""
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
+    if conv_broadcast.fits(c, o, out.shape[2] * out.shape[3]):  # no phase images needed
+        conv_broadcast.correlate(x, taps, bias, out, padding, stride=2)
+        return
     images, stride, shifts, masks = _phase_reads(x, (kh, kw), padding)
     half_w = w // 2
     rows, vectors = direct._flat_shape(o)
     # the plan lists every tap in the kernel's own order: the stride-1 tiles' packing fits
     weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
-    direct._pack_weights(taps, weights, False)
+    direct.pack_weights(taps, weights, False)
     shape = (n, c, h // 2, half_w)
     direct.flat_correlation(images.reshape(-1), shape, stride, weights, bias, masks, shifts, out,
                             vectors)  # fmt: skip

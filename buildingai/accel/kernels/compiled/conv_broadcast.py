@@ -1,0 +1,128 @@
+"""The channel-vector correlation: output channels in the lanes, each input value broadcast
+(``broadcast_tile.py``), on a zero-padded copy of the input.
+
+``correlate`` (forward) and ``correlate_turned`` (input gradient) of ``compiled/conv.py`` run
+it on AVX2's 8-lane vectors for inputs of at least ``LEAST_CHANNELS`` channels: there the flat
+tiles' unaligned, masked input vectors kept them near 75% of a core's peak, and these tiles'
+aligned weight vectors and broadcasts reach about 85% (performance.md). AVX-512 keeps the flat
+tiles: their speed there was measured, this tile's was not.
+
+Tasks are (tile of ``positions`` output positions, block of ``vectors * LANES``
+output channels), in groups of tiles whose input stays in the L2 cache, each block over a group
+in turn, its weights nearer still. A tile's positions run on from one sample into the next;
+the batch's last tile starts early enough to end at its end, so it computes a few positions
+twice (the same values) rather than reading past it. Each output is summed by one
+task in a fixed order: results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit, prange
+
+from . import conv as direct
+from .broadcast_tile import broadcast_tile
+from .tile_ir import LANES
+
+# (output positions, vectors of output channels) per tile: 12 accumulators, 2 weight vectors
+# and the broadcast of AVX2's 16 registers (2 vectors: the weights of 16 channels, no waste on
+# 16, 32, 64... filters)
+TILE = (6, 2)
+# Fewer input channels than this stay on the flat tiles, whose unrolled channels suit an
+# image's 1 to 3 (performance.md).
+LEAST_CHANNELS = 8
+
+
+def fits(channels: int, outputs: int, out_plane: int) -> bool:
+    """Whether the channel-vector tiles take a correlation of ``channels`` input channels onto
+    ``outputs`` output planes of ``out_plane`` positions: AVX2's vectors, enough channels,
+    outputs that leave at most an eighth of the tiles' lanes empty (8 of 16 would leave half),
+    and at least one tile's positions per plane (a tile steps into at most one next sample)."""
+    rows = TILE[1] * LANES
+    return (
+        LANES == 8
+        and channels >= LEAST_CHANNELS
+        and (-outputs) % rows * 8 <= outputs
+        and out_plane >= TILE[0]
+    )
+
+
+def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1) -> None:
+    """out (N, O, Ho, Wo) = x (N, C, H, W) correlated at ``stride`` with taps (O, C, kh, kw)
+    (with ``turned``: a forward's filters (C, O, kh, kw) turned, as ``conv.pack_weights``
+    reads them) with zero padding ``padding``, plus bias (O,) or shape (0,)."""
+    n, c, h, w = x.shape
+    o, (out_height, out_width) = out.shape[1], out.shape[2:]
+    kh, kw = taps.shape[2:]
+    positions, vectors = TILE
+    rows = vectors * LANES
+    blocks = -(-o // rows)
+    weights = np.empty((blocks, c, kh, kw, rows), np.float32)
+    direct.pack_weights(taps, weights, turned)
+    shifts = np.zeros(blocks * rows, np.float32)
+    if bias.size:
+        shifts[:o] = bias
+    top, left = padding
+    if top or left:
+        padded = np.empty((n, c, h + 2 * top, w + 2 * left), np.float32)
+        direct.pad_planes(x, padded, top, left)
+    else:
+        padded = x
+    height, width = padded.shape[2:]
+    starts = _output_starts(out_height, out_width, width, stride)
+    offsets = direct.tap_offsets(c, (kh, kw), height, width, c * kh * kw)
+    # tiles whose input (about kh rows of positions + kw - 1 values per channel) fills ~L2/4
+    group = max(1, direct.CACHE_BYTES // (4 * c * kh * (positions + kw - 1)))
+    loop = _loop(positions, vectors, _block(kh * kw, c))
+    loop(padded.reshape(-1), c * height * width, starts, offsets, weights.reshape(-1), shifts,
+         out.reshape(-1), group)  # fmt: skip
+
+
+def _block(kernel_taps: int, channels: int) -> int | None:
+    """How many taps a tile sums from zero before adding them to its totals: whole channels'
+    taps, at least ``conv.SUM_BLOCK`` (72 for a 3x3 kernel, 8 channels); None where the whole
+    sum is no longer."""
+    block = -(-direct.SUM_BLOCK // kernel_taps) * kernel_taps
+    return None if channels * kernel_taps <= block else block
+
+
+@functools.lru_cache(maxsize=256)
+def _output_starts(out_height: int, out_width: int, width: int, stride: int):
+    """int64 (Ho*Wo,): where output position (i, j) starts reading a padded input plane of rows
+    ``width`` long, ``(i*width + j)*stride``. Read-only, kept per geometry."""
+    rows = np.arange(out_height).reshape(-1, 1) * (width * stride)
+    columns = np.arange(out_width) * stride
+    starts = np.ascontiguousarray((rows + columns).reshape(-1), dtype=np.int64)
+    starts.flags.writeable = False
+    return starts
+
+
+@functools.cache
+def _loop(positions: int, vectors: int, block: int | None):
+    tile = broadcast_tile(positions, vectors, block)
+    rows = vectors * LANES
+
+    @njit(parallel=True, nogil=True, cache=True)
+    def loop(x, image, starts, offsets, weights, bias, out, group):
+        plane = starts.shape[0]
+        n = x.shape[0] // image
+        o = out.shape[0] // (n * plane)
+        blocks = bias.shape[0] // rows
+        per_block = offsets.shape[0] * rows
+        total = n * plane
+        tiles = (total + positions - 1) // positions
+        for task in prange(tiles * blocks):
+            # groups of ``group`` tiles, each block of channels over one group in turn: the
+            # group's input stays in the L2 cache, a block's weights nearer still
+            begin = task // (group * blocks) * group
+            size = min(group, tiles - begin)
+            within = task - begin * blocks
+            block_index = within // size
+            first = min((begin + within % size) * positions, total - positions)
+            channel = block_index * rows
+            tile(x, image, starts, first, offsets, weights, block_index * per_block, bias,
+                 channel, out, o, plane, o - channel)  # fmt: skip
+
+    return loop
