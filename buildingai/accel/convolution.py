@@ -3,8 +3,10 @@
 stay the reference; these compute the same values another way, each where it pays:
 
 - ``*.direct`` (numba): float32 stride-1 convolutions with one group, on the register tiles of
-  ``kernels/compiled/conv.py``, which read the input in place (no im2col columns, no padded
-  copy). The input gradient is the correlation of the output gradient with the turned filters.
+  ``kernels/compiled/conv.py``: no im2col columns. With AVX2's 8-lane vectors and at least 8
+  input channels, lanes over output channels and input values broadcast from a zero-padded
+  copy (``conv_broadcast.py``); otherwise lanes over positions, the input read in place. The
+  input gradient is the correlation of the output gradient with the turned filters.
   They run where two of numba's threads are free, or where the im2col product would get no
   more threads than they do (one pool of one thread, or a product too small to cut); where
   they would get one thread and the product more, im2col runs.
@@ -12,7 +14,8 @@ stay the reference; these compute the same values another way, each where it pay
 - ``*.strided`` (numba): the forward and input gradient of float32 stride-2 convolutions that
   halve an even image (``kernels/compiled/conv_strided.py``): the input split into its four
   phase images (rows and columns of each parity), each tap one shift on one of them, summed by
-  the same flat tiles. Their weight gradient keeps im2col, whose one long product is faster.
+  the same flat tiles; a forward the channel-vector tiles take reads the input in strides
+  instead. Their weight gradient keeps im2col, whose one long product is faster.
 - ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of layers
   of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
   multiply-adds.

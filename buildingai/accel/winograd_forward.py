@@ -37,10 +37,11 @@ from .winograd import G, computes, input_tiles, planes_buffer, run_transform
 
 # Where the path pays over the direct twin (docs/design_notes/performance.md has the
 # measurements): at least LEAST_CHANNELS channels and filters (32 took longer than the direct
-# twin) and LEAST_TILES tiles (one 32x32 sample's 256 did too). At most MOST_SUMMED channels
-# summed by a product: its float32 error grows with them.
+# twin) and LEAST_TILES tiles (on fewer, the direct twin's channel-vector tiles are as fast,
+# and faster at two threads). At most MOST_SUMMED channels summed by a product: its float32
+# error grows with them.
 LEAST_CHANNELS = 64
-LEAST_TILES = 1024
+LEAST_TILES = 4096
 MOST_SUMMED = 64
 # Samples go in passes of about this many tiles: the transformed planes of a pass (16 per
 # channel and per filter, one value per tile) then stay in cache between the transforms and the

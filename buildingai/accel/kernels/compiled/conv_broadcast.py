@@ -1,18 +1,18 @@
 """The channel-vector correlation: output channels in the lanes, each input value broadcast
 (``broadcast_tile.py``), on a zero-padded copy of the input.
 
-``correlate`` (forward) and ``correlate_turned`` (input gradient) of ``compiled/conv.py`` run
-it on AVX2's 8-lane vectors for inputs of at least ``LEAST_CHANNELS`` channels: there the flat
-tiles' unaligned, masked input vectors kept them near 75% of a core's peak, and these tiles'
-aligned weight vectors and broadcasts reach about 85% (performance.md). AVX-512 keeps the flat
-tiles: their speed there was measured, this tile's was not.
+``correlate`` and ``correlate_turned`` of ``compiled/conv.py`` (stride 1) and the stride-2
+``correlate`` of ``compiled/conv_strided.py`` run it on AVX2's 8-lane vectors for inputs of at
+least ``LEAST_CHANNELS`` channels, where it measured faster than the flat tiles
+(docs/design_notes/performance.md). AVX-512 keeps the flat tiles:
+their speed there was measured, this tile's was not.
 
-Tasks are (tile of ``positions`` output positions, block of ``vectors * LANES``
-output channels), in groups of tiles whose input stays in the L2 cache, each block over a group
-in turn, its weights nearer still. A tile's positions run on from one sample into the next;
-the batch's last tile starts early enough to end at its end, so it computes a few positions
-twice (the same values) rather than reading past it. Each output is summed by one
-task in a fixed order: results do not depend on the thread count.
+Tasks are (tile of ``positions`` output positions, block of ``vectors * LANES`` output
+channels), in groups of tiles whose input stays in the L2 cache, each block over a group in
+turn. A tile's positions run on from one sample into the next; the batch's last tile starts
+early enough to end at its end, so it computes a few positions twice (the same values) rather
+than reading past it. Each output is summed by one task in a fixed order: results do not
+depend on the thread count.
 """
 
 from __future__ import annotations

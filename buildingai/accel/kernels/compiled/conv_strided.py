@@ -1,5 +1,6 @@
 """Compiled twins of the stride-2 convolution (an even image to half its size): the forward and
-the input gradient, on the flat register tiles of ``flat_tile.py``.
+the input gradient, on the flat register tiles of ``flat_tile.py`` (a forward the
+channel-vector tiles of ``conv_broadcast.py`` take runs on those, reading the input in strides).
 
 A stride-2 convolution reads input row ``2*ho + i - ph`` for output row ``ho`` and kernel row
 ``i``. Write ``i - ph = 2*d + a`` with phase ``a`` in {0, 1}: the row read is row ``ho + d`` of
