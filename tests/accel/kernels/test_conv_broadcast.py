@@ -35,7 +35,9 @@ GEOMETRIES = {
     "outputs-not-whole-blocks": (3, 10, 4, 4, 100, 3, 3, (1, 1), 1, True),  # 100 of 112 lanes
     "six-positions-a-plane": (5, 8, 2, 3, 16, 3, 3, (1, 1), 1, True),  # the fewest it takes
     "stride-2": (2, 8, 8, 10, 32, 3, 3, (1, 1), 2, True),
-    "stride-2-one-by-one": (3, 16, 6, 6, 16, 1, 1, (0, 0), 2, False),
+    "stride-2-wide-kernel": (3, 16, 6, 6, 16, 1, 3, (0, 1), 2, False),
+    # planes 4 KiB apart, read from a spaced copy
+    "aliased-planes": (2, 16, 32, 32, 16, 3, 3, (0, 0), 1, False),
 }
 
 
@@ -109,6 +111,16 @@ def test_input_gradient_matches_im2col(broadcast_calls, name):
     conv.correlate_turned(np, grad, weight, reference, padding=turn)
     _close(twin, reference)
     assert broadcast_calls == [True]
+
+
+@needs_avx2_tiles
+def test_a_one_by_one_stride_2_kernel_keeps_to_the_phase_image(broadcast_calls):
+    """A 1x1 stride-2 kernel reads one phase image, a quarter of the input: the flat tiles."""
+    geometry = (3, 16, 6, 6, 16, 1, 1, (0, 0), 2, False)
+    x, taps, bias, out_hw = _arrays(geometry)
+    _close(_forward(geometry, x, taps, bias, out_hw, True),
+           _forward(geometry, x, taps, bias, out_hw, False))  # fmt: skip
+    assert broadcast_calls == []
 
 
 @needs_avx2_tiles

@@ -21,6 +21,7 @@ import functools
 
 import numpy as np
 from numba import njit, prange
+from numpy.lib.stride_tricks import as_strided
 
 from . import conv as direct
 from .broadcast_tile import broadcast_tile
@@ -64,20 +65,48 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
     shifts = np.zeros(blocks * rows, np.float32)
     if bias.size:
         shifts[:o] = bias
-    top, left = padding
-    if top or left:
-        padded = np.empty((n, c, h + 2 * top, w + 2 * left), np.float32)
-        direct.pad_planes(x, padded, top, left)
-    else:
-        padded = x
-    height, width = padded.shape[2:]
+    flat, height, width, plane = _planes(x, padding)
     starts = _output_starts(out_height, out_width, width, stride)
-    offsets = direct.tap_offsets(c, (kh, kw), height, width, c * kh * kw)
+    offsets = _tap_offsets(c, (kh, kw), width, plane)
     # tiles whose input (about kh rows of positions + kw - 1 values per channel) fills ~L2/4
     group = max(1, direct.CACHE_BYTES // (4 * c * kh * (positions + kw - 1)))
     loop = _loop(positions, vectors, _block(kh * kw, c))
-    loop(padded.reshape(-1), c * height * width, starts, offsets, weights.reshape(-1), shifts,
-         out.reshape(-1), group)  # fmt: skip
+    loop(flat, c * plane, starts, offsets, weights.reshape(-1), shifts, out.reshape(-1),
+         group)  # fmt: skip
+
+
+def _planes(x, padding):
+    """(flat, height, width, plane): x (N, C, H, W) zero-padded, flat, its plane of (n, c)
+    (``height`` rows of ``width``) starting at ``(n*C + c) * plane``. The planes are spaced as
+    ``conv.plane_stride`` spaces them: a tile reads one value of every channel in turn, and
+    planes 4 KiB apart would all fall in one L1 set. x itself where neither is needed."""
+    n, c, h, w = x.shape
+    top, left = padding
+    height, width = h + 2 * top, w + 2 * left
+    plane = direct.plane_stride(height * width, c)
+    if not (top or left):
+        if plane == height * width:
+            return x.reshape(-1), height, width, plane
+        flat, plane = direct.spaced_planes(x)
+        return flat, height, width, plane
+    buffer = np.empty((n * c, plane), np.float32)  # the values between planes are never read
+    item = buffer.itemsize
+    padded = as_strided(buffer, (n, c, height, width), (c * plane * item, plane * item,
+                                                        width * item, item))  # fmt: skip
+    direct.pad_planes(x, padded, top, left)
+    return buffer.reshape(-1), height, width, plane
+
+
+@functools.lru_cache(maxsize=256)
+def _tap_offsets(channels: int, kernel: tuple, width: int, plane: int):
+    """int64 (C*kh*kw,): where tap (c, i, j) reads from a position's start, ``c*plane + i*width
+    + j``, in the packed filters' order. Read-only, kept per geometry."""
+    c = np.arange(channels).reshape(-1, 1, 1) * plane
+    i = np.arange(kernel[0]).reshape(1, -1, 1) * width
+    j = np.arange(kernel[1]).reshape(1, 1, -1)
+    offsets = np.ascontiguousarray((c + i + j).reshape(-1), dtype=np.int64)
+    offsets.flags.writeable = False
+    return offsets
 
 
 def _block(kernel_taps: int, channels: int) -> int | None:

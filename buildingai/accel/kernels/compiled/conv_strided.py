@@ -150,7 +150,9 @@ def correlate(x, taps, bias, out, padding):
     with zero padding, plus bias (O,) or shape (0,)."""
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
-    if conv_broadcast.fits(c, o, out.shape[2] * out.shape[3]):  # no phase images needed
+    # the channel-vector tiles read the input in strides, no phase images; a 1x1 kernel reads
+    # one phase image alone, a quarter of the input, which the flat tiles do faster
+    if kh * kw > 1 and conv_broadcast.fits(c, o, out.shape[2] * out.shape[3]):
         conv_broadcast.correlate(x, taps, bias, out, padding, stride=2)
         return
     images, stride, shifts, masks = _phase_reads(x, (kh, kw), padding)
