@@ -83,11 +83,12 @@ def _weight_matrix(taps, bias, rows: int):
 
 
 @functools.lru_cache(maxsize=256)
-def tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int):
-    """int64 offsets, ``count`` long, of each tap (c, i, j) in a flat (C, H, W) image, in the
-    weight matrix's row order; offset 0 past the C*kh*kw taps (summed and thrown away).
-    Read-only, and kept per geometry: building it costs more than a small convolution."""
-    c = np.arange(channels).reshape(-1, 1, 1) * (height * width)
+def tap_offsets(channels: int, kernel: tuple, height: int, width: int, count: int, plane=None):
+    """int64 offsets, ``count`` long, of each tap (c, i, j) in a flat (C, H, W) image whose
+    planes start ``plane`` apart (H*W unless given), in the weight matrix's row order; offset 0
+    past the C*kh*kw taps (summed and thrown away). Read-only, and kept per geometry: building
+    it costs more than a small convolution."""
+    c = np.arange(channels).reshape(-1, 1, 1) * (height * width if plane is None else plane)
     i = np.arange(kernel[0]).reshape(1, -1, 1) * width
     j = np.arange(kernel[1]).reshape(1, 1, -1)
     offsets = np.zeros(count, np.int64)

@@ -67,7 +67,7 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
         shifts[:o] = bias
     flat, height, width, plane = _planes(x, padding)
     starts = _output_starts(out_height, out_width, width, stride)
-    offsets = _tap_offsets(c, (kh, kw), width, plane)
+    offsets = direct.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)
     # tiles whose input (about kh rows of positions + kw - 1 values per channel) fills ~L2/4
     group = max(1, direct.CACHE_BYTES // (4 * c * kh * (positions + kw - 1)))
     loop = _loop(positions, vectors, _block(kh * kw, c))
@@ -95,18 +95,6 @@ def _planes(x, padding):
                                                         width * item, item))  # fmt: skip
     direct.pad_planes(x, padded, top, left)
     return buffer.reshape(-1), height, width, plane
-
-
-@functools.lru_cache(maxsize=256)
-def _tap_offsets(channels: int, kernel: tuple, width: int, plane: int):
-    """int64 (C*kh*kw,): where tap (c, i, j) reads from a position's start, ``c*plane + i*width
-    + j``, in the packed filters' order. Read-only, kept per geometry."""
-    c = np.arange(channels).reshape(-1, 1, 1) * plane
-    i = np.arange(kernel[0]).reshape(1, -1, 1) * width
-    j = np.arange(kernel[1]).reshape(1, 1, -1)
-    offsets = np.ascontiguousarray((c + i + j).reshape(-1), dtype=np.int64)
-    offsets.flags.writeable = False
-    return offsets
 
 
 def _block(kernel_taps: int, channels: int) -> int | None:
