@@ -152,6 +152,22 @@ def test_one_and_two_threads_give_the_same_bits():
     assert np.array_equal(results[0], results[1])
 
 
+@needs_avx2_tiles
+def test_two_calls_at_once_on_two_threads(broadcast_calls):
+    """Two Python threads correlating at once (the tables are shared, the buffers are not)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    geometry = GEOMETRIES["stride-2"]
+    x, taps, bias, out_hw = _arrays(geometry, seed=5)
+    expected = _forward(geometry, x, taps, bias, out_hw, True)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: _forward(geometry, x, taps, bias, out_hw, True),
+                                range(8)))  # fmt: skip
+    for result in results:
+        assert np.array_equal(result, expected)
+    assert len(broadcast_calls) == 9
+
+
 def test_which_correlations_it_takes(monkeypatch):
     """AVX2's vectors, at least ``LEAST_CHANNELS`` input channels, at most an eighth of the
     lanes empty, and a plane of at least one tile's positions."""
