@@ -14,8 +14,7 @@ stay the reference; these compute the same values another way, each where it pay
 - ``*.strided`` (numba): the forward and input gradient of float32 stride-2 convolutions that
   halve an even image (``kernels/compiled/conv_strided.py``): the input split into its four
   phase images (rows and columns of each parity), each tap one shift on one of them, summed by
-  the same flat tiles; a forward the channel-vector tiles take reads the input in strides
-  instead. Their weight gradient keeps im2col, whose one long product is faster.
+  the same flat tiles, or by the channel-vector tiles where they take the call. Their weight gradient keeps im2col, whose one long product is faster.
 - ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of layers
   of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
   multiply-adds.

@@ -113,14 +113,56 @@ def test_input_gradient_matches_im2col(broadcast_calls, name):
     assert broadcast_calls == [True]
 
 
+# stride-2 input gradients, phase by phase: (N, C, H, W, O, kh, kw, padding)
+TRANSPOSED = {
+    "resnet-downsample": (2, 16, 8, 10, 16, 3, 3, (1, 1)),
+    "stem-seven-by-seven": (2, 16, 12, 8, 32, 7, 7, (3, 3)),
+    "uneven-padding": (3, 16, 4, 6, 8, 3, 2, (1, 0)),
+    "one-by-two": (2, 16, 6, 6, 16, 1, 2, (0, 0)),  # two phases no tap reads: zeros
+}
+
+
 @needs_avx2_tiles
-def test_a_one_by_one_stride_2_kernel_keeps_to_the_phase_image(broadcast_calls):
-    """A 1x1 stride-2 kernel reads one phase image, a quarter of the input: the flat tiles."""
+@pytest.mark.parametrize("name", sorted(TRANSPOSED))
+def test_stride_2_input_gradient_matches_im2col(broadcast_calls, name, monkeypatch):
+    n, c, h, w, o, kh, kw, padding = TRANSPOSED[name]
+    rng = np.random.default_rng(2)
+    weight = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    out_hw = ((h + 2 * padding[0] - kh) // 2 + 1, (w + 2 * padding[1] - kw) // 2 + 1)
+    grad = rng.standard_normal((n, o) + out_hw).astype(np.float32)
+    runs = []
+    monkeypatch.setattr(conv_broadcast, "run", _counted(conv_broadcast.run, runs))
+    twin = np.full((n, c, h, w), np.float32(7.0))  # no stale zeros
+    keywords = {"padding": padding}
+    assert compiled.run(conv.correlate_strided_transposed, (grad, weight, twin), keywords)
+    reference = np.full_like(twin, 7.0)
+    conv.correlate_strided_transposed(np, grad, weight, reference, **keywords)
+    _close(twin, reference)
+    assert runs  # the phases went through the channel-vector tiles
+
+
+def _counted(function, calls):
+    def counted(*arguments, **keywords):
+        calls.append(1)
+        return function(*arguments, **keywords)
+
+    return counted
+
+
+@needs_avx2_tiles
+def test_a_one_by_one_stride_2_kernel_keeps_to_the_phase_image(broadcast_calls, monkeypatch):
+    """A 1x1 stride-2 kernel reads one phase image, a quarter of the input: the flat tiles,
+    forward and input gradient."""
     geometry = (3, 16, 6, 6, 16, 1, 1, (0, 0), 2, False)
     x, taps, bias, out_hw = _arrays(geometry)
     _close(_forward(geometry, x, taps, bias, out_hw, True),
            _forward(geometry, x, taps, bias, out_hw, False))  # fmt: skip
-    assert broadcast_calls == []
+    runs = []
+    monkeypatch.setattr(conv_broadcast, "run", _counted(conv_broadcast.run, runs))
+    grad = np.ones((3, 16) + out_hw, np.float32)
+    dx = np.empty_like(x)
+    assert compiled.run(conv.correlate_strided_transposed, (grad, taps, dx), {"padding": (0, 0)})
+    assert broadcast_calls == [] and runs == []
 
 
 @needs_avx2_tiles

@@ -23,37 +23,38 @@ from .tile_ir import LANES, index
 
 def broadcast_tile(positions: int, vectors: int, block: int | None):
     """``broadcast_tile(x, image, starts, first, offsets, weights, weight_start, bias, channel,
-    out, outputs, plane, out_rows)``.
+    out, outputs, places, out_plane, out_rows)``.
 
     ``positions`` output positions q = first + k (k < positions) of the batch, flat (q =
-    sample * plane + local, ``plane`` positions an image), x ``vectors * LANES`` output
+    sample * P + local, P = len(starts) positions an image), x ``vectors * LANES`` output
     channels ``channel + r``. Position q reads the input from ``x[sample * image +
     starts[local]]``; tap k (of T = len(offsets)) from ``offsets[k]`` further on. ``weights``
     holds from ``weight_start``, at ``k * vectors * LANES + r``, tap k of output channel
     ``channel + r``. For r < out_rows, stores ``bias[channel + r] + sum over k of weight *
-    x[...]`` to ``out[(sample * outputs + channel + r) * plane + local]``. With a ``block``,
-    the taps are summed ``block`` at a time (``tile_ir.blocked_sum``). x, weights, bias, out:
-    float32 1-D (bias at least ``channel + vectors * LANES`` long); starts, offsets: int64
-    1-D; the rest int64; ``plane >= positions``.
+    x[...]`` to ``out[(sample * outputs + channel + r) * out_plane + places[local]]``. With a
+    ``block``, the taps are summed ``block`` at a time (``tile_ir.blocked_sum``). x, weights,
+    bias, out: float32 1-D (bias at least ``channel + vectors * LANES`` long); starts, offsets,
+    places: int64 1-D; the rest int64; ``P >= positions``.
     """
     rows = vectors * LANES
 
     @intrinsic
     def tile(typing_context, x, image, starts, first, offsets, weights, weight_start, bias,
-             channel, out, outputs, plane, out_rows):  # fmt: skip
+             channel, out, outputs, places, out_plane, out_rows):  # fmt: skip
         signature = types.void(x, image, starts, first, offsets, weights, weight_start, bias,
-                               channel, out, outputs, plane, out_rows)  # fmt: skip
+                               channel, out, outputs, places, out_plane, out_rows)  # fmt: skip
 
         def codegen(context, builder, signature, arguments):
             kinds = signature.args
-            x_data, start_data, offset_data, weight_data, bias_data, out_data = (
-                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 2, 4, 5, 7, 9)
+            x_data, start_data, offset_data, weight_data, bias_data, out_data, place_data = (
+                t.data(context, builder, kinds[i], arguments[i]) for i in (0, 2, 4, 5, 7, 9, 11)
             )
-            (_, image, _, first, _, _, weight_start, _, channel, _, outputs, plane,
+            (_, image, _, first, _, _, weight_start, _, channel, _, outputs, _, out_plane,
              out_rows) = arguments  # fmt: skip
             taps = t.length(context, builder, kinds[4], arguments[4])
+            plane = t.length(context, builder, kinds[2], arguments[2])
             # each position's sample and place in it: one division, then at most one step
-            # into the next sample (a plane holds at least ``positions``)
+            # into the next sample (a sample holds at least ``positions``)
             sample, local = builder.sdiv(first, plane), builder.srem(first, plane)
             reads, writes = [], []
             for k in range(positions):
@@ -63,8 +64,9 @@ def broadcast_tile(positions: int, vectors: int, block: int | None):
                 owner = builder.add(sample, builder.zext(past, t.I64))
                 read = t.scalar(builder, start_data, at)
                 reads.append(builder.add(builder.mul(owner, image), read))
-                out_plane = builder.add(builder.mul(owner, outputs), channel)
-                writes.append(builder.add(builder.mul(out_plane, plane), at))
+                out_start = builder.add(builder.mul(owner, outputs), channel)
+                place = t.scalar(builder, place_data, at)
+                writes.append(builder.add(builder.mul(out_start, out_plane), place))
 
             def step(k, sums):
                 """Tap k: ``vectors`` weight vectors times one broadcast value per position."""
@@ -99,7 +101,7 @@ def broadcast_tile(positions: int, vectors: int, block: int | None):
                 for lane in range(LANES):
                     r = v * LANES + lane
                     with builder.if_then(builder.icmp_signed("<", index(r), out_rows)):
-                        down = builder.mul(index(r), plane)
+                        down = builder.mul(index(r), out_plane)
                         for p in range(positions):
                             value = builder.extract_element(
                                 final[p * vectors + v], ir.Constant(t.I32, lane)

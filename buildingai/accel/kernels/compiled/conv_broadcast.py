@@ -2,7 +2,8 @@
 (``broadcast_tile.py``), on a zero-padded copy of the input.
 
 ``correlate`` and ``correlate_turned`` of ``compiled/conv.py`` (stride 1) and the stride-2
-``correlate`` of ``compiled/conv_strided.py`` run it on AVX2's 8-lane vectors for inputs of at
+``correlate`` and ``correlate_transposed`` of ``compiled/conv_strided.py`` (``run``, with a
+table of where each output goes) run it on AVX2's 8-lane vectors for inputs of at
 least ``LEAST_CHANNELS`` channels, where it measured faster than the flat tiles
 (docs/design_notes/performance.md). AVX-512 keeps the flat tiles:
 their speed there was measured, this tile's was not.
@@ -57,25 +58,38 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
     n, c, h, w = x.shape
     o, (out_height, out_width) = out.shape[1], out.shape[2:]
     kh, kw = taps.shape[2:]
-    positions, vectors = TILE
-    rows = vectors * LANES
+    rows = TILE[1] * LANES
     blocks = -(-o // rows)
     weights = np.empty((blocks, c, kh, kw, rows), np.float32)
     direct.pack_weights(taps, weights, turned)
     shifts = np.zeros(blocks * rows, np.float32)
     if bias.size:
         shifts[:o] = bias
-    flat, height, width, plane = _planes(x, padding)
+    flat, height, width, plane = padded_planes(x, padding)
     starts = _output_starts(out_height, out_width, width, stride)
     offsets = direct.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)
-    # tiles whose input (about kh rows of positions + kw - 1 values per channel) fills ~L2/4
-    group = max(1, direct.CACHE_BYTES // (4 * c * kh * (positions + kw - 1)))
-    loop = _loop(positions, vectors, _block(kh * kw, c))
-    loop(flat, c * plane, starts, offsets, weights.reshape(-1), shifts, out.reshape(-1),
-         group)  # fmt: skip
+    places = _in_order(out_height * out_width)
+    run(flat, c * plane, starts, offsets, weights, shifts, out, places, out_height * out_width,
+        group_for(c, kh, kw), block_for(kh * kw, c))  # fmt: skip
 
 
-def _planes(x, padding):
+def run(x, image, starts, offsets, weights, bias, out, places, out_plane, group, block) -> None:
+    """The tiles' loop: ``broadcast_tile``'s sums for every output position (``starts`` and
+    ``places`` one entry each per position of a sample) and block of output channels, x and
+    out flat, weights packed (blocks, T, vectors * LANES), bias padded to the blocks."""
+    positions, vectors = TILE
+    loop = _loop(positions, vectors, block)
+    loop(x.reshape(-1), image, starts, offsets, weights.reshape(-1), bias, out.reshape(-1),
+         places, out_plane, group)  # fmt: skip
+
+
+def group_for(channels: int, kh: int, kw: int) -> int:
+    """Tiles whose input (about kh rows of a tile's positions + kw - 1 values per channel)
+    fills a quarter of L2."""
+    return max(1, direct.CACHE_BYTES // (4 * channels * kh * (TILE[0] + kw - 1)))
+
+
+def padded_planes(x, padding):
     """(flat, height, width, plane): x (N, C, H, W) zero-padded, flat, its plane of (n, c)
     (``height`` rows of ``width``) starting at ``(n*C + c) * plane``. The planes are spaced as
     ``conv.plane_stride`` spaces them: a tile reads one value of every channel in turn, and
@@ -97,12 +111,20 @@ def _planes(x, padding):
     return buffer.reshape(-1), height, width, plane
 
 
-def _block(kernel_taps: int, channels: int) -> int | None:
+def block_for(kernel_taps: int, channels: int) -> int | None:
     """How many taps a tile sums from zero before adding them to its totals: whole channels'
     taps, at least ``conv.SUM_BLOCK`` (72 for a 3x3 kernel, 8 channels); None where the whole
     sum is no longer."""
     block = -(-direct.SUM_BLOCK // kernel_taps) * kernel_taps
     return None if channels * kernel_taps <= block else block
+
+
+@functools.lru_cache(maxsize=256)
+def _in_order(count: int):
+    """int64 (count,): 0, 1, ..., count - 1, read-only: outputs stored in their own order."""
+    places = np.arange(count, dtype=np.int64)
+    places.flags.writeable = False
+    return places
 
 
 @functools.lru_cache(maxsize=256)
@@ -122,10 +144,10 @@ def _loop(positions: int, vectors: int, block: int | None):
     rows = vectors * LANES
 
     @njit(parallel=True, nogil=True, cache=True)
-    def loop(x, image, starts, offsets, weights, bias, out, group):
+    def loop(x, image, starts, offsets, weights, bias, out, places, out_plane, group):
         plane = starts.shape[0]
         n = x.shape[0] // image
-        o = out.shape[0] // (n * plane)
+        o = out.shape[0] // (n * out_plane)
         blocks = bias.shape[0] // rows
         per_block = offsets.shape[0] * rows
         total = n * plane
@@ -140,6 +162,6 @@ def _loop(positions: int, vectors: int, block: int | None):
             first = min((begin + within % size) * positions, total - positions)
             channel = block_index * rows
             tile(x, image, starts, first, offsets, weights, block_index * per_block, bias,
-                 channel, out, o, plane, o - channel)  # fmt: skip
+                 channel, out, o, places, out_plane, o - channel)  # fmt: skip
 
     return loop

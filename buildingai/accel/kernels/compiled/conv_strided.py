@@ -1,6 +1,7 @@
 """Compiled twins of the stride-2 convolution (an even image to half its size): the forward and
-the input gradient, on the flat register tiles of ``flat_tile.py`` (a forward the
-channel-vector tiles of ``conv_broadcast.py`` take runs on those, reading the input in strides).
+the input gradient, on the flat register tiles of ``flat_tile.py``, or, where they take it, on
+the channel-vector tiles of ``conv_broadcast.py``: the forward reading the input in strides, the
+input gradient phase by phase, each phase stored straight into its places.
 
 A stride-2 convolution reads input row ``2*ho + i - ph`` for output row ``ho`` and kernel row
 ``i``. Write ``i - ph = 2*d + a`` with phase ``a`` in {0, 1}: the row read is row ``ho + d`` of
@@ -65,6 +66,52 @@ def _shift_masks(height: int, width: int, shifts: tuple):
     masks = np.ascontiguousarray(bits.astype(np.uint32).view(np.int32))
     masks.flags.writeable = False
     return masks
+
+
+def _transposed_by_phases(grad, weight, out, phases, plan):
+    """``correlate_transposed`` on the channel-vector tiles: phase image (a, b) of the input
+    gradient is the output gradient (zero-padded by the largest shift) correlated with that
+    phase's taps, stored straight into its places in out (rows 2h + a, columns 2w + b); the
+    places of a phase no tap reads are zero."""
+    n, o, half_h, half_w = grad.shape
+    c, kh, kw = weight.shape[1:]
+    pad = (max(abs(tap[3]) for tap in plan), max(abs(tap[4]) for tap in plan))
+    flat, height, width, plane = conv_broadcast.padded_planes(grad, pad)
+    rows = conv_broadcast.TILE[1] * LANES
+    blocks = -(-c // rows)
+    no_bias = np.zeros(blocks * rows, np.float32)
+    which = direct.phase_index(phases)
+    for a in range(2):
+        for b in range(2):
+            if which[a, b] < 0:
+                out[:, :, a::2, b::2] = 0.0
+    for p, (a, b) in enumerate(phases):
+        mine = [tap for tap in plan if tap[2] == p]
+        # phase image p at (h, w) reads the output gradient at (h - d_h, w - d_w)
+        shifts = np.array([-dh * width - dw for *_, dh, dw in mine], np.int64)
+        offsets = (np.arange(o, dtype=np.int64)[:, None] * plane + shifts).reshape(-1)
+        weights = np.empty((blocks, o, len(mine), rows), np.float32)
+        tap_rows = np.array([tap[0] for tap in mine], np.int64)
+        tap_columns = np.array([tap[1] for tap in mine], np.int64)
+        _pack_transposed(weight, tap_rows, tap_columns, weights)
+        starts, places = _phase_positions(half_h, half_w, width, pad, (a, b), out.shape[3])
+        conv_broadcast.run(flat, o * plane, starts, offsets, weights, no_bias, out, places,
+                           out.shape[2] * out.shape[3], conv_broadcast.group_for(o, 2, 2),
+                           conv_broadcast.block_for(len(mine), o))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _phase_positions(half_h: int, half_w: int, width: int, pad: tuple, phase: tuple,
+                     out_width: int):  # fmt: skip
+    """(starts, places), int64 (half_h*half_w,) each, read-only: where phase image position
+    (h, w) starts reading the output gradient padded by ``pad`` into rows ``width`` long, and
+    its place (2h + a)*W + 2w + b in a plane of the input gradient."""
+    h = np.arange(half_h).reshape(-1, 1)
+    w = np.arange(half_w).reshape(1, -1)
+    starts = ((h + pad[0]) * width + w + pad[1]).reshape(-1).astype(np.int64)
+    places = ((2 * h + phase[0]) * out_width + 2 * w + phase[1]).reshape(-1).astype(np.int64)
+    starts.flags.writeable = places.flags.writeable = False
+    return starts, places
 
 
 @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
@@ -172,6 +219,9 @@ def correlate_transposed(grad, weight, out, padding):
     n, o, half_h, half_w = grad.shape
     c, kh, kw = weight.shape[1:]
     phases, plan = phase_plan((kh, kw), tuple(padding))
+    if kh * kw > 1 and conv_broadcast.fits(o, c, half_h * half_w):  # (1x1: as the forward)
+        _transposed_by_phases(grad, weight, out, phases, plan)
+        return
     rows, vectors = direct._flat_shape(c)
     parts = np.empty((len(phases), n, c, half_h, half_w), np.float32)
     no_bias = np.empty(0, np.float32)
