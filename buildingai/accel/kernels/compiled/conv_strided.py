@@ -74,7 +74,7 @@ def _transposed_by_phases(grad, weight, out, phases, plan):
     phase's taps, stored straight into its places in out (rows 2h + a, columns 2w + b); the
     places of a phase no tap reads are zero."""
     n, o, half_h, half_w = grad.shape
-    c, kh, kw = weight.shape[1:]
+    c = weight.shape[1]
     pad = (max(abs(tap[3]) for tap in plan), max(abs(tap[4]) for tap in plan))
     flat, height, width, plane = conv_broadcast.padded_planes(grad, pad)
     rows = conv_broadcast.TILE[1] * LANES
@@ -95,8 +95,10 @@ def _transposed_by_phases(grad, weight, out, phases, plan):
         tap_columns = np.array([tap[1] for tap in mine], np.int64)
         _pack_transposed(weight, tap_rows, tap_columns, weights)
         starts, places = _phase_positions(half_h, half_w, width, pad, (a, b), out.shape[3])
+        # the phase's kernel: as many rows and columns as it has distinct shifts
+        group = conv_broadcast.group_for(o, len({t[3] for t in mine}), len({t[4] for t in mine}))
         conv_broadcast.run(flat, o * plane, starts, offsets, weights, no_bias, out, places,
-                           out.shape[2] * out.shape[3], conv_broadcast.group_for(o, 2, 2),
+                           out.shape[2] * out.shape[3], group,
                            conv_broadcast.block_for(len(mine), o))  # fmt: skip
 
 
