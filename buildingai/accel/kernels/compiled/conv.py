@@ -1,11 +1,14 @@
 """Compiled twins of the stride-1 convolution: a direct correlation (the forward, and the input
 gradient as the correlation of the output gradient with the turned filters) and the weight
-gradient, both reading the input in place: no im2col columns, no padded copy.
+gradient, with no im2col columns.
 
 The NumPy references are ``accel/convolution.correlate`` and ``correlate_weight_grad`` (the records'
 im2col and one GEMM). The work is cut into register tiles (``register_tile.py``), one task each on
 numba's threads:
 
+- ``correlate`` with AVX2's 8-lane vectors and at least 8 input channels: output channels in
+  the lanes, input values broadcast from a zero-padded copy (``conv_broadcast.py``); the tiles
+  below read the input in place;
 - ``correlate`` without padding: tiles of the output taken on the input's grid
   (``grid_tile``), tasks (sample, grid tile, block of output channels);
 - ``correlate`` with padding: tiles of one output row (``window_tile``), tasks (sample, output
