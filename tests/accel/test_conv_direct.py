@@ -71,7 +71,7 @@ def _is_direct(kwargs, w_shape) -> bool:
 
 
 def test_planes_256_bytes_apart_are_read_a_cache_line_further():
-    from buildingai.accel.kernels.compiled import conv as tiles
+    from buildingai.accel.kernels.compiled import planes as tiles
 
     # 128 channels: planes 256 bytes apart or a multiple of it alias, 64 or 168 bytes do not
     strides = [tiles.plane_stride(p, 128) for p in (16, 42, 64, 256, 1024)]

@@ -4,7 +4,7 @@ over output channels, each input value broadcast.
 The flat tiles (``flat_tile.py``) put output positions in the lanes and broadcast a weight;
 every step then loads input vectors at a tap's shift, unaligned and masked at the image's
 edges. Here the roles turn: a step loads ``vectors`` vectors of one tap's weights for
-``vectors * LANES`` output channels (contiguous, packed by ``conv.pack_weights``) and
+``vectors * LANES`` output channels (contiguous, packed by ``planes.pack_weights``) and
 broadcasts one input value per output position, read from a zero-padded copy of the input, so
 that no lane needs a mask. The output positions of a tile need not be neighbours: each has its
 own start in the input (a table of them), so a tile runs across row ends without waste.

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numpy.lib.stride_tricks import as_strided
 
-from . import conv as direct
+from . import planes
 from .broadcast_tile import broadcast_tile
 from .tile_ir import LANES
 
@@ -53,7 +53,7 @@ def fits(channels: int, outputs: int, out_plane: int) -> bool:
 
 def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1) -> None:
     """out (N, O, Ho, Wo) = x (N, C, H, W) correlated at ``stride`` with taps (O, C, kh, kw)
-    (with ``turned``: a forward's filters (C, O, kh, kw) turned, as ``conv.pack_weights``
+    (with ``turned``: a forward's filters (C, O, kh, kw) turned, as ``planes.pack_weights``
     reads them) with zero padding ``padding``, plus bias (O,) or shape (0,)."""
     n, c, h, w = x.shape
     o, (out_height, out_width) = out.shape[1], out.shape[2:]
@@ -61,13 +61,13 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
     rows = TILE[1] * LANES
     blocks = -(-o // rows)
     weights = np.empty((blocks, c, kh, kw, rows), np.float32)
-    direct.pack_weights(taps, weights, turned)
+    planes.pack_weights(taps, weights, turned)
     shifts = np.zeros(blocks * rows, np.float32)
     if bias.size:
         shifts[:o] = bias
     flat, height, width, plane = padded_planes(x, padding)
     starts = _output_starts(out_height, out_width, width, stride)
-    offsets = direct.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)
+    offsets = planes.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)
     places = _in_order(out_height * out_width)
     run(flat, c * plane, starts, offsets, weights, shifts, out, places, out_height * out_width,
         group_for(c, kh, kw), block_for(kh * kw, c))  # fmt: skip
@@ -86,36 +86,36 @@ def run(x, image, starts, offsets, weights, bias, out, places, out_plane, group,
 def group_for(channels: int, kh: int, kw: int) -> int:
     """Tiles whose input (about kh rows of a tile's positions + kw - 1 values per channel)
     fills a quarter of L2."""
-    return max(1, direct.CACHE_BYTES // (4 * channels * kh * (TILE[0] + kw - 1)))
+    return max(1, planes.CACHE_BYTES // (4 * channels * kh * (TILE[0] + kw - 1)))
 
 
 def padded_planes(x, padding):
     """(flat, height, width, plane): x (N, C, H, W) zero-padded, flat, its plane of (n, c)
     (``height`` rows of ``width``) starting at ``(n*C + c) * plane``. The planes are spaced as
-    ``conv.plane_stride`` spaces them: a tile reads one value of every channel in turn, and
+    ``planes.plane_stride`` spaces them: a tile reads one value of every channel in turn, and
     planes 4 KiB apart would all fall in one L1 set. x itself where neither is needed."""
     n, c, h, w = x.shape
     top, left = padding
     height, width = h + 2 * top, w + 2 * left
-    plane = direct.plane_stride(height * width, c)
+    plane = planes.plane_stride(height * width, c)
     if not (top or left):
         if plane == height * width:
             return x.reshape(-1), height, width, plane
-        flat, plane = direct.spaced_planes(x)
+        flat, plane = planes.spaced_planes(x)
         return flat, height, width, plane
     buffer = np.empty((n * c, plane), np.float32)  # the values between planes are never read
     item = buffer.itemsize
     padded = as_strided(buffer, (n, c, height, width), (c * plane * item, plane * item,
                                                         width * item, item))  # fmt: skip
-    direct.pad_planes(x, padded, top, left)
+    planes.pad_planes(x, padded, top, left)
     return buffer.reshape(-1), height, width, plane
 
 
 def block_for(kernel_taps: int, channels: int) -> int | None:
     """How many taps a tile sums from zero before adding them to its totals: whole channels'
-    taps, at least ``conv.SUM_BLOCK`` (72 for a 3x3 kernel, 8 channels); None where the whole
+    taps, at least ``planes.SUM_BLOCK`` (72 for a 3x3 kernel, 8 channels); None where the whole
     sum is no longer."""
-    block = -(-direct.SUM_BLOCK // kernel_taps) * kernel_taps
+    block = -(-planes.SUM_BLOCK // kernel_taps) * kernel_taps
     return None if channels * kernel_taps <= block else block
 
 

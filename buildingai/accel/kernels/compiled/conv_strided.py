@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from . import conv as direct
-from . import conv_broadcast
+from . import conv_broadcast, planes
 from .tile_ir import LANES
 
 
@@ -181,11 +181,11 @@ def _transposed_packer(count: int, rows: int):
 
 def _phase_reads(x, kernel, padding):
     """(images, stride, shifts, masks): x's phase images (P, N, C, stride), planes ``stride``
-    apart (``conv.plane_stride``), and for each kernel tap in order its flat distance from an
+    apart (``planes.plane_stride``), and for each kernel tap in order its flat distance from an
     output position in that buffer and its lane masks."""
     n, c, h, w = x.shape
     phases, plan = phase_plan(tuple(kernel), tuple(padding))
-    half_w, stride = w // 2, direct.plane_stride((h // 2) * (w // 2), c)
+    half_w, stride = w // 2, planes.plane_stride((h // 2) * (w // 2), c)
     images = np.empty((len(phases), n, c, stride), np.float32)
     direct.split_phases(x, direct.phase_index(phases), images)
     shifts = np.array([p * n * c * stride + dh * half_w + dw for _, _, p, dh, dw in plan],
@@ -209,7 +209,7 @@ def correlate(x, taps, bias, out, padding):
     rows, vectors = direct._flat_shape(o)
     # the plan lists every tap in the kernel's own order: the stride-1 tiles' packing fits
     weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
-    direct.pack_weights(taps, weights, False)
+    planes.pack_weights(taps, weights, False)
     shape = (n, c, h // 2, half_w)
     direct.flat_correlation(images.reshape(-1), shape, stride, weights, bias, masks, shifts, out,
                             vectors)  # fmt: skip
@@ -227,7 +227,7 @@ def correlate_transposed(grad, weight, out, padding):
     rows, vectors = direct._flat_shape(c)
     parts = np.empty((len(phases), n, c, half_h, half_w), np.float32)
     no_bias = np.empty(0, np.float32)
-    planes, stride = direct.spaced_planes(grad)
+    spaced, stride = planes.spaced_planes(grad)
     for p in range(len(phases)):
         mine = [tap for tap in plan if tap[2] == p]
         # phase image p at (h, w) reads the output gradient at (h - d_h, w - d_w)
@@ -237,6 +237,6 @@ def correlate_transposed(grad, weight, out, padding):
         tap_rows = np.array([tap[0] for tap in mine], np.int64)
         tap_columns = np.array([tap[1] for tap in mine], np.int64)
         _pack_transposed(weight, tap_rows, tap_columns, weights)
-        direct.flat_correlation(planes, grad.shape, stride, weights, no_bias, masks, shifts,
+        direct.flat_correlation(spaced, grad.shape, stride, weights, no_bias, masks, shifts,
                                 parts[p], vectors)  # fmt: skip
     _weave(parts, direct.phase_index(phases), out)

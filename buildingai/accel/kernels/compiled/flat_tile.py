@@ -41,7 +41,7 @@ def flat_tile(
 
     ``geometry`` (int64): channels C, height H, width W, kh, kw, ph, pw, outputs O, vectors per
     image Q, vectors in the batch N*Q, tiles per group (read by the loop), the distance S
-    between x's planes, for x (N, C, H, W) with planes S apart (``conv.spaced_planes``) and
+    between x's planes, for x (N, C, H, W) with planes S apart (``planes.spaced_planes``) and
     out (N, O, H, W), flat.
     ``shifts`` (int64, kh*kw): ``(i - ph)*W + j - pw`` for tap (i, j). ``weights`` holds, from
     ``weight_start``, ``((c*kh + i)*kw + j)*rows + r`` the tap (c, i, j) of output channel
