@@ -42,6 +42,7 @@ from .planes import (
     SUM_BLOCK,
     pack_weights,
     pad_planes,
+    padded_bias,
     spaced_planes,
     tap_offsets,
 )
@@ -260,9 +261,7 @@ def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vector
     o = out.shape[1]
     blocks, _, *tap_axes, rows = weights.shape
     taps = math.prod(tap_axes)
-    shifts_bias = np.zeros(blocks * rows, np.float32)
-    if bias.size:
-        shifts_bias[:o] = bias
+    shifts_bias = padded_bias(bias, blocks * rows)
     group = max(1, CACHE_BYTES // (16 * c * vectors * LANES))  # tiles whose input fills ~L2/4
     per_image = -(-h * w // LANES)
     geometry = np.array([c, h, w, 1, taps, 0, 0, o, per_image, n * per_image, group, stride],

@@ -62,9 +62,7 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
     blocks = -(-o // rows)
     weights = np.empty((blocks, c, kh, kw, rows), np.float32)
     planes.pack_weights(taps, weights, turned)
-    shifts = np.zeros(blocks * rows, np.float32)
-    if bias.size:
-        shifts[:o] = bias
+    shifts = planes.padded_bias(bias, blocks * rows)
     flat, height, width, plane = padded_planes(x, padding)
     starts = _output_starts(out_height, out_width, width, stride)
     offsets = planes.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)

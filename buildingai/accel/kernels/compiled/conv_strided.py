@@ -79,7 +79,7 @@ def _transposed_by_phases(grad, weight, out, phases, plan):
     flat, height, width, plane = conv_broadcast.padded_planes(grad, pad)
     rows = conv_broadcast.TILE[1] * LANES
     blocks = -(-c // rows)
-    no_bias = np.zeros(blocks * rows, np.float32)
+    no_bias = planes.padded_bias(np.empty(0, np.float32), blocks * rows)
     which = direct.phase_index(phases)
     for a in range(2):
         for b in range(2):

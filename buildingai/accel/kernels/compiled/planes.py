@@ -93,6 +93,14 @@ def _copy_planes(source, target):
         target[k, :size] = source[k]
 
 
+def padded_bias(bias, length: int):
+    """float32 (length,): bias (O,) followed by zeros, for blocks of filters padded past O
+    (``pack_weights``); all zeros where bias has shape (0,)."""
+    padded = np.zeros(length, np.float32)
+    padded[: bias.size] = bias
+    return padded
+
+
 def pack_weights(taps, weights, turned):
     """weights[b, c, i, j, r] = tap (c, i, j) of output channel b*rows + r (zero past the
     last): taps[b*rows + r, c, i, j], or with ``turned`` taps[c, b*rows + r, kh-1-i, kw-1-j]
