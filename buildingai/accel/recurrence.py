@@ -46,9 +46,12 @@ from .kernels import lstm_steps as steps
 from .registry import register, run_accelerated
 
 _FLOAT32 = np.dtype(np.float32)
-# Each step's recurrent product runs as one sgemm per block of the weight's columns, each block
-# of at most this many multiply-adds: the limit of OpenBLAS's small-matrix kernels, which skip
-# packing the operands (docs/design_notes/performance.md has the figures).
+# Each step's recurrent product: for at most PANEL_ROWS rows (a thread's share of the batch) on
+# the weight packed into panels (``panel_tile``), which outruns the BLAS there; for more, one
+# sgemm per block of the weight's columns, each of at most BLOCK_MULTIPLY_ADDS multiply-adds (the
+# limit of OpenBLAS's small-matrix kernels, which skip packing the operands) and WIDEST_BLOCK
+# columns (docs/design_notes/performance.md has the figures).
+PANEL_ROWS = 64
 BLOCK_MULTIPLY_ADDS = 100**3
 WIDEST_BLOCK = 64
 NARROWEST_BLOCK = 32
@@ -116,16 +119,23 @@ def _row_parts(batch: int, work: int) -> int:
 
 def _column_blocks(matrix, rows: int):
     """``matrix`` (k, n) as contiguous blocks of its columns (parts, k, width), for products
-    of ``rows`` rows by it: blocks of at most ``BLOCK_MULTIPLY_ADDS`` and at most
-    ``WIDEST_BLOCK`` columns, a power of two dividing n; one block where none fits."""
+    of ``rows`` rows by it: packed panels of ``panel_tile.PANEL`` columns for at most
+    ``PANEL_ROWS`` rows where they divide n; else blocks of at most ``BLOCK_MULTIPLY_ADDS``
+    and at most ``WIDEST_BLOCK`` columns, a power of two dividing n; one block where none
+    fits."""
+    from .kernels.compiled.panel_tile import PANEL  # (numba is loaded: the loops run)
+
     inner, columns = matrix.shape
-    width = WIDEST_BLOCK
-    while width >= NARROWEST_BLOCK and (
-        columns % width or rows * inner * width > BLOCK_MULTIPLY_ADDS
-    ):
-        width //= 2
-    if width < NARROWEST_BLOCK or width >= columns:
-        width = columns
+    if rows <= PANEL_ROWS and columns % PANEL == 0:
+        width = PANEL
+    else:
+        width = WIDEST_BLOCK
+        while width >= NARROWEST_BLOCK and (
+            columns % width or rows * inner * width > BLOCK_MULTIPLY_ADDS
+        ):
+            width //= 2
+        if width < NARROWEST_BLOCK or width >= columns:
+            width = columns
     parts = columns // width
     return np.ascontiguousarray(matrix.reshape(inner, parts, width).transpose(1, 0, 2))
 

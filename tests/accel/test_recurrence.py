@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import buildingai as bai
+from buildingai.accel import recurrence
 from buildingai.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell
 from buildingai.ops import all_ops
 from buildingai.ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
@@ -105,6 +106,35 @@ def test_float32_error_is_within_pytorchs_own():
         our_error = np.abs(mine - reference).max()
         their_error = np.abs(theirs - reference).max()
         assert our_error <= 1.5 * their_error + 1e-7, (index, our_error, their_error)
+
+
+def test_float32_error_at_a_language_models_size_is_within_pytorchs(monkeypatch):
+    """The LSTM language model's layer (width 256, batch 20, 35 steps), whose recurrent products
+    run on packed panels: float32 outputs and gradients within ``BOUND`` times PyTorch's
+    float32 error against float64."""
+    from tests.accel.test_float32_accuracy import assert_within_pytorchs
+
+    widths = []
+    blocks = recurrence._column_blocks
+    monkeypatch.setattr(recurrence, "_column_blocks",
+                        lambda *a: widths.append(blocks(*a).shape[2]) or blocks(*a))  # fmt: skip
+    torch.manual_seed(5)
+    theirs64 = torch.nn.LSTM(256, 256).double()
+    theirs32 = torch.nn.LSTM(256, 256)
+    theirs32.load_state_dict(theirs64.state_dict())
+    ours = LSTM(256, 256)
+    ours.load_state_dict({k: v.detach().float().numpy() for k, v in theirs64.state_dict().items()})
+    rng = np.random.default_rng(6)
+    x, upstream = rng.standard_normal((35, 20, 256)), rng.standard_normal((35, 20, 256))
+    exact = _theirs(theirs64, x, upstream)
+    mine = _ours(ours, x.astype(np.float32), upstream.astype(np.float32), accelerated=True)
+    pytorch = _theirs(theirs32, x.astype(np.float32), upstream.astype(np.float32))
+    names = ["output", "h", "c", "input grad", "w_ih grad", "w_hh grad", "b_ih grad", "b_hh grad"]
+    for name, reference, value, their in zip(names, exact, mine, pytorch):
+        assert_within_pytorchs(f"LSTM(256, 256) {name}", value, their, reference)
+    from buildingai.accel.kernels.compiled.panel_tile import PANEL
+
+    assert widths and set(widths) == {PANEL}  # forward and back on panels
 
 
 # ----- GRU and Elman RNN --------------------------------------------------------------------------

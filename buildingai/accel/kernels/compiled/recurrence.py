@@ -15,6 +15,7 @@ from numba import njit, prange
 
 from .expf import exp32
 from .gemm import _call_gemm  # the sgemm call by address the split products use
+from .panel_tile import PANEL, panel_product
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -122,9 +123,10 @@ def _lstm_backward_rows(grad, acts, states, c_prev, recurrent, carry, out, t, st
             kept[j] = dc[j] * f[j]
 
 
-# ----- whole time loops, the recurrent products through CBLAS -------------------------------------
-# The same steps with each step's product a direct ``sgemm`` call (``gemm._call_gemm``) instead
-# of a NumPy product: no interpreter round trip and no dispatch per step.
+# ----- whole time loops, the recurrent products through CBLAS or on packed panels ---------------
+# The same steps with each step's product a direct call, ``panel_tile.panel_product`` on a weight
+# packed into panels or a CBLAS ``sgemm`` (``gemm._call_gemm``), instead of a NumPy product: no
+# interpreter round trip and no dispatch per step.
 
 _NO_TRANSPOSE = 111  # CBLAS's enumeration
 
@@ -132,10 +134,14 @@ _NO_TRANSPOSE = 111  # CBLAS's enumeration
 @step
 def _product_by_blocks(address, rows, a_at, lda, blocks, c_at, ldc):
     """c = a @ b, a (rows, k) at address ``a_at`` with leading dimension ``lda``, b as its
-    column blocks (parts, k, width), c at ``c_at`` (leading dimension ``ldc``): one sgemm per
-    block, each small enough for OpenBLAS's small-matrix kernels, which skip the packing of
-    the whole product's operands."""
+    column blocks (parts, k, width), c at ``c_at`` (leading dimension ``ldc``). Blocks of
+    ``PANEL`` columns are a packed weight: ``panel_product`` takes them. Wider ones go one
+    sgemm per block, each small enough for OpenBLAS's small-matrix kernels, which skip the
+    packing of the whole product's operands."""
     parts, inner, width = blocks.shape
+    if width == PANEL:
+        panel_product(rows, a_at, lda, blocks, c_at, ldc)
+        return
     for part in range(parts):
         _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, rows, width, inner, _ONE, a_at, lda,
                    blocks[part].ctypes.data, width, c_at + 4 * part * width, ldc)  # fmt: skip
