@@ -79,7 +79,7 @@ ONE_POOL = register_switch(
 )
 
 # What ``_whole_on_own_blas`` calls, set while one pool's own BLAS is loaded: the own library,
-# {dtype: (its gemm's address, 1 of the dtype)} and the compiled loop that calls it per entry.
+# {dtype: (its gemm's address, 1 and 0 of the dtype)} and the compiled loop that calls it.
 _whole = {"library": None, "calls": {}, "call": None}
 
 
@@ -90,7 +90,10 @@ def _start() -> None:
     if own:  # the compiled module own_blas_ready imported, and what its uncut call takes
         from .kernels.compiled import gemm
 
-        calls = {dtype: (address, dtype.type(1.0)) for dtype, address in gemm.ADDRESSES.items()}
+        calls = {
+            dtype: (address, dtype.type(1.0), dtype.type(0.0))
+            for dtype, address in gemm.ADDRESSES.items()
+        }
         _whole.update(library=own_blas_library.library(), calls=calls, call=gemm.whole_product)
     threads.offer(own_blas=own, one_pool=own and ONE_POOL.active)
 
@@ -140,8 +143,9 @@ def _numpy_blas_alone() -> bool:
     return own_blas_library.numpy_blas_threads() == 1
 
 
-def _whole_on_own_blas(a, b, out):
-    """``a.dot(b)`` (into ``out`` if given) as one call of the own BLAS on the calling thread,
+def _whole_on_own_blas(a, b, out, accumulate: bool = False):
+    """``a.dot(b)`` (into ``out`` if given; added to it with ``accumulate``) as one call of the
+    own BLAS on the calling thread,
     for 2-D float arrays of one dtype (plain NumPy arrays: numba types no subclass here), each
     row-major or the transpose of a row-major one: the commonest uncut product in one pool,
     ``compiled.split_product(..., cut=False)``'s call with its layout checks compiled
@@ -153,22 +157,26 @@ def _whole_on_own_blas(a, b, out):
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     elif out.dtype != a.dtype:
         return None
-    address, one = found
+    address, one, zero = found
     own_blas_library.hold_at_one_thread(_whole["library"])
     try:
-        done = _whole["call"](address, a, b, out, one)
+        done = _whole["call"](address, a, b, out, one, one if accumulate else zero)
     except Exception:  # a compile or cache failure: compiled.split_product's path says so
         _whole["calls"] = {}
         return None
     return out if done else None
 
 
-def _compiled_product(a, b, out, work: int, by_columns: bool, cut: bool, own: bool) -> bool:
+def _compiled_product(
+    a, b, out, work: int, by_columns: bool, cut: bool, own: bool, accumulate: bool = False
+) -> bool:
     """``compiled.split_product`` cut when asked (else uncut on the own BLAS, when ``own``);
     True when it ran."""
-    if cut and compiled.split_product(a, b, out, work, by_columns):
+    if cut and compiled.split_product(a, b, out, work, by_columns, accumulate=accumulate):
         return True
-    return own and compiled.split_product(a, b, out, work, by_columns, cut=False)
+    return own and compiled.split_product(
+        a, b, out, work, by_columns, cut=False, accumulate=accumulate
+    )
 
 
 def _matrix_vector(a, b, out, work: int):
@@ -185,54 +193,73 @@ def _matrix_vector(a, b, out, work: int):
     return a.dot(b) if out is None else np.dot(a, b, out=out)
 
 
-def _dot(a, b, out=None):
+def _dot(a, b, out=None, accumulate: bool = False):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
     the larger operand, on BuildingAI's threads: numba's (``compiled.split_product``) where it
-    runs, else the Python pool."""
+    runs, else the Python pool. With ``accumulate``, ``out`` holds values the product is added
+    to (a layer's bias, as PyTorch's addmm): in the BLAS call itself (its beta) where the
+    product runs on the own BLAS, else by one addition after it."""
     if not one_pool():  # NumPy's BLAS threads the product itself
         blas_called()
-        return a.dot(b) if out is None else np.dot(a, b, out=out)
+        return _numpy_dot(a, b, out, accumulate)
     (rows, inner), columns = a.shape, b.shape[1]
     work = rows * inner * columns
     if rows == 1 or columns == 1:
+        if accumulate:
+            out += _matrix_vector(a, b, None, work)
+            return out
         return _matrix_vector(a, b, out, work)
     if work < SPLIT_MULTIPLY_ADDS:  # never cut: the commonest product, its tests first
         if _on_own_blas(work, a, b) and not _numpy_blas_alone():
-            result = _whole_on_own_blas(a, b, out)
+            result = _whole_on_own_blas(a, b, out, accumulate)
             if result is not None:
                 return result
             blas_called()  # (a layout the own BLAS does not take: NumPy's threads it)
-        return a.dot(b) if out is None else np.dot(a, b, out=out)
+        return _numpy_dot(a, b, out, accumulate)
     by_columns = b.size > a.size
     cut = _splits(a, b, columns if by_columns else rows, work)
     own = _on_own_blas(work, a, b)
     if not (cut or own):
-        return a.dot(b) if out is None else np.dot(a, b, out=out)
+        return _numpy_dot(a, b, out, accumulate)
     if own and not cut:
-        result = _whole_on_own_blas(a, b, out)
+        result = _whole_on_own_blas(a, b, out, accumulate)
         if result is not None:
             return result
     if out is None:
         out = np.empty((rows, columns), a.dtype)
-    if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own):
+    if _compiled_product(a[None], b[None], out[None], work, by_columns, cut, own, accumulate):
         return out
     if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
         if work > BLAS_THREADED_MULTIPLY_ADDS:  # (NumPy's BLAS threads it where not held)
             blas_called()
-        return np.dot(a, b, out=out)
+        return _numpy_dot(a, b, out, accumulate)
 
     def row_range(start: int, stop: int) -> None:
-        np.dot(a[start:stop], b, out=out[start:stop])
+        if accumulate:
+            out[start:stop] += a[start:stop].dot(b)
+        else:
+            np.dot(a[start:stop], b, out=out[start:stop])
 
     def column_range(start: int, stop: int) -> None:
-        out[:, start:stop] = a.dot(b[:, start:stop])
+        if accumulate:
+            out[:, start:stop] += a.dot(b[:, start:stop])
+        else:
+            out[:, start:stop] = a.dot(b[:, start:stop])
 
     if by_columns:
         parallel_for(column_range, columns, work=work)
     else:
         parallel_for(row_range, rows, work=work)
     return out
+
+
+def _numpy_dot(a, b, out, accumulate: bool):
+    """``a.dot(b)`` on NumPy's BLAS, into ``out`` if given, added to it with ``accumulate``."""
+    if accumulate:
+        out += a.dot(b)
+        return out
+    return a.dot(b) if out is None else np.dot(a, b, out=out)
 
 
 def _split_matmul(a, b):
@@ -360,8 +387,35 @@ def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
 
 
 def routed_linear(ctx, xp, x, weight, bias=None):
-    """``Linear.forward`` with its product routed."""
+    """``Linear.forward`` with its product routed. Where the product runs on the own BLAS, it
+    starts from the bias, as PyTorch's addmm does: the output is filled with the bias rows and
+    the BLAS adds the product to them (its beta), with no pass over the output after it."""
+    if bias is not None and _bias_in_the_product(xp, x, weight, bias):
+        rows = x.reshape(-1, x.shape[-1])
+        out = np.empty((rows.shape[0], weight.shape[0]), x.dtype)
+        out[...] = bias
+        _dot(rows, weight.T, out, accumulate=True)
+        return out.reshape(*x.shape[:-1], weight.shape[0])
     return linear_array(xp, x, weight, bias, product=multiply)
+
+
+def _bias_in_the_product(xp, x, weight, bias) -> bool:
+    """Whether ``routed_linear`` starts the product from the bias: float32 or float64 NumPy
+    arrays of one dtype in the math precision as stored, a bias of one row, and a product of
+    several rows and columns that ``_dot`` gives the own BLAS. Elsewhere the bias is added
+    after the product: filling the output first would cost a pass more."""
+    if xp is not np or x.ndim < 2 or bias.ndim != 1 or not x.shape[-1] or not own_blas():
+        return False
+    dtype = x.dtype
+    if dtype.type not in (np.float32, np.float64) or not dtype == weight.dtype == bias.dtype:
+        return False
+    if gemm_result_dtype(x, weight) is not None:  # operands rounded to a lower precision first
+        return False
+    rows, columns = x.size // x.shape[-1], weight.shape[0]
+    work = rows * x.shape[-1] * columns
+    if rows == 1 or columns == 1 or work <= BLAS_THREADED_MULTIPLY_ADDS:
+        return False
+    return work >= SPLIT_MULTIPLY_ADDS or not _numpy_blas_alone()
 
 
 def noted_einsum(ctx, xp, *arrays, equation):

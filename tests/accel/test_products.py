@@ -118,6 +118,58 @@ def test_linear_kernel_equals_the_record(arrangement, dtype, x_shape, with_bias)
     _assert_close(reference, accelerated, dtype, scale=5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape", [(600, 128), (4, 50, 128)], ids=str)
+def test_a_layer_on_the_own_blas_starts_its_product_from_the_bias(
+    arrangement, dtype, x_shape, monkeypatch
+):
+    """Where a layer's product runs on the own BLAS (whole, or cut on numba's threads), its
+    output starts as the bias rows and the BLAS adds the product (beta 1), as addmm: the
+    record's values."""
+    accumulated = []
+    dot = products._dot
+
+    def spy(a, b, out=None, accumulate=False):
+        accumulated.append(accumulate)
+        return dot(a, b, out, accumulate)
+
+    monkeypatch.setattr(products, "_dot", spy)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    weight = rng.standard_normal((96, 128)).astype(dtype)
+    bias = (rng.standard_normal(96) * 10).astype(dtype)  # large: a lost bias would show
+    reference, accelerated = _both_ways(LINEAR, (x, weight, bias))
+    _assert_close(reference, accelerated, dtype, scale=5)
+    with bai.accel.enabled(True):
+        if threads.own_blas():
+            assert accumulated == [True]
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [
+        ((600, 128), (128, 96)),
+        ((8, 128), (128, 3000)),
+        ((1, 300), (300, 70)),
+        ((70, 300), (300, 1)),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_a_product_added_into_out_equals_out_plus_the_product(arrangement, a_shape, b_shape,
+                                                              accelerated):  # fmt: skip
+    """``_dot(..., accumulate=True)`` on each of its paths (NumPy's BLAS, the own BLAS whole
+    or cut by rows or columns, a GEMV): out + a @ b."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    start = rng.standard_normal((a_shape[0], b_shape[1])).astype(np.float32)
+    out = start.copy()
+    with bai.accel.enabled(accelerated):
+        assert products._dot(a, b, out, accumulate=True) is out
+    np.testing.assert_allclose(out, start + a @ b, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_linear_and_matmul_kernels_keep_the_math_precision(precision):
     if precision == "bf16":
@@ -258,6 +310,19 @@ def test_products_cut_across_python_threads_equal_one_call(python_pool, a_shape,
     got = (bai.tensor(a) @ bai.tensor(b)).numpy()
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
     assert cut in [name for name, _ in python_pool]
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((30, 7), (7, 5)), ((6, 7), (7, 40))], ids=str)
+def test_a_product_added_into_out_on_python_threads(python_pool, a_shape, b_shape):
+    """Each thread adds its range of rows or columns of the product into out."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    start = rng.standard_normal((a_shape[0], b_shape[1])).astype(np.float32)
+    out = start.copy()
+    assert products._dot(a, b, out, accumulate=True) is out
+    np.testing.assert_allclose(out, start + a @ b, rtol=1e-5, atol=1e-5)
+    assert {"row_range", "column_range"} & {name for name, _ in python_pool}
 
 
 def test_linear_and_its_gradients_on_python_threads(python_pool):

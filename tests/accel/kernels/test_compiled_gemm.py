@@ -85,9 +85,9 @@ def one_pool(monkeypatch, small_products_routed):
     calls = []
     product = gemm.product
 
-    def spy(a, b, out, parts, by_columns):
+    def spy(a, b, out, parts, by_columns, accumulate=False):
         calls.append((a.shape, parts, by_columns))
-        return product(a, b, out, parts, by_columns)
+        return product(a, b, out, parts, by_columns, accumulate)
 
     monkeypatch.setattr(gemm, "product", spy)
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
@@ -137,13 +137,13 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     calls = []
     product = gemm.product
 
-    def spy(a, b, out, parts, by_columns):
+    def spy(a, b, out, parts, by_columns, accumulate=False):
         calls.append(parts)
-        return product(a, b, out, parts, by_columns)
+        return product(a, b, out, parts, by_columns, accumulate)
 
-    def whole(address, a, b, out, alpha):  # the uncut call products.py makes itself
+    def whole(address, a, b, out, alpha, beta):  # the uncut call products.py makes itself
         calls.append(0)
-        return gemm.whole_product(address, a, b, out, alpha)
+        return gemm.whole_product(address, a, b, out, alpha, beta)
 
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
     monkeypatch.setitem(products._whole, "call", whole)
@@ -265,13 +265,13 @@ def test_the_whole_product_refuses_what_blas_cannot_write():
     CBLAS's column-major call) and multiplies nothing empty: it says False and leaves out as
     it was."""
     address = gemm.ADDRESSES[np.dtype(np.float32)]
-    one = np.float32(1.0)
+    one, zero = np.float32(1.0), np.float32(0.0)
     a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
     out = np.full((5, 4), np.nan, np.float32).T  # (4, 5), column steps of 16 bytes
-    assert not gemm.whole_product(address, a, b, out, one)
+    assert not gemm.whole_product(address, a, b, out, one, zero)
     assert np.isnan(out).all()
     empty = np.ones((4, 0), np.float32)
-    assert not gemm.whole_product(address, empty, np.ones((0, 5), np.float32), out.T.T, one)
+    assert not gemm.whole_product(address, empty, np.ones((0, 5), np.float32), out.T.T, one, zero)
     done = np.full((4, 5), np.nan, np.float32)
-    assert gemm.whole_product(address, a, b, done, one)
+    assert gemm.whole_product(address, a, b, done, one, zero)
     np.testing.assert_array_equal(done, np.full((4, 5), 3.0, np.float32))

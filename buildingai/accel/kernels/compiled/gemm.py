@@ -64,15 +64,15 @@ GEMV_ADDRESSES = _addresses(_OWN, "gemv") if OWN_BLAS else {}  # only on a BLAS 
 
 @intrinsic
 def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha, a, lda, b,
-               ldb, c, ldc):  # fmt: skip
-    """``cblas_?gemm(RowMajor, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, 0, c,
-    ldc)`` through the function at ``address``; a, b, c are addresses; alpha's type (float32 or
-    float64) picks sgemm's or dgemm's signature."""
+               ldb, beta, c, ldc):  # fmt: skip
+    """``cblas_?gemm(RowMajor, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta,
+    c, ldc)`` through the function at ``address``; a, b, c are addresses; alpha's type (float32
+    or float64, beta's the same) picks sgemm's or dgemm's signature."""
     signature = types.void(address, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb,
-                           c, ldc)  # fmt: skip
+                           beta, c, ldc)  # fmt: skip
 
     def codegen(context, builder, signature, arguments):
-        address, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, c, ldc = arguments
+        address, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc = arguments
         real = context.get_value_type(signature.args[6])
         pointer = real.as_pointer()
         i32, i64 = ir.IntType(32), ir.IntType(64)
@@ -90,7 +90,7 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
                 m, n, k, alpha,
                 builder.inttoptr(a, pointer), lda,
                 builder.inttoptr(b, pointer), ldb,
-                ir.Constant(real, 0.0),
+                beta,
                 builder.inttoptr(c, pointer), ldc,
             ],
         )  # fmt: skip
@@ -187,10 +187,10 @@ def matrix_vector(a, b, out, parts: int = 1) -> bool:
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _product_tasks(address, a, b, out, layout, alpha, parts, by_columns):
-    """out[e] = op(a[e]) @ op(b[e]) for each entry e, each cut into ``parts`` blocks of rows
-    (of columns, ``by_columns``); one task per (entry, block) on numba's threads. layout:
-    (transpose a, lda, transpose b, ldb, ldc), the transposes as CBLAS enumerations."""
+def _product_tasks(address, a, b, out, layout, alpha, beta, parts, by_columns):
+    """out[e] = op(a[e]) @ op(b[e]) + beta out[e] for each entry e, each cut into ``parts``
+    blocks of rows (of columns, ``by_columns``); one task per (entry, block) on numba's threads.
+    layout: (transpose a, lda, transpose b, ldb, ldc), the transposes as CBLAS enumerations."""
     transpose_a, lda, transpose_b, ldb, ldc = layout
     entries, m, k = a.shape
     n = b.shape[2]
@@ -209,23 +209,24 @@ def _product_tasks(address, a, b, out, layout, alpha, parts, by_columns):
         if by_columns:  # columns of op(b) are its storage's rows when b is transposed
             b_at += (start * ldb if transpose_b == TRANSPOSE else start) * size
             _call_gemm(address, transpose_a, transpose_b, m, stop - start, k, alpha, a_at, lda,
-                       b_at, ldb, out_at + start * size, ldc)  # fmt: skip
+                       b_at, ldb, beta, out_at + start * size, ldc)  # fmt: skip
         else:
             a_at += (start if transpose_a == TRANSPOSE else start * lda) * size
             _call_gemm(address, transpose_a, transpose_b, stop - start, n, k, alpha, a_at, lda,
-                       b_at, ldb, out_at + start * ldc * size, ldc)  # fmt: skip
+                       b_at, ldb, beta, out_at + start * ldc * size, ldc)  # fmt: skip
 
 
 @njit(nogil=True, cache=True)
-def _products_in_turn(address, a, b, out, layout, alpha):
-    """out[e] = op(a[e]) @ op(b[e]), one BLAS call per entry on the calling thread."""
+def _products_in_turn(address, a, b, out, layout, alpha, beta):
+    """out[e] = op(a[e]) @ op(b[e]) + beta out[e], one BLAS call per entry on the calling
+    thread."""
     transpose_a, lda, transpose_b, ldb, ldc = layout
     entries, m, k = a.shape
     n = b.shape[2]
     for entry in range(entries):
         _call_gemm(address, transpose_a, transpose_b, m, n, k, alpha,
                    a.ctypes.data + entry * a.strides[0], lda,
-                   b.ctypes.data + entry * b.strides[0], ldb,
+                   b.ctypes.data + entry * b.strides[0], ldb, beta,
                    out.ctypes.data + entry * out.strides[0], ldc)  # fmt: skip
 
 
@@ -245,8 +246,9 @@ def _layout_of(matrix, rows, columns):
 
 
 @njit(nogil=True, cache=True)
-def whole_product(address, a, b, out, alpha):
-    """out = a @ b for 2-D arrays of one float dtype in one BLAS call on the calling thread,
+def whole_product(address, a, b, out, alpha, beta):
+    """out = a @ b + beta out for 2-D arrays of one float dtype in one BLAS call on the calling
+    thread,
     the layouts read off the strides here (a product's own checks in Python cost a third of
     one of 2^19 multiply-adds). False, having done nothing, where a layout does not fit."""
     m, k = a.shape
@@ -257,16 +259,17 @@ def whole_product(address, a, b, out, alpha):
     if lda == 0 or ldb == 0 or transpose_out != NO_TRANSPOSE or m * n * k == 0:
         return False
     _call_gemm(address, transpose_a, transpose_b, m, n, k, alpha, a.ctypes.data, lda,
-               b.ctypes.data, ldb, out.ctypes.data, ldc)  # fmt: skip
+               b.ctypes.data, ldb, beta, out.ctypes.data, ldc)  # fmt: skip
     return True
 
 
-def product(a, b, out, parts: int, by_columns: bool) -> bool:
+def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
     (entries, m, n) with unit column steps: cut into ``parts`` blocks per entry (of rows, or of
     columns with ``by_columns``; a block per entry is enough when there are many entries) on
-    numba's threads, or with ``parts`` 0 one call per entry on the calling thread. Returns
-    False, having done nothing, when the layout or dtype does not fit a BLAS call."""
+    numba's threads, or with ``parts`` 0 one call per entry on the calling thread; with
+    ``accumulate``, out += a @ b, the sum in the BLAS call (its beta). Returns False, having done
+    nothing, when the layout or dtype does not fit a BLAS call."""
     address = ADDRESSES.get(a.dtype)
     entries, m, k = a.shape
     n = b.shape[2]
@@ -281,8 +284,10 @@ def product(a, b, out, parts: int, by_columns: bool) -> bool:
     layout = (transpose_a, lda, transpose_b, ldb, ldc)
     if OWN_BLAS:
         own_blas.hold_at_one_thread(_OWN)
+    one = _ONE[a.dtype]
+    beta = one if accumulate else a.dtype.type(0.0)
     if parts == 0:
-        _products_in_turn(address, a, b, out, layout, _ONE[a.dtype])
+        _products_in_turn(address, a, b, out, layout, one, beta)
     else:
-        _product_tasks(address, a, b, out, layout, _ONE[a.dtype], parts, by_columns)
+        _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns)
     return True

@@ -144,7 +144,8 @@ def _product_by_blocks(address, rows, a_at, lda, blocks, c_at, ldc):
         return
     for part in range(parts):
         _call_gemm(address, _NO_TRANSPOSE, _NO_TRANSPOSE, rows, width, inner, _ONE, a_at, lda,
-                   blocks[part].ctypes.data, width, c_at + 4 * part * width, ldc)  # fmt: skip
+                   blocks[part].ctypes.data, width, _ZERO, c_at + 4 * part * width,
+                   ldc)  # fmt: skip
 
 
 # Batch rows never meet in a recurrence: the loops run ``parts`` ranges of rows at once, each
