@@ -1,5 +1,6 @@
 """Faster forwards and first derivatives of the activation records (``ops/activation.py``,
-``ops/special.py``, ``ops/activation_extra.py``), registered against the record they speed up.
+``ops/special.py``, ``ops/activation_extra.py``, and ``tanh`` of ``ops/elementwise.py``),
+registered against the record they speed up.
 
 Each kernel writes into preallocated arrays in a few in-place passes, cut across threads when
 large (``kernels/split.py``), or in one pass through its compiled twin (numba on the CPU, CUDA
@@ -15,6 +16,7 @@ import functools
 import numpy as np
 
 from ..ops import activation, activation_extra, special
+from ..ops.elementwise import TANH, TANH_GRAD
 from .kernels import activations as kernels
 from .kernels import activations_extra as extra_kernels
 from .kernels import activations_fused as fused_kernels
@@ -193,6 +195,24 @@ def _softplus_grad(ctx, xp, grad, x, *, beta, threshold):
     return _into(np, kernel, (grad, x), beta=beta, threshold=threshold)[0]
 
 
+def _tanh_fits(xp, x) -> bool:
+    return x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, kernels.tanh, x)
+
+
+register(
+    TANH,
+    _tanh_fits,
+    lambda ctx, xp, x: _into(xp, kernels.tanh, (x,))[0],
+    name="tanh.fused",
+    description="tanh cut across threads, or in one pass of Cephes' float32 form (its twin)",
+)
+register(
+    TANH_GRAD,
+    lambda xp, grad, out: _same(grad, out),
+    lambda ctx, xp, grad, out: _into(xp, kernels.tanh_grad, (grad, out))[0],
+    name="tanh_grad.fused",
+    description="grad * (1 - t^2) in one pass",
+)
 register(
     special.SIGMOID,
     _sigmoid_fits,

@@ -602,16 +602,35 @@ class Tanh(FloatFunction):
         return xp.tanh(as_float(x))
 
     def backward(self, ctx, grad):
-        out = ctx.output
-        return (grad * (1 - out * out),)
+        return (TANH_GRAD(grad, ctx.output),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("Tanh", inputs, output)
 
 
+class TanhGrad(FloatFunction):
+    """``grad * (1 - t^2)``, t the tanh's output (a differentiable input: the tanh's second
+    derivative flows through it)."""
+
+    name = "tanh_grad"
+    flops_per_element = 3
+
+    def forward(self, ctx, xp, grad, out):
+        return grad * (1 - out * out)
+
+    def backward(self, ctx, grad_of_output):
+        grad, out = ctx.inputs
+        grad_grad = grad_out = None
+        if grad.requires_grad:
+            grad_grad = TANH_GRAD(grad_of_output, out)
+        if out.requires_grad:
+            grad_out = grad_of_output * grad * (-2 * out)
+        return grad_grad, grad_out
+
+
 EXP, EXPM1, LOG, LOG1P = Exp(), Expm1(), Log(), Log1p()
 SQRT, RSQRT, RECIPROCAL, SQUARE, ABS = Sqrt(), Rsqrt(), Reciprocal(), Square(), Abs()
-SIN, COS, TANH = Sin(), Cos(), Tanh()
+SIN, COS, TANH, TANH_GRAD = Sin(), Cos(), Tanh(), TanhGrad()
 
 
 # ----- piecewise-constant functions: zero gradient, as in PyTorch --------------------------------

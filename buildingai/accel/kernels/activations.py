@@ -95,6 +95,20 @@ def sigmoid_grad(xp, grad, s, out) -> None:
     out *= grad
 
 
+@compiled_twin("activations.tanh")
+def tanh(xp, x, out) -> None:
+    """out = tanh(x) for arrays of one shape."""
+    xp.tanh(x, out=out)
+
+
+@compiled_twin("activations.tanh_grad")
+def tanh_grad(xp, grad, t, out) -> None:
+    """out = grad (1 - t^2), t the tanh's output; arrays of one shape and dtype."""
+    xp.multiply(t, t, out=out)
+    xp.subtract(1, out, out=out)
+    out *= grad
+
+
 @compiled_twin("activations.silu")
 def silu(xp, x, sigmoid_out, out) -> None:
     """sigmoid_out = 1 / (1 + exp(-x)) and out = x * sigmoid_out, for arrays of one shape."""

@@ -65,6 +65,8 @@ CASES = {
     "leaky_relu_grad": (activations.leaky_relu_grad, [_grad, _values], 1, {"slope": 0.2}, 0.0),
     "sigmoid": (activations.sigmoid, [_values], 1, {}, 4e-7),
     "sigmoid_grad": (activations.sigmoid_grad, [_grad, lambda r: r.random(N).astype(np.float32)], 1, {}, 4e-7),
+    "tanh": (activations.tanh, [_values], 1, {}, 4e-7),
+    "tanh_grad": (activations.tanh_grad, [_grad, lambda r: r.random(N).astype(np.float32) * 2 - 1], 1, {}, 4e-7),
     "silu": (activations.silu, [_values], 2, {}, 4e-7),
     "silu_grad": (activations.silu_grad, [_grad, _values, lambda r: r.random(N).astype(np.float32)], 1, {}, 6e-7),
     "gelu": (gelu32.gelu_forward, [_values], 2, {}, 5e-7),

@@ -163,7 +163,7 @@ def test_rnn_loops_and_steps_match_the_numpy_loops(reverse, relu, parts):
 def test_tanh32_is_within_a_few_units_in_the_last_place():
     from numba import njit
 
-    from buildingai.accel.kernels.compiled.recurrence import tanh32
+    from buildingai.accel.kernels.compiled.expf import tanh32
 
     @njit
     def tanh_all(x, out):

@@ -346,6 +346,16 @@ case(
     onnx=NO_ONNX_MAPPING,
 )
 case(
+    "tanh_grad",
+    lambda d: d.capture(
+        "tanh_grad",
+        lambda: backward_of(lambda t: t.tanh(), d.floats("n", *trailing_sizes(d), grad=True)),
+        symbols={(0, 0): "n", (1, 0): "n"},
+    ),
+    gradcheck=True,
+    onnx=NO_ONNX_MAPPING,
+)
+case(
     "softplus_grad",
     _special_grad("softplus_grad", lambda t: t.softplus(beta=1.5, threshold=2.0)),
     gradcheck=True,

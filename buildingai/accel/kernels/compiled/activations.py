@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..gelu32 import _K
-from .expf import exp32, exp32_nonpositive
+from .expf import exp32, exp32_nonpositive, tanh32
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -80,6 +80,21 @@ def sigmoid_grad(grad, s, out):
     for i in prange(s.size):
         v = s[i]
         out[i] = (_ONE - v) * v * grad[i]
+
+
+@kernel
+def tanh(x, out):
+    """out = tanh(x) (``expf.tanh32``: NumPy's float32 tanh calls libm value by value)."""
+    for i in prange(x.size):
+        out[i] = tanh32(x[i])
+
+
+@kernel
+def tanh_grad(grad, t, out):
+    """out = grad (1 - t^2)."""
+    for i in prange(t.size):
+        v = t[i]
+        out[i] = (_ONE - v * v) * grad[i]
 
 
 @kernel

@@ -3,9 +3,8 @@
 over the step's (N, H) units that LLVM vectorises. Same arguments as the NumPy kernels, without
 ``xp``; float32 arrays.
 
-tanh is Cephes' ``tanhf`` form on float32 (an odd polynomial below 0.625, 1 - 2 / (e^{2x} + 1)
-above, e^{2x} by ``exp32``), within a few units in the last place of libm's, since numba's
-``math.tanh`` calls libm one value at a time and keeps the loop scalar.
+tanh is ``expf.tanh32``: numba's ``math.tanh`` calls libm one value at a time and keeps the loop
+scalar.
 """
 
 from __future__ import annotations
@@ -13,19 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .expf import exp32
+from .expf import exp32, tanh32
 from .gemm import _call_gemm  # the sgemm call by address the split products use
 from .panel_tile import PANEL, panel_product
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
-_TWO = np.float32(2.0)
-_SMALL = np.float32(0.625)
-_T = tuple(
-    np.float32(c)
-    for c in (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-              -3.33332819422e-1)
-)  # fmt: skip
 
 # error_model="numpy": no Python check for a division by zero, which keeps loops scalar
 step = njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
@@ -34,21 +26,6 @@ step = njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
 @njit(inline="always", fastmath={"contract"})
 def _sigmoid(x):
     return _ONE / (_ONE + exp32(-x))
-
-
-@njit(inline="always", fastmath={"contract"})
-def tanh32(x):
-    """tanh of a float32 scalar; NaN stays NaN, +-inf give +-1."""
-    z = abs(x)
-    large = _ONE - _TWO / (exp32(_TWO * z) + _ONE)
-    large = -large if x < 0 else large
-    square = x * x
-    p = _T[0] * square + _T[1]
-    p = p * square + _T[2]
-    p = p * square + _T[3]
-    p = p * square + _T[4]
-    small = p * square * x + x
-    return small if z < _SMALL else large
 
 
 @step
