@@ -335,26 +335,20 @@ case(
     grad_inputs=(0,),
     onnx=NO_ONNX_MAPPING,
 )
-case(
-    "sigmoid_grad",
-    lambda d: d.capture(
-        "sigmoid_grad",
-        lambda: backward_of(lambda t: t.sigmoid(), d.floats("n", *trailing_sizes(d), grad=True)),
-        symbols={(0, 0): "n", (1, 0): "n"},
-    ),
-    gradcheck=True,
-    onnx=NO_ONNX_MAPPING,
-)
-case(
-    "tanh_grad",
-    lambda d: d.capture(
-        "tanh_grad",
-        lambda: backward_of(lambda t: t.tanh(), d.floats("n", *trailing_sizes(d), grad=True)),
-        symbols={(0, 0): "n", (1, 0): "n"},
-    ),
-    gradcheck=True,
-    onnx=NO_ONNX_MAPPING,
-)
+
+
+def _output_grad(name: str, forward: Callable) -> Callable:
+    """Samples of ``name``, the gradient record of ``forward`` that reads its output."""
+
+    def make(d: Draw) -> Sample:
+        x = d.floats("n", *trailing_sizes(d), grad=True)
+        return d.capture(name, lambda: backward_of(forward, x), symbols={(0, 0): "n", (1, 0): "n"})
+
+    return make
+
+
+for _name, _forward in (("sigmoid_grad", lambda t: t.sigmoid()), ("tanh_grad", lambda t: t.tanh())):
+    case(_name, _output_grad(_name, _forward), gradcheck=True, onnx=NO_ONNX_MAPPING)
 case(
     "softplus_grad",
     _special_grad("softplus_grad", lambda t: t.softplus(beta=1.5, threshold=2.0)),
