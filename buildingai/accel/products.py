@@ -145,11 +145,11 @@ def _numpy_blas_alone() -> bool:
 
 def _whole_on_own_blas(a, b, out, accumulate: bool = False):
     """``a.dot(b)`` (into ``out`` if given; added to it with ``accumulate``) as one call of the
-    own BLAS on the calling thread,
-    for 2-D float arrays of one dtype (plain NumPy arrays: numba types no subclass here), each
-    row-major or the transpose of a row-major one: the commonest uncut product in one pool,
-    ``compiled.split_product(..., cut=False)``'s call with its layout checks compiled
-    (``gemm.whole_product``). None, having done nothing, where it does not apply."""
+    own BLAS on the calling thread, for 2-D float arrays of one dtype (plain NumPy arrays: numba
+    types no subclass here), each row-major or the transpose of a row-major one: the commonest
+    uncut product in one pool, ``compiled.split_product(..., cut=False)``'s call with its
+    layout checks compiled (``gemm.whole_product``). None, having done nothing, where it does
+    not apply."""
     found = _whole["calls"].get(a.dtype)  # (its callers ask _on_own_blas: one float dtype)
     if found is None or type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None

@@ -248,9 +248,8 @@ def _layout_of(matrix, rows, columns):
 @njit(nogil=True, cache=True)
 def whole_product(address, a, b, out, alpha, beta):
     """out = a @ b + beta out for 2-D arrays of one float dtype in one BLAS call on the calling
-    thread,
-    the layouts read off the strides here (a product's own checks in Python cost a third of
-    one of 2^19 multiply-adds). False, having done nothing, where a layout does not fit."""
+    thread, the layouts read off the strides here (a product's own checks in Python cost a third
+    of one of 2^19 multiply-adds). False, having done nothing, where a layout does not fit."""
     m, k = a.shape
     n = b.shape[1]
     transpose_a, lda = _layout_of(a, m, k)
