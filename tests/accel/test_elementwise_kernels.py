@@ -58,6 +58,8 @@ CASES = {
     "leaky_relu_grad.fused": ([_grad, _x], {"negative_slope": 0.2}),
     "sigmoid.fused": UNARY,
     "sigmoid_grad.fused": ([_grad, _unit], {}),
+    "tanh.fused": UNARY,
+    "tanh_grad.fused": ([_grad, lambda r, d: (2 * _unit(r, d) - 1).astype(d)], {}),
     "silu.fused": UNARY,
     "silu_grad.fused": ([_grad, _x, _unit], {}),
     "softplus.float32": ([_x], {"beta": 2.0, "threshold": 10.0}),
