@@ -83,7 +83,7 @@ def _workload():
         x = bai.tensor(np.random.default_rng(3).standard_normal((2, 3)).astype(dtype))
         x.requires_grad = True
         terms = [x.gelu(), x.gelu(approximate="tanh"), x.silu(), x.softplus(beta=2.0)]
-        terms += [x.sigmoid()]
+        terms += [x.sigmoid(), x.tanh()]
         terms += [x.reshape(3, 2).T, x[:, 1:].pad((0, 1), mode="reflect"), x[np.array([0, 0])]]
         terms += [x.expand(2, 2, 3).sum(axis=0)]
         total = sum(term.sum() for term in terms)
