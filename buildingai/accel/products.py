@@ -135,6 +135,13 @@ def _on_own_blas(entry_work: int, a, b) -> bool:
     return own_blas() and entry_work > BLAS_THREADED_MULTIPLY_ADDS and _floats(a, b)
 
 
+def _own_blas_takes(work: int, a, b) -> bool:
+    """Whether ``_dot`` gives a product of ``work`` multiply-adds to the own BLAS (whole, or cut
+    on numba's threads): one ``_on_own_blas`` takes, except a product too small to cut while
+    NumPy's BLAS has one thread (``_numpy_blas_alone``)."""
+    return _on_own_blas(work, a, b) and (work >= SPLIT_MULTIPLY_ADDS or not _numpy_blas_alone())
+
+
 def _numpy_blas_alone() -> bool:
     """Whether NumPy's BLAS has one thread now (threadpoolctl's limits): it has no threads to
     wake, and a small product costs less there (``a.dot``) than through the own copy's call
@@ -211,7 +218,7 @@ def _dot(a, b, out=None, accumulate: bool = False):
             return out
         return _matrix_vector(a, b, out, work)
     if work < SPLIT_MULTIPLY_ADDS:  # never cut: the commonest product, its tests first
-        if _on_own_blas(work, a, b) and not _numpy_blas_alone():
+        if _own_blas_takes(work, a, b):
             result = _whole_on_own_blas(a, b, out, accumulate)
             if result is not None:
                 return result
@@ -402,9 +409,9 @@ def routed_linear(ctx, xp, x, weight, bias=None):
 def _bias_in_the_product(xp, x, weight, bias) -> bool:
     """Whether ``routed_linear`` starts the product from the bias: float32 or float64 NumPy
     arrays of one dtype in the math precision as stored, a bias of one row, and a product of
-    several rows and columns that ``_dot`` gives the own BLAS. Elsewhere the bias is added
-    after the product: filling the output first would cost a pass more."""
-    if xp is not np or x.ndim < 2 or bias.ndim != 1 or not x.shape[-1] or not own_blas():
+    several rows and columns that ``_dot`` gives the own BLAS (``_own_blas_takes``). Elsewhere
+    the bias is added after the product: filling the output first would cost a pass more."""
+    if xp is not np or x.ndim < 2 or bias.ndim != 1 or not x.shape[-1]:
         return False
     dtype = x.dtype
     if dtype.type not in (np.float32, np.float64) or not dtype == weight.dtype == bias.dtype:
@@ -413,9 +420,7 @@ def _bias_in_the_product(xp, x, weight, bias) -> bool:
         return False
     rows, columns = x.size // x.shape[-1], weight.shape[0]
     work = rows * x.shape[-1] * columns
-    if rows == 1 or columns == 1 or work <= BLAS_THREADED_MULTIPLY_ADDS:
-        return False
-    return work >= SPLIT_MULTIPLY_ADDS or not _numpy_blas_alone()
+    return rows > 1 and columns > 1 and _own_blas_takes(work, x, weight)
 
 
 def noted_einsum(ctx, xp, *arrays, equation):

@@ -115,9 +115,14 @@ def test_float32_error_at_a_language_models_size_is_within_pytorchs(monkeypatch)
     from tests.accel.test_float32_accuracy import assert_within_pytorchs
 
     widths = []
-    blocks = recurrence._column_blocks
-    monkeypatch.setattr(recurrence, "_column_blocks",
-                        lambda *a: widths.append(blocks(*a).shape[2]) or blocks(*a))  # fmt: skip
+    column_blocks = recurrence._column_blocks
+
+    def noting_widths(*args):
+        blocks = column_blocks(*args)
+        widths.append(blocks.shape[2])
+        return blocks
+
+    monkeypatch.setattr(recurrence, "_column_blocks", noting_widths)
     torch.manual_seed(5)
     theirs64 = torch.nn.LSTM(256, 256).double()
     theirs32 = torch.nn.LSTM(256, 256)
