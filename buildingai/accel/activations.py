@@ -448,33 +448,3 @@ register(
     name="threshold.fused",
     description="x times the kept mask plus value times the replaced one, instead of where",
 )
-
-
-def _prelu_fits(xp, x, weight) -> bool:
-    return (
-        type(x) is np.ndarray
-        and type(weight) is np.ndarray
-        and activation_extra.PRELU.output_dtype(x, weight).kind == "f"
-        and np.broadcast_shapes(x.shape, weight.shape) == x.shape
-    )
-
-
-def _prelu(ctx, xp, x, weight):
-    """x times its slope (1 or weight): a product, where ``where`` over the sign pattern is many
-    times slower; 1 * x and weight * x are exact, so the values are where's."""
-    dtype = activation_extra.PRELU.output_dtype(x, weight)
-    positive = np.greater(x, 0).astype(dtype)
-    slopes = 1 - positive
-    slopes *= np.asarray(weight, dtype=dtype)
-    slopes += positive
-    slopes *= x
-    return slopes
-
-
-register(
-    activation_extra.PRELU,
-    _prelu_fits,
-    _prelu,
-    name="prelu.fused",
-    description="x times its slope (1 or weight): a product instead of where",
-)

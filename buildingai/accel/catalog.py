@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     embedding,
     optimizers,
     pooling,
+    prelu,
     products,
     recurrence,
     reductions,

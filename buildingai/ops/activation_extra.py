@@ -6,7 +6,8 @@ Each follows PyTorch's formula and its derivative at the kinks (and at NaN: a co
 NaN is false, so the gradient takes PyTorch's branch). Where a first derivative is more than a
 product or a mask, it is a gradient record of its own (``exponential_linear_grad``,
 ``hardswish_grad``, ``mish_grad``, ``softsign_grad``): one op for ``grad * f'(x)``, whose own
-backward gives the second derivative in Tensor ops. Masks that do not depend on x almost
+backward gives the second derivative in Tensor ops. prelu has two (``prelu_input_grad`` and
+``prelu_weight_grad``, the weight's a sum over the axes it is broadcast along). Masks that do not depend on x almost
 everywhere are constants.
 """
 
@@ -14,9 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ShapeError
+from .abstract import ValueSpec, broadcast_shapes, memory_cost
 from .activation import RELU_GRAD
+from .base import Op
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
 from .promotion import as_float
+from .reduce import sum_to_axes
 
 # SELU's constants (Klambauer et al. 2017), as PyTorch and ONNX define them
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -273,13 +278,82 @@ class Prelu(ElementwiseOp):
 
     def backward(self, ctx, grad):
         x, weight = ctx.inputs
-        positive = ctx.tensor(x.array > 0)
-        grad_x = grad.where(positive, grad * weight)
-        grad_weight = (grad * x).where(~positive, 0.0)
+        grad_x = grad_weight = None
+        if x.requires_grad:
+            grad_x = PRELU_INPUT_GRAD(grad, x, weight)
+        if weight.requires_grad:
+            grad_weight = PRELU_WEIGHT_GRAD(grad, x, weight)
         return grad_x, grad_weight
 
     def to_onnx(self, emit, inputs, output, attrs):
         emit.simple("PRelu", inputs, output)
+
+
+def _negative(ctx, x):
+    """The constant mask ``not x > 0`` of a Tensor x, as a Tensor (NaN counts as negative, as
+    prelu's forward takes weight * x there)."""
+    return ctx.tensor(~(x.array > 0))
+
+
+class PreluInputGrad(ElementwiseOp):
+    """prelu's input gradient: grad where x > 0, else grad * weight (weight broadcasts as in
+    prelu). Inputs grad, x and weight -> their broadcast shape. The derivative in x is zero
+    wherever it exists; in grad and weight it is the same masks again."""
+
+    name = "prelu_input_grad"
+    flops_per_element = 2
+
+    def forward(self, ctx, xp, grad, x, weight):
+        dtype = self.output_dtype(grad, x, weight)
+        return xp.where(x > 0, grad, grad * weight).astype(dtype, copy=False)
+
+    def backward(self, ctx, grad_of_result):
+        grad, x, weight = ctx.inputs
+        grad_grad = grad_weight = None
+        if grad.requires_grad:
+            grad_grad = PRELU_INPUT_GRAD(grad_of_result, x, weight)
+        if weight.requires_grad:  # summed back to weight's shape by the engine
+            grad_weight = (grad_of_result * grad).where(_negative(ctx, x), 0.0)
+        return grad_grad, None, grad_weight
+
+
+class PreluWeightGrad(Op):
+    """prelu's weight gradient: grad * x where not x > 0, else 0, summed over the axes weight
+    is broadcast along. Inputs grad and x (the output's shape) and weight (read for its shape
+    only) -> weight's shape. Its derivatives: the same mask times x (in grad) or grad (in x)."""
+
+    name = "prelu_weight_grad"
+    save_inputs = True
+
+    def forward(self, ctx, xp, grad, x, weight):
+        dtype = np.result_type(grad.dtype, x.dtype, weight.dtype)
+        terms = xp.where(x > 0, 0, grad * x).astype(dtype, copy=False)
+        summed = sum_to_axes(terms.shape, weight.shape)
+        return terms.sum(axis=summed, keepdims=True).reshape(weight.shape)
+
+    def infer(self, grad, x, weight):
+        terms = broadcast_shapes(grad.shape, x.shape)
+        if broadcast_shapes(terms, weight.shape) != terms:
+            raise ShapeError(
+                f"[prelu_weight_grad] weight {weight.shape} does not broadcast to the shape "
+                f"{terms} of grad {grad.shape} and x {x.shape}",
+                help="weight has one slope per channel of x, or a single slope",
+            )
+        dtype = np.result_type(grad.dtype, x.dtype, weight.dtype)
+        return ValueSpec(tuple(weight.shape), dtype, x.device)
+
+    def cost(self, grad, x, weight):
+        return memory_cost((grad, x), self.infer(grad, x, weight), 3)  # compare, multiply, add
+
+    def backward(self, ctx, grad_of_result):
+        grad, x, _ = ctx.inputs
+        negative = _negative(ctx, x)
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = (grad_of_result * x).where(negative, 0.0)
+        if x.requires_grad:
+            grad_x = (grad_of_result * grad).where(negative, 0.0)
+        return grad_grad, grad_x, None
 
 
 # ----- smooth -----------------------------------------------------------------------------------
@@ -411,3 +485,4 @@ MISH, SOFTSIGN, LOGSIGMOID = Mish(), Softsign(), Logsigmoid()
 EXPONENTIAL_LINEAR_GRAD, HARDSWISH_GRAD = ExponentialLinearGrad(), HardswishGrad()
 HARDSIGMOID_GRAD = HardsigmoidGrad()
 MISH_GRAD, SOFTSIGN_GRAD = MishGrad(), SoftsignGrad()
+PRELU_INPUT_GRAD, PRELU_WEIGHT_GRAD = PreluInputGrad(), PreluWeightGrad()

@@ -85,7 +85,6 @@ CASES = {
     "softsign_grad.fused": GRAD_X,
     "logsigmoid.fused": UNARY,
     "threshold.fused": ([_x], {"threshold": 0.5, "value": -2.0}),
-    "prelu.fused": ([_x, lambda r, d: np.asarray(0.25, d)], {}),
     "clamp.scalar_rows": ([_x, lambda r, d: 0.25, lambda r, d: None], {}),
     "where.select": ([lambda r, d: r.random(N) < 0.5, _x, _grad], {}),
     "sum.rows_and_columns": (  # leading axes: above COLUMN_SUM_MIN elements
@@ -268,28 +267,3 @@ def test_second_derivatives_match_with_acceleration_on_and_off(name):
 
     for a, b in zip(second(False), second(True)):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-def test_prelu_through_where_matches_pytorch(dtype, accel_on):
-    """PReLU's forward and both gradients (its backward runs two ``where``s) against PyTorch:
-    selects are exact, so float32 agrees with PyTorch to the products' rounding."""
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(3)
-    x = (rng.standard_normal((16, 3, 900)) * 2).astype(dtype)
-    g = rng.standard_normal(x.shape).astype(dtype)
-    slopes = np.array([0.1, 0.25, 0.5], dtype)
-    ours_x, ours_w = bai.tensor(x, requires_grad=True), bai.tensor(slopes, requires_grad=True)
-    out = bai.nn.functional.prelu(ours_x, ours_w)
-    out.backward(bai.tensor(g))
-    theirs_x = torch.tensor(x, requires_grad=True)
-    theirs_w = torch.tensor(slopes, requires_grad=True)
-    expected = torch.nn.functional.prelu(theirs_x, theirs_w)
-    expected.backward(torch.tensor(g))
-    tolerance = 1e-6 if dtype == np.float32 else 1e-13
-    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=tolerance)
-    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=tolerance)
-    # the slopes' gradients are sums of 14,400 products, added in another order
-    np.testing.assert_allclose(
-        ours_w.grad.numpy(), theirs_w.grad.numpy(), rtol=5e-5 if dtype == np.float32 else 1e-12
-    )

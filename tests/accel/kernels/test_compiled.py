@@ -103,7 +103,12 @@ def _run_both(name, seed=0):
 
 
 def test_every_twin_has_a_case_here_or_with_the_row_kernels():
-    from tests.accel import test_conv_direct, test_conv_winograd, test_conv_winograd_forward
+    from tests.accel import (
+        test_conv_direct,
+        test_conv_winograd,
+        test_conv_winograd_forward,
+        test_prelu,
+    )
     from tests.accel.kernels import (
         test_compiled_channel_norm,
         test_compiled_conv,
@@ -122,6 +127,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     covered |= test_compiled_conv.CASES | test_compiled_recurrence.CASES
     covered |= test_compiled_channel_norm.CASES
     covered |= test_compiled_index.CASES
+    covered |= test_prelu.CASES
     # the im2col columns' twin: compared with the record's columns in test_conv_direct.py
     covered |= {"im2col"} if test_conv_direct.IM2COL_CASES else set()
     # the Winograd transforms: compared with their NumPy references in test_conv_winograd.py

@@ -1,6 +1,7 @@
 """Cases of the activation records of ``ops/activation_extra.py``: elu, selu, celu, hardtanh,
 hardsigmoid, hardswish, threshold, prelu, mish, softsign, logsigmoid, and the gradient records
-exponential_linear_grad, hardsigmoid_grad, hardswish_grad, mish_grad, softsign_grad."""
+exponential_linear_grad, hardsigmoid_grad, hardswish_grad, mish_grad, softsign_grad,
+prelu_input_grad, prelu_weight_grad."""
 
 from __future__ import annotations
 
@@ -74,6 +75,38 @@ def _torch_prelu(x, weight):
 
 
 case("prelu", _prelu, torch=_torch_prelu, gradgrad=True)
+
+
+def _prelu_grad(name: str) -> Callable:
+    """Samples of prelu's gradient record ``name``, from a backward with x and the slopes both
+    requiring gradients (one slope per channel, or one in all)."""
+
+    def make(d: Draw) -> Sample:
+        channels = d.size(1, 4)
+        x = d.floats("n", channels, *trailing_sizes(d, 0, 2), grad=True)
+        weight = d.floats(d.variant((channels, 1)), low=0.05, high=0.5, grad=True)
+        symbols = {(0, 0): "n", (1, 0): "n"}
+        return d.capture(name, lambda: backward_of(bai.prelu, x, weight), symbols=symbols)
+
+    return make
+
+
+def _torch_prelu_input_grad(grad, x, weight):
+    return torch.where(x > 0, grad, grad * weight)
+
+
+def _torch_prelu_weight_grad(grad, x, weight):
+    terms = torch.where(x > 0, torch.zeros_like(grad), grad * x)
+    lead = terms.ndim - weight.ndim
+    summed = [*range(lead)] + [lead + i for i, size in enumerate(weight.shape) if size == 1]
+    return terms.sum(dim=summed, keepdim=True).reshape(weight.shape)
+
+
+for _name, _torch in (
+    ("prelu_input_grad", _torch_prelu_input_grad),
+    ("prelu_weight_grad", _torch_prelu_weight_grad),
+):
+    case(_name, _prelu_grad(_name), torch=_torch, gradcheck=True, onnx=NO_ONNX_MAPPING)
 
 
 # ----- gradient records, captured from the backward pass of their forward op -------------------
