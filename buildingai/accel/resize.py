@@ -1,13 +1,14 @@
 """Faster kernels of the resize records (``ops/resize.py``: ``interpolate`` and
 ``interpolate_grad``), registered beside them. The records apply each axis's sparse matrix as a
-few weighted gathers; where an output row mixes many inputs (area pooling to a few pixels) a
-kernel multiplies by the dense matrix instead, which BLAS runs faster. Inputs holding an inf or
-NaN keep the gathers: the dense matrix's zero weights would spread NaN along the axis. Where
-both axes of an image repeat each pixel a whole number of times (nearest upsampling by 2), the
-repeat and its gradient's block sums run as one compiled pass (``kernels/pixel_repeat.py``).
-Other float32 images resize through both axis maps in compiled passes, rows across threads
-(``kernels/separable_resize.py``): height then width where the height shrinks, width then height
-where it grows.
+few weighted gathers. Where both axes of an image repeat each pixel a whole number of times
+(nearest upsampling by 2), the repeat and its gradient's block sums run as one compiled pass
+(``kernels/pixel_repeat.py``). Other float32 images resize through both axis maps in compiled
+passes, rows across threads (``kernels/separable_resize.py``): height then width where the
+height shrinks, width then height where it grows. Where those do not apply (float64, inputs of
+other ranks, no numba) and an output row mixes many inputs (area pooling to a few pixels), a
+kernel multiplies by the dense matrix instead, which BLAS runs faster than the gathers. Inputs
+holding an inf or NaN keep the gathers: the dense matrix's zero weights would spread NaN along
+the axis.
 """
 
 from __future__ import annotations
@@ -83,22 +84,6 @@ def _interpolate_grad(ctx, xp, grad, *, input_size, size, mode, align_corners, s
     for axis, key in enumerate(keys, start=2):
         grad = _along(xp, grad, key, True, axis)
     return xp.ascontiguousarray(grad)
-
-
-register(
-    resize.INTERPOLATE,
-    _interpolate_fits,
-    _interpolate,
-    name="interpolate.dense",
-    description="long resize rows (area pooling) as one matrix product per axis",
-)
-register(
-    resize.INTERPOLATE_GRAD,
-    _interpolate_grad_fits,
-    _interpolate_grad,
-    name="interpolate_grad.dense",
-    description="long resize rows (area pooling) as one matrix product per axis",
-)
 
 
 # ----- nearest upsampling by whole factors ---------------------------------------------------------
@@ -263,4 +248,24 @@ register(
     requires=("numba",),
     description="float32 gradients: both transposed axis maps in compiled passes over rows, "
     "rows across threads, the width map on the side with fewer rows",
+)
+
+
+# ----- long rows as dense products, where the compiled passes do not apply ------------------------
+# Registered last: a float32 image takes the separable passes first where numba runs, which
+# beat the products at every area resize measured (docs/design_notes/performance.md); the
+# products serve float64, other ranks, and machines without numba.
+register(
+    resize.INTERPOLATE,
+    _interpolate_fits,
+    _interpolate,
+    name="interpolate.dense",
+    description="long resize rows (area pooling) as one matrix product per axis",
+)
+register(
+    resize.INTERPOLATE_GRAD,
+    _interpolate_grad_fits,
+    _interpolate_grad,
+    name="interpolate_grad.dense",
+    description="long resize rows (area pooling) as one matrix product per axis",
 )

@@ -18,6 +18,7 @@ import pytest
 import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.accel import registry
+from buildingai.accel.kernels import compiled
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("numba")
@@ -303,15 +304,24 @@ def test_cross_entropy(kernels_run):
 # ----- resizing -----------------------------------------------------------------------------------
 
 
-def test_area_interpolation(kernels_run):
+@pytest.mark.parametrize("passes", [True, False], ids=["compiled passes", "dense products"])
+def test_area_interpolation(kernels_run, passes):
+    """Float32 images take the compiled passes where numba runs, the dense products without."""
+    if passes:
+        pytest.importorskip("numba")
     x = np.random.default_rng(0).standard_normal((8, 16, 96, 96))
-    _compare(
-        "interpolate area",
-        lambda t: F.interpolate(t, size=(7, 7), mode="area"),
-        lambda t: torch.nn.functional.interpolate(t, size=(7, 7), mode="area"),
-        [x],
-    )
-    assert {"interpolate.dense", "interpolate_grad.dense"} <= kernels_run
+    previous = compiled.set_enabled(passes)
+    try:
+        _compare(
+            "interpolate area",
+            lambda t: F.interpolate(t, size=(7, 7), mode="area"),
+            lambda t: torch.nn.functional.interpolate(t, size=(7, 7), mode="area"),
+            [x],
+        )
+    finally:
+        compiled.set_enabled(previous)
+    kernel = "separable" if passes else "dense"
+    assert {f"interpolate.{kernel}", f"interpolate_grad.{kernel}"} <= kernels_run
 
 
 # ----- optimizer updates --------------------------------------------------------------------------
