@@ -22,10 +22,11 @@ records' loops in the same form, one sgemm and one compiled pass per step
 ``rnn_recurrence_grad.fused`` likewise for the Elman RNN (``kernels/elman_steps.py``), whose
 per-step product would otherwise go to NumPy's BLAS and its threads.
 
-``lstm_cell.fused``, ``lstm_cell_grad.fused``, ``gru_cell.fused``, ``gru_cell_grad.fused``
-(float32, needs numba): one step of a cell (``ops/rnn_cells.py``) in one compiled pass over its
-units, where the records make about ten NumPy passes (``lstm_cell_*`` in ``kernels/lstm_steps.py``,
-``gru_cell_*`` in ``kernels/gru_steps.py``).
+``lstm_cell.fused``, ``lstm_cell_grad.fused``, ``gru_cell.fused``, ``gru_cell_grad.fused``,
+``rnn_cell.fused``, ``rnn_cell_grad.fused`` (float32, needs numba): one step of a cell
+(``ops/rnn_cells.py``) in one compiled pass over its units, where the records make up to ten
+NumPy passes (``lstm_cell_*`` in ``kernels/lstm_steps.py``, ``gru_cell_*`` in
+``kernels/gru_steps.py``, ``rnn_cell_*`` in ``kernels/elman_steps.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ import numpy as np
 
 from ..backend.threads import blas_called
 from ..ops.rnn import LSTM_RECURRENCE, LSTM_RECURRENCE_GRAD
-from ..ops.rnn_cells import GRU_CELL, GRU_CELL_GRAD, LSTM_CELL, LSTM_CELL_GRAD
+from ..ops.rnn_cells import (
+    GRU_CELL,
+    GRU_CELL_GRAD,
+    LSTM_CELL,
+    LSTM_CELL_GRAD,
+    RNN_CELL,
+    RNN_CELL_GRAD,
+)
 from ..ops.rnn_elman import RNN_RECURRENCE, RNN_RECURRENCE_GRAD
 from ..ops.rnn_gru import GRU_RECURRENCE, GRU_RECURRENCE_GRAD
 from ..ops.special import SIGMOID
@@ -498,4 +506,52 @@ register(
     name="gru_cell_grad.fused",
     requires=("numba",),
     description="the step's gates again and the seven gradients in one compiled pass (float32)",
+)
+
+
+def _elman_cell(kernel, *arrays, nonlinearity):
+    """``kernel``'s twin on ``arrays`` (the first two (N, H)) and the nonlinearity, into a new
+    (N, H) float32 array."""
+    out = np.empty(arrays[1].shape, _FLOAT32)
+    contiguous = (np.ascontiguousarray(array) for array in arrays)
+    compiled.twin_of(kernel)(*contiguous, out, nonlinearity == "relu")
+    return out
+
+
+def _rnn_cell_fits(xp, gates_x, gates_h, *biases, nonlinearity) -> bool:
+    kernel = elman_steps.rnn_cell_forward
+    return _cell_fits(kernel, 1, gates_x, gates_h, gates_h, biases=biases)
+
+
+def rnn_cell_fused(ctx, xp, gates_x, gates_h, *biases, nonlinearity):
+    """What ``RNNCell.forward`` computes, in one compiled pass."""
+    biases = biases or (np.zeros(gates_h.shape[1], _FLOAT32),) * 2
+    kernel = elman_steps.rnn_cell_forward
+    return _elman_cell(kernel, gates_x, gates_h, *biases, nonlinearity=nonlinearity)
+
+
+def _rnn_cell_grad_fits(xp, grad, h, *, nonlinearity) -> bool:
+    return _cell_fits(elman_steps.rnn_cell_backward, 1, h, h, h, grad, 1)
+
+
+def rnn_cell_grad_fused(ctx, xp, grad, h, *, nonlinearity):
+    """What ``RNNCellGrad.forward`` computes, in one compiled pass."""
+    return _elman_cell(elman_steps.rnn_cell_backward, grad, h, nonlinearity=nonlinearity)
+
+
+register(
+    RNN_CELL,
+    _rnn_cell_fits,
+    rnn_cell_fused,
+    name="rnn_cell.fused",
+    requires=("numba",),
+    description="the step's sum and nonlinearity in one compiled pass (float32)",
+)
+register(
+    RNN_CELL_GRAD,
+    _rnn_cell_grad_fits,
+    rnn_cell_grad_fused,
+    name="rnn_cell_grad.fused",
+    requires=("numba",),
+    description="the nonlinearity's slope times the gradient in one compiled pass (float32)",
 )

@@ -1,5 +1,6 @@
 """One step of the Elman RNN time loop and of its back-propagation through time, on whole
-sequences held in place: the NumPy references of the compiled twins in ``compiled/recurrence.py``.
+sequences held in place, and one step of the Elman cell (``ops/rnn_cells.py``'s ``rnn_cell``
+and ``rnn_cell_grad``): the NumPy references of the compiled twins in ``compiled/recurrence.py``.
 
 Arrays are laid out as ``ops/rnn_elman.py``'s records lay them out: gates_x, the output h and
 the gradient all (L, N, H). ``relu`` picks the nonlinearity (tanh otherwise). The recurrent
@@ -60,3 +61,23 @@ def rnn_backward_loop(xp, address, grad, states, w_hh_blocks, recurrent, out, re
             xp.matmul(out[after], w_hh, out=recurrent)
         rnn_backward_step(xp, grad, states, recurrent, out, t, relu)
         after = t
+
+
+# ----- one cell step (``ops/rnn_cells.py``) -------------------------------------------------------
+
+
+@compiled.compiled_twin("recurrence.rnn_cell_forward")
+def rnn_cell_forward(xp, gates_x, gates_h, b_ih, b_hh, out, relu) -> None:
+    """``rnn_cell``: gates_x, gates_h (N, H), b_ih, b_hh (H,) (zeros for none) -> out (N, H) =
+    act(gates_x + gates_h + b_ih + b_hh), added in that order as the record adds them."""
+    pre = gates_x + gates_h
+    pre += b_ih
+    pre += b_hh
+    out[...] = xp.maximum(pre, 0) if relu else xp.tanh(pre)
+
+
+@compiled.compiled_twin("recurrence.rnn_cell_backward")
+def rnn_cell_backward(xp, grad, h, out, relu) -> None:
+    """``rnn_cell_grad``: grad (N, H) of the cell's output h (N, H) -> out (N, H) = grad
+    act'(pre), act' from h: 1 - h^2 for tanh, h > 0 for relu."""
+    out[...] = grad * ((h > 0).astype(h.dtype) if relu else 1 - h * h)

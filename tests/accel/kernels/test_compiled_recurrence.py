@@ -219,3 +219,31 @@ def test_cell_twins_match_their_numpy_kernels(kernel, gates, grad_width, width, 
     got = np.full((BATCH, width * SIZE), np.nan, np.float32)
     compiled.twin_of(kernel)(*arrays, got)
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6)
+
+
+CASES |= {"rnn_cell_forward", "rnn_cell_backward"}
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["tanh", "relu"])
+def test_elman_cell_twins_match_their_numpy_kernels(relu):
+    rng = np.random.default_rng(4)
+    gates_x, gates_h = (rng.standard_normal((2, BATCH, SIZE)) * 2).astype(np.float32)
+    gates_x[0, :3] = [np.nan, 0.0, -0.0]  # NaN stays NaN; relu keeps the zeros' signs
+    gates_h[0, :3] = 0.0
+    b_ih, b_hh = rng.standard_normal((2, SIZE)).astype(np.float32)
+    b_ih[:3] = b_hh[:3] = 0.0
+    grad = rng.standard_normal((BATCH, SIZE)).astype(np.float32)
+    forward, backward = elman_steps.rnn_cell_forward, elman_steps.rnn_cell_backward
+    results = []
+    for run in (lambda k, *a: k(np, *a), lambda k, *a: compiled.twin_of(k)(*a)):
+        h = np.full((BATCH, SIZE), np.inf, np.float32)
+        run(forward, gates_x, gates_h, b_ih, b_hh, h, relu)
+        grad_pre = np.full((BATCH, SIZE), np.inf, np.float32)
+        run(backward, grad, h, grad_pre, relu)
+        results.append((h, grad_pre))
+    (h, grad_pre), (twin_h, twin_grad_pre) = results
+    tolerance = 0.0 if relu else 2e-6  # the twin's tanh32 against NumPy's tanh
+    np.testing.assert_allclose(twin_h, h, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(twin_grad_pre, grad_pre, rtol=tolerance, atol=tolerance)
+    if relu:
+        assert np.array_equal(np.signbit(twin_h), np.signbit(h))

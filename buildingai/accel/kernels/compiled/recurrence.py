@@ -1,6 +1,6 @@
-"""Compiled twins of the LSTM and GRU step kernels (``accel/kernels/lstm_steps.py``,
-``gru_steps.py``): each gate of a step read once and every result written once, in short loops
-over the step's (N, H) units that LLVM vectorises. Same arguments as the NumPy kernels, without
+"""Compiled twins of the LSTM, GRU and Elman step kernels (``accel/kernels/lstm_steps.py``,
+``gru_steps.py``, ``elman_steps.py``): each gate of a step read once and every result written
+once, in short loops over the step's (N, H) units that LLVM vectorises. Same arguments as the NumPy kernels, without
 ``xp``; float32 arrays.
 
 tanh is ``expf.tanh32``: numba's ``math.tanh`` calls libm one value at a time and keeps the loop
@@ -370,6 +370,33 @@ def _rnn_backward_rows(grad, states, recurrent, out, t, relu, start, stop):
         else:
             for j in range(size):
                 grad_pre[j] = (given[j] + product[j]) * (_ONE - h[j] * h[j])
+
+
+@step
+def rnn_cell_forward(gates_x, gates_h, b_ih, b_hh, out, relu):
+    batch, size = gates_x.shape
+    for n in range(batch):
+        given, hidden, h = gates_x[n], gates_h[n], out[n]
+        if relu:
+            for j in range(size):
+                pre = given[j] + hidden[j] + b_ih[j] + b_hh[j]
+                h[j] = _ZERO if pre < _ZERO else pre  # NaN stays NaN, as NumPy's maximum
+        else:
+            for j in range(size):
+                h[j] = tanh32(given[j] + hidden[j] + b_ih[j] + b_hh[j])
+
+
+@step
+def rnn_cell_backward(grad, h, out, relu):
+    batch, size = h.shape
+    for n in range(batch):
+        given, state, grad_pre = grad[n], h[n], out[n]
+        if relu:
+            for j in range(size):
+                grad_pre[j] = given[j] * (_ONE if state[j] > _ZERO else _ZERO)
+        else:
+            for j in range(size):
+                grad_pre[j] = given[j] * (_ONE - state[j] * state[j])
 
 
 @parallel
