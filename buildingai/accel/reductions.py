@@ -1,6 +1,7 @@
-"""Faster sums of ``ops/reduce.py``, registered against the record they speed up: sums over
-leading axes as one matrix-vector product with ones (a bias gradient), sums over trailing axes
-as rows through ``einsum`` (``kernels/row_reduce.py``), where NumPy reduces row by row.
+"""Faster sums and means of ``ops/reduce.py``, registered against the records they speed up:
+sums over leading axes as one matrix-vector product with ones (a bias gradient), sums over
+trailing axes as rows through ``einsum`` (``kernels/row_reduce.py``), where NumPy reduces row by
+row; a mean is that sum divided by the count, as NumPy's ``mean`` divides its own sum.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ def _sum(ctx, xp, x, *, axes, keepdims):
     return out.reshape(tuple(extent for axis, extent in enumerate(x.shape) if axis not in axes))
 
 
+def _mean_fits(xp, x, *, axes, keepdims) -> bool:
+    return (
+        _sum_fits(xp, x, axes=axes, keepdims=keepdims) and reduce.reduced_count(x.shape, axes) > 0
+    )
+
+
+def _mean(ctx, xp, x, *, axes, keepdims):
+    total = _sum(ctx, xp, x, axes=axes, keepdims=keepdims)
+    total /= x.dtype.type(reduce.reduced_count(x.shape, axes))
+    return total
+
+
 def _sum_to_fits(xp, x, *, shape) -> bool:
     if not _float_numpy(x):
         return False
@@ -67,4 +80,11 @@ register(
     _sum_to,
     name="sum_to.rows_and_columns",
     description="leading axes as a product with ones, trailing ones as einsum rows",
+)
+register(
+    reduce.MEAN,
+    _mean_fits,
+    _mean,
+    name="mean.rows_and_columns",
+    description="the sum as sum.rows_and_columns takes it, divided by the count",
 )

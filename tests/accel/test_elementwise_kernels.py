@@ -91,6 +91,10 @@ CASES = {
         [lambda r, d: r.standard_normal((128, 30, 37)).astype(d)],
         {"axes": (0, 1), "keepdims": False},
     ),
+    "mean.rows_and_columns": (  # trailing axes: rows of 49, a global average pool's
+        [lambda r, d: r.standard_normal((64, 30, 7, 7)).astype(d)],
+        {"axes": (2, 3), "keepdims": True},
+    ),
     "sum_to.rows_and_columns": (
         [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
         {"shape": (64, 1, 1)},
@@ -118,7 +122,7 @@ def test_every_kernel_of_these_modules_has_a_case():
 
 
 def _tolerance(name, dtype) -> float:
-    if name.startswith("sum"):  # float32 sums of thousands of values, added in another order
+    if name.startswith(("sum", "mean")):  # float32 sums of many values, in another order
         return 1e-12 if dtype == np.float64 else 5e-5
     if dtype == np.float64:
         return 1e-13
@@ -228,6 +232,8 @@ FUNCTIONS = {
     "clamp_high": lambda t: t.clamp(None, 0.5),
     "sum_leading": lambda t: t.sum(0),
     "sum_trailing": lambda t: t.sum((1, 2)),
+    "mean_trailing": lambda t: t.mean((1, 2)),
+    "mean_leading": lambda t: t.mean(0),
     "where": lambda t: bai.where(t > 0.5, t * 2, t),
     "where_number": lambda t: bai.where(t > 0.5, t, 0.0),
 }
@@ -248,7 +254,7 @@ def test_accelerated_function_values_and_gradients_match_the_reference(name):
     g = rng.standard_normal(x.size).astype(np.float32)
     reference = _run(FUNCTIONS[name], x, g, False)
     accelerated = _run(FUNCTIONS[name], x, g, True)
-    tolerance = 5e-5 if name.startswith("sum") else 2e-6  # sums of 1,800 values
+    tolerance = 5e-5 if name.startswith(("sum", "mean")) else 2e-6  # sums of 1,800 values
     for what, a, b in zip(("value", "gradient"), reference, accelerated):
         np.testing.assert_allclose(b, a, rtol=tolerance, atol=tolerance, err_msg=f"{name} {what}")
 

@@ -38,11 +38,15 @@ POOL_CASES = [
     ("avg_pool2d", (2, 3, 7, 6), (3, 2, 1), {"ceil_mode": True, "count_include_pad": False}),
     ("avg_pool2d", (2, 3, 7, 6), ((3, 2), (2, 3), (1, 1)), {"divisor_override": 5}),
     ("avg_pool2d", (3, 5, 4), (2, 1), {}),
+    ("avg_pool2d", (2, 3, 4, 5), ((4, 5),), {}),  # one window, the whole map: a mean
+    ("avg_pool2d", (2, 3, 4, 4), (4,), {"divisor_override": 3}),  # ... a sum over 3
+    ("avg_pool2d", (3, 4, 4), (4, 2), {"ceil_mode": True}),  # ... whatever the stride
     ("avg_pool1d", (2, 3, 9), (3, 2, 1), {"ceil_mode": True, "count_include_pad": False}),
     ("avg_pool1d", (3, 8), (4,), {}),
     ("adaptive_avg_pool2d", (2, 3, 7, 6), ((3, 4),), {}),  # uneven windows: matrices
-    ("adaptive_avg_pool2d", (2, 3, 8, 6), ((4, 3),), {}),  # even windows: reshape-mean
+    ("adaptive_avg_pool2d", (2, 3, 8, 6), ((4, 3),), {}),  # even windows: reshape-means
     ("adaptive_avg_pool2d", (2, 3, 8, 6), ((None, 4),), {}),
+    ("adaptive_avg_pool2d", (2, 3, 8, 6), ((1, 3),), {}),  # one window high
     ("adaptive_avg_pool2d", (2, 3, 5, 6), (1,), {}),  # global average pooling
     ("adaptive_avg_pool2d", (3, 5, 6), (7,), {}),  # upsampling: windows overlap
     ("adaptive_avg_pool1d", (2, 3, 7), (3,), {}),

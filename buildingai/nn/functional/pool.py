@@ -204,6 +204,16 @@ def avg_pool2d(
         max(0, (out_hw[a] - 1) * stride[a] + kernel[a] - padding[a] - size - padding[a])
         for a, size in enumerate((h, w))
     ]
+    if out_hw == (1, 1) and kernel == (h, w) and padding == (0, 0):
+        # one window, the whole map (a network's global average): rows of h * w values,
+        # summed as rows, where the convolution below walks one window of h * w taps
+        if divisor_override is None:
+            out = x.mean(axis=(2, 3), keepdims=True)
+        elif divisor_override == 0:
+            raise ValueError(f"[{op}] divisor_override must be non-zero")
+        else:
+            out = x.sum(axis=(2, 3), keepdims=True) / float(divisor_override)
+        return out.squeeze(0) if added else out
     if extra[0] or extra[1]:
         x = _pad(x, (0, extra[1], 0, extra[0]))
     # The window sums: a depthwise convolution with a kernel of ones.
@@ -292,9 +302,13 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     x, added = _batched(input, 2, op)
     oh, ow = _adaptive_sizes(op, x, output_size, 2)
     n, c, h, w = x.shape
-    if h % oh == 0 and w % ow == 0:
-        # Equal windows: a reshape and a mean, with no averaging matrices to build or multiply.
-        out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=(3, 5))
+    if oh == ow == 1:  # a global average: rows of h * w values, summed as rows
+        out = x.mean(axis=(2, 3), keepdims=True)
+    elif h % oh == 0 and w % ow == 0:
+        # Equal windows: reshapes and means, with no averaging matrices to build or multiply;
+        # the width windows first (rows of the last axis), then the height windows (whole rows
+        # of that), where one mean over both would walk the windows value by value
+        out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=5).mean(axis=3)
     else:
         xp = array_namespace(x.array)
         rows = _averaging_matrix(h, oh, xp, x.dtype)  # (oh, H)
