@@ -7,8 +7,8 @@ NaN is false, so the gradient takes PyTorch's branch). Where a first derivative 
 product or a mask, it is a gradient record of its own (``exponential_linear_grad``,
 ``hardswish_grad``, ``mish_grad``, ``softsign_grad``): one op for ``grad * f'(x)``, whose own
 backward gives the second derivative in Tensor ops. prelu has two (``prelu_input_grad`` and
-``prelu_weight_grad``, the weight's a sum over the axes it is broadcast along). Masks that do not depend on x almost
-everywhere are constants.
+``prelu_weight_grad``, the slopes' a sum over the axes they are broadcast along). Masks that
+do not depend on x almost everywhere are constants.
 """
 
 from __future__ import annotations
