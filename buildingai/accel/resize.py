@@ -8,12 +8,14 @@ height shrinks, width then height where it grows. Where those do not apply (floa
 other ranks, no numba) and an output row mixes many inputs (area pooling to a few pixels), a
 kernel multiplies by the dense matrix instead, which BLAS runs faster than the gathers. Inputs
 holding an inf or NaN keep the gathers: the dense matrix's zero weights would spread NaN along
-the axis.
+the axis. An area resize to one pixel per map is a global average: the sum of each map as
+rows, divided by its size.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from ..backend.threads import blas_called
 from ..ops import resize
 from ..ops.promotion import as_float
 from .kernels import compiled, pixel_repeat, separable_resize
+from .kernels.row_reduce import sum_axes
 from .registry import register
 
 
@@ -84,6 +87,65 @@ def _interpolate_grad(ctx, xp, grad, *, input_size, size, mode, align_corners, s
     for axis, key in enumerate(keys, start=2):
         grad = _along(xp, grad, key, True, axis)
     return xp.ascontiguousarray(grad)
+
+
+# ----- area resizes to one pixel: a global average -----------------------------------------------
+
+
+def _one_pixel(size) -> bool:
+    return all(extent == 1 for extent in size)
+
+
+def _global_fits(xp, x, *, size, mode, align_corners, scales) -> bool:
+    """Float NumPy inputs resized by area to one pixel per map."""
+    return (
+        mode == "area"
+        and _one_pixel(size)
+        and type(x) is np.ndarray
+        and x.dtype.kind == "f"
+        and x.size > 0
+    )
+
+
+def _global_mean(ctx, xp, x, *, size, mode, align_corners, scales):
+    """Each map's sum as rows (``row_reduce.sum_axes``), divided by its size, as the record
+    divides its bins' sums."""
+    ctx.input_size = tuple(x.shape[2:])
+    total = sum_axes(np, x, tuple(range(2, x.ndim)))
+    total /= x.dtype.type(math.prod(x.shape[2:]))
+    return total
+
+
+def _global_grad_fits(xp, grad, *, input_size, size, mode, align_corners, scales) -> bool:
+    return (
+        mode == "area"
+        and _one_pixel(size)
+        and type(grad) is np.ndarray
+        and grad.dtype.kind == "f"
+        and math.prod(input_size) > 0
+    )
+
+
+def _global_spread(ctx, xp, grad, *, input_size, size, mode, align_corners, scales):
+    """Each map's gradient divided by the map's size, written to every pixel of it."""
+    share = grad / grad.dtype.type(math.prod(input_size))
+    return np.ascontiguousarray(np.broadcast_to(share, grad.shape[:2] + tuple(input_size)))
+
+
+register(
+    resize.INTERPOLATE,
+    _global_fits,
+    _global_mean,
+    name="interpolate.global_mean",
+    description="area resizes to one pixel: each map's sum as rows, divided by its size",
+)
+register(
+    resize.INTERPOLATE_GRAD,
+    _global_grad_fits,
+    _global_spread,
+    name="interpolate_grad.global_mean",
+    description="area resizes to one pixel: each map's share of the gradient, broadcast",
+)
 
 
 # ----- nearest upsampling by whole factors ---------------------------------------------------------

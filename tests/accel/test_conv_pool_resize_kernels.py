@@ -156,6 +156,7 @@ RESIZE_CASES = [
     ((2, 3, 32, 30), {"size": (2, 3), "mode": "area"}),  # long rows: the compiled passes
     ((2, 3, 32, 8), {"size": (3, 8), "mode": "area"}),  # one axis long, one copied
     ((2, 3, 40), {"size": (3,), "mode": "area"}),  # a sequence, long rows: one product
+    ((2, 3, 7, 5), {"size": (1, 1), "mode": "area"}),  # one pixel: a global average
     ((2, 3, 6, 5), {"size": (9, 7), "mode": "bilinear"}),
     ((2, 3, 6, 5), {"scale_factor": 2, "mode": "nearest"}),  # short rows
     ((2, 3, 12, 10), {"scale_factor": 2, "mode": "nearest"}),  # pixels repeated into 2x2 blocks
