@@ -271,7 +271,13 @@ class Interpolate(Op):
                 help="fix the spatial dimensions in the input signature (only the batch and "
                 "channels may be symbolic there)",
             )
-        if attrs["mode"] == "area":  # ONNX has no adaptive pooling: the matrices themselves
+        tiled = attrs["mode"] == "area" and all(
+            m and not n % m for n, m in zip(in_sizes, attrs["size"])
+        )
+        if tiled:  # windows side by side: an average pooling
+            windows = [n // m for n, m in zip(in_sizes, attrs["size"])]
+            emit.node("AveragePool", [x], output, kernel_shape=windows, strides=windows)
+        elif attrs["mode"] == "area":  # ONNX has no adaptive pooling: the matrices themselves
             matrices = [resize_matrix(*key) for key in axis_keys(in_sizes, attrs)]
             _matrices_to_onnx(emit, x, output, matrices)
         else:

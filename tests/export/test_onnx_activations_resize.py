@@ -1,6 +1,7 @@
 """The export sweep for the activations and ``interpolate``: each frozen and exported alone;
 eager == frozen == onnxruntime at two batch sizes. Resize is checked for every mode's
-coordinate transform; area mode (adaptive average pooling) exports as per-axis MatMuls."""
+coordinate transform; area mode (adaptive average pooling) exports as AveragePool where its
+windows tile the input, else as per-axis MatMuls."""
 
 from __future__ import annotations
 
@@ -113,6 +114,24 @@ def test_area_exports_as_matmuls_and_mish_natively_from_opset_18():
     for opset, native in ((17, False), (18, True)):
         model = _run(lambda x: F.mish(x), [floats(3, low=-5, high=5)], opset=opset)
         assert ("Mish" in {node.op_type for node in model.graph.node}) == native
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lambda x: F.interpolate(x, size=(2, 3), mode="area"),
+        lambda x: F.avg_pool2d(x, 2),
+        lambda x: F.avg_pool2d(x, (3, 2)),  # a row left over, dropped as PyTorch drops it
+        lambda x: F.adaptive_avg_pool2d(x, (4, 3)),
+    ],
+    ids=["interpolate", "avg_pool2d", "avg_pool2d_floor", "adaptive_avg_pool2d"],
+)
+def test_tiling_windows_export_as_average_pooling(function):
+    """Average pooling over windows side by side runs as mode "area"; it exports as
+    AveragePool (kernel = strides = the window), not as matrices."""
+    model = _run(function, [floats(4, 8, 6)])
+    kinds = {node.op_type for node in model.graph.node}
+    assert "AveragePool" in kinds and "MatMul" not in kinds
 
 
 def test_a_model_with_the_new_modules_freezes_and_exports():

@@ -25,6 +25,7 @@ from ...errors import ShapeError
 from ...functions.shape import pad as _pad
 from ...ops import conv as conv_ops
 from ...ops import pool as pool_ops
+from ...ops import resize as resize_ops
 from ._args import _batched, _pair, _single
 
 __all__ = [
@@ -178,6 +179,21 @@ def _window_counts(size: int, out: int, kernel: int, stride: int, padding: int, 
     return end - start
 
 
+def _area_means(x: Tensor, out_hw: tuple) -> Tensor:
+    """x (N, C, H, W) averaged over adaptive windows to ``out_hw``: the ``interpolate`` record in
+    mode "area" (PyTorch's area mode is adaptive average pooling), whose registered kernels run
+    the windows as two separable passes (docs/design_notes/performance.md)."""
+    return apply(
+        resize_ops.INTERPOLATE, x, size=tuple(out_hw), mode="area", align_corners=False, scales=None
+    )
+
+
+def _concrete(*sizes) -> bool:
+    """Whether ``sizes`` are plain ints: a size that freezing keeps symbolic (an int subclass)
+    cannot set another op's attribute."""
+    return all(type(size) is int for size in sizes)
+
+
 def avg_pool2d(
     input: Tensor,
     kernel_size,
@@ -213,6 +229,15 @@ def avg_pool2d(
             raise ValueError(f"[{op}] divisor_override must be non-zero")
         else:
             out = x.sum(axis=(2, 3), keepdims=True) / float(divisor_override)
+        return out.squeeze(0) if added else out
+    tiles = stride == kernel and padding == (0, 0) and not (extra[0] or extra[1])
+    if tiles and divisor_override is None and _concrete(h, w):
+        # windows side by side, none partial: adaptive windows of the first oh * kh rows and
+        # ow * kw columns (the rest, fewer than a window, is dropped as the windows drop it)
+        covered = (out_hw[0] * kernel[0], out_hw[1] * kernel[1])
+        if covered != (h, w):
+            x = x[:, :, : covered[0], : covered[1]]
+        out = _area_means(x, out_hw)
         return out.squeeze(0) if added else out
     if extra[0] or extra[1]:
         x = _pad(x, (0, extra[1], 0, extra[0]))
@@ -304,6 +329,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     n, c, h, w = x.shape
     if oh == ow == 1:  # a global average: rows of h * w values, summed as rows
         out = x.mean(axis=(2, 3), keepdims=True)
+    elif _concrete(h, w):
+        out = _area_means(x, (oh, ow))
     elif h % oh == 0 and w % ow == 0:
         # Equal windows: reshapes and means, with no averaging matrices to build or multiply;
         # the width windows first (rows of the last axis), then the height windows (whole rows
