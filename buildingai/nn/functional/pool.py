@@ -332,10 +332,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     elif _concrete(h, w):
         out = _area_means(x, (oh, ow))
     elif h % oh == 0 and w % ow == 0:
-        # Equal windows: reshapes and means, with no averaging matrices to build or multiply;
-        # the width windows first (rows of the last axis), then the height windows (whole rows
-        # of that), where one mean over both would walk the windows value by value
-        out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=5).mean(axis=3)
+        # Equal windows: a reshape and a mean, with no averaging matrices to build or multiply.
+        out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean(axis=(3, 5))
     else:
         xp = array_namespace(x.array)
         rows = _averaging_matrix(h, oh, xp, x.dtype)  # (oh, H)
