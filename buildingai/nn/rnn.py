@@ -424,7 +424,19 @@ class RNNCellBase(Module):
         return (x if batched else x.unsqueeze(0)), prepared, batched
 
     def _weights(self) -> tuple:
-        return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+        """weight_ih, weight_hh, bias_ih, bias_hh (the biases None without them)."""
+        # read from their store, as Linear.forward does: ``self.weight_ih`` reaches it only
+        # after the instance and class lookups fail, four times a step
+        parameters = self._parameters
+        try:
+            return (
+                parameters["weight_ih"],
+                parameters["weight_hh"],
+                parameters["bias_ih"],
+                parameters["bias_hh"],
+            )
+        except KeyError:  # one replaced by a plain attribute
+            return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"

@@ -207,6 +207,29 @@ def test_cells_match_pytorch(kind, kwargs, x_shape, with_states):
         _compare(ours, theirs, [x, rng.standard_normal(state_shape)], lambda t: (t[0], t[1]))
 
 
+@pytest.mark.parametrize("kind", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cells_read_a_weight_replaced_by_a_plain_tensor(kind):
+    """A cell reads its weights from its parameter store; one deleted and assigned again as a
+    plain tensor (the fast-weights style) is the one it uses."""
+    rng = np.random.default_rng(1)
+    ours, theirs = _build(CELLS[kind])
+    replacement = rng.standard_normal(tuple(ours.weight_hh.shape))
+    del ours.weight_hh
+    ours.weight_hh = bai.tensor(replacement)
+    with torch.no_grad():
+        theirs.weight_hh.copy_(torch.tensor(replacement))
+    x, h = rng.standard_normal((3, INPUT)), rng.standard_normal((3, HIDDEN))
+    states = (h, h) if kind == "LSTMCell" else h
+    ours_out = ours(bai.tensor(x), _nested(bai.tensor, states))
+    theirs_out = theirs(torch.tensor(x), _nested(torch.tensor, states))
+    for got, expected in zip(_flatten(ours_out), _flatten(theirs_out), strict=True):
+        np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-10)
+
+
+def _nested(make, states):
+    return tuple(make(s) for s in states) if isinstance(states, tuple) else make(states)
+
+
 @pytest.mark.parametrize("kind", ["rnn_tanh_cell", "rnn_relu_cell", "gru_cell"])
 def test_functional_cells_second_derivatives(kind):
     gates = 3 if kind == "gru_cell" else 1
