@@ -296,13 +296,30 @@ def _depthwise_input_grad_fits(xp, grad, weight, *, input_size, stride, padding,
 
 
 def _depthwise_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
-    # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]: a small contraction per offset.
+    dtype = xp.result_type(grad.dtype, weight.dtype)
+    out = xp.empty((grad.shape[0], groups) + tuple(input_size), dtype=dtype)
+    geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
+    if xp is not np or not compiled.run(depthwise_input_grad, (grad, weight, out), geometry):
+        depthwise_input_grad(xp, grad, weight, out, **geometry)
+    return out
+
+
+@compiled_twin(
+    "depthwise.depthwise_input_grad", params=("stride", "padding", "dilation"), min_work=1 << 10
+)
+def depthwise_input_grad(xp, grad, weight, out, *, stride, padding, dilation) -> None:
+    """out (N, C, H, W) = the gradient of a depthwise convolution's input from grad (N, O, Ho,
+    Wo) and weight (O, 1, kh, kw), O a multiple of C: each output channel's taps times grad as
+    one small contraction, then col2im adds the windows back into the image. The reference of
+    its twin."""
+    # cols[n, g, i, j] = sum_o w[g, o, i, j] * grad[n, g, o]
     n, out_channels, ho, wo = grad.shape
+    groups = out.shape[1]
     kh, kw = weight.shape[2:]
     grouped = grad.reshape(n, groups, out_channels // groups, ho, wo)
     taps = weight.reshape(groups, out_channels // groups, kh, kw)
     cols = einsum_array(xp, "ngohw,goij->gijnhw", grouped, taps)
-    return conv.col2im(xp, cols, input_size, stride, padding, dilation)
+    out[...] = conv.col2im(xp, cols, out.shape[2:], stride, padding, dilation)
 
 
 def _depthwise_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
@@ -310,12 +327,28 @@ def _depthwise_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, di
 
 
 def _depthwise_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
+    dtype = xp.result_type(x.dtype, grad.dtype)
+    out = xp.empty((grad.shape[1], 1) + tuple(weight_size), dtype=dtype)
+    geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
+    if xp is not np or not compiled.run(depthwise_weight_grad, (x, grad, out), geometry):
+        depthwise_weight_grad(xp, x, grad, out, **geometry)
+    return out
+
+
+@compiled_twin(
+    "depthwise.depthwise_weight_grad", params=("stride", "padding", "dilation"), min_work=1 << 10
+)
+def depthwise_weight_grad(xp, x, grad, out, *, stride, padding, dilation) -> None:
+    """out (O, 1, kh, kw) = the gradient of a depthwise convolution's weight from x (N, C, H,
+    W) and grad (N, O, Ho, Wo), O a multiple of C: one contraction of grad with the windows
+    view of the padded image. The reference of its twin."""
     n, out_channels = grad.shape[:2]
-    out_hw = grad.shape[2:]
+    groups = x.shape[1]
+    weight_size, out_hw = out.shape[2:], grad.shape[2:]
     view = conv.windows(xp, conv.pad_image(xp, x, padding), weight_size, out_hw, stride, dilation)
     grouped = grad.reshape((n, groups, out_channels // groups) + tuple(out_hw))
-    out = einsum_array(xp, "ngohw,ngijhw->goij", grouped, view)
-    return out.reshape(out_channels, 1, weight_size[0], weight_size[1])
+    sums = einsum_array(xp, "ngohw,ngijhw->goij", grouped, view)
+    out[...] = sums.reshape(out.shape)
 
 
 # ----- stride-1 input gradient on the flat grid ---------------------------------------------------
