@@ -26,33 +26,37 @@ _CLOCK = {"clock": time.perf_counter}
 # ----- conv2d -----------------------------------------------------------------------------------
 
 
-def conv_steps(torch, x_shape, out_channels, kernel, padding):
+def conv_steps(torch, x_shape, out_channels, kernel, padding, stride=1, groups=1):
     """(run_ours, run_theirs, x, w): forward + backward (input, weight and bias gradients) of
     one Conv2d with bias, ours and torch.nn.functional.conv2d's, from the same float32 data."""
     from buildingai.nn import functional as F
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal(x_shape).astype(np.float32)
-    w = (rng.standard_normal((out_channels, x_shape[1], kernel, kernel)) * 0.1).astype(np.float32)
+    w_shape = (out_channels, x_shape[1] // groups, kernel, kernel)
+    w = (rng.standard_normal(w_shape) * 0.1).astype(np.float32)
     b = np.zeros(out_channels, np.float32)
     ours = [bai.Tensor(a, requires_grad=True) for a in (x, w, b)]
     theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    options = {"stride": stride, "padding": padding, "groups": groups}
 
     def run_ours():
-        y = F.conv2d(*ours, padding=padding)
+        y = F.conv2d(*ours, **options)
         bai.grad(y, ours, grad_outputs=bai.ones_like(y))
 
     def run_theirs():
-        y = torch.nn.functional.conv2d(*theirs, padding=padding)
+        y = torch.nn.functional.conv2d(*theirs, **options)
         torch.autograd.grad(y, theirs, grad_outputs=torch.ones_like(y))
 
     return run_ours, run_theirs, x, w
 
 
-def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
+def _conv_case(torch, x_shape, out_channels, kernel, padding, quick, stride=1, groups=1):
     """Forward + backward of one Conv2d (with bias), ours against torch.nn.functional.conv2d."""
     in_channels = x_shape[1]
-    run_ours, run_theirs, _, _ = conv_steps(torch, x_shape, out_channels, kernel, padding)
+    run_ours, run_theirs, _, _ = conv_steps(
+        torch, x_shape, out_channels, kernel, padding, stride, groups
+    )
     timings = measure(
         {"buildingai": run_ours, "pytorch": run_theirs},
         repeats=3 if quick else 5,
@@ -60,7 +64,12 @@ def _conv_case(torch, x_shape, out_channels, kernel, padding, quick):
         settle=settle_for(quick),
         clock=_CLOCK["clock"],
     )
-    case = f"conv2d {in_channels}->{out_channels} {kernel}x{kernel} pad {padding} on {x_shape}"
+    kind = "depthwise conv2d" if groups == in_channels > 1 else "conv2d"
+    case = f"{kind} {in_channels}->{out_channels} {kernel}x{kernel} pad {padding} on {x_shape}"
+    if stride != 1:
+        case += f", stride {stride}"
+    if 1 < groups != in_channels:
+        case += f", groups {groups}"
     return {
         "case": case,
         **timings,
@@ -82,6 +91,20 @@ def bench_conv2d(quick: bool = False) -> list[dict]:
             ((64, 32, 14, 14), 64, 3, 1),  # cnn step, second convolution (after 2x2 pooling)
         ]
     return [_conv_case(torch, *shape, quick) for shape in shapes]
+
+
+def bench_depthwise(quick: bool = False) -> list[dict]:
+    """Depthwise Conv2d (groups = channels) forward+backward: MobileNet's 3x3 at strides 1 and 2
+    on (32, 64, 56, 56), and ConvNeXt's 7x7 on (16, 96, 28, 28), against PyTorch."""
+    import torch
+
+    if quick:
+        return [_conv_case(torch, (2, 4, 8, 8), 4, 3, 1, quick, groups=4)]
+    cases = [((32, 64, 56, 56), 3, 1, 1), ((32, 64, 56, 56), 3, 1, 2), ((16, 96, 28, 28), 7, 3, 1)]
+    return [
+        _conv_case(torch, shape, shape[1], kernel, padding, quick, stride, groups=shape[1])
+        for shape, kernel, padding, stride in cases
+    ]
 
 
 # ----- multi-head attention ----------------------------------------------------------------------
@@ -394,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--only",
-        help="comma-separated cases to run (conv2d, attention, lstm, gru, rnn, cells, "
+        help="comma-separated cases to run (conv2d, depthwise, attention, lstm, gru, rnn, cells, "
         "elementwise, batch_norm); all by default",
     )
     parser.add_argument(

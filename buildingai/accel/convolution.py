@@ -18,9 +18,10 @@ stay the reference; these compute the same values another way, each where it pay
 - ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of layers
   of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
   multiply-adds.
-- ``*.depthwise``: one input channel per group, whose per-group products are tiny: whole-array
-  multiply-adds per kernel offset (float32 forwards: a numba loop over each plane's taps,
-  ``kernels/compiled/depthwise.py``), or one small contraction.
+- ``*.depthwise``: one input channel per group, whose per-group products are tiny: in float32
+  numba loops (``kernels/compiled/depthwise.py``), each plane copied once into the padded
+  image's phase planes and each tap one contiguous loop over them; elsewhere whole-array
+  multiply-adds per kernel offset, or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
 - ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
@@ -507,7 +508,7 @@ register(
     _depthwise_conv_fits,
     _depthwise_conv,
     name="conv2d.depthwise",
-    description="depthwise convolution as multiply-adds per kernel offset",
+    description="depthwise convolution, per tap one loop over padded phase planes (compiled)",
 )
 register(
     conv.CONV2D,
@@ -547,7 +548,7 @@ register(
     _depthwise_input_grad_fits,
     _depthwise_input_grad,
     name="conv2d_input_grad.depthwise",
-    description="depthwise input gradient: one small contraction, then col2im",
+    description="depthwise input gradient, per tap one loop into padded phase planes (compiled)",
 )
 register(
     conv.CONV2D_INPUT_GRAD,
@@ -587,7 +588,7 @@ register(
     _depthwise_weight_grad_fits,
     _depthwise_weight_grad,
     name="conv2d_weight_grad.depthwise",
-    description="depthwise weight gradient: one contraction over the windows view",
+    description="depthwise weight gradient, per sample and tap one dot product (compiled)",
 )
 register(
     conv.CONV2D_WEIGHT_GRAD,

@@ -11,6 +11,13 @@ def test_conv2d_quick_mode_produces_records():
         assert record["ratio"] > 0
 
 
+def test_depthwise_quick_mode_produces_records():
+    records = benchmark.bench_depthwise(quick=True)
+    assert [r["case"].split(" ")[0] for r in records] == ["depthwise"]
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+
+
 def test_attention_quick_mode_produces_records():
     records = benchmark.bench_attention(quick=True)
     assert records
