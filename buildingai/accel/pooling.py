@@ -7,6 +7,9 @@ same values another way where it pays:
 - ``max_pool2d.flat`` and ``max_pool2d_scatter.flat``: windows inside the image (no padding, no
   ceil-mode overhang): the maximum as contiguous passes over the flat batch, and the gradient of
   windows that do not overlap as one indexed assignment (``kernels/pool_flat.py``).
+- ``*.twin_windows`` (numba): the three records for any geometry (padding, dilation,
+  overlapping windows, ceil mode), each window scanned once per (sample, channel) plane
+  (``kernels/compiled/pool_windows.py``).
 - ``max_pool2d_scatter.offsets``: any geometry, the record's loop over offsets, with plain
   assignments where windows do not overlap and, for finite NumPy floats, a product with the mask
   in place of ``where`` (NumPy's ``where`` over an irregular mask is much slower).
@@ -19,6 +22,7 @@ import numpy as np
 from ..ops import pool
 from .kernels import compiled
 from .kernels.pool_flat import first_max_inside, fits_flat, scatter_to_choice, window_max
+from .kernels.pool_windows import padded_first_max, padded_scatter, padded_window_max
 from .registry import register
 
 NUMBA = ("numba",)
@@ -46,6 +50,10 @@ def _disjoint(kernel, stride, dilation) -> bool:
 
 def _twin_geometry(kernel, stride, dilation) -> dict:
     return {"size": tuple(kernel), "stride": tuple(stride), "dilation": tuple(dilation)}
+
+
+def _any_geometry(padding, dilation) -> dict:
+    return {"padding": tuple(padding), "dilation": tuple(dilation)}
 
 
 # ----- max_pool2d ---------------------------------------------------------------------------------
@@ -83,6 +91,15 @@ def _flat_max(ctx, xp, x, *, kernel, stride, padding, dilation, ceil_mode):
     return out
 
 
+def _windows_max(ctx, xp, x, *, kernel, stride, padding, dilation, ceil_mode):
+    """Max pooling by the twin that scans each window once: any geometry, float32."""
+    out = np.empty(x.shape[:2] + _out_hw(x, kernel, stride, padding, dilation, ceil_mode), x.dtype)
+    geometry = {"size": tuple(kernel), "stride": tuple(stride), **_any_geometry(padding, dilation)}
+    if compiled.run(padded_window_max, [x, out], geometry):
+        return out
+    return NotImplemented
+
+
 # ----- max_pool2d_choice --------------------------------------------------------------------------
 
 
@@ -98,6 +115,15 @@ def _twin_choice(ctx, xp, x, out, *, kernel, stride, padding, dilation):
     choice = np.empty(out.shape, dtype=pool.choice_dtype(np, kernel))
     geometry = _twin_geometry(kernel, stride, dilation)
     if compiled.run(first_max_inside, [x, out, choice], geometry):
+        return choice
+    return NotImplemented
+
+
+def _windows_choice(ctx, xp, x, out, *, kernel, stride, padding, dilation):
+    """``window_choice`` by the twin that scans each window once: any geometry, float32."""
+    choice = np.empty(out.shape, dtype=pool.choice_dtype(np, kernel))
+    geometry = {"size": tuple(kernel), "stride": tuple(stride), **_any_geometry(padding, dilation)}
+    if compiled.run(padded_first_max, [x, out, choice], geometry):
         return choice
     return NotImplemented
 
@@ -147,6 +173,15 @@ def _is_numpy(xp, *arrays, **attrs) -> bool:
     return xp is np
 
 
+def _windows_scatter(ctx, xp, grad, choice, *, input_size, kernel, stride, padding, dilation):
+    """The gradient scatter by the twin that walks the windows once: any geometry, float32."""
+    image = np.empty(tuple(grad.shape[:2]) + tuple(input_size), dtype=grad.dtype)
+    geometry = {"size": tuple(kernel), "stride": tuple(stride), **_any_geometry(padding, dilation)}
+    if compiled.run(padded_scatter, [grad, choice, image], geometry):
+        return image
+    return NotImplemented
+
+
 def _offsets_scatter(ctx, xp, grad, choice, *, input_size, kernel, stride, padding, dilation):
     out_hw = grad.shape[2:]
     geometry = pool.padded_size(input_size, out_hw, kernel, stride, padding, dilation)
@@ -177,6 +212,14 @@ register(
 )
 register(
     pool.MAX_POOL2D,
+    _is_numpy,
+    _windows_max,
+    name="max_pool2d.twin_windows",
+    requires=NUMBA,
+    description="window maxima of any geometry, each window scanned once",
+)
+register(
+    pool.MAX_POOL2D,
     _flat_max_fits,
     _flat_max,
     name="max_pool2d.flat",
@@ -191,12 +234,28 @@ register(
     description="2x2 stride-2 first maxima in one pass",
 )
 register(
+    pool.MAX_POOL2D_CHOICE,
+    _is_numpy,
+    _windows_choice,
+    name="max_pool2d_choice.twin_windows",
+    requires=NUMBA,
+    description="first maxima of any window geometry, each window scanned once",
+)
+register(
     pool.MAX_POOL2D_SCATTER,
     _twin_scatter_fits,
     _twin_scatter,
     name="max_pool2d_scatter.twin_2x2",
     requires=NUMBA,
     description="2x2 stride-2 gradient scatter in one pass",
+)
+register(
+    pool.MAX_POOL2D_SCATTER,
+    _is_numpy,
+    _windows_scatter,
+    name="max_pool2d_scatter.twin_windows",
+    requires=NUMBA,
+    description="gradient scatter of any window geometry, each window visited once",
 )
 register(
     pool.MAX_POOL2D_SCATTER,

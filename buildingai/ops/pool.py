@@ -163,6 +163,34 @@ def pooled_indices(xp, choice, size_hw, kernel, stride, padding, dilation):
 # ----- the records --------------------------------------------------------------------------------
 
 
+def window_maxima(xp, x, out_hw, kernel, stride, padding, dilation):
+    """(N, C, Ho, Wo): the maximum over each window of x (N, C, H, W), padding counting as
+    -inf; NaN is the maximum of any window that holds one."""
+    geometry = padded_size(x.shape[2:], out_hw, kernel, stride, padding, dilation)
+    padded = _pad(xp, x, geometry, padding, _lowest(xp, x.dtype))
+    out = None
+    for _, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
+        view = padded[:, :, rows, cols]
+        if out is None:
+            out = view.copy()
+        else:
+            xp.maximum(out, view, out=out)  # NaN propagates: it is the maximum
+    return out
+
+
+def scatter_to_windows(xp, grad, choice, input_size, kernel, stride, padding, dilation):
+    """(N, C, H, W), (H, W) = ``input_size``: zeros with each value of grad (N, C, Ho, Wo) added
+    at its window's chosen element (``choice``, an offset ``i * kw + j``); overlapping windows
+    add, and a choice on the padding is dropped."""
+    out_hw = grad.shape[2:]
+    geometry = padded_size(input_size, out_hw, kernel, stride, padding, dilation)
+    padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
+    for index, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
+        padded[:, :, rows, cols] += xp.where(choice == index, grad, 0)
+    ph, pw = padding
+    return padded[:, :, ph : ph + input_size[0], pw : pw + input_size[1]]
+
+
 class MaxPool2d(Op):
     """The maximum over each window: x (N, C, H, W) -> (N, C, Ho, Wo), Ho from
     ``pool_output_size``. Padding counts as -inf. The gradient goes to each window's first
@@ -177,16 +205,7 @@ class MaxPool2d(Op):
             pool_output_size(size_hw[a], kernel[a], stride[a], padding[a], dilation[a], ceil_mode)
             for a in range(2)
         )
-        geometry = padded_size(size_hw, out_hw, kernel, stride, padding, dilation)
-        padded = _pad(xp, x, geometry, padding, _lowest(xp, x.dtype))
-        out = None
-        for _, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
-            view = padded[:, :, rows, cols]
-            if out is None:
-                out = view.copy()
-            else:
-                xp.maximum(out, view, out=out)  # NaN propagates: it is the maximum
-        return out
+        return window_maxima(xp, x, out_hw, kernel, stride, padding, dilation)
 
     def infer(self, x, *, kernel, stride, padding, dilation, ceil_mode):
         out_hw = tuple(
@@ -260,13 +279,7 @@ class MaxPool2dScatter(Op):
     name = "max_pool2d_scatter"
 
     def forward(self, ctx, xp, grad, choice, *, input_size, kernel, stride, padding, dilation):
-        out_hw = grad.shape[2:]
-        geometry = padded_size(input_size, out_hw, kernel, stride, padding, dilation)
-        padded = xp.zeros(grad.shape[:2] + geometry, dtype=grad.dtype)
-        for index, _, _, rows, cols in window_offsets(kernel, stride, dilation, out_hw):
-            padded[:, :, rows, cols] += xp.where(choice == index, grad, 0)
-        ph, pw = padding
-        return padded[:, :, ph : ph + input_size[0], pw : pw + input_size[1]]
+        return scatter_to_windows(xp, grad, choice, input_size, kernel, stride, padding, dilation)
 
     def infer(self, grad, choice, *, input_size, kernel, stride, padding, dilation):
         return grad.with_shape((*grad.shape[:2], *input_size))

@@ -125,17 +125,19 @@ POOL_CASES = [
 
 
 def test_pooling_kernels_agree_with_the_records(kernels_ran):
+    """float32 runs the twins, float64 the NumPy kernels after them (``.flat``, ``.offsets``)."""
     rng = np.random.default_rng(2)
-    for shape, kwargs in POOL_CASES:
-        x = rng.integers(-4, 5, shape).astype(np.float32)  # ties: the first maximum wins
-        _agree(lambda x, kw=kwargs: F.max_pool2d(x, **kw), (x,), 0.0)
-    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
-    x[0, 0, :2, :2] = -np.inf
-    x[1, 2, 3, 3] = np.nan
-    x[0, 1, 4, 4] = np.inf
-    for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
-        with np.errstate(invalid="ignore"):
+    for dtype in (np.float32, np.float64):
+        for shape, kwargs in POOL_CASES:
+            x = rng.integers(-4, 5, shape).astype(dtype)  # ties: the first maximum wins
             _agree(lambda x, kw=kwargs: F.max_pool2d(x, **kw), (x,), 0.0)
+        x = rng.standard_normal((2, 3, 8, 8)).astype(dtype)
+        x[0, 0, :2, :2] = -np.inf
+        x[1, 2, 3, 3] = np.nan
+        x[0, 1, 4, 4] = np.inf
+        for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
+            with np.errstate(invalid="ignore"):
+                _agree(lambda x, kw=kwargs: F.max_pool2d(x, **kw), (x,), 0.0)
     assert kernels_ran(POOL_OPS) == _registered(POOL_OPS)
 
 
@@ -211,16 +213,18 @@ def test_resize_kernels_agree_with_the_records(kernels_ran):
     assert kernels_ran(RESIZE_OPS) == _registered(RESIZE_OPS)
 
 
-def test_pooling_takes_the_twins_for_2x2_windows_of_stride_2_only(kernels_ran):
+def test_pooling_takes_the_2x2_twins_for_their_windows_and_the_window_twins_elsewhere(
+    kernels_ran,
+):
     pytest.importorskip("numba")
     x = np.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype(np.float32)
     x = bai.tensor(x, requires_grad=True)
+    ops = ("max_pool2d", "max_pool2d_choice", "max_pool2d_scatter")
     with bai.accel.enabled(True):
-        (F.max_pool2d(x, 3, 2) ** 2).sum().backward()
-        assert not any("twin" in name for name in kernels_ran(POOL_OPS))
+        (F.max_pool2d(x, 3, 2, 1) ** 2).sum().backward()
+        assert kernels_ran(POOL_OPS) == {f"{op}.twin_windows" for op in ops}
         (F.max_pool2d(x, 2) ** 2).sum().backward()
-    twins = {"max_pool2d.twin_2x2", "max_pool2d_choice.twin_2x2", "max_pool2d_scatter.twin_2x2"}
-    assert kernels_ran(POOL_OPS) >= twins
+    assert kernels_ran(POOL_OPS) >= {f"{op}.twin_2x2" for op in ops}
 
 
 RESIZE_AGAINST_PYTORCH = [

@@ -114,6 +114,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
         test_compiled_conv,
         test_compiled_depthwise,
         test_compiled_index,
+        test_compiled_pool_windows,
         test_compiled_recurrence,
         test_compiled_rows,
     )
@@ -129,6 +130,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     covered |= test_compiled_channel_norm.CASES
     covered |= test_compiled_index.CASES
     covered |= test_compiled_depthwise.CASES
+    covered |= test_compiled_pool_windows.CASES
     covered |= test_prelu.CASES
     # the im2col columns' twin: compared with the record's columns in test_conv_direct.py
     covered |= {"im2col"} if test_conv_direct.IM2COL_CASES else set()
