@@ -1,7 +1,7 @@
 """Max pooling's twins for any window geometry (``compiled/pool_windows.py``) against their NumPy
 references (``kernels/pool_windows.py``, the records' own functions): padding, dilation,
 overlapping windows, ceil mode's overhang, ties, NaN, inf and windows whose image elements are
-all -inf; the same bits at one and two threads and on two Python threads at once; and
+all -inf, on phase planes and on grids short enough to scan each window; the same bits at one and two threads and on two Python threads at once; and
 ``max_pool2d`` through them against PyTorch, values and gradients."""
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ GEOMETRIES = {
     "dilated-uneven": (13, 10, (2, 3), (3, 2), (1, 1), (2, 2), True),
     "2x2-inside": (8, 8, (2, 2), (2, 2), (0, 0), (1, 1), False),
     "tall-window": (9, 5, (4, 1), (1, 1), (2, 0), (1, 1), False),
+    # grids short against the window: each window scanned on the image
+    "global-7x7": (7, 7, (7, 7), (7, 7), (0, 0), (1, 1), False),
+    "small-map-3x3-stride-2": (8, 8, (3, 3), (2, 2), (1, 1), (1, 1), False),
+    "small-map-overlapping": (4, 5, (3, 3), (1, 1), (1, 1), (1, 1), True),
 }
 
 
@@ -89,13 +93,14 @@ def test_twins_equal_their_references(name):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_twins_give_the_same_bits_on_one_and_two_threads():
+@pytest.mark.parametrize("name", ["overlapping-stride-1", "small-map-overlapping"])
+def test_twins_give_the_same_bits_on_one_and_two_threads(name):
     previous = bai.get_num_threads()
     try:
         results = []
         for count in (1, 2):
             bai.set_num_threads(count)
-            results.append(_all_three("overlapping-stride-1"))
+            results.append(_all_three(name))
     finally:
         bai.set_num_threads(previous)
     for one, two in zip(*results):

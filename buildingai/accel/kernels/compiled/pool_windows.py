@@ -1,9 +1,14 @@
 """Compiled twins of max pooling and its gradient for any window geometry
 (``kernels/pool_windows.py`` has their NumPy references): one (sample, channel) plane per task
-on numba's threads, the plane laid out in phase planes (``phase_planes.py``) so that each
-window offset is one contiguous loop over the output grid, a select per value that vectorises.
-x and the image are float32 (N, C, H, W), out and grad (N, C, Ho, Wo), choice int8 or int32 of
-that shape; the geometry is (kh, kw), (sh, sw), (ph, pw), (dh, dw)."""
+on numba's threads. x and the image are float32 (N, C, H, W), out and grad (N, C, Ho, Wo),
+choice int8 or int32 of that shape; the geometry is (kh, kw), (sh, sw), (ph, pw), (dh, dw).
+
+A plane whose output grid is long is laid out in phase planes (``phase_planes.py``), where each
+window offset is one contiguous loop of selects over the grid that vectorises. Where the grid is
+short against the window (``_short``: a 7x7 window over a 7x7 map has one output), those loops
+would be mostly their own overhead, and each window is scanned on the image instead, skipping
+the padding. Both give the references' bits.
+"""
 
 from __future__ import annotations
 
@@ -18,56 +23,94 @@ _LOWEST = np.float32(-np.inf)
 kernel = njit(parallel=True, nogil=True, cache=True)
 
 
+@njit(inline="always")
+def _short(length, kh, kw):
+    """Whether a grid of ``length`` values is too short for one loop per window offset."""
+    return length < 4 * kh * kw
+
+
+@njit(inline="always")
+def _larger(kept, value):
+    """``kept`` or ``value``, the running maximum: NaN, once there, stays; a larger value
+    replaces. A select, not a branch."""
+    return kept if (kept != kept) | (value <= kept) else value
+
+
+# ----- the maxima ---------------------------------------------------------------------------------
+
+
 @kernel
 def padded_window_max(x, out, size, stride, padding, dilation):
-    """out[n, c, i, j] = the maximum of window (i, j), the padding -inf; NaN where one is NaN.
-    Offsets in order, each a select: NaN, once there, stays; a larger value replaces."""
+    """out[n, c, i, j] = the maximum of window (i, j), the padding -inf; NaN where one is NaN."""
     n, c, height, width = x.shape
     ho, wo = out.shape[2], out.shape[3]
     kh, kw = size
     hq, wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
+    sh, sw = stride
+    ph, pw = padding
+    dh, dw = dilation
     image, pooled = x.reshape(-1), out.reshape(-1)
+    short = _short(length, kh, kw)
     for plane in prange(n * c):
+        start = plane * height * width
+        if short:
+            for i in range(ho):
+                for j in range(wo):
+                    best = _LOWEST
+                    for a in range(kh):
+                        row = i * sh + a * dh - ph
+                        if row < 0 or row >= height:
+                            continue
+                        line = start + row * width
+                        for b in range(kw):
+                            column = j * sw + b * dw - pw
+                            if column >= 0 and column < width:
+                                best = _larger(best, image[line + column])
+                    pooled[(plane * ho + i) * wo + j] = best
+            continue
         planes = np.full(stride[0] * stride[1] * phase, _LOWEST)
-        phase_planes.split(
-            image, plane * height * width, height, width, planes, stride, padding, wq, phase
-        )
-        best = np.full(length, _LOWEST)
-        for a in range(kh):
-            for b in range(kw):
-                at = phase_planes.tap(a, b, stride, dilation, wq, phase)
-                for q in range(length):
-                    value, kept = planes[at + uint64(q)], best[uint64(q)]
-                    best[uint64(q)] = kept if (kept != kept) | (value <= kept) else value
+        phase_planes.split(image, start, height, width, planes, stride, padding, wq, phase)
+        best_of = np.full(length, _LOWEST)
+        for offset in range(kh * kw):
+            at = phase_planes.tap(offset // kw, offset % kw, stride, dilation, wq, phase)
+            for q in range(length):
+                best_of[uint64(q)] = _larger(best_of[uint64(q)], planes[at + uint64(q)])
         for i in range(ho):
             row, line = uint64((plane * ho + i) * wo), uint64(i * wq)
             for j in range(wo):
-                pooled[row + uint64(j)] = best[line + uint64(j)]
+                pooled[row + uint64(j)] = best_of[line + uint64(j)]
+
+
+# ----- the first maxima ---------------------------------------------------------------------------
 
 
 @kernel
 def padded_first_max(x, out, choice, size, stride, padding, dilation):
     """choice[n, c, i, j] = the first offset a * kw + b (in that order) whose element of the
-    image equals the window's maximum out[n, c, i, j], or is NaN; 0 where none does. Offsets
-    from the last to the first, each a select; a window whose maximum is -inf (where the
-    padding, -inf here, would tie) is scanned again skipping the padding."""
+    image equals the window's maximum out[n, c, i, j], or is NaN; 0 where none does. On phase
+    planes, offsets from the last to the first, each a select; a window whose maximum is -inf
+    (where the padding, -inf there, would tie) is scanned again on the image."""
     n, c, height, width = x.shape
     ho, wo = out.shape[2], out.shape[3]
     kh, kw = size
-    sh, sw = stride
-    ph, pw = padding
-    dh, dw = dilation
     hq, wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     image, pooled, chosen = x.reshape(-1), out.reshape(-1), choice.reshape(-1)
+    short = _short(length, kh, kw)
     for plane in prange(n * c):
+        start = plane * height * width
+        if short:
+            for i in range(ho):
+                for j in range(wo):
+                    at = (plane * ho + i) * wo + j
+                    chosen[at] = _first(image, start, pooled[at], i, j, size, height, width,
+                                        stride, padding, dilation)  # fmt: skip
+            continue
         planes = np.full(stride[0] * stride[1] * phase, _LOWEST)
-        phase_planes.split(
-            image, plane * height * width, height, width, planes, stride, padding, wq, phase
-        )
+        phase_planes.split(image, start, height, width, planes, stride, padding, wq, phase)
         best = np.zeros(length, np.float32)
         phase_planes.spread(pooled, plane * ho * wo, ho, wo, best, wq)
         picks = np.zeros(length, np.int32)
@@ -79,31 +122,42 @@ def padded_first_max(x, out, choice, size, stride, padding, dilation):
                 picks[uint64(q)] = offset if wins else picks[uint64(q)]
         for i in range(ho):
             for j in range(wo):
-                pick = picks[i * wq + j]
-                if best[i * wq + j] == _LOWEST:  # the first element of the image that is -inf
-                    pick = _first_lowest(image, plane, height, width, i, j, kh, kw, sh, sw,
-                                         ph, pw, dh, dw)  # fmt: skip
-                chosen[(plane * ho + i) * wo + j] = pick
+                at = (plane * ho + i) * wo + j
+                target = best[i * wq + j]
+                if target == _LOWEST:
+                    chosen[at] = _first(image, start, target, i, j, size, height, width,
+                                        stride, padding, dilation)  # fmt: skip
+                else:
+                    chosen[at] = picks[i * wq + j]
 
 
 @njit(inline="always")
-def _first_lowest(image, plane, height, width, i, j, kh, kw, sh, sw, ph, pw, dh, dw):
-    """The first offset of window (i, j) on the image (not the padding) that holds -inf; 0
-    where none does."""
-    for offset in range(kh * kw):
-        row = i * sh + (offset // kw) * dh - ph
-        column = j * sw + (offset % kw) * dw - pw
-        if row < 0 or row >= height or column < 0 or column >= width:
+def _first(image, start, target, i, j, size, height, width, stride, padding, dilation):
+    """The first offset of window (i, j) whose element of the image equals ``target`` or is
+    NaN; 0 where none does."""
+    kh, kw = size
+    for a in range(kh):
+        row = i * stride[0] + a * dilation[0] - padding[0]
+        if row < 0 or row >= height:
             continue
-        if image[(plane * height + row) * width + column] == _LOWEST:
-            return offset
+        line = start + row * width
+        for b in range(kw):
+            column = j * stride[1] + b * dilation[1] - padding[1]
+            if column >= 0 and column < width:
+                value = image[line + column]
+                if value == target or value != value:
+                    return a * kw + b
     return 0
+
+
+# ----- the gradient -------------------------------------------------------------------------------
 
 
 @kernel
 def padded_scatter(grad, choice, image, size, stride, padding, dilation):
     """image = zeros, then for each offset in order, grad added where the window's choice is
-    that offset (zero elsewhere), as the reference adds: the same sums in the same order."""
+    that offset (zero elsewhere on phase planes), as the reference adds: the same sums in the
+    same order."""
     n, c, ho, wo = grad.shape
     height, width = image.shape[2], image.shape[3]
     kh, kw = size
@@ -111,7 +165,36 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     target, values, chosen = image.reshape(-1), grad.reshape(-1), choice.reshape(-1)
+    short = _short(length, kh, kw)
+    disjoint = stride[0] > (kh - 1) * dilation[0] and stride[1] > (kw - 1) * dilation[1]
     for plane in prange(n * c):
+        start = plane * height * width
+        if short:
+            for k in range(height * width):
+                target[start + k] = _ZERO
+            if disjoint:  # one value at most per element: any order gives the same sums
+                for i in range(ho):
+                    for j in range(wo):
+                        at = (plane * ho + i) * wo + j
+                        offset = np.int64(chosen[at])
+                        row = i * stride[0] + (offset // kw) * dilation[0] - padding[0]
+                        column = j * stride[1] + (offset % kw) * dilation[1] - padding[1]
+                        if row >= 0 and row < height and column >= 0 and column < width:
+                            target[start + row * width + column] += values[at]
+                continue
+            for a in range(kh):  # offset by offset, as the reference adds
+                for b in range(kw):
+                    offset = a * kw + b
+                    for i in range(ho):
+                        row = i * stride[0] + a * dilation[0] - padding[0]
+                        if row < 0 or row >= height:
+                            continue
+                        for j in range(wo):
+                            at = (plane * ho + i) * wo + j
+                            column = j * stride[1] + b * dilation[1] - padding[1]
+                            if chosen[at] == offset and column >= 0 and column < width:
+                                target[start + row * width + column] += values[at]
+            continue
         planes = np.zeros(stride[0] * stride[1] * phase, np.float32)
         spread_grad = np.zeros(length, np.float32)
         phase_planes.spread(values, plane * ho * wo, ho, wo, spread_grad, wq)
@@ -124,6 +207,4 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
             for q in range(length):
                 picked = spread_grad[uint64(q)] if picks[uint64(q)] == offset else _ZERO
                 planes[at + uint64(q)] += picked
-        phase_planes.join(
-            planes, target, plane * height * width, height, width, stride, padding, wq, phase
-        )
+        phase_planes.join(planes, target, start, height, width, stride, padding, wq, phase)
