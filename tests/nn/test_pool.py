@@ -53,6 +53,8 @@ POOL_CASES = [
     ("adaptive_max_pool2d", (2, 3, 7, 6), ((3, 4),), {}),
     ("adaptive_max_pool2d", (2, 3, 7, 6), (1,), {}),
     ("adaptive_max_pool2d", (3, 4, 5), ((6, 5),), {}),
+    ("adaptive_max_pool2d", (2, 3, 8, 6), ((4, 3),), {}),  # windows that tile: max pooling
+    ("adaptive_max_pool2d", (3, 4, 6), ((2, 3),), {}),  # unbatched, tiling
     ("adaptive_max_pool1d", (2, 3, 7), (3,), {}),
 ]
 
