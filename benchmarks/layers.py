@@ -107,6 +107,46 @@ def bench_depthwise(quick: bool = False) -> list[dict]:
     ]
 
 
+def bench_pooling(quick: bool = False) -> list[dict]:
+    """Pooling forward+backward: max pooling 3x3 of stride 2 with padding 1 (ResNet's stem) and
+    overlapping 3x3 windows of stride 1, average pooling 3x3 of stride 2, and a global maximum
+    (adaptive max pooling to 1x1), against PyTorch."""
+    import torch
+
+    from buildingai.nn import functional as F
+
+    tf = torch.nn.functional
+    image, small = ((2, 3, 9, 9), (2, 4, 3, 3)) if quick else ((32, 64, 56, 56), (32, 512, 7, 7))
+    cases = [
+        ("max_pool2d 3x3 stride 2 pad 1", lambda x: F.max_pool2d(x, 3, 2, 1),
+         lambda x: tf.max_pool2d(x, 3, 2, 1), image),
+        ("max_pool2d 3x3 stride 1 pad 1", lambda x: F.max_pool2d(x, 3, 1, 1),
+         lambda x: tf.max_pool2d(x, 3, 1, 1), image),
+        ("avg_pool2d 3x3 stride 2 pad 1", lambda x: F.avg_pool2d(x, 3, 2, 1),
+         lambda x: tf.avg_pool2d(x, 3, 2, 1), image),
+        ("adaptive_max_pool2d to 1x1", lambda x: F.adaptive_max_pool2d(x, 1),
+         lambda x: tf.adaptive_max_pool2d(x, 1), small),
+    ]  # fmt: skip
+    return [_pooling_case(torch, *case, quick) for case in cases]
+
+
+def _pooling_case(torch, case, ours_fn, theirs_fn, shape, quick):
+    """Forward + backward of one pooling of a float32 image of ``shape``, the output's gradient
+    ones, ours against PyTorch's."""
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    ours, theirs = bai.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+
+    def run_ours():
+        y = ours_fn(ours)
+        bai.grad(y, [ours], grad_outputs=bai.ones_like(y))
+
+    def run_theirs():
+        y = theirs_fn(theirs)
+        torch.autograd.grad(y, [theirs], grad_outputs=torch.ones_like(y))
+
+    return _ours_against_theirs(f"{case} on {shape}", run_ours, run_theirs, quick)
+
+
 # ----- multi-head attention ----------------------------------------------------------------------
 
 
@@ -417,7 +457,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--only",
-        help="comma-separated cases to run (conv2d, depthwise, attention, lstm, gru, rnn, cells, "
+        help="comma-separated cases to run (conv2d, depthwise, pooling, attention, lstm, gru, rnn, cells, "
         "elementwise, batch_norm); all by default",
     )
     parser.add_argument(

@@ -18,6 +18,14 @@ def test_depthwise_quick_mode_produces_records():
         assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
 
 
+def test_pooling_quick_mode_produces_records():
+    records = benchmark.bench_pooling(quick=True)
+    names = [r["case"].split(" ")[0] for r in records]
+    assert names == ["max_pool2d", "max_pool2d", "avg_pool2d", "adaptive_max_pool2d"]
+    for record in records:
+        assert record["buildingai"]["median"] > 0 and record["pytorch"]["median"] > 0
+
+
 def test_attention_quick_mode_produces_records():
     records = benchmark.bench_attention(quick=True)
     assert records
