@@ -95,6 +95,10 @@ CASES = {
         [lambda r, d: r.standard_normal((64, 30, 7, 7)).astype(d)],
         {"axes": (2, 3), "keepdims": True},
     ),
+    "cumsum.rows": (
+        [lambda r, d: r.standard_normal((40, 700)).astype(d)],
+        {"axis": 1, "exclusive": False, "reverse": True},
+    ),
     "sum_to.rows_and_columns": (
         [lambda r, d: r.standard_normal((64, 30, 37)).astype(d)],
         {"shape": (64, 1, 1)},
@@ -102,8 +106,11 @@ CASES = {
 }
 FLOAT32_ONLY = {"softplus.float32", "softplus_grad.float32"}
 FLOAT32_ONLY |= {"gelu.float32_polynomial", "gelu_grad.float32_polynomial"}
-FLOAT32_ONLY |= {"where.select"}
-NEEDS_NUMBA = {"where.select"}  # a compiled select or nothing: the record's where is the fallback
+FLOAT32_ONLY |= {"where.select", "cumsum.rows"}
+NEEDS_NUMBA = {
+    "where.select",
+    "cumsum.rows",
+}  # a compiled select or nothing: the record's where is the fallback
 MODULES = {"buildingai.accel.activations", "buildingai.accel.elementwise"}
 MODULES |= {"buildingai.accel.reductions"}
 

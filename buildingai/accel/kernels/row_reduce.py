@@ -12,7 +12,7 @@ which round as NumPy's pairwise sums do, for up to ``LONGEST_SUM`` values. Longe
 array types and other ranks keep ``sum``.
 
 Sums down the columns (over the leading axes: bias gradients) are a BLAS matrix-vector product
-with a vector of ones, ``column_sum``.
+with a vector of ones, ``column_sum``. ``cumsum_rows`` is the cumulative sum along each row.
 """
 
 from __future__ import annotations
@@ -108,6 +108,18 @@ def column_sum(xp, a):
     out = np.empty(flat.shape[1], a.dtype)
     compiled.call(np, _column_sum_into, [flat, out])
     return out.reshape(a.shape[1:])
+
+
+@compiled_twin("rows.cumsum_rows", params=("exclusive", "reverse"))
+def cumsum_rows(xp, x, out, *, exclusive, reverse) -> None:
+    """out (rows, n) = the cumulative sum of each row of x (rows, n), as the ``cumsum`` record
+    computes it along its last axis (``exclusive`` leaves each element out, ``reverse`` sums
+    from the end). The reference of its twin, which sums each row in the same order."""
+    rows = xp.flip(x, 1) if reverse else x
+    sums = xp.cumsum(rows, axis=1)
+    if exclusive:  # each sum moved one place on, the first 0
+        sums = xp.concatenate([xp.zeros_like(sums[:, :1]), sums[:, :-1]], axis=1)
+    out[...] = xp.flip(sums, 1) if reverse else sums
 
 
 # OpenBLAS runs a matrix-vector product of fewer elements on the calling thread (2304 x its

@@ -150,7 +150,20 @@ def _case_column_dot_and_sum(rng, rows, n):
     return [_grad(rng, rows, n), _grad(rng, rows, n)], [np.empty((2, n), np.float32)], {}
 
 
+def _case_cumsum(rng, rows, n):
+    """Logits with their edge rows (NaN, inf); from the end, each element left out."""
+    return [_logits(rng, rows, n)], [_row(rows, n)], {"exclusive": True, "reverse": True}
+
+
+def _case_cumsum_forward(rng, rows, n):
+    x = _grad(rng, rows, n)
+    x[0, 0] = -0.0  # the first sum is the first element itself, -0.0 kept
+    return [x], [_row(rows, n)], {"exclusive": False, "reverse": False}
+
+
 CASES = {
+    # the same float32 sums in the same order: the same bits (tolerance 0)
+    "cumsum_rows": (row_reduce.cumsum_rows, _case_cumsum, 0.0),
     # sums over up to 2000 rows in blocks: relative to the largest column's magnitude
     "column_sum": (row_reduce._column_sum_into, _case_column_sum, 2e-6),
     "column_dot": (row_reduce.column_dot_into, _case_column_dot, 2e-6),
@@ -234,6 +247,16 @@ def test_twin_gives_the_same_bits_on_one_and_two_threads(name):
     _, one = _run_both(name, 600, 129)
     for a, b in zip(one, two):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_cumsum_twin_gives_the_reference_s_bits_forwards(shape):
+    inputs, expected, params = _case_cumsum_forward(np.random.default_rng(1), *shape)
+    got = np.full_like(expected[0], 7.0)
+    _reference(row_reduce.cumsum_rows, *inputs, *expected, **params)
+    assert compiled.run(functools.partial(row_reduce.cumsum_rows, **params), [*inputs, got])
+    np.testing.assert_array_equal(got, expected[0])
+    assert np.signbit(got[0, 0])
 
 
 def test_softmax_of_edge_rows_is_the_reference_s():

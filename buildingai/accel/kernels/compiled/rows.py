@@ -1,5 +1,5 @@
 """Compiled twins of the row-wise kernels: softmax, log_softmax, layer normalisation and
-cross-entropy, forward and backward. Each takes (rows, n) float32 arrays (and (rows, 1) ones for
+cross-entropy, forward and backward, and the cumulative sum along rows. Each takes (rows, n) float32 arrays (and (rows, 1) ones for
 per-row values), runs its rows on numba's threads and each row in a few passes over that row,
 which stays in cache between them: one read of the inputs and one write of the outputs.
 
@@ -432,3 +432,27 @@ def _add_rows(partial, out):
                 row[j] += other[j]
         step *= 2
     out[:] = partial[0]
+
+
+@kernel
+def cumsum_rows(x, out, exclusive, reverse):
+    """out (rows, n) = the cumulative sum of each row of x (rows, n), from the end with
+    ``reverse``, each element left out with ``exclusive`` (the first output 0): float32 sums
+    in the order NumPy's ``cumsum`` adds (the first output is the first element itself), so
+    the same bits; one row per task."""
+    rows, n = x.shape
+    for row in prange(rows):
+        values, sums = x[row], out[row]
+        first = n - 1 if reverse else 0
+        step = -1 if reverse else 1
+        total = values[first]
+        sums[first] = _ZERO if exclusive else total
+        k = first
+        for _ in range(n - 1):
+            k += step
+            if exclusive:
+                sums[k] = total
+                total += values[k]
+            else:
+                total += values[k]
+                sums[k] = total
