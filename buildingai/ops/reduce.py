@@ -21,6 +21,7 @@ from ..errors import ShapeError
 from .abstract import ValueSpec
 from .base import Op
 from .families import CopyOp, ReductionOp, accumulator_dtype
+from .nn import SOFTMAX
 from .promotion import INTEGRAL, as_float, float_dtype
 
 
@@ -422,11 +423,15 @@ class LogSumExp(ReductionOp):
 
     def backward(self, ctx, grad):
         (x,) = ctx.inputs
+        axes = ctx.attrs["axes"]
+        reduced = tuple(range(x.ndim)) if axes is None else axes
+        if len(reduced) == 1:  # the softmax record along that axis (and its row kernels)
+            return (_spread(ctx, grad) * SOFTMAX(x, axis=reduced[0]),)
         # exp(x - out) is the softmax, but out is rounded to the input's precision (at 1e4 in
         # float32, by ~1e-3); renormalising removes that error, which is common to each slice.
         # The quotient does not depend on out at all, so its derivative stays the softmax's.
         unnormalised = (x - _kept(ctx, ctx.output)).exp()
-        softmax = unnormalised / unnormalised.sum(axis=ctx.attrs["axes"], keepdims=True)
+        softmax = unnormalised / unnormalised.sum(axis=axes, keepdims=True)
         return (_spread(ctx, grad) * softmax,)
 
     def to_onnx(self, emit, inputs, output, attrs):
