@@ -202,3 +202,22 @@ def test_pool_errors():
         F.adaptive_avg_pool2d(bai.zeros(1, 1, 8, 8), (0, 2))
     with pytest.raises(bai.ShapeError, match=r"\[adaptive_max_pool2d\] cannot pool an empty"):
         F.adaptive_max_pool2d(bai.zeros(1, 1, 0, 8), 2)
+
+
+def test_adaptive_max_pooling_freezes_where_its_windows_tile_and_refuses_elsewhere():
+    """Windows that tile the input (a global maximum among them) run as max pooling, which a
+    frozen graph computes from its inputs; other windows pick their winners from the values
+    outside traced ops, so freezing them is refused rather than baking one input's winners in."""
+    from buildingai.graph import freeze
+    from buildingai.graph.graph import GraphError
+
+    spec = [bai.TensorSpec((2, 3, 8, 6), "float32")]
+    rng = np.random.default_rng(4)
+    for output_size in (1, (4, 3), (2, 6)):
+        frozen = freeze(lambda x, size=output_size: F.adaptive_max_pool2d(x, size), spec)
+        for _ in range(2):
+            x = rng.standard_normal((2, 3, 8, 6)).astype(np.float32)
+            expected = F.adaptive_max_pool2d(bai.tensor(x), output_size).numpy()
+            np.testing.assert_array_equal(frozen(x).numpy(), expected)
+    with pytest.raises(GraphError, match="behind dispatch's back"):
+        freeze(lambda x: F.adaptive_max_pool2d(x, (3, 4)), spec)

@@ -384,8 +384,13 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     values = x.array[:, :, row_choices[:, None, :, None], col_choices[None, :, None, :]]
     n, c = x.shape[:2]
     best = xp.argmax(values.reshape(n, c, oh, ow, kh * kw), axis=-1)
-    rows = row_choices[xp.arange(oh)[:, None], best // kw]
-    cols = col_choices[xp.arange(ow), best % kw]
+    # the winner's row and column: its window's start plus its offset there (a short window's
+    # repeated last candidate is its last position). Computed from best, so that a trace's
+    # mark on the values reaches them: freezing refuses these data-dependent positions.
+    row_start, row_end = (xp.asarray(bound)[:, None] for bound in _adaptive_bounds(h, oh))
+    col_start, col_end = (xp.asarray(bound) for bound in _adaptive_bounds(w, ow))
+    rows = xp.minimum(row_start + best // kw, row_end - 1)
+    cols = xp.minimum(col_start + best % kw, col_end - 1)
     return _gather_maxima(x, rows, cols, added, return_indices)
 
 
