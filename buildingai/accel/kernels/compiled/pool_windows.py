@@ -30,6 +30,16 @@ def _short(length, kh, kw):
 
 
 @njit(inline="always")
+def _inside(position, step, pad, spacing, taps, size):
+    """The window offsets [low, high) along one axis whose pixels, position * step + offset *
+    spacing - pad, lie in the image of ``size``: the loops over them need no test."""
+    first = position * step - pad
+    low = max(0, -(first // spacing)) if first < 0 else 0
+    high = min(taps, (size - 1 - first) // spacing + 1) if first < size else 0
+    return low, max(low, high)
+
+
+@njit(inline="always")
 def _larger(kept, value):
     """``kept`` or ``value``, the running maximum: NaN, once there, stays; a larger value
     replaces. A select, not a branch."""
@@ -57,17 +67,14 @@ def padded_window_max(x, out, size, stride, padding, dilation):
         start = plane * height * width
         if short:
             for i in range(ho):
+                rows = _inside(i, sh, ph, dh, kh, height)
                 for j in range(wo):
+                    columns = _inside(j, sw, pw, dw, kw, width)
                     best = _LOWEST
-                    for a in range(kh):
-                        row = i * sh + a * dh - ph
-                        if row < 0 or row >= height:
-                            continue
-                        line = start + row * width
-                        for b in range(kw):
-                            column = j * sw + b * dw - pw
-                            if column >= 0 and column < width:
-                                best = _larger(best, image[line + column])
+                    for a in range(rows[0], rows[1]):
+                        line = start + (i * sh + a * dh - ph) * width + j * sw - pw
+                        for b in range(columns[0], columns[1]):
+                            best = _larger(best, image[line + b * dw])
                     pooled[(plane * ho + i) * wo + j] = best
             continue
         planes = np.full(stride[0] * stride[1] * phase, _LOWEST)
@@ -136,17 +143,15 @@ def _first(image, start, target, i, j, size, height, width, stride, padding, dil
     """The first offset of window (i, j) whose element of the image equals ``target`` or is
     NaN; 0 where none does."""
     kh, kw = size
-    for a in range(kh):
-        row = i * stride[0] + a * dilation[0] - padding[0]
-        if row < 0 or row >= height:
-            continue
-        line = start + row * width
-        for b in range(kw):
-            column = j * stride[1] + b * dilation[1] - padding[1]
-            if column >= 0 and column < width:
-                value = image[line + column]
-                if value == target or value != value:
-                    return a * kw + b
+    rows = _inside(i, stride[0], padding[0], dilation[0], kh, height)
+    columns = _inside(j, stride[1], padding[1], dilation[1], kw, width)
+    for a in range(rows[0], rows[1]):
+        line = start + (i * stride[0] + a * dilation[0] - padding[0]) * width
+        line += j * stride[1] - padding[1]
+        for b in range(columns[0], columns[1]):
+            value = image[line + b * dilation[1]]
+            if value == target or value != value:
+                return a * kw + b
     return 0
 
 
