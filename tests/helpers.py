@@ -188,3 +188,17 @@ def check_op(
         bai.debug.gradcheck(fn, ours_in)
         if gradgrad:
             bai.debug.gradgradcheck(fn, ours_in)
+
+
+def results_at_thread_counts(compute, counts=(1, 2)) -> list:
+    """``compute()``'s result with BuildingAI's thread count set to each of ``counts`` in turn;
+    the count it found is set again after."""
+    previous = bai.get_num_threads()
+    try:
+        results = []
+        for count in counts:
+            bai.set_num_threads(count)
+            results.append(compute())
+        return results
+    finally:
+        bai.set_num_threads(previous)

@@ -266,9 +266,16 @@ def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation,
     kernel = weight.shape[2:]
     out_hw = conv.output_hw(x.shape[2:], kernel, stride, padding, dilation)
     out = xp.empty((x.shape[0], weight.shape[0]) + out_hw, dtype=x.dtype)
+    return _twin_or_reference(xp, depthwise_correlate, (x, weight, bias), out, stride, padding,
+                              dilation)  # fmt: skip
+
+
+def _twin_or_reference(xp, kernel, arrays, out, stride, padding, dilation):
+    """``out``, computed by ``kernel``'s compiled twin where it takes the arrays, else by the
+    kernel itself, with the geometry as its keywords."""
     geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
-    if xp is not np or not compiled.run(depthwise_correlate, (x, weight, bias, out), geometry):
-        depthwise_correlate(xp, x, weight, bias, out, **geometry)
+    if xp is not np or not compiled.run(kernel, (*arrays, out), geometry):
+        kernel(xp, *arrays, out, **geometry)
     return out
 
 
@@ -299,10 +306,8 @@ def _depthwise_input_grad_fits(xp, grad, weight, *, input_size, stride, padding,
 def _depthwise_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
     dtype = xp.result_type(grad.dtype, weight.dtype)
     out = xp.empty((grad.shape[0], groups) + tuple(input_size), dtype=dtype)
-    geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
-    if xp is not np or not compiled.run(depthwise_input_grad, (grad, weight, out), geometry):
-        depthwise_input_grad(xp, grad, weight, out, **geometry)
-    return out
+    return _twin_or_reference(xp, depthwise_input_grad, (grad, weight), out, stride, padding,
+                              dilation)  # fmt: skip
 
 
 @compiled_twin(
@@ -330,10 +335,8 @@ def _depthwise_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, di
 def _depthwise_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):
     dtype = xp.result_type(x.dtype, grad.dtype)
     out = xp.empty((grad.shape[1], 1) + tuple(weight_size), dtype=dtype)
-    geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
-    if xp is not np or not compiled.run(depthwise_weight_grad, (x, grad, out), geometry):
-        depthwise_weight_grad(xp, x, grad, out, **geometry)
-    return out
+    return _twin_or_reference(xp, depthwise_weight_grad, (x, grad), out, stride, padding,
+                              dilation)  # fmt: skip
 
 
 @compiled_twin(

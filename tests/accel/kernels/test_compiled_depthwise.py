@@ -18,6 +18,7 @@ import buildingai.nn.functional as F
 from buildingai.accel import convolution as conv
 from buildingai.accel.kernels import compiled
 from buildingai.ops.conv import output_hw
+from tests.helpers import results_at_thread_counts
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.usefixtures("accel_on")
@@ -117,16 +118,9 @@ def _all_three(name):
 
 @pytest.mark.parametrize("name", ["mobilenet-3x3", "stride-2-dilated-5x5"])
 def test_twins_give_the_same_bits_on_one_and_two_threads(name):
-    previous = bai.get_num_threads()
-    try:
-        results = []
-        for count in (1, 2):
-            bai.set_num_threads(count)
-            results.append(_all_three(name))
-    finally:
-        bai.set_num_threads(previous)
-    for one, two in zip(*results):
-        np.testing.assert_array_equal(one, two)
+    one, two = results_at_thread_counts(lambda: _all_three(name))
+    for on_one, on_two in zip(one, two):
+        np.testing.assert_array_equal(on_one, on_two)
 
 
 def test_twins_on_two_python_threads_at_once():

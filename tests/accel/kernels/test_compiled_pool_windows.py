@@ -15,6 +15,7 @@ import buildingai as bai
 import buildingai.nn.functional as F
 from buildingai.accel.kernels import compiled, pool_windows
 from buildingai.ops import pool
+from tests.helpers import results_at_thread_counts
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.usefixtures("accel_on")
@@ -95,16 +96,9 @@ def test_twins_equal_their_references(name):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("name", ["overlapping-stride-1", "small-map-overlapping"])
 def test_twins_give_the_same_bits_on_one_and_two_threads(name):
-    previous = bai.get_num_threads()
-    try:
-        results = []
-        for count in (1, 2):
-            bai.set_num_threads(count)
-            results.append(_all_three(name))
-    finally:
-        bai.set_num_threads(previous)
-    for one, two in zip(*results):
-        np.testing.assert_array_equal(one, two)
+    one, two = results_at_thread_counts(lambda: _all_three(name))
+    for on_one, on_two in zip(one, two):
+        np.testing.assert_array_equal(on_one, on_two)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")

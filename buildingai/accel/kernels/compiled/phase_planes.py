@@ -49,26 +49,23 @@ def _columns(r, sw, pw, width, wq):
 @njit(inline="always", boundscheck=False)
 def split(source, start, height, width, planes, stride, padding, wq, phase):
     """The (H, W) plane of ``source`` (flat) at ``start`` into the phase planes' pixels; the
-    padding's places are left as they are (zeros). Phase by phase and row by row: each row a
-    loop of strided reads and contiguous writes, with no division per pixel."""
-    (sh, sw), (ph, pw) = stride, padding
-    for r in range(sh):
-        for s in range(sw):
-            plane = uint64((r * sw + s) * phase)
-            low, high = _columns(s, sw, pw, width, wq)
-            for u in range(phase // wq):
-                row = u * sh + r - ph
-                if row < 0 or row >= height:
-                    continue
-                at, line = plane + uint64(u * wq), uint64(start + row * width + s - pw)
-                for v in range(low, high):
-                    planes[at + uint64(v)] = source[line + uint64(v * sw)]
+    padding's places are left as they are (zeros)."""
+    _copy(planes, source, start, height, width, stride, padding, wq, phase, True)
 
 
 @njit(inline="always", boundscheck=False)
 def join(planes, target, start, height, width, stride, padding, wq, phase):
     """``split`` backwards: the image's pixels of the phase planes into ``target`` (flat) at
     ``start``, the padding's places dropped."""
+    _copy(planes, target, start, height, width, stride, padding, wq, phase, False)
+
+
+@njit(inline="always", boundscheck=False)
+def _copy(planes, image, start, height, width, stride, padding, wq, phase, into_planes):
+    """The image's pixels between ``image`` (flat, the plane at ``start``) and the phase
+    planes, in the direction ``into_planes`` says. Phase by phase and row by row: each row a
+    loop of strided accesses on the image and contiguous ones on the planes, with no division
+    per pixel."""
     (sh, sw), (ph, pw) = stride, padding
     for r in range(sh):
         for s in range(sw):
@@ -79,8 +76,12 @@ def join(planes, target, start, height, width, stride, padding, wq, phase):
                 if row < 0 or row >= height:
                     continue
                 at, line = plane + uint64(u * wq), uint64(start + row * width + s - pw)
-                for v in range(low, high):
-                    target[line + uint64(v * sw)] = planes[at + uint64(v)]
+                if into_planes:
+                    for v in range(low, high):
+                        planes[at + uint64(v)] = image[line + uint64(v * sw)]
+                else:
+                    for v in range(low, high):
+                        image[line + uint64(v * sw)] = planes[at + uint64(v)]
 
 
 @njit(inline="always", boundscheck=False)
