@@ -271,11 +271,10 @@ def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation,
 
 
 def _twin_or_reference(xp, kernel, arrays, out, stride, padding, dilation):
-    """``out``, computed by ``kernel``'s compiled twin where it takes the arrays, else by the
-    kernel itself, with the geometry as its keywords."""
+    """``out``, computed by ``kernel`` (through its compiled twin where that takes the arrays:
+    ``compiled.call``), with the geometry as its keywords."""
     geometry = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation)}
-    if xp is not np or not compiled.run(kernel, (*arrays, out), geometry):
-        kernel(xp, *arrays, out, **geometry)
+    compiled.call(xp, kernel, [*arrays, out], **geometry)
     return out
 
 

@@ -33,7 +33,7 @@ def correlate(x, weight, bias, out, stride, padding, dilation):
     n, c, height, width = x.shape
     o, _, kh, kw = weight.shape
     ho, wo = out.shape[2], out.shape[3]
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     per_group = o // c
@@ -73,7 +73,7 @@ def depthwise_input_grad(grad, weight, out, stride, padding, dilation):
     n, o, ho, wo = grad.shape
     c, height, width = out.shape[1], out.shape[2], out.shape[3]
     kh, kw = weight.shape[2], weight.shape[3]
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     per_group = o // c
@@ -118,7 +118,7 @@ def depthwise_weight_grad(x, grad, out, stride, padding, dilation):
     n, c, height, width = x.shape
     o, ho, wo = grad.shape[1], grad.shape[2], grad.shape[3]
     kh, kw = out.shape[2], out.shape[3]
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     per_group = o // c

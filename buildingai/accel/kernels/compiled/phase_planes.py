@@ -19,7 +19,7 @@ from numba import njit, uint64
 
 @njit(inline="always")
 def geometry(height, width, ho, wo, kh, kw, stride, padding, dilation):
-    """(hq, wq, phase, length): the phase planes' rows and row length, the values one phase
+    """(wq, phase, length): the phase planes' row length, the values one phase
     takes with its margin, and the grid's Ho * Wq positions."""
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     # the padded image as far as the windows reach (beyond H + 2 ph where a stride's phases
@@ -27,7 +27,7 @@ def geometry(height, width, ho, wo, kh, kw, stride, padding, dilation):
     hp = max(height + 2 * ph, (ho - 1) * sh + (kh - 1) * dh + 1)
     wp = max(width + 2 * pw, (wo - 1) * sw + (kw - 1) * dw + 1)
     hq, wq = -(-hp // sh), -(-wp // sw)
-    return hq, wq, hq * wq + (kw - 1) * dw // sw, ho * wq
+    return wq, hq * wq + (kw - 1) * dw // sw, ho * wq
 
 
 @njit(inline="always")

@@ -55,7 +55,7 @@ def padded_window_max(x, out, size, stride, padding, dilation):
     n, c, height, width = x.shape
     ho, wo = out.shape[2], out.shape[3]
     kh, kw = size
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     sh, sw = stride
@@ -102,7 +102,7 @@ def padded_first_max(x, out, choice, size, stride, padding, dilation):
     n, c, height, width = x.shape
     ho, wo = out.shape[2], out.shape[3]
     kh, kw = size
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     image, pooled, chosen = x.reshape(-1), out.reshape(-1), choice.reshape(-1)
@@ -166,7 +166,7 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
     n, c, ho, wo = grad.shape
     height, width = image.shape[2], image.shape[3]
     kh, kw = size
-    hq, wq, phase, length = phase_planes.geometry(
+    wq, phase, length = phase_planes.geometry(
         height, width, ho, wo, kh, kw, stride, padding, dilation
     )
     target, values, chosen = image.reshape(-1), grad.reshape(-1), choice.reshape(-1)

@@ -1,7 +1,8 @@
 """Compiled twins of the row-wise kernels: softmax, log_softmax, layer normalisation and
-cross-entropy, forward and backward, and the cumulative sum along rows. Each takes (rows, n) float32 arrays (and (rows, 1) ones for
-per-row values), runs its rows on numba's threads and each row in a few passes over that row,
-which stays in cache between them: one read of the inputs and one write of the outputs.
+cross-entropy, forward and backward, and the cumulative sum along rows. Each takes (rows, n)
+float32 arrays (and (rows, 1) ones for per-row values), runs its rows on numba's threads and each
+row in a few passes over that row, which stays in cache between them: one read of the inputs and
+one write of the outputs.
 
 The NumPy row kernels they twin (same arguments, plus ``xp`` first) are in ``accel/rows.py``,
 registered for the ops of ``ops/nn.py``, ``ops/norm.py``, ``ops/layer_norm.py`` and
