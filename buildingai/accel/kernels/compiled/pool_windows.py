@@ -34,6 +34,9 @@ def _inside(position, step, pad, spacing, taps, size):
     """The window offsets [low, high) along one axis whose pixels, position * step + offset *
     spacing - pad, lie in the image of ``size``: the loops over them need no test."""
     first = position * step - pad
+    if spacing == 1:  # the common case, without the two integer divisions (most of a short scan)
+        low, high = max(0, -first), min(taps, size - first)
+        return low, max(low, high)
     low = max(0, -(first // spacing)) if first < 0 else 0
     high = min(taps, (size - 1 - first) // spacing + 1) if first < size else 0
     return low, max(low, high)
@@ -172,6 +175,8 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
     target, values, chosen = image.reshape(-1), grad.reshape(-1), choice.reshape(-1)
     short = _short(length, kh, kw)
     disjoint = stride[0] > (kh - 1) * dilation[0] and stride[1] > (kw - 1) * dilation[1]
+    offsets = np.arange(kh * kw)  # each offset's shift in the image, found without a division
+    tap_rows, tap_columns = (offsets // kw) * dilation[0], (offsets % kw) * dilation[1]
     for plane in prange(n * c):
         start = plane * height * width
         if short:
@@ -182,8 +187,8 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
                     for j in range(wo):
                         at = (plane * ho + i) * wo + j
                         offset = np.int64(chosen[at])
-                        row = i * stride[0] + (offset // kw) * dilation[0] - padding[0]
-                        column = j * stride[1] + (offset % kw) * dilation[1] - padding[1]
+                        row = i * stride[0] + tap_rows[offset] - padding[0]
+                        column = j * stride[1] + tap_columns[offset] - padding[1]
                         if row >= 0 and row < height and column >= 0 and column < width:
                             target[start + row * width + column] += values[at]
                 continue
