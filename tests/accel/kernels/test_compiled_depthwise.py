@@ -39,6 +39,10 @@ GEOMETRIES = {
     "narrower-than-the-kernel": (1, 2, 3, 1, 1, 3, 3, (1, 1), (1, 1), (1, 1), True),
     "convnext-7x7": (2, 4, 20, 20, 1, 7, 7, (1, 1), (3, 3), (1, 1), True),
     "stride-2-dilated-5x5": (2, 3, 19, 21, 1, 5, 5, (2, 2), (4, 3), (2, 2), False),
+    # column stride 2 copies pixel pairs: even and odd widths, unpadded, one column
+    "stride-2-unpadded-even": (1, 3, 8, 10, 1, 3, 3, (2, 2), (0, 0), (1, 1), True),
+    "stride-2-one-column": (1, 2, 5, 1, 1, 3, 3, (2, 2), (1, 1), (1, 1), False),
+    "stride-2-by-2-wide-padding": (1, 2, 6, 7, 1, 2, 4, (1, 2), (0, 3), (1, 1), False),
 }
 
 

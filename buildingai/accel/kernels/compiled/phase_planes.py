@@ -67,6 +67,9 @@ def _copy(planes, image, start, height, width, stride, padding, wq, phase, into_
     loop of strided accesses on the image and contiguous ones on the planes, with no division
     per pixel."""
     (sh, sw), (ph, pw) = stride, padding
+    if sw == 2:
+        _copy_pairs(planes, image, start, height, width, sh, padding, wq, phase, into_planes)
+        return
     for r in range(sh):
         for s in range(sw):
             plane = uint64((r * sw + s) * phase)
@@ -92,3 +95,38 @@ def spread(source, start, ho, wo, grid, wq):
         at, line = uint64(i * wq), uint64(start + i * wo)
         for j in range(wo):
             grid[at + uint64(j)] = source[line + uint64(j)]
+
+
+@njit(inline="always", boundscheck=False)
+def _copy_pairs(planes, image, start, height, width, sh, padding, wq, phase, into_planes):
+    """``_copy`` at column stride 2: both column phases of an image row in one loop over its
+    pairs of pixels, whose interleaved accesses vectorise (a loop per phase, reading every
+    other pixel, does not); the one or two pixels at each end that only one phase holds
+    after."""
+    ph, pw = padding
+    even, odd = _columns(0, 2, pw, width, wq), _columns(1, 2, pw, width, wq)
+    low, high = max(even[0], odd[0]), max(max(even[0], odd[0]), min(even[1], odd[1]))
+    for r in range(sh):
+        for u in range(phase // wq):
+            row = u * sh + r - ph
+            if row < 0 or row >= height:
+                continue
+            # padded column p of the row is image[line + p]; phase s holds p = 2 v + s at v
+            first = uint64(2 * r * phase + u * wq)
+            second, line = first + uint64(phase), uint64(start + row * width - pw)
+            if into_planes:
+                for v in range(low, high):
+                    planes[first + uint64(v)] = image[line + uint64(2 * v)]
+                    planes[second + uint64(v)] = image[line + uint64(2 * v + 1)]
+            else:
+                for v in range(low, high):
+                    image[line + uint64(2 * v)] = planes[first + uint64(v)]
+                    image[line + uint64(2 * v + 1)] = planes[second + uint64(v)]
+            for s, (begin, end) in ((0, even), (1, odd)):
+                base = first + uint64(s * phase)
+                for ends in ((begin, min(low, end)), (max(high, begin), end)):
+                    for v in range(ends[0], ends[1]):
+                        if into_planes:
+                            planes[base + uint64(v)] = image[line + uint64(2 * v + s)]
+                        else:
+                            image[line + uint64(2 * v + s)] = planes[base + uint64(v)]
