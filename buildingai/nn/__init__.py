@@ -33,6 +33,7 @@ from .distillation import DistillationLoss, distillation_loss
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .einops_layers import Rearrange, Reduce
 from .embedding import Embedding
+from .fold import Fold, Unfold
 from .functional_call import functional_call
 from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Linear
@@ -211,6 +212,8 @@ __all__ = [
     "ParameterList",
     "ParameterDict",
     "PixelShuffle",
+    "Fold",
+    "Unfold",
     "Rearrange",
     "Reduce",
     "PixelUnshuffle",

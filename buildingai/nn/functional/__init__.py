@@ -11,6 +11,7 @@ from .attention import *
 from .bilinear import *
 from .channel_dropout import *
 from .conv import *
+from .fold import *
 from .instance_norm import *
 from .interpolate import *
 from .loss import *

@@ -247,6 +247,48 @@ case(
 )
 
 
+# ----- unfold and fold ----------------------------------------------------------------------------
+
+
+def _window_geometry(d: Draw) -> dict:
+    kernel = (d.size(1, 3), d.size(2, 3))
+    return dict(
+        kernel_size=kernel,
+        dilation=(d.size(1, 2), 1),
+        padding=(d.size(0, 2), d.size(0, 1)),
+        stride=(d.size(1, 2), d.size(1, 3)),
+    )
+
+
+def _torch_windows(function: Callable) -> Callable:
+    """PyTorch's F.unfold or F.fold called with the record's attributes."""
+
+    def reference(x, *, kernel, **attrs):
+        return function(x, kernel_size=kernel, **attrs)
+
+    return reference
+
+
+def _unfold(d: Draw) -> Sample:
+    x = d.floats("n", d.size(1, 3), d.size(5, 7), d.size(5, 7))
+    return d.capture("unfold", lambda: F.unfold(x, **_window_geometry(d)))
+
+
+def _fold(d: Draw) -> Sample:
+    geometry = _window_geometry(d)
+    size = (d.size(5, 7), d.size(5, 7))
+    image = np.zeros((1, 1) + size)
+    blocks = F.unfold(bai.tensor(image), **geometry).shape[2]
+    taps = geometry["kernel_size"][0] * geometry["kernel_size"][1]
+    columns = d.floats("n", d.size(1, 3) * taps, blocks)
+    return d.capture("fold", lambda: F.fold(columns, size, **geometry))
+
+
+# each is the other's gradient: derivatives of every order against PyTorch's
+case("unfold", _unfold, torch=_torch_windows(TF.unfold), gradgrad=True)
+case("fold", _fold, torch=_torch_windows(TF.fold), gradgrad=True, onnx_opset=18)  # Col2Im
+
+
 # ----- singular values ----------------------------------------------------------------------------
 
 
