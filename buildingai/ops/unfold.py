@@ -1,5 +1,5 @@
-"""Sliding windows as columns and back: ``unfold`` (im2col) and ``fold`` (col2im), PyTorch's
-``F.unfold`` and ``F.fold``.
+"""Sliding windows: as columns and back, ``unfold`` (im2col) and ``fold`` (col2im), PyTorch's
+``F.unfold`` and ``F.fold``; and along one axis, ``unfold_axis``, ``Tensor.unfold``.
 
 ``unfold`` takes an image x (N, C, H, W) to columns (N, C * kh * kw, L): column l = i * Wo + j
 holds the window of output position (i, j), the zero-padded pixels (i * sh + a * dh - ph,
@@ -10,16 +10,29 @@ So each is the other's gradient, and derivatives of any order are these two reco
 
 Attributes (normalised by ``nn.functional``): ``kernel``, ``stride``, ``padding`` (per side)
 and ``dilation`` as ``(h, w)`` int pairs; fold's ``output_size`` is the image's ``(H, W)``.
+
+``unfold_axis`` copies every window of ``size`` elements at each ``step`` along ``axis`` into a
+new last axis; its adjoint adds them back, and again each is the other's gradient.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..backend.device import strided_view
 from ..errors import BuildingAIError, ShapeError
 from .abstract import ValueSpec, memory_cost
 from .base import Op
-from .conv import _check_attrs, _check_dtypes, _infer_output_hw, col2im, pad_image, windows
+from .conv import (
+    _check_attrs,
+    _check_dtypes,
+    _infer_output_hw,
+    col2im,
+    floor_divide_size,
+    pad_image,
+    windows,
+)
+from .families import CopyOp
 
 
 def _check_float(op: str, x) -> None:
@@ -191,3 +204,106 @@ class Fold(Op):
 
 
 UNFOLD, FOLD = Unfold(), Fold()
+
+
+# ----- windows along one axis: Tensor.unfold ------------------------------------------------------
+
+
+def window_count(op: str, length, size: int, step: int):
+    """How many windows of ``size`` at every ``step`` fit in ``length`` (possibly symbolic)."""
+    what = f"the windows of size {size}, step {step}, in a dimension of size {length!r}"
+    return floor_divide_size(op, length - size, step, what) + 1
+
+
+def _check_windows(op: str, ndim: int, length, axis: int, size: int, step: int) -> None:
+    if ndim == 0 or size < 0 or step < 1:
+        raise ShapeError(
+            f"[{op}] cannot take windows of size {size} at step {step} along dimension {axis} "
+            f"of a {ndim}-D tensor",
+            help="size must be non-negative, step positive, and the tensor at least 1-D",
+        )
+    if isinstance(length, int) and size > length:
+        raise ShapeError(
+            f"[{op}] windows of size {size} do not fit in dimension {axis} of size {length}",
+            help=f"use a size of at most {length}",
+        )
+
+
+class UnfoldAxis(CopyOp):
+    """Windows along one axis, as ``Tensor.unfold(dimension, size, step)``: x (..., L, ...) ->
+    (..., n, ..., size) with n = (L - size) // step + 1 in place of L; element [..., i, ...,
+    k] is x[..., i * step + k, ...]. A copy: the windows overlap where step < size."""
+
+    name = "unfold_axis"
+    save_inputs = False  # a copy: the gradient needs only L
+
+    def check(self, x, *, axis, size, step):
+        _check_windows(self.name, x.ndim, x.shape[axis] if x.ndim else 0, axis, size, step)
+
+    def forward(self, ctx, xp, x, *, axis, size, step):
+        ctx.length = x.shape[axis]
+        count = (x.shape[axis] - size) // step + 1
+        shape = x.shape[:axis] + (count,) + x.shape[axis + 1 :] + (size,)
+        strides = list(x.strides) + [x.strides[axis]]
+        strides[axis] *= step
+        return xp.ascontiguousarray(strided_view(xp, x, shape, tuple(strides)))
+
+    def infer(self, x, *, axis, size, step):
+        _check_windows(self.name, x.ndim, x.shape[axis] if x.ndim else 0, axis, size, step)
+        count = window_count(self.name, x.shape[axis], size, step)
+        return x.with_shape((*x.shape[:axis], count, *x.shape[axis + 1 :], size))
+
+    def backward(self, ctx, grad):
+        return (UNFOLD_AXIS_ADJOINT(grad, length=ctx.length, **ctx.attrs),)
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        """One Gather of every window's positions along the axis, whose (n, size) index puts
+        the window's axis after n; a Transpose moves it last."""
+        axis, size, step = attrs["axis"], attrs["size"], attrs["step"]
+        shape = emit.shapes[inputs[0]]
+        if not isinstance(shape[axis], int):
+            raise BuildingAIError(
+                f"[unfold_axis] exporting windows along dimension {axis} needs its size fixed, "
+                f"got {shape[axis]!r}",
+                help="give that dimension a fixed size in the TensorSpec",
+            )
+        count = (shape[axis] - size) // step + 1
+        positions = np.arange(count)[:, None] * step + np.arange(size)[None, :]
+        gathered = emit.node("Gather", [inputs[0], emit.constant(positions)], axis=axis)
+        rank = len(shape) + 1
+        order = [a for a in range(rank) if a != axis + 1] + [axis + 1]
+        emit.node("Transpose", [gathered], output, perm=order)
+
+
+class UnfoldAxisAdjoint(Op):
+    """The gradient of ``unfold_axis``: windows grad (..., n, ..., size) added back into zeros
+    (..., L, ...), L = ``length``, where overlapping windows share elements."""
+
+    name = "unfold_axis_adjoint"
+    save_inputs = False
+
+    def forward(self, ctx, xp, grad, *, length, axis, size, step):
+        count = grad.shape[axis]
+        out = xp.zeros(grad.shape[:axis] + (length,) + grad.shape[axis + 1 : -1], grad.dtype)
+        line, windows = xp.moveaxis(out, axis, -1), xp.moveaxis(grad, axis, -2)  # views
+        if size <= count:  # one strided add per position in the window
+            for k in range(size):
+                line[..., k : k + step * (count - 1) + 1 : step] += windows[..., k]
+        else:  # one add per window
+            for i in range(count):
+                line[..., i * step : i * step + size] += windows[..., i, :]
+        return out
+
+    def infer(self, grad, *, length, axis, size, step):
+        return grad.with_shape((*grad.shape[:axis], length, *grad.shape[axis + 1 : -1]))
+
+    def cost(self, grad, *, length, axis, size, step):
+        out = self.infer(grad, length=length, axis=axis, size=size, step=step)
+        return memory_cost((grad,), out, 1)  # one addition per window element
+
+    def backward(self, ctx, upstream):
+        attrs = {k: v for k, v in ctx.attrs.items() if k != "length"}
+        return (UNFOLD_AXIS(upstream, **attrs),)
+
+
+UNFOLD_AXIS, UNFOLD_AXIS_ADJOINT = UnfoldAxis(), UnfoldAxisAdjoint()

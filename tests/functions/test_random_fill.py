@@ -34,12 +34,16 @@ def _both(shape, dtype="float32"):
     ],
 )
 def test_statistics_match_pytorch(call, mean, std):
+    bai.manual_seed(0)
+    torch.manual_seed(0)
     ours, theirs = _both((N,))
     assert call(ours) is ours  # returns the tensor itself, as PyTorch's
     call(theirs)
+    # five standard errors of the mean (std 3 gives 0.075: a fixed 0.03 failed one run in 20)
+    spread = 5 * (std if std is not None else 1.0) / N**0.5
     for values in (ours.numpy(), theirs.numpy()):
         assert values.dtype == np.float32
-        assert abs(values.mean() - mean) < 0.03 * max(1.0, mean)
+        assert abs(values.mean() - mean) < max(spread, 0.01 * max(1.0, mean))
         if std is not None:
             assert abs(values.std() - std) < 0.03 * max(1.0, std)
 

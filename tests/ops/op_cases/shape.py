@@ -150,6 +150,41 @@ def _pad_adjoint(d: Draw) -> Sample:
 case("pad_adjoint", _pad_adjoint, gradcheck=True, onnx=NO_ONNX_MAPPING)
 
 
+def _unfold_geometry(d: Draw) -> tuple:
+    axis, size = d.choice((0, 1, -1)), d.size(1, 3)
+    return axis, size, d.size(1, 3)
+
+
+def _unfold_axis(d: Draw) -> Sample:
+    x = d.floats("n", d.size(3, 6), d.size(3, 5))
+    axis, size, step = _unfold_geometry(d)
+    sample = d.capture("unfold_axis", lambda: x.unfold(axis, size, step))
+    if axis == 0 and step > 1:
+        sample.symbolic_error = "(n - size) // step windows along n, not c * n + k"
+    return sample
+
+
+def _unfold_axis_adjoint(d: Draw) -> Sample:
+    x = d.floats("n", d.size(3, 6), d.size(3, 5), grad=True)
+    axis, size, step = _unfold_geometry(d)
+    return d.capture(
+        "unfold_axis_adjoint",
+        lambda: backward_of(lambda t: t.unfold(axis, size, step), x, create_graph=True),
+        symbols={(0, 0): "n"},
+    )
+
+
+# the windows along "n", the symbolic axis, are exported only where its size is fixed
+case(
+    "unfold_axis",
+    _unfold_axis,
+    torch=lambda x, *, axis, size, step: x.unfold(axis, size, step),
+    gradgrad=True,
+    covered_by=("tests/functions/test_sliding.py",),
+)
+case("unfold_axis_adjoint", _unfold_axis_adjoint, gradcheck=True, onnx=NO_ONNX_MAPPING)
+
+
 # ----- indexing -----------------------------------------------------------------------------------
 
 
