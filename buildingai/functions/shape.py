@@ -133,6 +133,26 @@ def expand(x: Tensor, *shape) -> Tensor:
     return apply(ops.EXPAND, x, shape=shape)
 
 
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes``:
+    ``broadcast_shapes((3, 1), (4,))`` -> ``(3, 4)``."""
+    try:
+        return tuple(int(size) for size in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(
+            f"[broadcast_shapes] shapes {', '.join(str(tuple(s)) for s in shapes)} do not "
+            "broadcast together",
+            help="sizes must match, or be 1, aligned from the last dimension",
+        ) from None
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Each tensor expanded (a view, no copy) to the shape they broadcast to together, as
+    ``torch.broadcast_tensors``."""
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
 def permute(x: Tensor, *axes) -> Tensor:
     """Reorder dimensions: ``x.permute(0, 2, 1)``."""
     axes = tuple(normalize_axis(a, x.ndim, "permute") for a in as_shape(axes))
@@ -626,7 +646,8 @@ moveaxis = movedim
 expand_dims = unsqueeze
 cat = concatenate
 
-__all__ = ["reshape", "view", "expand", "broadcast_to", "permute", "transpose", "swapaxes",
+__all__ = ["reshape", "view", "expand", "broadcast_to", "broadcast_shapes", "broadcast_tensors",
+           "permute", "transpose", "swapaxes",
            "swapdims", "movedim", "moveaxis", "squeeze", "unsqueeze", "expand_dims", "flatten",
            "unflatten", "contiguous", "concatenate", "cat", "stack", "narrow", "split", "chunk",
            "flip", "pad", "pad_adjoint", "tile", "repeat_interleave"]  # fmt: skip

@@ -8,7 +8,21 @@ from . import (
     shapes,  # the module: `@shapes.shapes(...)`, `shapes.enable_shape_checks(...)`
     utils,  # torch.nn.utils's place: clip_grad_norm_, parameters_to_vector, prune
 )
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import (
+    GELU,
+    Hardshrink,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Tanh,
+)
 from .activation_extra import (
     CELU,
     ELU,
@@ -29,6 +43,7 @@ from .attention import MultiheadAttention
 from .bayesian import BayesianConv2d, BayesianLinear
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .distillation import DistillationLoss, distillation_loss
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .einops_layers import Rearrange, Reduce
@@ -213,6 +228,12 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "CosineSimilarity",
+    "PairwiseDistance",
+    "Softmin",
+    "Softmax2d",
+    "Hardshrink",
+    "Softshrink",
     "Unfold",
     "Rearrange",
     "Reduce",

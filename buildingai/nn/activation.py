@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import functions
 from ..autograd.tensor import Tensor
+from ..errors import ShapeError
 from . import functional as F
 from .module import Module
 
@@ -103,22 +104,22 @@ class Softplus(Module):
 
 
 class Softmax(Module):
-    """exp(x) / sum(exp(x)) along ``dim`` (the last dimension when None; PyTorch's deprecated
-    implicit choice is not reproduced). x: any shape (*) -> the same shape."""
+    """exp(x) / sum(exp(x)) along ``dim``; with ``dim=None`` PyTorch's implicit dimension and
+    its warning (see ``nn.functional.softmax``). x: any shape (*) -> the same shape."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.softmax(x, -1 if self.dim is None else self.dim)
+        return F.softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Module):
-    """log(softmax(x)) along ``dim`` (the last dimension when None), computed stably.
+    """log(softmax(x)) along ``dim``, computed stably; the dimension is chosen as ``Softmax``'s.
     x: any shape (*) -> the same shape."""
 
     def __init__(self, dim: int | None = None) -> None:
@@ -126,7 +127,63 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return functions.log_softmax(x, -1 if self.dim is None else self.dim)
+        return F.log_softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """softmax(-x) along ``dim``, the dimension chosen as ``Softmax``'s."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmin(x, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of each pixel: (N, C, H, W) or (C, H, W), along dimension
+    -3."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (3, 4):
+            raise ShapeError(
+                f"[Softmax2d] expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got "
+                f"{tuple(x.shape)}"
+            )
+        return F.softmax(x, -3)
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0 (see ``nn.functional.hardshrink``)."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """x moved ``lambd`` towards zero, 0 within ``lambd`` of it (see
+    ``nn.functional.softshrink``)."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"

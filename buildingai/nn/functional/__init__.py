@@ -5,12 +5,13 @@ from ...functions.activation import *
 from ...functions.elementwise import gelu, sigmoid, softplus, tanh
 from ...functions.index import one_hot
 from ...functions.linalg import linear
-from ...functions.nn import dropout, embedding, log_softmax, softmax
+from ...functions.nn import dropout, embedding
 from .activation import *  # the activations that take inplace=, after their plain forms
 from .attention import *
 from .bilinear import *
 from .channel_dropout import *
 from .conv import *
+from .distance import *
 from .fold import *
 from .instance_norm import *
 from .interpolate import *
@@ -20,3 +21,5 @@ from .padding import *
 from .pixel_shuffle import *
 from .pool import *
 from .rnn import *
+from .shrink import *
+from .softmax import *

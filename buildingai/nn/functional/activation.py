@@ -135,6 +135,9 @@ def threshold(
     return _activation("threshold", input, lambda x: extra.threshold(x, threshold, value), inplace)
 
 
+_threshold = threshold  # for threshold_, whose argument takes the name
+
+
 def rrelu(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     lower: float = 1.0 / 8,
@@ -162,8 +165,56 @@ def rrelu(
     return _activation("rrelu", input, compute, inplace)
 
 
+# PyTorch's in-place spellings: ``F.relu_(x)`` is ``F.relu(x, inplace=True)``
+
+
+def relu_(input: Tensor) -> Tensor:  # noqa: A002
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:  # noqa: A002
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:  # noqa: A002
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return celu(input, alpha, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def rrelu_(
+    input: Tensor,  # noqa: A002
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 __all__ = [
     "celu",
+    "celu_",
+    "elu_",
+    "hardtanh_",
+    "leaky_relu_",
+    "relu_",
+    "rrelu_",
+    "selu_",
+    "threshold_",
     "elu",
     "hardsigmoid",
     "hardswish",
