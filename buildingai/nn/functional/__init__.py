@@ -16,6 +16,7 @@ from .fold import *
 from .instance_norm import *
 from .interpolate import *
 from .loss import *
+from .margin_loss import *
 from .norm import *
 from .padding import *
 from .pixel_shuffle import *
