@@ -71,6 +71,7 @@ from .loss import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
+from .lp_pool import LPPool1d, LPPool2d
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .moe import (
     Expert,
@@ -103,7 +104,7 @@ from .padding import (
 from .parallel import DataParallel
 from .parameter import Parameter
 from .parameter_containers import ParameterDict, ParameterList
-from .pixel_shuffle import PixelShuffle, PixelUnshuffle
+from .pixel_shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .pool import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -115,6 +116,7 @@ from .pool import (
     MaxPool2d,
 )
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .response_norm import LocalResponseNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .rrelu import RReLU
 from .shapes import (
@@ -235,6 +237,10 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "ChannelShuffle",
+    "LPPool1d",
+    "LPPool2d",
+    "LocalResponseNorm",
     "GaussianNLLLoss",
     "HingeEmbeddingLoss",
     "MarginRankingLoss",

@@ -1,8 +1,9 @@
-"""PixelShuffle and PixelUnshuffle: sub-pixel rearrangement layers (no parameters)."""
+"""PixelShuffle, PixelUnshuffle and ChannelShuffle: rearrangement layers (no parameters)."""
 
 from __future__ import annotations
 
 from ..autograd.tensor import Tensor
+from .functional.channel_shuffle import channel_shuffle
 from .functional.pixel_shuffle import pixel_shuffle, pixel_unshuffle
 from .module import Module
 
@@ -37,4 +38,18 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+class ChannelShuffle(Module):
+    """(N, C, *) -> the same shape, the ``groups`` channel groups interleaved (ShuffleNet)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x: Tensor) -> Tensor:
+        return channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+__all__ = ["ChannelShuffle", "PixelShuffle", "PixelUnshuffle"]

@@ -1,15 +1,17 @@
 """Norms and distances between vectors, with PyTorch's signatures: ``normalize``,
-``cosine_similarity`` and ``pairwise_distance``, composed from the vector norm and element-wise
+``cosine_similarity``, ``pairwise_distance`` and ``pdist``, composed from the vector norm and element-wise
 ops (so their gradients, of any order, come from those records)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...autograd.tensor import Tensor
 from ...errors import ShapeError
 from ...functions.shape import broadcast_tensors
 from ...linalg import vector_norm
 
-__all__ = ["cosine_similarity", "normalize", "pairwise_distance"]
+__all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):  # noqa: A002
@@ -54,3 +56,15 @@ def pairwise_distance(
     if x1.ndim == 0:
         return (x1 - x2 + eps).abs()
     return vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The p-norm distances between every pair of rows of ``input`` (N, M), as the condensed
+    vector (N (N - 1) / 2,) of pairs (i, j), i < j, in row-major order (SciPy's ``pdist``)."""
+    if input.ndim != 2:
+        raise ShapeError(
+            f"[pdist] expects a 2-D input (N, M), got {tuple(input.shape)}",
+            help="one row per point",
+        )
+    first, second = np.triu_indices(input.shape[0], k=1)  # fixed by N: a constant index
+    return vector_norm(input[first] - input[second], p, dim=-1)

@@ -1,0 +1,45 @@
+"""Power-average pooling, ``lp_pool1d`` and ``lp_pool2d``, with PyTorch's signatures: the
+p-norm of each window, ``(sum of x^p)^(1/p)``, computed as PyTorch does (an average pool of
+x^p, times the window's size, to the power 1/p), so p = 1 is sum pooling and a large p nears
+max pooling."""
+
+from __future__ import annotations
+
+from ...autograd.tensor import Tensor
+from ...functions.elementwise import relu
+from .pool import avg_pool1d, avg_pool2d
+
+__all__ = ["lp_pool1d", "lp_pool2d"]
+
+
+def _root(averages: Tensor, window: int, norm_type: float) -> Tensor:
+    """``(window * averages)^(1/p)``, through PyTorch's ``sign(out) * relu(|out|)`` (which is
+    ``out``, with its gradient): a negative average, from negative inputs and odd p, gives NaN
+    there and here."""
+    return (averages.sign() * relu(averages.abs())).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool1d(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    norm_type: float,
+    kernel_size: int,
+    stride=None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """(N, C, L) or (C, L) -> (N, C, Lo): each window's p-norm, p = ``norm_type``."""
+    averages = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+    return _root(averages, size, norm_type)
+
+
+def lp_pool2d(
+    input: Tensor,  # noqa: A002
+    norm_type: float,
+    kernel_size,
+    stride=None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """(N, C, H, W) or (C, H, W) -> (N, C, Ho, Wo): each window's p-norm, p = ``norm_type``."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    averages = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _root(averages, kh * kw, norm_type)
