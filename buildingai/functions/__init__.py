@@ -3,6 +3,7 @@ the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``).
 
 from . import (
     activation,
+    arrangement,
     closeness,
     creation,
     dtype_info,
@@ -18,13 +19,17 @@ from . import (
     random_like,
     reduce,
     sampling,
+    searching,
     shape,
     shifting,
     sorting,
+    statistics,
     tensor_queries,
     triangle,
+    trigonometry,
 )
 from .activation import *
+from .arrangement import *
 from .closeness import *
 from .creation import *
 from .dtype_info import *
@@ -41,11 +46,14 @@ from .pointwise_compositions import *
 from .random_like import *
 from .reduce import *
 from .sampling import *
+from .searching import *
 from .shape import *
 from .shifting import *
 from .sorting import *
+from .statistics import *
 from .tensor_queries import *
 from .triangle import *
+from .trigonometry import *
 
 # Only the functions: the family modules' own names (e.g. `nn`) must not leak to the top level.
 __all__ = [
@@ -60,5 +68,6 @@ __all__ += gamma.__all__
 __all__ += random_like.__all__ + shifting.__all__
 __all__ += dtype_info.__all__ + tensor_queries.__all__ + closeness.__all__
 __all__ += pointwise_compositions.__all__
+__all__ += arrangement.__all__ + searching.__all__ + statistics.__all__ + trigonometry.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

@@ -28,6 +28,7 @@ from . import (  # noqa: F401 - each module adds its cases
     rnn_cells,
     shape,
     sort,
+    trigonometry,
 )
 from .base import CASES, NOT_DIFFERENTIABLE, OPS, Draw, OpCase, Sample
 
