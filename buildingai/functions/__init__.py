@@ -12,6 +12,7 @@ from . import (
     index,
     inplace,
     linalg,
+    linear_algebra,
     matrix_norms,
     memory_format,
     nn,
@@ -19,6 +20,7 @@ from . import (
     random_like,
     reduce,
     sampling,
+    scattering,
     searching,
     shape,
     shifting,
@@ -38,6 +40,7 @@ from .gamma import *
 from .index import *
 from .inplace import *
 from .linalg import *
+from .linear_algebra import *
 from .matrix_norms import *
 from .memory_format import *
 from .methods import attach_tensor_methods
@@ -46,6 +49,7 @@ from .pointwise_compositions import *
 from .random_like import *
 from .reduce import *
 from .sampling import *
+from .scattering import *
 from .searching import *
 from .shape import *
 from .shifting import *
@@ -69,5 +73,6 @@ __all__ += random_like.__all__ + shifting.__all__
 __all__ += dtype_info.__all__ + tensor_queries.__all__ + closeness.__all__
 __all__ += pointwise_compositions.__all__
 __all__ += arrangement.__all__ + searching.__all__ + statistics.__all__ + trigonometry.__all__
+__all__ += linear_algebra.__all__ + scattering.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders
