@@ -64,12 +64,15 @@ from .loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .lp_pool import LPPool1d, LPPool2d
 from .module import IncompatibleKeys, Module, RemovableHandle
@@ -102,7 +105,7 @@ from .padding import (
     ZeroPad3d,
 )
 from .parallel import DataParallel
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 from .parameter_containers import ParameterDict, ParameterList
 from .pixel_shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .pool import (
@@ -237,6 +240,10 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "MultiMarginLoss",
+    "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "Buffer",
     "ChannelShuffle",
     "LPPool1d",
     "LPPool2d",

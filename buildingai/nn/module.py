@@ -26,7 +26,7 @@ from ..errors import BuildingAIError, CheckpointError, DTypeError
 from ..functions.elementwise import clone as _clone_tensor
 from ..utils.hooks import RemovableHandle
 from .call_signature import call_signature, set_last_call_signature
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 
 class IncompatibleKeys(NamedTuple):
@@ -210,6 +210,9 @@ class Module:
                     "or None is expected)"
                 )
             modules[name] = value
+        elif isinstance(value, Buffer):  # registered as a buffer, as torch.nn.Buffer
+            _remove_from(name, stores, parameters, modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(

@@ -62,3 +62,21 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor a ``Module`` registers as a buffer when it is assigned as an attribute
+    (``self.running_mean = Buffer(zeros(3))``), as ``torch.nn.Buffer``: state that is saved
+    and moved with the module but not trained. ``persistent=False`` keeps it out of
+    ``state_dict``. ``Buffer(data)`` shares memory with ``data``, detached from its graph."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data=None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = np.empty((0,), dtype=np.float32)
+        requires_grad = isinstance(data, Tensor) and data.requires_grad
+        if isinstance(data, Tensor):
+            data = data.array
+        super().__init__(data, requires_grad=requires_grad)
+        self.persistent = persistent

@@ -147,3 +147,64 @@ def test_bad_inputs_name_the_loss():
         F.gaussian_nll_loss(bai.zeros(3), bai.zeros(3), -bai.ones(3))
     with pytest.raises(Exception, match=r"\[soft_margin_loss\] reduction 'avg'"):
         F.soft_margin_loss(bai.zeros(3), bai.ones(3), reduction="avg")
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multi_margin_loss(p, weighted):
+    x = RNG.standard_normal((5, 4))
+    classes = np.array([0, 3, 1, 1, 2])
+    weight = RNG.uniform(0.5, 2.0, 4) if weighted else None
+    _agree(
+        lambda i, **k: F.multi_margin_loss(
+            i, bai.tensor(classes), p=p, margin=0.7,
+            weight=None if weight is None else bai.tensor(weight), **k,
+        ),
+        lambda i, **k: TF.multi_margin_loss(
+            i, torch.tensor(classes), p=p, margin=0.7,
+            weight=None if weight is None else torch.tensor(weight), **k,
+        ),
+        [x],
+        (0,),
+    )  # fmt: skip
+    one = F.multi_margin_loss(bai.tensor(x[0]), bai.tensor(classes[0]))  # (C,) and ()
+    expected = TF.multi_margin_loss(torch.tensor(x[0]), torch.tensor(classes[0]))
+    np.testing.assert_allclose(one.numpy(), expected.numpy(), rtol=1e-12)
+
+
+def test_multilabel_margin_loss_reads_targets_up_to_the_first_minus_one():
+    x = RNG.standard_normal((4, 5))
+    targets = np.array([[3, 0, -1, 1, 2], [1, 2, 3, -1, 0], [0, 1, 2, 3, 4], [-1, 1, 2, 3, 4]])
+    _agree(
+        lambda i, **k: F.multilabel_margin_loss(i, bai.tensor(targets), **k),
+        lambda i, **k: TF.multilabel_margin_loss(i, torch.tensor(targets), **k),
+        [x],
+        (0,),
+    )
+    one = F.multilabel_margin_loss(bai.tensor(x[0]), bai.tensor(targets[0]))
+    expected = TF.multilabel_margin_loss(torch.tensor(x[0]), torch.tensor(targets[0]))
+    np.testing.assert_allclose(one.numpy(), expected.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_triplet_margin_with_distance_loss(swap):
+    arrays = [RNG.standard_normal((5, 3)) for _ in range(3)]
+    _agree(
+        lambda a, q, n, **k: F.triplet_margin_with_distance_loss(a, q, n, swap=swap, **k),
+        lambda a, q, n, **k: TF.triplet_margin_with_distance_loss(a, q, n, swap=swap, **k),
+        arrays,
+        (0, 1, 2),
+    )
+    cosine = nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda a, b: 1.0 - F.cosine_similarity(a, b), margin=0.4
+    )
+    expected = torch.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda a, b: 1.0 - TF.cosine_similarity(a, b), margin=0.4
+    )(*(torch.tensor(a) for a in arrays))
+    got = cosine(*(bai.tensor(a) for a in arrays))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10)
+    layer = nn.MultiMarginLoss(p=2)(bai.tensor(arrays[0]), bai.tensor(np.array([0, 1, 2, 0, 1])))
+    reference = torch.nn.MultiMarginLoss(p=2)(
+        torch.tensor(arrays[0]), torch.tensor(np.array([0, 1, 2, 0, 1]))
+    )
+    np.testing.assert_allclose(layer.numpy(), reference.numpy(), rtol=1e-12)

@@ -1,6 +1,7 @@
 """Margin, ranking and likelihood losses with PyTorch's signatures and formulas:
 ``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
-``multilabel_soft_margin_loss``, ``triplet_margin_loss``, ``poisson_nll_loss`` and
+``multilabel_soft_margin_loss``, ``multi_margin_loss``, ``multilabel_margin_loss``,
+``triplet_margin_loss``, ``triplet_margin_with_distance_loss``, ``poisson_nll_loss`` and
 ``gaussian_nll_loss``. Each is composed from element-wise ops and reductions, so its gradients
 of any order come from those records; ``reduction`` is ``'none'``, ``'mean'`` or ``'sum'``
 (and the deprecated ``size_average`` / ``reduce`` flags are translated, as PyTorch does)."""
@@ -12,6 +13,7 @@ import math
 from ...autograd.tensor import Tensor
 from ...errors import ShapeError
 from ...functions.elementwise import minimum, softplus, where
+from ...functions.index import one_hot
 from .distance import pairwise_distance
 from .loss import _as_target, _reduce, _reduction
 
@@ -19,10 +21,13 @@ __all__ = [
     "gaussian_nll_loss",
     "hinge_embedding_loss",
     "margin_ranking_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
     "multilabel_soft_margin_loss",
     "poisson_nll_loss",
     "soft_margin_loss",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 
@@ -196,3 +201,92 @@ def gaussian_nll_loss(
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
+
+
+def _class_scores(op: str, input: Tensor, target: Tensor, target_ndim: int):  # noqa: A002
+    """input (N, C) or (C,) as (N, C), and target with the matching batch axis."""
+    if input.ndim not in (1, 2) or target.ndim != input.ndim - 1 + target_ndim:
+        raise ShapeError(
+            f"[{op}] expects input (N, C) or (C,) and a matching target, got "
+            f"{tuple(input.shape)} and {tuple(target.shape)}"
+        )
+    if input.ndim == 1:
+        return input.unsqueeze(0), target.unsqueeze(0), True
+    return input, target, False
+
+
+def multi_margin_loss(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The multi-class hinge loss: per sample, the sum over the classes i other than the
+    target y of ``max(0, margin - x[y] + x[i])^p``, divided by C (``weight[y]`` scales a
+    sample's terms). input (N, C) or (C,), target (N,) or () class indices; p is 1 or 2."""
+    op = "multi_margin_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError(f"[{op}] p must be 1 or 2, got {p}")
+    x, y, single = _class_scores(op, input, target, 0)
+    classes = x.shape[1]
+    scored = x.gather(1, y.unsqueeze(1))  # (N, 1): the target class's score
+    terms = (margin - scored + x).clamp(min=0.0)
+    if p == 2:
+        terms = terms * terms
+    terms = where(one_hot(y, classes) == 1, 0.0, terms)  # the target class itself counts not
+    if weight is not None:
+        terms = terms * weight[y].unsqueeze(1)
+    loss = terms.sum(1) / classes
+    return _reduce(loss.squeeze(0) if single else loss, reduction)
+
+
+def multilabel_margin_loss(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The multi-label hinge loss: per sample, the sum over its target classes j and its other
+    classes i of ``max(0, 1 - (x[j] - x[i]))``, divided by C. input (N, C) or (C,); target of
+    the same shape holds the target classes first, ended by the first -1."""
+    op = "multilabel_margin_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    x, y, single = _class_scores(op, input, target, 1)
+    classes = x.shape[1]
+    # the targets before the first -1: a running product of "not -1" along each row
+    listed = (y != -1).long().cumprod(1)  # (N, T), 1 while listed
+    chosen = one_hot(y.clamp(min=0), classes) * listed.unsqueeze(2)  # (N, T, C)
+    is_target = chosen.sum(1) > 0  # (N, C)
+    scored = x.gather(1, y.clamp(min=0))  # (N, T): each listed target's score
+    hinge = (1.0 - (scored.unsqueeze(2) - x.unsqueeze(1))).clamp(min=0.0)  # (N, T, C)
+    kept = listed.unsqueeze(2) * where(is_target, 0, 1).unsqueeze(1)  # (N, T, C)
+    loss = (hinge * kept).sum((1, 2)) / classes
+    return _reduce(loss.squeeze(0) if single else loss, reduction)
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function=None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, d(a, p) - d(a, n) + margin)`` with any distance ``d`` (a callable on two
+    tensors, by default ``pairwise_distance``); ``swap`` takes d(a, n) as the smaller of it
+    and d(p, n)."""
+    op = "triplet_margin_with_distance_loss"
+    reduction = _reduction(op, None, None, reduction)
+    distance = pairwise_distance if distance_function is None else distance_function
+    to_positive, to_negative = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        to_negative = minimum(to_negative, distance(positive, negative))
+    return _reduce((margin + to_positive - to_negative).clamp(min=0.0), reduction)
