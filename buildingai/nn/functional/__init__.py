@@ -14,6 +14,7 @@ from .channel_shuffle import *
 from .conv import *
 from .distance import *
 from .fold import *
+from .gumbel import *
 from .instance_norm import *
 from .interpolate import *
 from .loss import *
