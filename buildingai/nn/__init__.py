@@ -45,7 +45,14 @@ from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, U
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .distillation import DistillationLoss, distillation_loss
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from .einops_layers import Rearrange, Reduce
 from .embedding import Embedding
 from .fold import Fold, Unfold
@@ -240,6 +247,8 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
     "MultiMarginLoss",
     "MultiLabelMarginLoss",
     "TripletMarginWithDistanceLoss",

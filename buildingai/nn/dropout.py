@@ -12,6 +12,7 @@ from ..autograd.tensor import Tensor
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..functions.nn import dropout
+from .functional.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from .functional.channel_dropout import dropout1d, dropout2d, dropout3d
 from .module import Module
 
@@ -90,4 +91,21 @@ class Dropout3d(_ChannelDropout):
     _function = staticmethod(dropout3d)
 
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout for self-normalising (SELU) networks in training; the identity in
+    evaluation (see ``nn.functional.alpha_dropout``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return alpha_dropout(x, self.p, self.training, self.inplace, generator=self.generator)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (see ``nn.functional.feature_alpha_dropout``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return feature_alpha_dropout(
+            x, self.p, self.training, self.inplace, generator=self.generator
+        )
+
+
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]

@@ -7,6 +7,7 @@ from ...functions.index import one_hot
 from ...functions.linalg import linear
 from ...functions.nn import dropout, embedding
 from .activation import *  # the activations that take inplace=, after their plain forms
+from .alpha_dropout import *
 from .attention import *
 from .bilinear import *
 from .channel_dropout import *
