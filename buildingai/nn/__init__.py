@@ -54,7 +54,7 @@ from .dropout import (
     FeatureAlphaDropout,
 )
 from .einops_layers import Rearrange, Reduce
-from .embedding import Embedding
+from .embedding import Embedding, EmbeddingBag
 from .fold import Fold, Unfold
 from .functional_call import functional_call
 from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -247,6 +247,7 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "EmbeddingBag",
     "AlphaDropout",
     "FeatureAlphaDropout",
     "MultiMarginLoss",

@@ -91,23 +91,11 @@ class Embedding(Module):
             self._renormalize(indices)
         out = embedding(indices, self.weight, self.padding_idx)
         if self.scale_grad_by_freq and out.requires_grad:
-            out.register_hook(_frequency_scaling(indices))
+            out.register_hook(frequency_scaling(indices))
         return out
 
     def _renormalize(self, indices: Tensor) -> None:
-        """Shrink, in place, each looked-up row whose norm exceeds ``max_norm`` to that norm
-        (PyTorch's embedding_renorm_: scale by max_norm / (norm + 1e-7))."""
-        xp = array_namespace(self.weight.array)
-        rows = xp.unique(indices.array.reshape(-1))
-        if rows.size == 0:
-            return
-        if rows.min() < 0 or rows.max() >= self.num_embeddings:
-            return  # the lookup itself reports the bad index
-        selected = self.weight.array[rows]
-        norms = xp.linalg.norm(selected, ord=self.norm_type, axis=1, keepdims=True)
-        scale = xp.where(norms > self.max_norm, self.max_norm / (norms + 1e-7), 1.0)
-        with no_grad():
-            self.weight[rows] = (selected * scale).astype(selected.dtype, copy=False)
+        renormalize_rows(self.weight, indices, self.max_norm, self.norm_type)
 
     @classmethod
     def from_pretrained(
@@ -156,7 +144,24 @@ class Embedding(Module):
         return text
 
 
-def _frequency_scaling(indices: Tensor):
+def renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
+    """Shrink, in place, each row of ``weight`` that ``indices`` look up whose norm exceeds
+    ``max_norm`` to that norm (PyTorch's embedding_renorm_: scale by max_norm / (norm +
+    1e-7))."""
+    xp = array_namespace(weight.array)
+    rows = xp.unique(indices.array.reshape(-1))
+    if rows.size == 0:
+        return
+    if rows.min() < 0 or rows.max() >= weight.shape[0]:
+        return  # the lookup itself reports the bad index
+    selected = weight.array[rows]
+    norms = xp.linalg.norm(selected, ord=norm_type, axis=1, keepdims=True)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    with no_grad():
+        weight[rows] = (selected * scale).astype(selected.dtype, copy=False)
+
+
+def frequency_scaling(indices: Tensor):
     """A gradient hook dividing each looked-up row's gradient by its index's batch count."""
     xp = array_namespace(indices.array)
     flat = indices.array.reshape(-1)
@@ -169,4 +174,77 @@ def _frequency_scaling(indices: Tensor):
     return scale
 
 
-__all__ = ["Embedding"]
+class EmbeddingBag(Embedding):
+    """The sum, mean or maximum (``mode``) of each bag of embeddings: input (B, N), or 1-D with
+    ``offsets`` (B,) where each bag starts -> (B, embedding_dim) (see
+    ``nn.functional.embedding_bag``). The table is an ``Embedding``'s, N(0, 1) at the start."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+            scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype,
+        )  # fmt: skip
+        self.mode, self.include_last_offset = mode, include_last_offset
+
+    def forward(self, input, offsets=None, per_sample_weights=None) -> Tensor:  # noqa: A002
+        from .functional.embedding_bag import embedding_bag
+
+        return embedding_bag(
+            input, self.weight, offsets, self.max_norm, self.norm_type,
+            self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,
+            self.include_last_offset, self.padding_idx,
+        )  # fmt: skip
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ) -> EmbeddingBag:
+        """An EmbeddingBag over ``embeddings`` (num_embeddings, dim), shared, not copied;
+        frozen unless ``freeze=False``."""
+        if not isinstance(embeddings, Tensor):
+            embeddings = as_tensor(embeddings)
+        bag = cls(
+            *embeddings.shape, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+            embeddings, include_last_offset, padding_idx,
+        )  # fmt: skip
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += ", scale_grad_by_freq=True"
+        text += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text
+
+
+__all__ = ["Embedding", "EmbeddingBag"]

@@ -14,6 +14,7 @@ from .channel_dropout import *
 from .channel_shuffle import *
 from .conv import *
 from .distance import *
+from .embedding_bag import *
 from .fold import *
 from .gumbel import *
 from .instance_norm import *
