@@ -67,7 +67,21 @@ _SAMPLE_SIZES = (13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73,
 
 class _Traced(np.ndarray):
     """A NumPy array whose values depend on the traced call's inputs. NumPy operations keep the
-    subclass, so an array computed from it outside dispatch keeps the mark."""
+    subclass, so an array computed from it outside dispatch keeps the mark; so do the NumPy
+    functions that would return plain arrays (``nonzero``, ``unique``, ``concatenate``,
+    ``searchsorted``...), through ``__array_function__``."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _marked(super().__array_function__(func, types, args, kwargs))
+
+
+def _marked(value):
+    """``value`` with every plain array in it (or in its tuple or list) viewed as ``_Traced``."""
+    if type(value) is np.ndarray:
+        return value.view(_Traced)
+    if type(value) in (tuple, list):
+        return type(value)(_marked(item) for item in value)
+    return value
 
 
 class _TracingThread(threading.local):

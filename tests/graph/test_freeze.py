@@ -284,6 +284,27 @@ def test_value_dependent_constants_are_refused():
         freeze(function, [TensorSpec((2, 3))])
 
 
+@pytest.mark.parametrize(
+    "compute",
+    [
+        lambda a: np.concatenate([a[:1], a[1:]]),
+        lambda a: np.nonzero(a > 0)[0].astype(a.dtype),
+        lambda a: np.where(a > 0, a, 0.0),
+        lambda a: np.unique(a, return_counts=True)[0],
+        lambda a: np.searchsorted(np.sort(a.reshape(-1)), a.reshape(-1)).astype(a.dtype),
+    ],
+)
+def test_numpy_functions_keep_the_mark_of_values_that_depend_on_the_inputs(compute):
+    """NumPy functions that return plain arrays (concatenate, nonzero, where...) keep the mark
+    too: a constant made from their result is refused, not frozen with the sample's values."""
+
+    def function(x):
+        return x.sum() + bai.tensor(compute(x.array)).sum()
+
+    with pytest.raises(GraphError, match="tensor created outside the traced ops"):
+        freeze(function, [TensorSpec((2, 3))])
+
+
 def test_unexplained_sizes_are_refused():
     def function(x):
         return x.reshape(-1)[: x.shape[0] // 2]
