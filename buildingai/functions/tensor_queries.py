@@ -1,10 +1,14 @@
-"""Questions PyTorch code asks a tensor about its type and size: ``is_tensor``,
-``is_floating_point``, ``is_complex``, ``nelement``, ``element_size`` and ``ndimension``."""
+"""Questions PyTorch code asks a tensor about its type, size and layout: ``is_tensor``,
+``is_floating_point``, ``is_complex``, ``nelement``, ``element_size``, ``ndimension``,
+``stride`` and ``storage_offset``."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import is_floating
+from ._common import normalize_axis
 
 
 def is_tensor(obj) -> bool:
@@ -38,9 +42,32 @@ def ndimension(x: Tensor) -> int:
     return x.ndim
 
 
+def stride(x: Tensor, dim: int | None = None):
+    """The steps, in elements, between neighbours along each dimension (a tuple), or along
+    ``dim``: ``(3, 1)`` for a contiguous (2, 3) tensor, ``(1, 3)`` for its transpose."""
+    steps = tuple(step // x.array.itemsize for step in x.array.strides)
+    if dim is None:
+        return steps
+    return steps[normalize_axis(dim, x.ndim, "stride")]
+
+
+def _address(array) -> int:
+    return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr
+
+
+def storage_offset(x: Tensor) -> int:
+    """Where ``x``'s first element sits in the memory it views, in elements from the start of
+    the array that owns that memory (0 for a tensor that owns its memory)."""
+    owner = x.array
+    while isinstance(owner.base, type(x.array)):
+        owner = owner.base
+    return (_address(x.array) - _address(owner)) // x.array.itemsize
+
+
 __all__ = ["is_complex", "is_floating_point", "is_tensor"]
 
 TENSOR_METHODS = {
     "is_floating_point": is_floating_point, "is_complex": is_complex, "nelement": nelement,
-    "element_size": element_size, "ndimension": ndimension,
+    "element_size": element_size, "ndimension": ndimension, "stride": stride,
+    "storage_offset": storage_offset,
 }  # fmt: skip

@@ -9,6 +9,7 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import ShapeError
 from ..ops import sort as ops
+from .inplace_math import _write
 from .shape import swapaxes
 
 
@@ -49,6 +50,16 @@ def t(x: Tensor) -> Tensor:
     return swapaxes(x, 0, 1)
 
 
+def tril_(x: Tensor, diagonal: int = 0) -> Tensor:
+    """``x = tril(x, diagonal)`` in place; returns ``x``."""
+    return _write(x, "tril_", (), lambda values: tril(values, diagonal))
+
+
+def triu_(x: Tensor, diagonal: int = 0) -> Tensor:
+    """``x = triu(x, diagonal)`` in place; returns ``x``."""
+    return _write(x, "triu_", (), lambda values: triu(values, diagonal))
+
+
 __all__ = ["tril", "triu", "t"]
 
-TENSOR_METHODS = {"tril": tril, "triu": triu, "t": t}
+TENSOR_METHODS = {"tril": tril, "triu": triu, "t": t, "tril_": tril_, "triu_": triu_}
