@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
-from ..backend.device import array_namespace
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..functions.creation import as_tensor
 from ..functions.nn import embedding
 from . import init
 from ._utils import empty_parameter
+from .functional.embedding_bag import embedding_bag
+from .functional.embedding_rows import frequency_scaling, renormalize_rows
 from .module import Module
 from .parameter import Parameter
 
@@ -144,36 +145,6 @@ class Embedding(Module):
         return text
 
 
-def renormalize_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
-    """Shrink, in place, each row of ``weight`` that ``indices`` look up whose norm exceeds
-    ``max_norm`` to that norm (PyTorch's embedding_renorm_: scale by max_norm / (norm +
-    1e-7))."""
-    xp = array_namespace(weight.array)
-    rows = xp.unique(indices.array.reshape(-1))
-    if rows.size == 0:
-        return
-    if rows.min() < 0 or rows.max() >= weight.shape[0]:
-        return  # the lookup itself reports the bad index
-    selected = weight.array[rows]
-    norms = xp.linalg.norm(selected, ord=norm_type, axis=1, keepdims=True)
-    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    with no_grad():
-        weight[rows] = (selected * scale).astype(selected.dtype, copy=False)
-
-
-def frequency_scaling(indices: Tensor):
-    """A gradient hook dividing each looked-up row's gradient by its index's batch count."""
-    xp = array_namespace(indices.array)
-    flat = indices.array.reshape(-1)
-    _, inverse, counts = xp.unique(flat, return_inverse=True, return_counts=True)
-
-    def scale(grad: Tensor) -> Tensor:
-        per_lookup = (1.0 / counts[inverse.reshape(-1)]).astype(grad.dtype)
-        return grad * Tensor(per_lookup.reshape(tuple(indices.shape) + (1,)))
-
-    return scale
-
-
 class EmbeddingBag(Embedding):
     """The sum, mean or maximum (``mode``) of each bag of embeddings: input (B, N), or 1-D with
     ``offsets`` (B,) where each bag starts -> (B, embedding_dim) (see
@@ -201,8 +172,6 @@ class EmbeddingBag(Embedding):
         self.mode, self.include_last_offset = mode, include_last_offset
 
     def forward(self, input, offsets=None, per_sample_weights=None) -> Tensor:  # noqa: A002
-        from .functional.embedding_bag import embedding_bag
-
         return embedding_bag(
             input, self.weight, offsets, self.max_norm, self.norm_type,
             self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,

@@ -13,7 +13,7 @@ from ...functions.creation import as_tensor
 from ...functions.elementwise import where
 from ...functions.nn import embedding
 from ...functions.searching import computed_from
-from ..embedding import frequency_scaling, renormalize_rows
+from .embedding_rows import frequency_scaling, renormalize_rows
 
 __all__ = ["embedding_bag"]
 
