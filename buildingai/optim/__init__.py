@@ -8,8 +8,11 @@ in ``buildingai/accel/optimizers.py``.
 from ..backend.threads import get_num_threads, set_num_threads  # the accelerated step uses them
 from . import lr_scheduler, schedulers
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
 from .chained_scheduler import ChainedScheduler
 from .clip import (
     NonFiniteNormError,
@@ -22,8 +25,11 @@ from .cyclic_lr import CyclicLR
 from .factor_schedulers import ConstantLR, MultiplicativeLR, PolynomialLR
 from .lbfgs import LBFGS
 from .lion import Lion
+from .nadam import NAdam
 from .optimizer import OptimizerBase, OptimizerError, StepHookHandle
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .schedulers import (
     CosineAnnealingLR,
     CosineAnnealingWarmRestarts,
@@ -43,10 +49,13 @@ from .sgd import SGD
 Optimizer = OptimizerBase  # PyTorch's name for the base class
 
 __all__ = [
+    "ASGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
     "ChainedScheduler",
     "ConstantLR",
     "CosineAnnealingLR",
@@ -60,14 +69,17 @@ __all__ = [
     "Lion",
     "MultiStepLR",
     "MultiplicativeLR",
+    "NAdam",
     "NonFiniteNormError",
     "OneCycleLR",
     "Optimizer",
     "OptimizerBase",
     "OptimizerError",
     "PolynomialLR",
+    "RAdam",
     "RMSprop",
     "ReduceLROnPlateau",
+    "Rprop",
     "SGD",
     "SequentialLR",
     "StepHookHandle",
