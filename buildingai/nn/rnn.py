@@ -5,6 +5,16 @@ Constructor arguments, parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``
 and initialisation (every parameter U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))) are
 PyTorch's, so state dicts move between the two frameworks. The math lives in
 ``nn.functional.rnn``; these classes own the parameters and check the shapes.
+
+Packed input (``nn.utils.rnn.PackedSequence``). A packed batch is sorted by decreasing length,
+so the sequences still running at any step are its first ``batch_sizes[t]``, and the steps over
+which that number stays the same are contiguous rows of the packed data. Each layer and
+direction runs the padded path's time loop once per such run of steps, on exactly the sequences
+that are running: the forward direction drops the rows of the sequences that have ended (their
+state at that moment is their final state), the reverse direction, going back in time, adds the
+rows of sequences as it reaches their last element, starting from their initial state. Nothing
+is computed on padding, every output and final state is exact, and the number of loop calls is
+the number of distinct lengths; outputs come out packed, in the packed data's order.
 """
 
 from __future__ import annotations
@@ -15,11 +25,12 @@ import warnings
 
 from ..autograd.tensor import Tensor
 from ..errors import ArgumentError, BuildingAIError, DTypeError, ShapeError
-from ..functions import zeros
+from ..functions import concatenate, dropout, stack, zeros
 from . import init
 from ._utils import empty_parameter
 from .functional import rnn as F
 from .module import Module
+from .utils.rnn import PackedSequence, _read_batch_sizes
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -197,7 +208,24 @@ class RNNBase(Module):
                     "for unbatched input leave out the batch dimension",
                 )
 
-    def forward(self, x: Tensor, hx=None):
+    def _initial_states(self, hx, batch: int | None) -> list[Tensor] | None:
+        """hx as a checked list of states ([h0], or [h0, c0] for an LSTM), None for zeros."""
+        if hx is None:
+            return None
+        if self.mode == "lstm":
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise BuildingAIError(
+                    f"[{type(self).__name__}] expected hx as a pair (h0, c0), got "
+                    f"{type(hx).__name__}",
+                    help="pass hx=(h0, c0), or None for zero states",
+                )
+            states = list(hx)
+        else:
+            states = [hx]
+        self._check_states(states, batch)
+        return states
+
+    def forward(self, x: Tensor | PackedSequence, hx=None):
         """x: (L, N, input_size), (N, L, input_size) with batch_first, or unbatched
         (L, input_size); hx: initial state(s) or None for zeros.
 
@@ -205,22 +233,17 @@ class RNNBase(Module):
         (L, N, D * H_out) (batch first when batch_first) and h_n (D * num_layers, N, H_out);
         D = 2 when bidirectional, H_out = proj_size or hidden_size. Unbatched inputs give
         outputs without the batch dimension.
+
+        x may also be a ``PackedSequence`` with data (sum of lengths, input_size), hx then in
+        the batch's original order: the output is packed the same way, with data
+        (sum of lengths, D * H_out), and h_n holds each sequence's state after its own last
+        element, in the original order.
         """
+        if isinstance(x, PackedSequence):
+            return self._forward_packed(x, hx)
         batched = self._check_input(x)
         batch = x.shape[0 if self.batch_first else 1] if batched else None
-        states = None
-        if hx is not None:
-            if self.mode == "lstm":
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                    raise BuildingAIError(
-                        f"[{type(self).__name__}] expected hx as a pair (h0, c0), got "
-                        f"{type(hx).__name__}",
-                        help="pass hx=(h0, c0), or None for zero states",
-                    )
-                states = list(hx)
-            else:
-                states = [hx]
-            self._check_states(states, batch)
+        states = self._initial_states(hx, batch)
         if not batched:
             # A batch of one, removed again below.
             x = x.unsqueeze(0 if self.batch_first else 1)
@@ -240,6 +263,47 @@ class RNNBase(Module):
         if not batched:
             output = output.squeeze(0 if self.batch_first else 1)
             final = tuple(s.squeeze(1) for s in final)
+        return output, (final if self.mode == "lstm" else final[0])
+
+    def _forward_packed(self, packed: PackedSequence, hx):
+        """The layer over a packed batch: data (sum of lengths, input_size), hx in the batch's
+        original order -> (PackedSequence with data (sum of lengths, D * H_out) and the input's
+        batch_sizes and permutations, final state(s) (D * num_layers, B, H_out) in the original
+        order)."""
+        name = type(self).__name__
+        batch_sizes = _read_batch_sizes(packed, name)
+        data = packed.data
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ShapeError(
+                f"[{name}] expected packed data (sum of lengths, {self.input_size}), got shape "
+                f"{tuple(data.shape)}",
+                help="pack a padded batch (L, N, input_size) with pack_padded_sequence",
+            )
+        if data.dtype.kind != "f":
+            raise DTypeError(
+                f"[{name}] expected a floating-point input, got {data.dtype}",
+                help="convert it with packed.float() or packed.to(...)",
+            )
+        states = self._initial_states(hx, batch_sizes[0])
+        if states is not None and packed.sorted_indices is not None:
+            # hx follows the caller's batch order; the packed rows follow the sorted one
+            states = [s.index_select(1, packed.sorted_indices) for s in states]
+        output, final = _packed_recurrent(
+            self.mode,
+            data,
+            batch_sizes,
+            None if states is None else tuple(states),
+            self._weight_groups(),
+            self.num_layers,
+            self.bidirectional,
+            self.dropout,
+            self.training,
+        )
+        if packed.unsorted_indices is not None:
+            final = tuple(s.index_select(1, packed.unsorted_indices) for s in final)
+        output = PackedSequence(
+            output, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
+        )
         return output, (final if self.mode == "lstm" else final[0])
 
     def extra_repr(self) -> str:
@@ -364,6 +428,104 @@ class GRU(RNNBase):
             device=device,
             dtype=dtype,
         )
+
+
+# ----- packed sequences --------------------------------------------------------------------------
+
+
+def _runs_of_steps(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
+    """The time steps of a packed batch grouped into runs of equal batch size: (first row in
+    the packed data, number of steps, batch size) per run, in time order."""
+    runs = []
+    row = step = 0
+    while step < len(batch_sizes):
+        size = batch_sizes[step]
+        steps = 1
+        while step + steps < len(batch_sizes) and batch_sizes[step + steps] == size:
+            steps += 1
+        runs.append((row, steps, size))
+        row += steps * size
+        step += steps
+    return runs
+
+
+def _run_packed_direction(
+    mode: str,
+    data: Tensor,
+    runs: list[tuple[int, int, int]],
+    state: tuple[Tensor, ...],
+    weights,
+    reverse: bool,
+) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """One layer in one direction over packed data (R, I): (output (R, H_out), final states
+    (B, H) each). ``state`` holds the initial states (B, H) in the packed (sorted) order."""
+    outputs = []
+    if not reverse:
+        current = state
+        ended = []  # final states of the sequences that ended, shortest first
+        for row, steps, size in runs:
+            if size < current[0].shape[0]:
+                ended.append(tuple(s[size:] for s in current))
+                current = tuple(s[:size] for s in current)
+            x = data[row : row + steps * size].reshape(steps, size, -1)
+            output, current = F._run_direction(mode, x, current, weights, reverse=False)
+            outputs.append(output.reshape(steps * size, -1))
+        ended.append(current)
+        ended.reverse()  # the longest sequences, the first rows, first
+        final = (
+            current
+            if len(ended) == 1
+            else tuple(concatenate([e[k] for e in ended]) for k in range(len(current)))
+        )
+    else:
+        current = tuple(s[: runs[-1][2]] for s in state)
+        for row, steps, size in reversed(runs):
+            running = current[0].shape[0]
+            if size > running:  # sequences whose last element is this run's last step join
+                current = tuple(concatenate([c, s[running:size]]) for c, s in zip(current, state))
+            x = data[row : row + steps * size].reshape(steps, size, -1)
+            output, current = F._run_direction(mode, x, current, weights, reverse=True)
+            outputs.append(output.reshape(steps * size, -1))
+        outputs.reverse()  # back to time order, the order of the packed rows
+        final = current
+    return (outputs[0] if len(outputs) == 1 else concatenate(outputs)), final
+
+
+def _packed_recurrent(
+    mode: str,
+    data: Tensor,
+    batch_sizes: list[int],
+    states: tuple[Tensor, ...] | None,
+    weights,
+    num_layers: int,
+    bidirectional: bool,
+    dropout_p: float,
+    training: bool,
+) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """The stacked (and optionally bidirectional) network over packed data (R, I) in sorted
+    order: (output (R, D * H_out), final states (D * num_layers, B, H) each)."""
+    directions = 2 if bidirectional else 1
+    runs = _runs_of_steps(batch_sizes)
+    if states is None:
+        states = F._zero_states(mode, data, batch_sizes[0], weights[0], num_layers * directions)
+    finals: list[tuple[Tensor, ...]] = []
+    layer_input = data
+    for layer in range(num_layers):
+        if layer > 0 and dropout_p > 0 and training:
+            # Dropout sits between layers only, never after the last one (as in PyTorch).
+            layer_input = dropout(layer_input, dropout_p, training=True)
+        outputs = []
+        for direction in range(directions):
+            index = layer * directions + direction
+            state = tuple(s[index] for s in states)
+            output, final = _run_packed_direction(
+                mode, layer_input, runs, state, weights[index], reverse=direction == 1
+            )
+            outputs.append(output)
+            finals.append(final)
+        layer_input = outputs[0] if directions == 1 else concatenate(outputs, axis=-1)
+    final_states = tuple(stack([f[k] for f in finals]) for k in range(len(finals[0])))
+    return layer_input, final_states
 
 
 # ----- single steps ------------------------------------------------------------------------------
