@@ -68,7 +68,7 @@ class Registry:
         return self._entries[name]
 
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        return sorted(self._entries, key=str.lower)
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -178,6 +178,7 @@ register_transform = TRANSFORMS.register
 
 for _cls in (
     optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop, optim.Adagrad, optim.Adadelta, optim.Lion,
+    optim.Adamax, optim.NAdam, optim.RAdam, optim.ASGD, optim.Rprop, optim.Adafactor,
 ):  # fmt: skip
     register_optimizer(_cls)
 for _cls in (
@@ -189,6 +190,10 @@ for _cls in (
 for _cls in (
     losses.CrossEntropyLoss, losses.NLLLoss, losses.MSELoss, losses.L1Loss, losses.HuberLoss,
     losses.SmoothL1Loss, losses.BCELoss, losses.BCEWithLogitsLoss, losses.KLDivLoss,
+    losses.CosineEmbeddingLoss, losses.MarginRankingLoss, losses.HingeEmbeddingLoss,
+    losses.SoftMarginLoss, losses.MultiLabelSoftMarginLoss, losses.MultiMarginLoss,
+    losses.MultiLabelMarginLoss, losses.TripletMarginLoss, losses.PoissonNLLLoss,
+    losses.GaussianNLLLoss,
 ):  # fmt: skip
     register_loss(_cls)
 for _cls in (

@@ -52,7 +52,7 @@ def test_unknown_type_lists_names():
         RegistryError, match="unknown optimizer type 'Adan' — did you mean 'Adam'"
     ) as info:
         OPTIMIZERS.get("Adan")
-    assert "registered optimizers: Adadelta, Adagrad, Adam" in str(info.value)
+    assert "registered optimizers: Adadelta, Adafactor, Adagrad, Adam, Adamax" in str(info.value)
 
 
 def test_unknown_argument_suggests():
