@@ -52,7 +52,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "cuda.amp": (6, "torch.cuda.amp's spelling of amp: autocast and GradScaler"),
     "backends": (1, "torch.backends' flags and device questions"),
     "hub": (6, "torch.hub's load_state_dict_from_url, over serialization"),
-    "linalg": (4, "torch.linalg's spelling: norms and singular values, from functions"),
+    "linalg": (4, "torch.linalg's spelling: norms, decompositions and solves, from functions"),
     "port": (1, "`buildingai port`: rewrites a PyTorch program's import lines"),
     "utils.data": (6, "torch.utils.data's spelling of data (and the distributed sampler)"),
     "": (9, "buildingai/__init__.py: the public face, re-exports every floor"),
