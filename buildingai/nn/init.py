@@ -4,16 +4,23 @@ the graph) and returns it.
 Randomness is drawn from ``generator`` (a ``buildingai.Generator``) or, when it is None, from the
 default generator that ``buildingai.manual_seed`` reseeds. Values are drawn in float64 on the
 tensor's device and cast to its dtype.
+
+Inside ``fills_skipped()`` (what ``nn.utils.skip_init`` builds a module in) the functions check
+their arguments but leave the tensor as it is and draw nothing.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..autograd.mode import no_grad
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..backend.random import Generator, resolve_generator
+from ..errors import ArgumentError, ShapeError
 
 _LINEAR_FUNCTIONS = (
     "linear",
@@ -83,6 +90,25 @@ def _backend_generator(tensor: Tensor, generator: Generator | None):
     return resolve_generator(generator).backend_generator(tensor.device)
 
 
+class _FillState(threading.local):
+    skipped = False
+
+
+_FILL = _FillState()
+
+
+@contextmanager
+def fills_skipped() -> Iterator[None]:
+    """Inside this block (on this thread) the fill functions leave tensors uninitialised: they
+    check their arguments and return the tensor untouched, without drawing random numbers."""
+    previous = _FILL.skipped
+    _FILL.skipped = True
+    try:
+        yield
+    finally:
+        _FILL.skipped = previous
+
+
 def _write(tensor: Tensor, values) -> Tensor:
     """Copy ``values`` (an array shaped like ``tensor``) into ``tensor`` outside the graph."""
     with no_grad():
@@ -95,7 +121,7 @@ def uniform_(
     tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples of the uniform distribution on [a, b)."""
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or _FILL.skipped:
         return tensor
     draws = _backend_generator(tensor, generator).random(tuple(tensor.shape), dtype="float64")
     return _write(tensor, draws * (b - a) + a)
@@ -105,7 +131,7 @@ def normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples of the normal distribution N(mean, std**2)."""
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or _FILL.skipped:
         return tensor
     draws = _backend_generator(tensor, generator).standard_normal(
         tuple(tensor.shape), dtype="float64"
@@ -131,7 +157,7 @@ def trunc_normal_(
         raise ValueError(f"trunc_normal_ needs a < b, got a={a}, b={b}")
     if std < 0:
         raise ValueError(f"trunc_normal_ needs std >= 0, got {std}")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or _FILL.skipped:
         return tensor
     xp = array_namespace(tensor.array)
     shape = tuple(tensor.shape)
@@ -159,6 +185,8 @@ def trunc_normal_(
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
+    if _FILL.skipped:
+        return tensor
     with no_grad():
         tensor.fill_(val)
     return tensor
@@ -238,7 +266,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
         raise ValueError(
             f"orthogonal_ needs a tensor with 2 or more dimensions, got shape {tuple(tensor.shape)}"
         )
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or _FILL.skipped:
         return tensor
     xp = array_namespace(tensor.array)
     rows = tensor.shape[0]
@@ -254,6 +282,74 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
     return _write(tensor, (q * gain).reshape(tuple(tensor.shape)))
 
 
+# ----- structure-preserving (identity maps) and sparse -----------------------------------------
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor (out, in) with the identity matrix (ones on the main diagonal, zeros
+    elsewhere): a Linear layer so initialised passes on as many of its inputs as it can."""
+    if tensor.ndim != 2:
+        raise ShapeError(
+            f"[eye_] only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}",
+            help="for a convolution weight use dirac_",
+        )
+    if _FILL.skipped:
+        return tensor
+    xp = array_namespace(tensor.array)
+    return _write(tensor, xp.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a convolution weight (out, in, *kernel), with 1, 2 or 3 kernel dimensions, with
+    the Dirac delta: output channel d of each group copies input channel d at the kernel's
+    centre (as many channels as both sides have), so the convolution passes its input on."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ShapeError(
+            "[dirac_] only tensors with 3, 4, or 5 dimensions are supported, got shape "
+            f"{tuple(tensor.shape)}",
+            help="for a Linear weight use eye_",
+        )
+    out_channels, in_channels = tensor.shape[0], tensor.shape[1]
+    if out_channels % groups != 0:
+        raise ArgumentError(
+            f"[dirac_] dim 0 must be divisible by groups: {out_channels} output channels, "
+            f"groups={groups}"
+        )
+    if _FILL.skipped:
+        return tensor
+    xp = array_namespace(tensor.array)
+    out_per_group = out_channels // groups
+    kept = min(out_per_group, in_channels)
+    values = xp.zeros(tuple(tensor.shape), dtype=tensor.dtype)
+    centre = tuple(extent // 2 for extent in tensor.shape[2:])
+    for group in range(groups):
+        for channel in range(kept):
+            values[(group * out_per_group + channel, channel, *centre)] = 1
+    return _write(tensor, values)
+
+
+def sparse_(
+    tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None
+) -> Tensor:
+    """Martens (2010): fill a 2-D tensor (rows, cols) with N(0, std**2) samples, then set
+    ceil(sparsity * rows) entries of every column, at random rows, to zero."""
+    if tensor.ndim != 2:
+        raise ShapeError(
+            f"[sparse_] only tensors with 2 dimensions are supported, got shape "
+            f"{tuple(tensor.shape)}"
+        )
+    if _FILL.skipped:
+        return tensor
+    rows, cols = tensor.shape
+    zeros_per_column = math.ceil(sparsity * rows)
+    xp = array_namespace(tensor.array)
+    backend = _backend_generator(tensor, generator)
+    values = backend.standard_normal((rows, cols), dtype="float64") * std
+    # a random permutation of the rows for every column: the ranks of uniform draws
+    permutations = xp.argsort(backend.random((rows, cols), dtype="float64"), axis=0)
+    zeroed = permutations[:zeros_per_column]  # (zeros_per_column, cols) row indices
+    values[zeroed, xp.arange(cols)[None, :]] = 0.0
+    return _write(tensor, values)
+
+
 # The names without the underscore, as older PyTorch code spells them.
 uniform = uniform_
 normal = normal_
@@ -266,6 +362,9 @@ xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
+eye = eye_
+dirac = dirac_
+sparse = sparse_
 
 __all__ = [
     "calculate_gain",
@@ -281,6 +380,9 @@ __all__ = [
     "kaiming_uniform_",
     "kaiming_normal_",
     "orthogonal_",
+    "eye_",
+    "dirac_",
+    "sparse_",
     "uniform",
     "normal",
     "trunc_normal",
@@ -292,4 +394,7 @@ __all__ = [
     "kaiming_uniform",
     "kaiming_normal",
     "orthogonal",
+    "eye",
+    "dirac",
+    "sparse",
 ]
