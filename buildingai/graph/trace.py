@@ -322,7 +322,8 @@ class Tracer(DispatchMode):
                 value_id = self.ref(value, op)
                 refs.append(value_id)
                 specs.append(self.spec(value_id))
-                depends = depends or id(value) in self.dependent
+                # a tensor over an input's memory (x.detach(), x.data) depends on it too
+                depends = depends or id(value) in self.dependent or type(value.array) is _Traced
             else:
                 refs.append(Literal(_literal(value, op)))
                 specs.append(value)
@@ -528,7 +529,7 @@ def _guarded(name: str):
 
     def method(self, *args, **kwargs):
         tracer = _tracing.tracer
-        if tracer is not None and id(self) in tracer.dependent:
+        if tracer is not None and (id(self) in tracer.dependent or type(self.array) is _Traced):
             shown = f"{name}()" if not name.startswith("__") else f"{name.strip('_')}(tensor)"
             raise GraphError(
                 f"[freeze] the traced call reads the value of a tensor that depends on the "
@@ -646,6 +647,8 @@ def traced_inputs(tracer: Tracer, specs: list) -> list:
         )
         tracer.add(tensor, "input", spec.name or f"input{position}", shape)
         tracer.dependent.add(id(tensor))
+        if type(tensor.array) is np.ndarray:  # marked, so a tensor over it (detach()) is too
+            tensor.array = tensor.array.view(_Traced)
     tracer.graph.inputs = [tracer.ids[id(tensor)] for tensor in inputs]
     return inputs
 

@@ -305,6 +305,22 @@ def test_numpy_functions_keep_the_mark_of_values_that_depend_on_the_inputs(compu
         freeze(function, [TensorSpec((2, 3))])
 
 
+@pytest.mark.parametrize(
+    "read", [lambda x: x.detach().abs().sum().item(), lambda x: x.data.sum().item()]
+)
+def test_reading_a_detached_view_of_an_input_is_refused(read):
+    """x.detach() and x.data share the input's memory: their values depend on the input too."""
+
+    def function(x):
+        return x * read(x)
+
+    with pytest.raises(GraphError, match="reads the value of a tensor that depends on the inputs"):
+        freeze(function, [TensorSpec((3,))])
+    frozen = freeze(lambda x: (x.detach() * 2.0).relu() + x, [TensorSpec((3,))])
+    values = np.array([-1.0, 2.0, 0.5], np.float32)
+    np.testing.assert_array_equal(frozen(values).numpy(), np.maximum(values * 2, 0) + values)
+
+
 def test_unexplained_sizes_are_refused():
     def function(x):
         return x.reshape(-1)[: x.shape[0] // 2]
