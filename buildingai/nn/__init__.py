@@ -124,6 +124,8 @@ from .pool import (
     AvgPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
 )
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .response_norm import LocalResponseNorm
@@ -247,6 +249,8 @@ __all__ = [
     "ParameterDict",
     "PixelShuffle",
     "Fold",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
     "EmbeddingBag",
     "AlphaDropout",
     "FeatureAlphaDropout",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..autograd.tensor import Tensor
 from .functional import pool as F
+from .functional.unpool import max_unpool1d, max_unpool2d
 from .module import Module
 
 
@@ -56,6 +57,41 @@ class MaxPool1d(_MaxPoolNd):
             x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
             self.return_indices,
         )  # fmt: skip
+
+
+class _MaxUnpoolNd(Module):
+    """The settings of MaxUnpool1d and MaxUnpool2d (``stride`` defaults to ``kernel_size``)."""
+
+    _spatial = 2  # the dimensions each size covers (tuples of this length, as PyTorch keeps)
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = self._sizes(kernel_size)
+        self.stride = self.kernel_size if stride is None else self._sizes(stride)
+        self.padding = self._sizes(padding)
+
+    def _sizes(self, value) -> tuple:
+        return (value,) * self._spatial if isinstance(value, int) else tuple(value)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Max pooling's partial inverse: (N, C, H, W) values and their indices -> (N, C, Ho, Wo),
+    zeros elsewhere; see ``functional.max_unpool2d``."""
+
+    def forward(self, x: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Max pooling's partial inverse: (N, C, L) values and their indices -> (N, C, Lo)."""
+
+    _spatial = 1
+
+    def forward(self, x: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return max_unpool1d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 class _AvgPoolNd(Module):

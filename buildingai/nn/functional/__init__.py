@@ -30,3 +30,4 @@ from .response_norm import *
 from .rnn import *
 from .shrink import *
 from .softmax import *
+from .unpool import *
