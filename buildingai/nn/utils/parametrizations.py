@@ -8,7 +8,7 @@ from enum import Enum, auto
 
 from ...autograd.mode import no_grad
 from ...autograd.tensor import Tensor
-from ...errors import ArgumentError, DTypeError, IndexingError, ShapeError
+from ...errors import ArgumentError, DTypeError, IndexingError, ShapeError, tensor_with_dimensions
 from ...functions.arrangement import mv
 from ...functions.creation import eye, randn, zeros_like
 from ...functions.linalg import dot
@@ -152,8 +152,8 @@ def orthogonal(
         )
     if weight.ndim < 2:
         raise ShapeError(
-            f"[orthogonal] expected a matrix or batch of matrices, got a tensor of "
-            f"{weight.ndim} dimensions (shape {tuple(weight.shape)})"
+            f"[orthogonal] expected a matrix or batch of matrices, got "
+            f"{tensor_with_dimensions(weight.ndim)} (shape {tuple(weight.shape)})"
         )
     if weight.is_complex():
         raise DTypeError(
