@@ -1,7 +1,7 @@
-"""The matrix functions behind ``parametrizations.orthogonal``: the exponential and the Cayley
-transform of a skew-symmetric matrix, and a product of Householder reflectors, composed of
-matmuls so that gradients reach the weight; and, outside the graph, the QR factorisations that
-set a weight's starting value.
+"""The matrix functions behind ``parametrizations.orthogonal``: the exponential of a
+skew-symmetric matrix and a product of Householder reflectors, composed of matmuls so that
+gradients reach the weight (the Cayley transform is ``linalg.solve``); and, outside the graph,
+the QR factorisations that set a weight's starting value.
 
 Every function takes stacks of matrices: a: (..., n, k).
 """
@@ -63,19 +63,6 @@ def matrix_exp(a: Tensor) -> Tensor:
     for _ in range(squarings):
         result = result @ result
     return result
-
-
-def solve(m: Tensor, b: Tensor) -> Tensor:
-    """X with M X = B, m: (..., n, n), b: (..., n, k) -> (..., n, k), for an invertible M.
-
-    The inverse comes from LAPACK; two Newton steps Y <- 2Y - Y M Y, which leave its value as it
-    is, put M in the graph, so that derivatives are exact up to the third order.
-    """
-    xp = array_namespace(m.array)
-    inverse = Tensor(xp.linalg.inv(m.detach().array))
-    for _ in range(2):
-        inverse = 2 * inverse - inverse @ m @ inverse
-    return inverse @ b
 
 
 def householder_product(a: Tensor, tau: Tensor) -> Tensor:

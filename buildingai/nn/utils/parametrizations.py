@@ -12,6 +12,7 @@ from ...errors import ArgumentError, DTypeError, IndexingError, ShapeError, tens
 from ...functions.arrangement import mv
 from ...functions.creation import eye, randn, zeros_like
 from ...functions.linalg import dot
+from ...functions.linear_algebra import solve
 from ...functions.shape import concatenate
 from .. import init
 from ..conv import ConvTranspose2d
@@ -61,7 +62,7 @@ class _Orthogonal(Module):
                 Q = _matrix_maps.matrix_exp(A)
             else:  # the Cayley retraction (I - A/2)^-1 (I + A/2)
                 identity = eye(n, dtype=A.dtype, device=A.device)
-                Q = _matrix_maps.solve(identity - 0.5 * A, identity + 0.5 * A)
+                Q = solve(identity - 0.5 * A, identity + 0.5 * A)
             if n != k:
                 Q = Q[..., :k]
         else:
