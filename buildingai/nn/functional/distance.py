@@ -23,9 +23,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     return input / norm.clamp(min=eps)
 
 
-def _clamped_keeping_gradient(norm: Tensor, eps: float) -> Tensor:
-    """``max(norm, eps)`` whose gradient is the norm's own, as PyTorch clamps the norms of
-    ``cosine_similarity`` in place outside autograd: the same value and the same derivatives."""
+def clamped_keeping_gradient(norm: Tensor, eps: float) -> Tensor:
+    """``max(norm, eps)`` whose gradient is the norm's own, as PyTorch clamps in place outside
+    autograd (``cosine_similarity``'s norms, ``gaussian_nll_loss``'s variance): the same value
+    and the same derivatives."""
     return norm + (norm.clamp(min=eps) - norm).detach()
 
 
@@ -40,7 +41,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
             help="pass vectors, e.g. of shape (D,) with dim=0, or (N, D)",
         )
     norms = [
-        _clamped_keeping_gradient(vector_norm(x, 2, dim=dim, keepdim=True), eps) for x in (x1, x2)
+        clamped_keeping_gradient(vector_norm(x, 2, dim=dim, keepdim=True), eps) for x in (x1, x2)
     ]
     return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
 

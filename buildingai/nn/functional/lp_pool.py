@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...autograd.tensor import Tensor
 from ...functions.elementwise import relu
+from ._args import _pair, _single
 from .pool import avg_pool1d, avg_pool2d
 
 __all__ = ["lp_pool1d", "lp_pool2d"]
@@ -28,7 +29,7 @@ def lp_pool1d(
 ) -> Tensor:
     """(N, C, L) or (C, L) -> (N, C, Lo): each window's p-norm, p = ``norm_type``."""
     averages = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    size = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+    size = _single(kernel_size, "kernel_size", "lp_pool1d")
     return _root(averages, size, norm_type)
 
 
@@ -40,6 +41,6 @@ def lp_pool2d(
     ceil_mode: bool = False,
 ) -> Tensor:
     """(N, C, H, W) or (C, H, W) -> (N, C, Ho, Wo): each window's p-norm, p = ``norm_type``."""
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    kh, kw = _pair(kernel_size, "kernel_size", "lp_pool2d")
     averages = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _root(averages, kh * kw, norm_type)

@@ -14,7 +14,7 @@ from ...autograd.tensor import Tensor
 from ...errors import ShapeError
 from ...functions.elementwise import minimum, softplus, where
 from ...functions.index import one_hot
-from .distance import pairwise_distance
+from .distance import clamped_keeping_gradient, pairwise_distance
 from .loss import _as_target, _reduce, _reduction
 
 __all__ = [
@@ -196,7 +196,7 @@ def gaussian_nll_loss(
             )
     if bool((var.detach() < 0).any()):
         raise ValueError(f"[{op}] var has negative entries")
-    var = var + (var.clamp(min=eps) - var).detach()  # clamped, gradient as if not
+    var = clamped_keeping_gradient(var, eps)
     loss = 0.5 * (var.log() + (input - target).square() / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
