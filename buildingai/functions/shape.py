@@ -7,6 +7,8 @@ call a primitive of ``ops.shape`` or compose primitives (``flip`` and ``split`` 
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,7 +51,7 @@ def view(x: Tensor, *shape) -> Tensor:
     shape = as_shape(shape)
     if tuple(x.shape) == shape:
         return x
-    target = _resolve_shape(shape, int(np.prod(x.shape)))
+    target = _resolve_shape(shape, int(math.prod(x.shape)))
     if target is not None and _has_torch_layout(x):
         itemsize = x.array.itemsize
         strides = tuple(step // itemsize for step in x.array.strides)
@@ -67,7 +69,7 @@ def view(x: Tensor, *shape) -> Tensor:
 def _resolve_shape(shape: tuple, count: int) -> tuple | None:
     """``shape`` with its -1 filled in, or None when it cannot hold ``count`` elements (the
     reshape op then reports it)."""
-    known = int(np.prod([extent for extent in shape if extent != -1]))
+    known = int(math.prod(extent for extent in shape if extent != -1))
     unknown = shape.count(-1)
     if unknown == 0:
         return shape if known == count else None
@@ -183,11 +185,13 @@ def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
         check_scalar_axis(axis1, "swapaxes")
         check_scalar_axis(axis2, "swapaxes")
         return x
-    order = list(range(x.ndim))
     first = normalize_axis(axis1, x.ndim, "swapaxes")
     second = normalize_axis(axis2, x.ndim, "swapaxes")
+    if first == second:
+        return x
+    order = list(range(x.ndim))
     order[first], order[second] = order[second], order[first]
-    return permute(x, tuple(order))
+    return apply(ops.PERMUTE, x, axes=tuple(order))
 
 
 def movedim(x: Tensor, source, destination) -> Tensor:
@@ -396,8 +400,8 @@ def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=Non
                 help="the sizes must be non-negative and sum to the dimension; pass an int to cut "
                 "equal pieces",
             )
-    starts = np.cumsum([0] + sizes)
-    return tuple(_slice_along(x, axis, int(a), int(b)) for a, b in zip(starts[:-1], starts[1:]))
+    bounds = list(itertools.accumulate(sizes, initial=0))
+    return tuple(_slice_along(x, axis, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
 def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple:

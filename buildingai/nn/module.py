@@ -105,7 +105,7 @@ class Module:
             # The name under which the calling module holds this one: a cached lookup, checked.
             parent = stack[-1]
             name = parent._child_names.get(id(self))
-            if name is None or parent._modules.get(name) is not self:
+            if name is None or not _holds_under(parent, name, self):
                 name = _name_within(parent, self)
         else:
             name = type(self).__name__
@@ -744,20 +744,39 @@ def _add_hook(hooks: dict, entry: tuple, prepend: bool) -> RemovableHandle:
     return handle
 
 
+def _holds_under(parent: Module, name: str, child: Module) -> bool:
+    """Whether ``parent`` holds ``child`` under the (possibly dotted) ``name`` now: the check of
+    ``_name_within``'s cache on each call."""
+    if parent._modules.get(name) is child:  # a direct child: the commonest call
+        return True
+    if "." not in name:
+        return False
+    module = parent
+    for part in name.split("."):
+        module = module._modules.get(part) if module is not None else None
+    return module is child
+
+
 def _name_within(parent: Module, child: Module) -> str:
-    """The name under which ``parent`` holds ``child`` (``'fc1'``, ``'layers.0'``...), used for
-    the module path in errors. Direct children are found through a cache checked on each use;
-    anything else costs a walk, and an unregistered module is named by its class."""
+    """The name under which ``parent`` holds ``child`` (``'fc1'``, ``'transformer.h.0'``...),
+    used for the module path in errors. The names of direct children, and of deeper modules a
+    forward calls directly (``self.transformer.wte(idx)``), are cached and checked on each use;
+    a module not found costs a walk, and an unregistered one is named by its class."""
     names = {}
     for key, module in parent._modules.items():
         if module is not None and id(module) not in names:
             names[id(module)] = key
+    # deeper names stay cached: each use checks them (_holds_under), so a stale one is harmless
+    for ident, key in parent._child_names.items():
+        if "." in key:
+            names.setdefault(ident, key)
     parent.__dict__["_child_names"] = names
     name = names.get(id(child))
     if name is not None:
         return name
     for key, module in parent.named_modules():
         if module is child and key:
+            names[id(child)] = key
             return key
     return type(child).__name__
 

@@ -288,6 +288,18 @@ def test_layer_norm(kernels_run):
     assert {"layer_norm.rows", "layer_norm_input_grad.rows"} <= kernels_run
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention(kernels_run, causal):
+    q, k, v = (np.random.default_rng(seed).standard_normal((16, 4, 64, 32)) for seed in range(3))
+    _compare(
+        "attention",
+        lambda *t: F.scaled_dot_product_attention(*t, is_causal=causal),
+        lambda *t: torch.nn.functional.scaled_dot_product_attention(*t, is_causal=causal),
+        [q, k, v],
+    )
+    assert {"attention.items", "attention_grad.items"} <= kernels_run
+
+
 def test_cross_entropy(kernels_run):
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((4096, 1000)) * 3

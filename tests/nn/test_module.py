@@ -460,6 +460,27 @@ def test_path_names_follow_renaming():
         model(bai.randn(1, 2))
 
 
+def test_grandchildren_called_directly_keep_their_paths_and_follow_moves():
+    class Outer(Module):  # nanoGPT's spelling: self.transformer.wte(idx), .wpe(pos)
+        def __init__(self):
+            super().__init__()
+            self.inner = Sequential(Linear(2, 2), Linear(2, 2))
+
+        def forward(self, x, wrong=0):
+            x = self.inner[0](x)
+            return self.inner[1](x if wrong != 1 else bai.randn(1, 3))
+
+    outer = Outer()
+    for _ in range(2):  # alternating grandchildren both stay cached
+        outer(bai.randn(1, 2))
+    with pytest.raises(bai.ShapeError, match=r"\(in Outer\.inner\.1\)"):
+        outer(bai.randn(1, 2), wrong=1)
+    outer.inner = Sequential(Linear(2, 2), Sequential(Linear(2, 2)))  # a stale cache entry
+    outer.inner[1] = outer.inner[1][0]
+    with pytest.raises(bai.ShapeError, match=r"\(in Outer\.inner\.1\)"):
+        outer(bai.randn(1, 2), wrong=1)
+
+
 def test_deepcopy_gives_an_independent_model():
     import copy
 

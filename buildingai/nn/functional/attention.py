@@ -15,6 +15,7 @@ of the NaN a plain softmax would give, as in PyTorch's ``scaled_dot_product_atte
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -26,6 +27,7 @@ from ...backend.random import Generator
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...functions import creation, elementwise, linalg, reduce, shape
 from ...functions.nn import dropout, softmax
+from ...ops.attention import ATTENTION
 from ...ops.linalg import MATMUL
 
 _SDPA = "scaled_dot_product_attention"
@@ -62,10 +64,32 @@ def scaled_dot_product_attention(
     - ``enable_gqa``: grouped-query attention: query has Hq heads in dimension -3, key and value
       Hk heads, Hq a multiple of Hk; each key/value head serves Hq / Hk query heads.
     """
+    if _one_op(query, key, value, attn_mask, dropout_p, enable_gqa):
+        _check_attention_inputs(query, key, value)
+        if scale is None:
+            scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+        return ATTENTION(query, key, value, scale=float(scale), causal=bool(is_causal))
     out, _ = attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, generator=generator
     )
     return out
+
+
+def _one_op(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
+    """Whether attention is the ``attention`` op alone: no mask but the causal one, no dropout,
+    no grouped or broadcast heads, keys to attend to; anything else is composed of ops."""
+    if attn_mask is not None or dropout_p != 0.0 or enable_gqa:
+        return False
+    if not all(isinstance(x, Tensor) for x in (query, key, value)):
+        return False
+    batch = query.shape[:-2]
+    return (
+        query.ndim >= 2
+        and key.shape[:-2] == batch
+        and value.shape[:-2] == batch
+        and key.ndim == value.ndim == query.ndim
+        and key.shape[-2] > 0
+    )
 
 
 def attention(
@@ -140,9 +164,17 @@ def causal_mask(length: int, source: int | None = None, device=None) -> Tensor:
 def causal_bias(length: int, source: int, dtype, device=None) -> Tensor:
     """The float (L, S) bias of causal attention: 0 where key index <= query index, -inf
     elsewhere, added to the scores before the softmax."""
-    array = np.where(np.tri(length, source, dtype=bool), 0.0, -np.inf).astype(dtype)
-    tensor = Tensor(array)
+    tensor = Tensor(_causal_bias_array(length, source, np.dtype(dtype)))
     return tensor if device is None else tensor.to(device)
+
+
+@functools.lru_cache(maxsize=32)
+def _causal_bias_array(length: int, source: int, dtype: np.dtype) -> np.ndarray:
+    """``causal_bias``'s array, made once per size and dtype (every attention call of a model
+    asks for the same one) and read-only, as it is shared."""
+    array = np.where(np.tri(length, source, dtype=bool), 0.0, -np.inf).astype(dtype)
+    array.flags.writeable = False
+    return array
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
@@ -357,7 +389,12 @@ def multi_head_attention_forward(
     )
     if mask is not None and extra:  # the extra slots are never masked
         mask = shape.pad(mask, (0, extra), value=True if mask.dtype == np.bool_ else 0.0)
-    out, attn_weights = attention(q, k, v, mask, dropout_p, generator=generator)
+    fused = mask is None and dropout_p == 0.0 and not need_weights and k.shape[-2] > 0
+    if fused and q.shape[-1]:  # the transformer layers' path: one op
+        out = ATTENTION(q, k, v, scale=1.0 / math.sqrt(q.shape[-1]), causal=False)
+        attn_weights = None
+    else:
+        out, attn_weights = attention(q, k, v, mask, dropout_p, generator=generator)
 
     # ---- (N, H, L, head_dim) -> (.., E) -> output projection ----
     order = (0, 2, 1, 3) if batch_axis == 0 else (2, 0, 1, 3)

@@ -104,6 +104,7 @@ def _run_both(name, seed=0):
 
 def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     from tests.accel import (
+        test_attention,
         test_conv_direct,
         test_conv_winograd,
         test_conv_winograd_forward,
@@ -132,6 +133,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     covered |= test_compiled_depthwise.CASES
     covered |= test_compiled_pool_windows.CASES
     covered |= test_prelu.CASES
+    covered |= test_attention.CASES
     # the im2col columns' twin: compared with the record's columns in test_conv_direct.py
     covered |= {"im2col"} if test_conv_direct.IM2COL_CASES else set()
     # the Winograd transforms: compared with their NumPy references in test_conv_winograd.py

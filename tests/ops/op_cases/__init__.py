@@ -16,6 +16,7 @@ backward pass of their forward op, so that their inputs are realistic.
 
 from . import (  # noqa: F401 - each module adds its cases
     activation_extra,
+    attention,
     batch_norm,
     creation,
     decompositions,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 # The files an intrinsic's code comes from: the tile builders and their IR blocks.
 _SOURCES = ("tile_ir.py", "register_tile.py", "flat_tile.py", "broadcast_tile.py")
-_SOURCES += ("panel_tile.py", "disk_cache.py")
+_SOURCES += ("panel_tile.py", "attention.py", "disk_cache.py")
 
 
 @functools.cache

@@ -1,6 +1,7 @@
-"""A small matrix product for the recurrent layers' time loops (``compiled/recurrence.py``):
-``c = a @ b`` for a few rows of ``a`` (a batch's hidden states, 5 to 64 rows) by a weight
-packed once into panels of ``PANEL`` columns.
+"""A small matrix product for the recurrent layers' time loops (``compiled/recurrence.py``) and
+fused attention's per-item products (``compiled/attention.py``): ``c = a @ b`` for a few rows
+of ``a`` (a batch's hidden states, 5 to 64 rows) by a weight packed once into panels of
+``PANEL`` columns.
 
 Each step of an LSTM's time loop multiplies its (N, H) hidden state by the (H, 4H) recurrent
 weight. A BLAS packs both operands on every call, and with N around 20 its kernel runs on a
