@@ -60,12 +60,34 @@ def items(shape) -> int:
     return count
 
 
+def entries(shape) -> int:
+    """The batch entries of a (*batch, H, L, E) shape, each holding H heads: the product of
+    the batch before the heads (a 3-D (N, L, E) shape: N entries of one head)."""
+    count = 1
+    for extent in shape[:-3] if len(shape) >= 4 else shape[:-2]:
+        count *= extent
+    return count
+
+
+def entry_size(shape):
+    """The elements of one batch entry of a (*batch, H, L, E) shape: H * L * E."""
+    heads = shape[-3] if len(shape) >= 4 else 1
+    return heads * shape[-2] * shape[-1]
+
+
 def packed_gradients(xp, dq, dk, dv):
-    """dq (*batch, L, E), dk (*batch, S, E), dv (*batch, S, Ev) as one (N, L*E + S*E + S*Ev)
-    array, N the batch's product: row n holds item n's three gradients, each flattened."""
-    count = items(dq.shape)
-    parts = [part.reshape(count, part.shape[-2] * part.shape[-1]) for part in (dq, dk, dv)]
+    """dq (*batch, H, L, E), dk (*batch, H, S, E), dv (*batch, H, S, Ev) as one (B, H*L*E +
+    H*S*E + H*S*Ev) array, B the batch entries: row b holds entry b's dq in (L, H, E) order,
+    then dk in (S, H, E) and dv in (S, H, Ev) order. With the heads inside each position, the
+    gradients' (*batch, L, H, E) views, which a model's head merge reads, are contiguous."""
+    count = entries(dq.shape)
+    parts = [_heads_inside(part).reshape(count, entry_size(part.shape)) for part in (dq, dk, dv)]
     return xp.concatenate(parts, axis=1)
+
+
+def _heads_inside(array):
+    """(*batch, H, L, E) as (*batch, L, H, E) (a view); 3-D and 2-D arrays as they are."""
+    return array.swapaxes(-2, -3) if array.ndim >= 4 else array
 
 
 def unpacked_gradients(packed, q_shape, k_shape, v_shape) -> tuple:
@@ -73,8 +95,13 @@ def unpacked_gradients(packed, q_shape, k_shape, v_shape) -> tuple:
     q, k and v."""
     parts, start = [], 0
     for shape in (q_shape, k_shape, v_shape):
-        stop = start + shape[-2] * shape[-1]
-        parts.append(packed[:, start:stop].reshape(tuple(shape)))
+        stop = start + entry_size(shape)
+        part = packed[:, start:stop]
+        if len(shape) >= 4:  # stored (*batch, L, H, E): back to (*batch, H, L, E)
+            stored = (*shape[:-3], shape[-2], shape[-3], shape[-1])
+            parts.append(part.reshape(stored).swapaxes(-2, -3))
+        else:
+            parts.append(part.reshape(tuple(shape)))
         start = stop
     return tuple(parts)
 
@@ -172,8 +199,9 @@ class AttentionWeights(Op):
 
 class AttentionGrad(Op):
     """The gradients of ``attention`` in its three inputs, one op: inputs grad (*batch, L, Ev),
-    q, k, v and the forward's weights P (*batch, L, S) -> (N, L*E + S*E + S*Ev), each item's
-    dq, dk and dv flattened side by side (``unpacked_gradients`` gives them back). With
+    q, k, v and the forward's weights P (*batch, L, S) -> (B, H*(L*E + S*E + S*Ev)), each batch
+    entry's dq, dk and dv with their heads inside (``packed_gradients``; ``unpacked_gradients``
+    gives them back). With
     dp = grad v^T and ds = P (dp - rowsum(dp P)), the softmax's gradient:
 
         dq = scale ds k,   dk = scale ds^T q,   dv = P^T grad
@@ -187,10 +215,9 @@ class AttentionGrad(Op):
         return attention_gradients_array(xp, grad, q, k, v, weights, scale=scale)
 
     def infer(self, grad, q, k, v, weights, *, scale, causal):
-        length, source = q.shape[-2], k.shape[-2]
-        width = length * q.shape[-1] + source * (k.shape[-1] + v.shape[-1])
+        width = entry_size(q.shape) + entry_size(k.shape) + entry_size(v.shape)
         dtype = np.result_type(grad.dtype, q.dtype, k.dtype, v.dtype, weights.dtype)
-        return ValueSpec((items(q.shape), width), dtype, q.device)
+        return ValueSpec((entries(q.shape), width), dtype, q.device)
 
     def cost(self, grad, q, k, v, weights, *, scale, causal):
         out = self.infer(grad, q, k, v, weights, scale=scale, causal=causal)

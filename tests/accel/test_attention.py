@@ -85,35 +85,60 @@ def _twin_against_kernel(kernel, arrays, outputs, **params):
     return expected, got
 
 
-def _items(shapes, seed=0):
-    return [a.reshape(-1, *a.shape[-2:]) for a in _operands(shapes, np.float32, seed)]
+def _entries(shapes, seed=0, strided=False):
+    """(B, H, rows, columns) float32 stacks of the operands; ``strided``: views into wider
+    arrays, rows apart by more than their length, as a model's split projection gives."""
+    stacks = []
+    for array in _operands(shapes, np.float32, seed):
+        stack = array if array.ndim == 4 else array.reshape(len(array), 1, *array.shape[-2:])
+        if strided:  # (B, H, L, E) views of (B, L, H, E + 3) memory
+            count, heads, rows, columns = stack.shape
+            wider = np.zeros((count, rows, heads, columns + 3), np.float32)
+            view = wider.swapaxes(1, 2)[..., 1 : 1 + columns]
+            view[...] = stack
+            stack = view
+        stacks.append(stack)
+    return stacks
 
 
+@pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", SHAPES)
-def test_twins_match_their_numpy_kernels(shapes, causal, threads, accel_on):
+def test_twins_match_their_numpy_kernels(shapes, causal, threads, strided, accel_on):
     pytest.importorskip("numba")
     bai.set_num_threads(threads)
     try:
-        q, k, v = _items(shapes)
-        count, length, source = len(q), q.shape[1], k.shape[1]
+        q, k, v = _entries(shapes, strided=strided)
+        count, heads, length = q.shape[:3]
+        source = k.shape[2]
         params = {"scale": 0.35, "causal": causal}
-        outputs = [np.empty((count, length, v.shape[2]), np.float32)]
-        outputs.append(np.empty((count, length, source), np.float32))
-        expected, got = _twin_against_kernel(kernels._forward_items, [q, k, v], outputs, **params)
+        outputs = [np.empty((count, length, heads, v.shape[3]), np.float32)]
+        outputs.append(np.empty((count, heads, length, source), np.float32))
+        expected, got = _twin_against_kernel(kernels._forward_entries, [q, k, v], outputs, **params)
         for reference, twin in zip(expected, got):
             np.testing.assert_allclose(twin, reference, rtol=2e-5, atol=2e-6)
         weights = expected[1]
-        grad = np.random.default_rng(2).standard_normal(outputs[0].shape).astype(np.float32)
-        width = length * q.shape[2] + source * (k.shape[2] + v.shape[2])
+        grad = np.random.default_rng(2).standard_normal(q.shape[:3] + v.shape[3:])
+        grad = grad.astype(np.float32)
+        width = heads * (length * q.shape[3] + source * (k.shape[3] + v.shape[3]))
         packed = [np.empty((count, width), np.float32)]
         expected, got = _twin_against_kernel(
-            kernels._gradient_items, [grad, q, k, v, weights], packed, **params
+            kernels._gradient_entries, [grad, q, k, v, weights], packed, **params
         )
         np.testing.assert_allclose(got[0], expected[0], rtol=2e-5, atol=2e-5)
     finally:
         bai.set_num_threads(None)
+
+
+def test_outputs_keep_each_positions_heads_together(accel_on):
+    """The forward's output and the gradients are (B, H, L, E) views of (B, L, H, E) memory,
+    so a model's head merge (transpose(1, 2).contiguous().view(B, L, H * E)) copies nothing."""
+    q, k, v = (bai.Tensor(a, requires_grad=True) for a in _operands(SHAPES[0], np.float32))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.transpose(1, 2).numpy().flags.c_contiguous
+    grads = bai.grad(out, [q, k, v], grad_outputs=bai.ones(out.shape))
+    assert all(g.transpose(1, 2).numpy().flags.c_contiguous for g in grads)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +150,7 @@ def test_twins_match_their_numpy_kernels(shapes, causal, threads, accel_on):
     ],
 )
 def test_kernels_leave_other_arrays_to_the_record(arrays):
-    assert kernels._as_items(*arrays) is None
+    assert kernels._as_entries(*arrays) is None
 
 
 def test_non_contiguous_operands_are_taken_as_copies(accel_on):

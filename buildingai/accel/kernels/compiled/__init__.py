@@ -72,16 +72,21 @@ _failures: list = []  # why, for ``status``
 _gpu_failures: set = set()  # CUDA twins that failed once
 
 
-def compiled_twin(name: str, params: tuple = (), min_work: int | None = None):
+def compiled_twin(
+    name: str, params: tuple = (), min_work: int | None = None, strided: bool = False
+):
     """Mark a NumPy kernel as having the compiled twin ``name`` ("module.function"), which takes
     the kernel's arrays and then the keyword arguments ``params`` positionally; ``min_work``:
     the twin takes calls from this many elements on, where fewer than ``MIN_WORK`` already pay
-    (a reference of many small passes)."""
+    (a reference of many small passes); ``strided``: the twin reads arrays through their
+    strides, so it takes any whose last axis is contiguous, not only C-contiguous ones."""
 
     def mark(kernel):
         kernel.compiled_twin = (name, tuple(params))
         if min_work is not None:
             kernel.compiled_min_work = min_work
+        if strided:
+            kernel.compiled_strided = True
         REGISTRY[kernel] = kernel.compiled_twin
         return kernel
 
@@ -174,16 +179,28 @@ def _fit(kernel, arrays):
         if array is None:
             arrays = [_ABSENT if entry is None else entry for entry in arrays]
             break
+    strided = getattr(marked, "compiled_strided", False)
     work = 0
     for array in arrays:
         dtype = array.dtype  # (``is`` against the one float32 dtype: ``!=`` converts each time)
-        if (dtype is not _FLOAT32 and dtype.kind not in "iub") or not array.flags.c_contiguous:
+        if dtype is not _FLOAT32 and dtype.kind not in "iub":
             return None  # (indices pass)
+        if not array.flags.c_contiguous and not (strided and _rows_contiguous(array)):
+            return None
         work += array.size
     if work < MIN_WORK and work < getattr(marked, "compiled_min_work", MIN_WORK):
         return None
     twin = _twin(spec[0])
     return None if twin is None else (spec[0], spec[1], twin, arrays, work)
+
+
+def _rows_contiguous(array) -> bool:
+    """Whether ``array``'s last axis is contiguous and its other steps whole elements forward
+    (what a strided twin reads)."""
+    size = array.itemsize
+    if array.ndim == 0 or any(step < 0 or step % size for step in array.strides):
+        return False
+    return array.shape[-1] <= 1 or array.strides[-1] == size
 
 
 def run_gpu(kernel, arrays, keywords=None) -> bool:

@@ -7,6 +7,13 @@ and write whole arrays.
 - ``attention_grad``: the gradients of q, k and v from the gradient of ``out`` and the forward's
   weights.
 
+The operands are read where they lie, through their strides: in a GPT, q, k and v are (B, H, T,
+D) views of one (B, T, 3C) array, and their heads' rows are 3C apart. The outputs are written
+heads side by side, as the model reshapes them next: out (B, L, H, Ev), which is (B, L, H * Ev)
+as it is, and the gradients per batch entry as (L, H, E), (S, H, E) and (S, H, Ev) blocks, each
+a (T, C) block that the (B, T, 3C) array's gradient takes without a transpose. Threads of
+different heads write disjoint parts of the same rows.
+
 Every product runs on register tiles of ``ROWS`` rows by a panel of ``PANEL`` columns
 (``panel_tile``): the right operand is copied once per item into panels, the left one is read
 in place, along its rows (``panel_product``) or, for the backward's products by a transposed
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
 from . import tile_ir as t
@@ -147,9 +154,34 @@ def _whole_vectors(used, limit):
 
 
 @inline
+def _step(matrix):
+    """The floats from one row of a float32 matrix to the next (its leading dimension, for a
+    matrix whose columns are adjacent)."""
+    return matrix.strides[0] // _FLOAT_BYTES
+
+
+@inline
 def _address(matrix, row, column):
-    """The address of matrix[row, column] of a C-contiguous float32 matrix."""
-    return matrix.ctypes.data + _FLOAT_BYTES * (row * matrix.shape[1] + column)
+    """The address of matrix[row, column] of a float32 matrix."""
+    return matrix.ctypes.data + row * matrix.strides[0] + column * matrix.strides[1]
+
+
+@intrinsic
+def _floats_at(typing_context, address):
+    """The int64 ``address`` as a float32 pointer (for ``carray``)."""
+    signature = types.CPointer(types.float32)(address)
+
+    def codegen(context, builder, signature, arguments):
+        return builder.inttoptr(arguments[0], _POINTER)
+
+    return signature, codegen
+
+
+@inline
+def _row(matrix, row):
+    """matrix[row] as a contiguous 1-D array, for a float32 matrix whose columns are adjacent:
+    its loops then run whole vectors, which a strided view's do not."""
+    return carray(_floats_at(_address(matrix, row, 0)), matrix.shape[1])
 
 
 @helper
@@ -160,7 +192,7 @@ def _pack_columns(matrix, panels):
         start = part * PANEL
         width = min(PANEL, columns - start)
         for r in range(rows):
-            source, target = matrix[r], panels[part, r]
+            source, target = _row(matrix, r), panels[part, r]
             for j in range(width):
                 target[j] = source[start + j]
             for j in range(width, PANEL):
@@ -177,7 +209,7 @@ def _pack_rows(matrix, panels, scale):
         for j in range(PANEL):
             r = part * PANEL + j
             if r < rows:
-                source = matrix[r]
+                source = _row(matrix, r)
                 for c in range(inner):
                     block[c, j] = scale * source[c]
             else:
@@ -189,7 +221,7 @@ def _pack_rows(matrix, panels, scale):
 def _panel_wide(target):
     """Where a product for ``target`` (m, n) goes: target itself where n is whole panels, else
     a scratch (m, parts * PANEL) that ``_copy_columns`` copies to it (a product writes whole
-    panels)."""
+    panels, which past n would be another head's)."""
     if target.shape[1] % PANEL == 0:
         return target
     return np.empty((target.shape[0], _parts(target.shape[1]) * PANEL), np.float32)
@@ -202,24 +234,25 @@ def _copy_columns(source, target):
     if target.shape[1] % PANEL == 0:
         return
     for r in range(target.shape[0]):
-        row, out = source[r], target[r]
+        row, out = source[r], _row(target, r)
         for c in range(out.size):
             out[c] = row[c]
 
 
 @helper
 def _query_times_keys(a, panels, c, causal):
-    """c (L, parts * PANEL) = a (L, k) @ panels joined, panels (parts, k, PANEL) over the keys:
-    with ``causal``, each tile of ``ROWS`` queries stops at the last panel its last row uses."""
+    """c (L, parts * PANEL) = a (L, k) @ panels joined, panels (parts, k, PANEL) over the keys,
+    a read in place: with ``causal``, each tile of ``ROWS`` queries stops at the last panel its
+    last row uses."""
     queries = a.shape[0]
     if not causal:
-        panel_product(queries, a.ctypes.data, a.shape[1], panels, c.ctypes.data, c.shape[1])
+        panel_product(queries, a.ctypes.data, _step(a), panels, c.ctypes.data, _step(c))
         return
     for first in range(0, queries, ROWS):
         rows = min(ROWS, queries - first)
         parts = min(_parts(first + rows), panels.shape[0])  # keys 0..first + rows - 1
-        panel_product(rows, _address(a, first, 0), a.shape[1], panels[:parts],
-                      _address(c, first, 0), c.shape[1])  # fmt: skip
+        panel_product(rows, _address(a, first, 0), _step(a), panels[:parts],
+                      _address(c, first, 0), _step(c))  # fmt: skip
 
 
 @helper
@@ -229,13 +262,13 @@ def _by_query_tiles(a, panels, c, causal):
     row uses (the entries of a past it are 0)."""
     queries, keys = a.shape[0], panels.shape[1]
     if not causal:
-        panel_product(queries, a.ctypes.data, a.shape[1], panels, c.ctypes.data, c.shape[1])
+        panel_product(queries, a.ctypes.data, _step(a), panels, c.ctypes.data, _step(c))
         return
     for first in range(0, queries, ROWS):
         rows = min(ROWS, queries - first)
         used = min(first + rows, keys)
-        panel_product(rows, _address(a, first, 0), a.shape[1], panels[:, :used],
-                      _address(c, first, 0), c.shape[1])  # fmt: skip
+        panel_product(rows, _address(a, first, 0), _step(a), panels[:, :used],
+                      _address(c, first, 0), _step(c))  # fmt: skip
 
 
 @helper
@@ -246,13 +279,13 @@ def _by_key_tiles(a, keys, panels, c, causal):
     0)."""
     queries = panels.shape[1]
     if not causal:
-        _column_product(keys, a.ctypes.data, a.shape[1], panels, c.ctypes.data, c.shape[1])
+        _column_product(keys, a.ctypes.data, _step(a), panels, c.ctypes.data, _step(c))
         return
     for first in range(0, keys, ROWS):
         rows = min(ROWS, keys - first)
         start = min(first, queries)
-        _column_product(rows, _address(a, start, first), a.shape[1], panels[:, start:],
-                        _address(c, first, 0), c.shape[1])  # fmt: skip
+        _column_product(rows, _address(a, start, first), _step(a), panels[:, start:],
+                        _address(c, first, 0), _step(c))  # fmt: skip
 
 
 # ----- kernels ------------------------------------------------------------------------------------
@@ -312,7 +345,7 @@ def _softmax_grad_rows(dp, weights, scale, causal, per_row):
 @helper
 def _forward_item(q, k, v, out, weights, scale, causal):
     """``attention_forward`` for one item: q (L, E), k (S, E), v (S, Ev), out (L, Ev), weights
-    (L, S)."""
+    (L, S); each matrix's columns adjacent, its rows ``strides[0]`` apart."""
     queries, keys = q.shape[0], k.shape[0]
     keys_t = np.empty((_parts(keys), k.shape[1], PANEL), np.float32)
     values = np.empty((_parts(v.shape[1]), keys, PANEL), np.float32)
@@ -329,17 +362,24 @@ def _forward_item(q, k, v, out, weights, scale, causal):
 
 @kernel
 def attention_forward(q, k, v, out, weights, scale, causal):
-    """q (N, L, E), k (N, S, E), v (N, S, Ev) float32, C-contiguous; writes weights (N, L, S) =
-    softmax(scale * q k^T) over the keys (0 where masked) and out (N, L, Ev) = weights v."""
+    """q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) float32, each with its last axis
+    contiguous and any other strides; writes weights (B, H, L, S), C-contiguous, = softmax(scale
+    * q k^T) over the keys (0 where masked) and out (B, L, H, Ev), C-contiguous, = weights v:
+    out[b, :, h] is item (b, h)'s output."""
     scale = np.float32(scale)
-    for n in prange(q.shape[0]):
-        _forward_item(q[n], k[n], v[n], out[n], weights[n], scale, causal)
+    heads = q.shape[1]
+    for item in prange(q.shape[0] * heads):
+        b, h = item // heads, item % heads
+        # all four indices: the items' matrices have one type (layout "A") whatever the inputs'
+        _forward_item(q[b, h, :, :], k[b, h, :, :], v[b, h, :, :], out[b, :, h, :],
+                      weights[b, h], scale, causal)  # fmt: skip
 
 
 @helper
 def _grad_item(grad, q, k, v, p, dq_out, dk_out, dv_out, scale, causal):
     """``attention_grad`` for one item: grad (L, Ev), q (L, E), k (S, E), v (S, Ev), p (L, S) the
-    weights; writes dq_out (L, E), dk_out (S, E), dv_out (S, Ev)."""
+    weights; writes dq_out (L, E), dk_out (S, E), dv_out (S, Ev). Each matrix's columns adjacent,
+    its rows ``strides[0]`` apart."""
     queries, keys = q.shape[0], k.shape[0]
     features, value_features = q.shape[1], v.shape[1]
     values_t = np.empty((_parts(keys), value_features, PANEL), np.float32)
@@ -370,19 +410,23 @@ def _grad_item(grad, q, k, v, p, dq_out, dk_out, dv_out, scale, causal):
 
 @kernel
 def attention_grad(grad, q, k, v, weights, packed, scale, causal):
-    """The gradients of ``attention_forward`` from grad = d(out) (N, L, Ev) and its weights
-    (N, L, S), written to packed (N, L*E + S*E + S*Ev): per item dq (L, E), then dk (S, E), then
-    dv (S, Ev), each flattened. With P = weights and G = grad, per item:
-    dv = P^T G, dp = G v^T, ds = P * (dp - rowsum(dp * P)), dq = scale ds k, dk = scale ds^T q.
+    """The gradients of ``attention_forward`` from grad = d(out) (B, H, L, Ev), its last axis
+    contiguous and any other strides, q, k, v as there and its weights (B, H, L, S), written to
+    packed (B, L*H*E + S*H*E + S*H*Ev), C-contiguous: per batch entry dq (L, H, E), then dk (S,
+    H, E), then dv (S, H, Ev), each flattened (dq of head h, query t, feature c at packed[b,
+    (t*H + h)*E + c]). With P = weights and G = grad, per item: dv = P^T G, dp = G v^T, ds = P *
+    (dp - rowsum(dp * P)), dq = scale ds k, dk = scale ds^T q.
     """
     scale = np.float32(scale)
-    queries, keys = q.shape[1], k.shape[1]
-    features, value_features = q.shape[2], v.shape[2]
-    dk_start = queries * features
-    dv_start = dk_start + keys * features
-    for n in prange(q.shape[0]):
-        item = packed[n]
-        dq = item[:dk_start].reshape((queries, features))
-        dk = item[dk_start:dv_start].reshape((keys, features))
-        dv = item[dv_start:].reshape((keys, value_features))
-        _grad_item(grad[n], q[n], k[n], v[n], weights[n], dq, dk, dv, scale, causal)
+    heads, queries, keys = q.shape[1], q.shape[2], k.shape[2]
+    features, value_features = q.shape[3], v.shape[3]
+    dk_start = queries * heads * features
+    dv_start = dk_start + keys * heads * features
+    for item in prange(q.shape[0] * heads):
+        b, h = item // heads, item % heads
+        gradients = packed[b]
+        dq = gradients[:dk_start].reshape((queries, heads, features))[:, h, :]
+        dk = gradients[dk_start:dv_start].reshape((keys, heads, features))[:, h, :]
+        dv = gradients[dv_start:].reshape((keys, heads, value_features))[:, h, :]
+        _grad_item(grad[b, h, :, :], q[b, h, :, :], k[b, h, :, :], v[b, h, :, :],
+                   weights[b, h], dq, dk, dv, scale, causal)  # fmt: skip
