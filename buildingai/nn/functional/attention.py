@@ -1,8 +1,10 @@
 """Attention as plain functions: scaled dot-product attention, the multi-head attention forward
 pass, and sinusoidal positional encodings.
 
-Everything here is composed from primitives (matmul, softmax, dropout, where), so gradients,
-second derivatives, tracing and export come from those ops. Masks follow PyTorch:
+Attention with no mask but the causal one, no dropout and one batch shape is the ``attention``
+op (``ops/attention.py``: one fused kernel each way); everything else here is composed from
+primitives (matmul, softmax, dropout, where), so gradients, second derivatives, tracing and
+export come from those ops. Masks follow PyTorch:
 
 - in ``scaled_dot_product_attention`` a bool mask is True where a query *may* attend;
 - in ``multi_head_attention_forward`` (and ``nn.MultiheadAttention``) a bool mask is True where a
