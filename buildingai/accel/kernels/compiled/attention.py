@@ -32,16 +32,14 @@ input row propagates to the outputs it reaches, as in a plain softmax.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
 from . import tile_ir as t
-from .disk_cache import keyed
 from .expf import exp32_nonpositive
-from .panel_tile import PANEL, ROWS, SUM_BLOCK, VECTORS, panel_product
+from .panel_tile import PANEL, ROWS, panel_product, panel_tile
 from .rows import _max, _sum, inline, kernel
-from .tile_ir import LANES, index
+from .tile_ir import LANES
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -57,52 +55,9 @@ helper = njit(nogil=True, cache=True, fastmath={"contract"})
 # ----- products by a transposed matrix ------------------------------------------------------------
 
 
-def _column_tile(rows: int):
-    """``tile(a_at, a_step, b_at, inner, c_at, ldc)``, all int64: for r < ``rows`` and j <
-    ``PANEL``, ``c[r * ldc + j] = sum over k < inner of a[k * a_step + r] * b[k * PANEL + j]``:
-    ``panel_tile``'s tile with a's rows and columns swapped, so a matrix's transpose is read in
-    place."""
-
-    @intrinsic
-    def tile(typing_context, a_at, a_step, b_at, inner, c_at, ldc):
-        signature = types.void(a_at, a_step, b_at, inner, c_at, ldc)
-
-        def codegen(context, builder, signature, arguments):
-            a_at, a_step, b_at, inner, c_at, ldc = arguments
-            a, b, c = (builder.inttoptr(at, _POINTER) for at in (a_at, b_at, c_at))
-
-            def step(k, sums):
-                """Term k: one row of the panel times ``rows`` neighbours in one row of a."""
-                row = builder.mul(k, index(PANEL))
-                loaded = [
-                    t.load(builder, b, builder.add(row, index(v * LANES))) for v in range(VECTORS)
-                ]
-                a_row = builder.mul(k, a_step)
-                updated = []
-                for r in range(rows):
-                    value = t.splat(builder, t.scalar(builder, a, builder.add(a_row, index(r))))
-                    updated += [
-                        t.fma(builder, value, loaded[v], sums[r * VECTORS + v])
-                        for v in range(VECTORS)
-                    ]
-                return updated
-
-            zeros = [ir.Constant(t.VECTOR, None)] * (rows * VECTORS)
-            final = t.blocked_sum(builder, index(0), inner, SUM_BLOCK, zeros, step)
-            for r in range(rows):
-                start = builder.mul(index(r), ldc)
-                for v in range(VECTORS):
-                    at = builder.add(start, index(v * LANES))
-                    t.store(builder, final[r * VECTORS + v], c, at)
-            return context.get_dummy_value()
-
-        return signature, codegen
-
-    return keyed(tile, "attention_column_tile", rows, VECTORS, SUM_BLOCK)
-
-
+# panel_tile's tiles reading a down its columns: a matrix's transpose read in place
 _ONE_ROW, _TWO_ROWS, _THREE_ROWS, _FOUR_ROWS, _FIVE_ROWS = (
-    _column_tile(rows) for rows in range(1, ROWS + 1)
+    panel_tile(rows, down_columns=True) for rows in range(1, ROWS + 1)
 )
 
 

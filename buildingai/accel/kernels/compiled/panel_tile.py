@@ -35,11 +35,12 @@ SUM_BLOCK = 64  # terms summed from zero before they join the total
 _POINTER = t.FLOAT.as_pointer()
 
 
-def panel_tile(rows: int):
+def panel_tile(rows: int, down_columns: bool = False):
     """``panel_tile(a_at, lda, b_at, inner, c_at, ldc)``, all int64: for r < ``rows`` and j <
     ``PANEL``, ``c[r * ldc + j] = sum over k < inner of a[r * lda + k] * b[k * PANEL + j]``,
     where a, b, c are float32 at the addresses ``a_at``, ``b_at`` (a packed panel, contiguous)
-    and ``c_at``."""
+    and ``c_at``. ``down_columns``: a is read down its first ``rows`` columns instead,
+    ``a[k * lda + r]``, so a matrix's transpose multiplies in place."""
 
     @intrinsic
     def tile(typing_context, a_at, lda, b_at, inner, c_at, ldc):
@@ -50,6 +51,12 @@ def panel_tile(rows: int):
             a, b, c = (builder.inttoptr(at, _POINTER) for at in (a_at, b_at, c_at))
             row_starts = [builder.mul(index(r), lda) for r in range(rows)]
 
+            def a_value(r, k):
+                """The address of a's term k of tile row r."""
+                if down_columns:
+                    return builder.add(builder.mul(k, lda), index(r))
+                return builder.add(row_starts[r], k)
+
             def step(k, sums):
                 """Term k: one row of the panel times one value of each row of a."""
                 row = builder.mul(k, index(PANEL))
@@ -58,7 +65,7 @@ def panel_tile(rows: int):
                 ]
                 updated = []
                 for r in range(rows):
-                    value = t.splat(builder, t.scalar(builder, a, builder.add(row_starts[r], k)))
+                    value = t.splat(builder, t.scalar(builder, a, a_value(r, k)))
                     updated += [
                         t.fma(builder, value, loaded[v], sums[r * VECTORS + v])
                         for v in range(VECTORS)
@@ -76,7 +83,8 @@ def panel_tile(rows: int):
 
         return signature, codegen
 
-    return keyed(tile, "panel_tile", rows, VECTORS, SUM_BLOCK)
+    name = "panel_tile_down_columns" if down_columns else "panel_tile"
+    return keyed(tile, name, rows, VECTORS, SUM_BLOCK)
 
 
 _TILES = tuple(panel_tile(rows) for rows in range(1, ROWS + 1))
