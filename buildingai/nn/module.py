@@ -766,19 +766,19 @@ def _name_within(parent: Module, child: Module) -> str:
     for key, module in parent._modules.items():
         if module is not None and id(module) not in names:
             names[id(module)] = key
-    # deeper names stay cached: each use checks them (_holds_under), so a stale one is harmless
-    for ident, key in parent._child_names.items():
+    # deeper names stay cached: each use checks them (_holds_under), so a stale one is harmless.
+    # (dict() copies in one step: another thread may be adding to the cache meanwhile.)
+    for ident, key in dict(parent._child_names).items():
         if "." in key:
             names.setdefault(ident, key)
-    parent.__dict__["_child_names"] = names
     name = names.get(id(child))
-    if name is not None:
-        return name
-    for key, module in parent.named_modules():
-        if module is child and key:
-            names[id(child)] = key
-            return key
-    return type(child).__name__
+    if name is None:
+        for key, module in parent.named_modules():
+            if module is child and key:
+                name = names[id(child)] = key
+                break
+    parent.__dict__["_child_names"] = names  # published whole, never changed after
+    return type(child).__name__ if name is None else name
 
 
 def _note_module_path(error: Exception, path: list) -> None:

@@ -481,6 +481,36 @@ def test_grandchildren_called_directly_keep_their_paths_and_follow_moves():
         outer(bai.randn(1, 2), wrong=1)
 
 
+def test_paths_of_grandchildren_on_two_threads_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Outer(Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Sequential(*(Linear(2, 2) for _ in range(6)))
+
+        def forward(self, x, wrong):
+            for index, layer in enumerate(self.inner):  # grandchildren, called from Outer
+                x = layer(x if index != wrong else bai.randn(1, 3))
+            return x
+
+    outer = Outer()
+
+    def run(wrong):
+        found = []
+        for _ in range(200):  # each call may refill the shared cache while the other reads it
+            outer.__dict__["_child_names"] = {}
+            try:
+                outer(bai.randn(1, 2), wrong)
+            except bai.ShapeError as error:
+                found.append(str(error).split("(in ")[-1].split(")")[0])
+        return found
+
+    with ThreadPoolExecutor(2) as pool:
+        paths = list(pool.map(run, [1, 4]))
+    assert paths == [["Outer.inner.1"] * 200, ["Outer.inner.4"] * 200]
+
+
 def test_deepcopy_gives_an_independent_model():
     import copy
 
