@@ -29,15 +29,19 @@ from .nn import SOFTMAX_GRAD
 
 def attention_weights_array(xp, q, k, *, scale, causal):
     """``softmax(q k^T * scale)`` over the keys, keys after query i masked out when ``causal``:
-    q (..., L, E), k (..., S, E) -> (..., L, S)."""
+    q (..., L, E), k (..., S, E) -> (..., L, S). float16 and bfloat16 scores take their
+    softmax in float32, as the softmax op does under autocast, and return to their dtype."""
     scores = matmul_array(xp, q * scale, k.swapaxes(-1, -2))
+    dtype = scores.dtype
+    if dtype.itemsize < 4:
+        scores = scores.astype(np.float32)
     if causal:
         length, source = scores.shape[-2:]
         scores = xp.where(xp.tri(length, source, dtype=bool), scores, -xp.inf)
     scores -= scores.max(axis=-1, keepdims=True)
     weights = xp.exp(scores, out=scores)
     weights /= weights.sum(axis=-1, keepdims=True)
-    return weights
+    return weights.astype(dtype, copy=False)
 
 
 def attention_gradients_array(xp, grad, q, k, v, weights, *, scale):
