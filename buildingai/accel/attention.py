@@ -24,6 +24,7 @@ from ..ops.attention import (
     attention_weights_array,
     entries,
     entry_size,
+    heads,
     items,
 )
 from .kernels.compiled import compiled_twin
@@ -33,7 +34,6 @@ from .registry import register
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-# min_work=1: even a tiny item costs the NumPy kernel a dozen passes, the twin one call
 # min_work=1: even a tiny item costs the NumPy kernel a dozen passes, the twin one call
 @compiled_twin("attention.attention_forward", params=("scale", "causal"), min_work=1, strided=True)
 def _forward_entries(xp, q, k, v, out, weights, *, scale, causal):
@@ -60,11 +60,7 @@ def _as_entries(*arrays):
             return None
     if dtype not in _FLOATS or not items(arrays[0].shape):
         return None
-    return [a.reshape(entries(a.shape), _heads(a.shape), *a.shape[-2:]) for a in arrays]
-
-
-def _heads(shape) -> int:
-    return shape[-3] if len(shape) >= 4 else 1
+    return [a.reshape(entries(a.shape), heads(a.shape), *a.shape[-2:]) for a in arrays]
 
 
 def attention(ctx, xp, q, k, v, *, scale, causal):
@@ -74,10 +70,10 @@ def attention(ctx, xp, q, k, v, *, scale, causal):
     stacks = _as_entries(q, k, v)
     if stacks is None:
         return NotImplemented
-    count, heads, length = stacks[0].shape[:3]
+    count, head_count, length = stacks[0].shape[:3]
     source, width = k.shape[-2], v.shape[-1]
-    out = np.empty((count, length, heads, width), q.dtype)
-    weights = np.empty((count, heads, length, source), q.dtype)
+    out = np.empty((count, length, head_count, width), q.dtype)
+    weights = np.empty((count, head_count, length, source), q.dtype)
     kernel = functools.partial(_forward_entries, scale=scale, causal=causal)
     split_rows(xp, kernel, *stacks, out, weights)
     ctx.weights = weights.reshape(*q.shape[:-1], source)

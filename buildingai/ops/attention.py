@@ -24,7 +24,7 @@ from ..errors import DTypeError, ShapeError
 from .abstract import ValueSpec, bytes_of
 from .base import Op
 from .linalg import MATMUL, matmul_array
-from .nn import SOFTMAX_GRAD
+from .nn import SOFTMAX_GRAD, softmax_grad_out_gradient
 
 
 def attention_weights_array(xp, q, k, *, scale, causal):
@@ -64,6 +64,11 @@ def items(shape) -> int:
     return count
 
 
+def heads(shape) -> int:
+    """The heads H of a (*batch, H, L, E) shape: its axis -3 from rank 4 on, else one."""
+    return shape[-3] if len(shape) >= 4 else 1
+
+
 def entries(shape) -> int:
     """The batch entries of a (*batch, H, L, E) shape, each holding H heads: the product of
     the batch before the heads (a 3-D (N, L, E) shape: N entries of one head)."""
@@ -75,8 +80,7 @@ def entries(shape) -> int:
 
 def entry_size(shape):
     """The elements of one batch entry of a (*batch, H, L, E) shape: H * L * E."""
-    heads = shape[-3] if len(shape) >= 4 else 1
-    return heads * shape[-2] * shape[-1]
+    return heads(shape) * shape[-2] * shape[-1]
 
 
 def packed_gradients(xp, dq, dk, dv):
@@ -205,8 +209,7 @@ class AttentionGrad(Op):
     """The gradients of ``attention`` in its three inputs, one op: inputs grad (*batch, L, Ev),
     q, k, v and the forward's weights P (*batch, L, S) -> (B, H*(L*E + S*E + S*Ev)), each batch
     entry's dq, dk and dv with their heads inside (``packed_gradients``; ``unpacked_gradients``
-    gives them back). With
-    dp = grad v^T and ds = P (dp - rowsum(dp P)), the softmax's gradient:
+    gives them back). With dp = grad v^T and ds = P (dp - rowsum(dp P)), the softmax's gradient:
 
         dq = scale ds k,   dk = scale ds^T q,   dv = P^T grad
 
@@ -243,11 +246,9 @@ class AttentionGrad(Op):
         g_scores = g_scores * scale
         g_q = MATMUL(grad_scores, grad_dk) * scale
         g_k = MATMUL(grad_scores, grad_dq, transpose_a=True) * scale
-        # ds = softmax_grad(dp, P): its backward, as SoftmaxGrad's
+        # ds = softmax_grad(dp, P): its backward, SoftmaxGrad's
         g_dp = SOFTMAX_GRAD(g_scores, weights, axis=axis)
-        projection = (grad_weights * weights).sum(axis=axis, keepdims=True)
-        g_weights = g_scores * (grad_weights - projection)
-        g_weights = g_weights - grad_weights * (g_scores * weights).sum(axis=axis, keepdims=True)
+        g_weights = softmax_grad_out_gradient(g_scores, grad_weights, weights, axis)
         # dp = grad v^T and dv = P^T grad
         g_grad = MATMUL(g_dp, v) + MATMUL(weights, grad_dv)
         g_v = MATMUL(g_dp, grad, transpose_a=True)

@@ -96,9 +96,15 @@ class SoftmaxGrad(_RowGradient):
         if grad.requires_grad:
             grad_grad = SOFTMAX_GRAD(grad_of_result, out, axis=axis)
         if out.requires_grad:
-            grad_out = grad_of_result * (grad - (grad * out).sum(axis=axis, keepdims=True))
-            grad_out = grad_out - grad * (grad_of_result * out).sum(axis=axis, keepdims=True)
+            grad_out = softmax_grad_out_gradient(grad_of_result, grad, out, axis)
         return grad_grad, grad_out
+
+
+def softmax_grad_out_gradient(grad_of_result, grad, out, axis: int):
+    """The gradient of ``softmax_grad(grad, out)`` in ``out``, Tensors all:
+    ``G * (g - sum(g * out)) - g * sum(G * out)`` along ``axis``, G the result's gradient."""
+    grad_out = grad_of_result * (grad - (grad * out).sum(axis=axis, keepdims=True))
+    return grad_out - grad * (grad_of_result * out).sum(axis=axis, keepdims=True)
 
 
 class LogSoftmax(Op):
