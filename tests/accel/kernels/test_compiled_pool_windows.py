@@ -33,6 +33,10 @@ GEOMETRIES = {
     "tall-window": (9, 5, (4, 1), (1, 1), (2, 0), (1, 1), False),
     # grids short against the window: each window scanned on the image
     "global-7x7": (7, 7, (7, 7), (7, 7), (0, 0), (1, 1), False),
+    # windows of whole rows: one contiguous span each, scanned in lanes
+    "global-padded-rows": (5, 6, (7, 6), (7, 6), (1, 0), (1, 1), False),
+    "row-bands-left-padding": (9, 4, (3, 6), (3, 6), (0, 1), (1, 1), False),
+    "row-bands-overlapping": (10, 3, (4, 3), (2, 3), (1, 0), (1, 1), True),
     "small-map-3x3-stride-2": (8, 8, (3, 3), (2, 2), (1, 1), (1, 1), False),
     "small-map-overlapping": (4, 5, (3, 3), (1, 1), (1, 1), (1, 1), True),
 }

@@ -7,7 +7,9 @@ A plane whose output grid is long is laid out in phase planes (``phase_planes.py
 window offset is one contiguous loop of selects over the grid that vectorises. Where the grid is
 short against the window (``_short``: a 7x7 window over a 7x7 map has one output), those loops
 would be mostly their own overhead, and each window is scanned on the image instead, skipping
-the padding. Both give the references' bits.
+the padding; a window of whole rows (global pooling) is one contiguous span, scanned in eight
+independent lanes with unsigned indices, which need no wraparound test (``_span_max``,
+``_span_first``). Both give the references' bits.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from . import phase_planes
 
 _ZERO = np.float32(0.0)
 _LOWEST = np.float32(-np.inf)
+_NAN = np.float32(np.nan)
+_1, _2, _3, _4, _5, _6, _7 = (uint64(k) for k in range(1, 8))  # unsigned offsets of the lanes
 
 kernel = njit(parallel=True, nogil=True, cache=True)
 
@@ -49,6 +53,53 @@ def _larger(kept, value):
     return kept if (kept != kept) | (value <= kept) else value
 
 
+@njit(inline="always")
+def _span(i, j, rows, columns, stride, padding, dilation, width):
+    """Where window (i, j)'s image elements start and how many there are when they are one
+    contiguous span: whole rows, one after another (``rows``, ``columns``: ``_inside``'s
+    ranges); a length of -1 where they are not."""
+    if dilation[0] != 1 or dilation[1] != 1 or columns[1] - columns[0] != width:
+        return 0, -1
+    first_row = i * stride[0] + rows[0] - padding[0]
+    return first_row * width, (rows[1] - rows[0]) * width  # (its first column is column 0)
+
+
+@njit(inline="always")
+def _span_max(image, begin, length):
+    """The maximum of ``image[begin : begin + length]``, NaN where one is NaN (``_larger``'s
+    values), in eight lanes that do not wait on each other."""
+    base, count = uint64(begin), uint64(length)
+    lanes = count - count % uint64(8)
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _LOWEST
+    unordered = False
+    for k in range(uint64(0), lanes, uint64(8)):
+        at = base + k
+        v0, v1, v2, v3 = image[at], image[at + _1], image[at + _2], image[at + _3]
+        v4, v5, v6, v7 = image[at + _4], image[at + _5], image[at + _6], image[at + _7]
+        a0, a1, a2, a3 = max(a0, v0), max(a1, v1), max(a2, v2), max(a3, v3)
+        a4, a5, a6, a7 = max(a4, v4), max(a5, v5), max(a6, v6), max(a7, v7)
+        unordered |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3)
+        unordered |= (v4 != v4) | (v5 != v5) | (v6 != v6) | (v7 != v7)
+    best = max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
+    for k in range(lanes, count):
+        value = image[base + k]
+        best = max(best, value)
+        unordered |= value != value
+    return _NAN if unordered else best  # (max passes NaN over: it is flagged instead)
+
+
+@njit(inline="always")
+def _span_first(image, begin, length, target):
+    """The first position in ``image[begin : begin + length]`` whose element equals ``target``
+    or is NaN, or ``length`` where none does: a minimum over the span, which vectorises."""
+    base, count = uint64(begin), uint64(length)
+    first = count
+    for k in range(count):
+        value = image[base + k]
+        first = min(first, k if (value == target) | (value != value) else count)
+    return first
+
+
 # ----- the maxima ---------------------------------------------------------------------------------
 
 
@@ -73,6 +124,10 @@ def padded_window_max(x, out, size, stride, padding, dilation):
                 rows = _inside(i, sh, ph, dh, kh, height)
                 for j in range(wo):
                     columns = _inside(j, sw, pw, dw, kw, width)
+                    begin, length = _span(i, j, rows, columns, stride, padding, dilation, width)
+                    if length >= 0:
+                        pooled[(plane * ho + i) * wo + j] = _span_max(image, start + begin, length)
+                        continue
                     best = _LOWEST
                     for a in range(rows[0], rows[1]):
                         line = start + (i * sh + a * dh - ph) * width + j * sw - pw
@@ -148,6 +203,12 @@ def _first(image, start, target, i, j, size, height, width, stride, padding, dil
     kh, kw = size
     rows = _inside(i, stride[0], padding[0], dilation[0], kh, height)
     columns = _inside(j, stride[1], padding[1], dilation[1], kw, width)
+    begin, length = _span(i, j, rows, columns, stride, padding, dilation, width)
+    if length >= 0:
+        found = _span_first(image, start + begin, length, target)
+        if found == length:
+            return 0
+        return (rows[0] + found // width) * kw + columns[0] + found % width
     for a in range(rows[0], rows[1]):
         line = start + (i * stride[0] + a * dilation[0] - padding[0]) * width
         line += j * stride[1] - padding[1]
@@ -180,8 +241,8 @@ def padded_scatter(grad, choice, image, size, stride, padding, dilation):
     for plane in prange(n * c):
         start = plane * height * width
         if short:
-            for k in range(height * width):
-                target[start + k] = _ZERO
+            for k in range(uint64(height * width)):  # unsigned: no wraparound test
+                target[uint64(start) + k] = _ZERO
             if disjoint:  # one value at most per element: any order gives the same sums
                 for i in range(ho):
                     for j in range(wo):
