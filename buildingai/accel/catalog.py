@@ -14,5 +14,6 @@ from . import (  # noqa: F401
     recurrence,
     reductions,
     resize,
+    rnn_cell_step,
     rows,
 )

@@ -1,6 +1,7 @@
-"""The recurrent cells' step ops (``ops/rnn_cells.py``): values, gradients and second
-derivatives against PyTorch's cells in float64, a loop of steps against PyTorch's, and the
-number of ops one step dispatches."""
+"""The recurrent cells' step ops (``ops/rnn_cells.py``, ``ops/rnn_cell_step.py``): values,
+gradients and second derivatives against PyTorch's cells in float64, a loop of steps against
+PyTorch's, the Elman step against its products and ``rnn_cell``, and the number of ops one step
+dispatches."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from buildingai.autograd.dispatch import DispatchMode, dispatch_mode
 from buildingai.errors import ArgumentError, ShapeError
 from buildingai.nn import functional as F
 from buildingai.nn.rnn import GRUCell, LSTMCell, RNNCell
+from buildingai.ops.rnn_cell_step import RNN_CELL_STEP
 from buildingai.ops.rnn_cells import GRU_CELL, LSTM_CELL, RNN_CELL
 
 from ..helpers import check_op
@@ -74,6 +76,43 @@ def test_rnn_cell_against_pytorch(nonlinearity):
     )
 
 
+@pytest.mark.parametrize("accelerated", [False, True])
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+def test_elman_step_equals_its_products_and_rnn_cell(accelerated, nonlinearity):
+    """One op gives what the two products and ``rnn_cell`` give, sum for sum (float32), with
+    its kernel or its record; and the same gradients."""
+    rng = np.random.default_rng(5)
+    shapes = [(7, INPUT), (7, HIDDEN), (HIDDEN, INPUT), (HIDDEN, HIDDEN), (HIDDEN,), (HIDDEN,)]
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+    with bai.accel.enabled(accelerated):
+        results = []
+        for composite in (False, True):
+            x, h, w_ih, w_hh, b_ih, b_hh = (bai.tensor(a, requires_grad=True) for a in arrays)
+            if composite:
+                out = RNN_CELL(F.linear(x, w_ih), F.linear(h, w_hh), b_ih, b_hh,
+                               nonlinearity=nonlinearity)  # fmt: skip
+            else:
+                out = RNN_CELL_STEP(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity=nonlinearity)
+            grads = bai.grad((out * out).sum(), [x, h, w_ih, w_hh, b_ih, b_hh])
+            results.append([out.numpy(), *(g.numpy() for g in grads)])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
+def test_elman_step_rejects_operands_that_do_not_fit():
+    x, h = bai.zeros((2, 3)), bai.zeros((2, 4))
+    with pytest.raises(
+        ShapeError, match=r"\[rnn_cell_step\] x \(2, 3\), h \(2, 4\), w_ih \(4, 2\)"
+    ):
+        RNN_CELL_STEP(x, h, bai.zeros((4, 2)), bai.zeros((4, 4)), nonlinearity="tanh")
+    with pytest.raises(ShapeError, match=r"\[rnn_cell_step\] expected the biases"):
+        RNN_CELL_STEP(x, h, bai.zeros((4, 3)), bai.zeros((4, 4)), bai.zeros(4), bai.zeros(3),
+                      nonlinearity="tanh")  # fmt: skip
+    with pytest.raises(ArgumentError, match=r"\[rnn_cell_step\] nonlinearity"):
+        RNN_CELL_STEP(x, h, bai.zeros((4, 3)), bai.zeros((4, 4)), nonlinearity="sigmoid")
+
+
 def test_a_third_derivative_matches_pytorch():
     """The gradient ops' backwards are Tensor ops: derivatives of every order are recorded."""
     rng = np.random.default_rng(2)
@@ -134,10 +173,14 @@ class _Names(DispatchMode):
 
 
 @pytest.mark.parametrize(
-    "kind, step_op, most",
-    [("LSTMCell", "lstm_cell", 5), ("GRUCell", "gru_cell", 3), ("RNNCell", "rnn_cell", 3)],
+    "kind, step_op, grad_op, products, most",
+    [
+        ("LSTMCell", "lstm_cell", "lstm_cell_grad", 2, 5),
+        ("GRUCell", "gru_cell", "gru_cell_grad", 2, 3),
+        ("RNNCell", "rnn_cell_step", "rnn_cell_grad", 0, 1),  # the products inside
+    ],
 )
-def test_one_step_is_one_op_after_its_products(kind, step_op, most):
+def test_one_step_is_one_op_after_its_products(kind, step_op, grad_op, products, most):
     layer = CELLS[kind][0](INPUT, HIDDEN)
     x = bai.Tensor(np.ones((BATCH, INPUT), np.float32))
     h = bai.zeros((BATCH, HIDDEN))
@@ -145,13 +188,13 @@ def test_one_step_is_one_op_after_its_products(kind, step_op, most):
     with dispatch_mode(names):
         state = layer(x, (h, h) if kind == "LSTMCell" else h)
     assert names.names.count(step_op) == 1
-    assert names.names.count("linear") == 2
+    assert names.names.count("linear") == products
     assert len(names.names) <= most, names.names
     names.names.clear()
     out = state[0] if isinstance(state, tuple) else state
     with dispatch_mode(names):
         bai.grad(out.sum(), list(layer.parameters()))
-    assert names.names.count(f"{step_op}_grad") == 1
+    assert names.names.count(grad_op) == 1
 
 
 def test_cells_reject_states_that_do_not_fit():

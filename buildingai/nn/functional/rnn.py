@@ -11,9 +11,10 @@ whole sequence with one GEMM, ``x @ w_ih^T`` on (L * N, input) rows. Only the re
 one ``h @ w_hh^T`` per step and the gate arithmetic, runs in the loop over time. The time loops
 of the LSTM (without projections), the Elman RNN and the GRU are one fused op each
 (``ops/rnn.py``, ``rnn_elman.py``, ``rnn_gru.py``), with back-propagation through time as one
-gradient op; a cell's step, and a step of the LSTM with projections, is its two products and one
-op for the gate arithmetic (``ops/rnn_cells.py``): per-op overhead dominates at the sizes of one
-step.
+gradient op; a step of the LSTM and GRU cells, and of the LSTM with projections, is its two
+products and one op for the gate arithmetic (``ops/rnn_cells.py``), and a step of the Elman
+cell one op with its products (``ops/rnn_cell_step.py``): per-op overhead dominates at the
+sizes of one step.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ...autograd.tensor import Tensor
 from ...errors import BuildingAIError
 from ...functions import concatenate, dropout, linear, stack, zeros
 from ...ops.rnn import LSTM_RECURRENCE
+from ...ops.rnn_cell_step import RNN_CELL_STEP
 from ...ops.rnn_cells import GRU_CELL, LSTM_CELL, RNN_CELL
 from ...ops.rnn_elman import RNN_RECURRENCE
 from ...ops.rnn_gru import GRU_RECURRENCE
@@ -97,6 +99,17 @@ def _check_cell(name: str, x: Tensor, h: Tensor, w_ih: Tensor, state_size: int) 
         )
 
 
+def _elman_step(name, x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity: str) -> Tensor:
+    """One Elman step as one op (``rnn_cell_step``) where the biases are both given or both
+    None; with one of them, its product carries it and ``rnn_cell`` adds the products."""
+    _check_cell(name, x, h, w_ih, w_hh.shape[1])
+    if (b_ih is None) == (b_hh is None):
+        biases = () if b_ih is None else (b_ih, b_hh)
+        return RNN_CELL_STEP(x, h, w_ih, w_hh, *biases, nonlinearity=nonlinearity)
+    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
+    return RNN_CELL(gates_x, gates_h, *biases, nonlinearity=nonlinearity)
+
+
 def rnn_tanh_cell(
     x: Tensor,
     h: Tensor,
@@ -106,9 +119,7 @@ def rnn_tanh_cell(
     b_hh: Tensor | None = None,
 ) -> Tensor:
     """h' = tanh(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
-    _check_cell("rnn_tanh_cell", x, h, w_ih, w_hh.shape[1])
-    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
-    return RNN_CELL(gates_x, gates_h, *biases, nonlinearity="tanh")
+    return _elman_step("rnn_tanh_cell", x, h, w_ih, w_hh, b_ih, b_hh, "tanh")
 
 
 def rnn_relu_cell(
@@ -120,9 +131,7 @@ def rnn_relu_cell(
     b_hh: Tensor | None = None,
 ) -> Tensor:
     """h' = relu(x w_ih^T + b_ih + h w_hh^T + b_hh). x: (N, I), h: (N, H) -> (N, H)."""
-    _check_cell("rnn_relu_cell", x, h, w_ih, w_hh.shape[1])
-    gates_x, gates_h, biases = _cell_products(x, h, w_ih, w_hh, b_ih, b_hh)
-    return RNN_CELL(gates_x, gates_h, *biases, nonlinearity="relu")
+    return _elman_step("rnn_relu_cell", x, h, w_ih, w_hh, b_ih, b_hh, "relu")
 
 
 def lstm_cell(

@@ -1,5 +1,6 @@
-"""Cases of the recurrent cells' step ops (``ops/rnn_cells.py``): each cell against PyTorch's
-step written with its primitives, each gradient op by finite differences (first and second)."""
+"""Cases of the recurrent cells' step ops (``ops/rnn_cells.py``, ``ops/rnn_cell_step.py``): each
+cell against PyTorch's step written with its primitives, each gradient op by finite differences
+(first and second)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,21 @@ def _torch_rnn_cell(gates_x, gates_h, *biases, nonlinearity):
     return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
 
 
+def _rnn_cell_step(d: Draw) -> Sample:
+    inputs, hidden = d.size(1, 3), d.size(1, 4)
+    nonlinearity = d.choice(("tanh", "relu"))
+    # relu: every operand positive, so the sums stay off its kink
+    low = 0.1 if nonlinearity == "relu" else -1.0
+    x, h = d.floats("n", inputs, low=low), d.floats("n", hidden, low=low)
+    w_ih, w_hh = d.floats(hidden, inputs, low=low), d.floats(hidden, hidden, low=low)
+    biases = d.choice(((), tuple(d.floats(hidden, low=low) for _ in range(2))))
+    return d.call("rnn_cell_step", x, h, w_ih, w_hh, *biases, nonlinearity=nonlinearity)
+
+
+def _torch_rnn_cell_step(x, h, w_ih, w_hh, *biases, nonlinearity):
+    return _torch_rnn_cell(x @ w_ih.T, h @ w_hh.T, *biases, nonlinearity=nonlinearity)
+
+
 def _rnn_cell_grad(d: Draw) -> Sample:
     hidden = d.size(1, 4)
     grad = d.floats("n", hidden)
@@ -83,6 +99,7 @@ def _rnn_cell_grad(d: Draw) -> Sample:
 case("lstm_cell", _lstm_cell, torch=_torch_lstm_cell, gradgrad=True)
 case("gru_cell", _gru_cell, torch=_torch_gru_cell, gradgrad=True)
 case("rnn_cell", _rnn_cell, torch=_torch_rnn_cell, gradgrad=True)
+case("rnn_cell_step", _rnn_cell_step, torch=_torch_rnn_cell_step, gradgrad=True)
 for name, make in (
     ("lstm_cell_grad", _lstm_cell_grad),
     ("gru_cell_grad", _gru_cell_grad),

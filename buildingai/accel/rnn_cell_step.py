@@ -1,0 +1,40 @@
+"""The faster forward of ``rnn_cell_step`` (``ops/rnn_cell_step.py``), one Elman step with its
+products: the two products routed as ``matmul``'s are (``products.multiply``: BuildingAI's
+threads or its own BLAS where one pool takes them), then the sum of the products and biases and
+the nonlinearity in one compiled pass, ``rnn_cell``'s kernel (``recurrence.rnn_cell_fused``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.rnn_cell_step import RNN_CELL_STEP
+from .products import multiply
+from .recurrence import _rnn_cell_fits, rnn_cell_fused
+from .registry import register
+
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _fits(xp, x, h, w_ih, w_hh, *biases, nonlinearity) -> bool:
+    """float32 NumPy operands (``rnn_cell``'s kernel then takes the two products)."""
+    if not all(type(a) is np.ndarray and a.dtype == _FLOAT32 for a in (x, h, w_ih, w_hh)):
+        return False
+    return _rnn_cell_fits(xp, h, h, *biases, nonlinearity=nonlinearity)
+
+
+def rnn_cell_step(ctx, xp, x, h, w_ih, w_hh, *biases, nonlinearity):
+    """What ``RNNCellStep.forward`` computes: its products, then ``rnn_cell``'s one pass."""
+    gates_x, gates_h = multiply(xp, x, w_ih.T), multiply(xp, h, w_hh.T)
+    return rnn_cell_fused(ctx, xp, gates_x, gates_h, *biases, nonlinearity=nonlinearity)
+
+
+register(
+    RNN_CELL_STEP,
+    _fits,
+    rnn_cell_step,
+    name="rnn_cell_step.fused",
+    requires=("numba",),
+    description="the two products routed, then the sums and nonlinearity in one compiled pass "
+    "(float32)",
+)
