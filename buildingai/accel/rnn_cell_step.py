@@ -1,7 +1,8 @@
 """The faster forward of ``rnn_cell_step`` (``ops/rnn_cell_step.py``), one Elman step with its
-products: the two products routed as ``matmul``'s are (``products.multiply``: BuildingAI's
-threads or its own BLAS where one pool takes them), then the sum of the products and biases and
-the nonlinearity in one compiled pass, ``rnn_cell``'s kernel (``recurrence.rnn_cell_fused``).
+products: the two products routed as ``matmul``'s are (``products.matmul_array``: BuildingAI's
+threads or its own BLAS where one pool takes them, in the math precision in force), then the sum
+of the products and biases and the nonlinearity in one compiled pass, ``rnn_cell``'s kernel
+(``recurrence.rnn_cell_fused``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.rnn_cell_step import RNN_CELL_STEP
-from .products import multiply
+from .products import matmul_array
 from .recurrence import _rnn_cell_fits, rnn_cell_fused
 from .registry import register
 
@@ -25,7 +26,7 @@ def _fits(xp, x, h, w_ih, w_hh, *biases, nonlinearity) -> bool:
 
 def rnn_cell_step(ctx, xp, x, h, w_ih, w_hh, *biases, nonlinearity):
     """What ``RNNCellStep.forward`` computes: its products, then ``rnn_cell``'s one pass."""
-    gates_x, gates_h = multiply(xp, x, w_ih.T), multiply(xp, h, w_hh.T)
+    gates_x, gates_h = matmul_array(xp, x, w_ih.T), matmul_array(xp, h, w_hh.T)
     return rnn_cell_fused(ctx, xp, gates_x, gates_h, *biases, nonlinearity=nonlinearity)
 
 

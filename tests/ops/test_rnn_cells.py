@@ -100,6 +100,25 @@ def test_elman_step_equals_its_products_and_rnn_cell(accelerated, nonlinearity):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_elman_step_multiplies_in_the_math_precision_in_force(accelerated):
+    """Under set_float32_matmul_precision("medium") the step's products round their operands
+    to bfloat16 first, as ``linear``'s do, with the kernel or the record."""
+    rng = np.random.default_rng(6)
+    shapes = [(4, INPUT), (4, HIDDEN), (HIDDEN, INPUT), (HIDDEN, HIDDEN)]
+    x, h, w_ih, w_hh = (bai.tensor(rng.standard_normal(s).astype(np.float32)) for s in shapes)
+    with bai.accel.enabled(accelerated):
+        bai.set_float32_matmul_precision("medium")
+        try:
+            step = RNN_CELL_STEP(x, h, w_ih, w_hh, nonlinearity="tanh")
+            products = RNN_CELL(F.linear(x, w_ih), F.linear(h, w_hh), nonlinearity="tanh")
+        finally:
+            bai.set_float32_matmul_precision("highest")
+        exact = RNN_CELL_STEP(x, h, w_ih, w_hh, nonlinearity="tanh")
+    np.testing.assert_allclose(step.numpy(), products.numpy(), rtol=1e-6, atol=1e-6)
+    assert np.abs(step.numpy() - exact.numpy()).max() > 1e-4  # the rounding shows
+
+
 def test_elman_step_rejects_operands_that_do_not_fit():
     x, h = bai.zeros((2, 3)), bai.zeros((2, 4))
     with pytest.raises(
