@@ -17,6 +17,7 @@ import functools
 
 import numpy as np
 
+from ..backend.precision import gemm_result_dtype
 from ..ops.attention import (
     ATTENTION,
     ATTENTION_GRAD,
@@ -53,12 +54,16 @@ def _gradient_entries(xp, grad, q, k, v, weights, packed, *, scale, causal):
 def _as_entries(*arrays):
     """``arrays`` (*batch, [H,] rows, columns) as (B, H, rows, columns) stacks (views where
     they can be: the twins read strides), or None where they are not NumPy arrays of one
-    float32 or float64 dtype holding at least one item."""
+    float32 or float64 dtype holding at least one item, or where the math precision in force
+    rounds float32 products' operands first (the record's ``matmul_array`` does that; the
+    twins multiply in float32)."""
     dtype = arrays[0].dtype
     for array in arrays:
         if type(array) is not np.ndarray or array.dtype != dtype:
             return None
     if dtype not in _FLOATS or not items(arrays[0].shape):
+        return None
+    if gemm_result_dtype(arrays[0], arrays[0]) is not None:
         return None
     return [a.reshape(entries(a.shape), heads(a.shape), *a.shape[-2:]) for a in arrays]
 

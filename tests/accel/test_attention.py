@@ -153,6 +153,23 @@ def test_kernels_leave_other_arrays_to_the_record(arrays):
     assert kernels._as_entries(*arrays) is None
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_lower_math_precision_leaves_attention_to_the_record(causal):
+    """Under set_float32_matmul_precision("medium") the record rounds its products' operands to
+    bfloat16; the kernels, which multiply in float32, leave such calls to it: accelerated or
+    not, the same values and gradients."""
+    arrays = _operands(SHAPES[0], np.float32)
+    bai.set_float32_matmul_precision("medium")
+    try:
+        accelerated, record = (_attention_and_gradients(arrays, causal, on) for on in (True, False))
+    finally:
+        bai.set_float32_matmul_precision("highest")
+    for ours, theirs in zip(accelerated, record):
+        np.testing.assert_array_equal(ours, theirs)
+    full = _attention_and_gradients(arrays, causal, True)
+    assert np.abs(accelerated[0] - full[0]).max() > 1e-4  # the rounding shows
+
+
 def test_non_contiguous_operands_are_taken_as_copies(accel_on):
     q, k, v = _operands(SHAPES[0], np.float32)
     views = [bai.Tensor(np.swapaxes(a, 1, 2).copy()).transpose(1, 2) for a in (q, k, v)]
