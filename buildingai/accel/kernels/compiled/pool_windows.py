@@ -9,7 +9,7 @@ short against the window (``_short``: a 7x7 window over a 7x7 map has one output
 would be mostly their own overhead, and each window is scanned on the image instead, skipping
 the padding; a window of whole rows (global pooling) is one contiguous span, scanned in eight
 independent lanes with unsigned indices, which need no wraparound test (``_span_max``,
-``_span_first``). Both give the references' bits.
+``_span_first``). Both give the references' values, NaN included.
 """
 
 from __future__ import annotations
