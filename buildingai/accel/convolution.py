@@ -39,6 +39,7 @@ from math import prod
 
 import numpy as np
 
+from ..backend.precision import gemm_result_dtype
 from ..backend.threads import gemm_threads, one_pool
 from ..ops import conv
 from . import winograd_forward
@@ -103,10 +104,10 @@ def correlate_weight_grad(xp, x, grad, out, *, padding) -> None:
 def _direct_fits(
     xp, first, second, stride, dilation, groups, outputs: int, multiply_adds: int, step=1
 ) -> bool:
-    """float32 NumPy arrays, stride ``step``, no dilation, one group, and
-    ``DIRECT_MIN_THREADS`` of numba's threads free now for ``outputs`` output values, or as
-    many as im2col's product of ``multiply_adds`` would get (one thread each: the register
-    tiles beat the product's GEMM)."""
+    """float32 NumPy arrays multiplied as stored (``_as_stored``), stride ``step``, no
+    dilation, one group, and ``DIRECT_MIN_THREADS`` of numba's threads free now for
+    ``outputs`` output values, or as many as im2col's product of ``multiply_adds`` would get
+    (one thread each: the register tiles beat the product's GEMM)."""
     if not (
         xp is np
         and first.dtype is _FLOAT32
@@ -114,6 +115,7 @@ def _direct_fits(
         and tuple(stride) == (step, step)
         and tuple(dilation) == (1, 1)
         and groups == 1
+        and _as_stored(first, second)
     ):
         return False
     threads = compiled.thread_count(first.size + second.size + outputs)
@@ -252,6 +254,14 @@ def _strided_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, d
 # ----- depthwise ----------------------------------------------------------------------------------
 
 
+def _as_stored(first, second) -> bool:
+    """Whether the records' products multiply these operands as they are stored: not where the
+    math precision in force rounds float32 operands first (``set_float32_matmul_precision``),
+    nor half-precision ones, which they multiply in float32. The kernels here multiply in the
+    operands' own dtype, so they leave those calls to the records."""
+    return gemm_result_dtype(first, second) is None
+
+
 def _is_depthwise(weight_shape, groups: int) -> bool:
     """One input channel per group, several groups: per-group products would have an inner size
     of only kh * kw."""
@@ -259,7 +269,7 @@ def _is_depthwise(weight_shape, groups: int) -> bool:
 
 
 def _depthwise_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-    return _is_depthwise(weight.shape, groups)
+    return _is_depthwise(weight.shape, groups) and _as_stored(x, weight)
 
 
 def _depthwise_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
@@ -299,7 +309,7 @@ def depthwise_correlate(xp, x, weight, bias, out, *, stride, padding, dilation) 
 
 
 def _depthwise_input_grad_fits(xp, grad, weight, *, input_size, stride, padding, dilation, groups):
-    return _is_depthwise(weight.shape, groups)
+    return _is_depthwise(weight.shape, groups) and _as_stored(grad, weight)
 
 
 def _depthwise_input_grad(ctx, xp, grad, weight, *, input_size, stride, padding, dilation, groups):
@@ -328,7 +338,7 @@ def depthwise_input_grad(xp, grad, weight, out, *, stride, padding, dilation) ->
 
 
 def _depthwise_weight_grad_fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups):
-    return _is_depthwise((grad.shape[1], x.shape[1] // groups), groups)
+    return _is_depthwise((grad.shape[1], x.shape[1] // groups), groups) and _as_stored(x, grad)
 
 
 def _depthwise_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):

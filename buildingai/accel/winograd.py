@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.precision import gemm_result_dtype
 from ..ops import conv
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
@@ -163,11 +164,14 @@ def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool
 
 
 def computes(xp, x, kernel, stride, padding, dilation, groups, out_hw) -> bool:
-    """Whether F(2x2, 3x3) computes this convolution: a float32 NumPy input, a 3x3 kernel at
-    stride 1, undilated, one group, zero padding, an even output (whole 2x2 tiles)."""
+    """Whether F(2x2, 3x3) computes this convolution: a float32 NumPy input multiplied as
+    stored (not where the math precision in force rounds it first, as the record's products
+    do), a 3x3 kernel at stride 1, undilated, one group, zero padding, an even output (whole
+    2x2 tiles)."""
     return (
         xp is np
         and x.dtype == np.float32
+        and gemm_result_dtype(x, x) is None
         and tuple(kernel) == (3, 3)
         and tuple(stride) == (1, 1)
         and tuple(dilation) == (1, 1)

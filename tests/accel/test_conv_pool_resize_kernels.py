@@ -80,16 +80,18 @@ def _agree(fn, arrays, tolerance: float) -> None:
 TOLERANCE = {np.float32: 2e-5, np.float64: 1e-11}
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dtype):
-    if dtype is np.float64:  # the grid takes every stride 1
-        monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
-    # the cases' images are small: let the direct weight gradient take them too, and the
-    # Winograd forward (AVX2's routing, on any CPU) the 64-channel layer below
+def _every_convolution_kernel_takes_its_cases(monkeypatch) -> None:
+    """The cases' images are small: let the direct weight gradient take them too, and the
+    Winograd forward (AVX2's routing, on any CPU) the 64-channel layer of ``_convolutions``."""
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MIN_POSITIONS", 0)
     monkeypatch.setattr(convolution, "DIRECT_WEIGHT_GRAD_MOST_CHANNELS_AVX2", 1 << 30)
     monkeypatch.setattr(compiled, "vector_lanes", lambda: 8)
     monkeypatch.setattr(winograd_forward, "LEAST_TILES", 0)
+
+
+def _convolutions_agree(dtype) -> None:
+    """Every convolution case of the op tests, and a Winograd-wide layer, forward and backward,
+    accelerated against the records."""
     rng = np.random.default_rng(0)
     for x_shape, w_shape, kwargs in CONV2D_CASES:
         x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
@@ -101,12 +103,36 @@ def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dt
     # a layer wide enough for the Winograd weight gradient, forward and input gradient
     x, w = (rng.standard_normal(s).astype(dtype) for s in ((4, 64, 8, 8), (64, 64, 3, 3)))
     _agree(lambda x, w: F.conv2d(x, w / 24, padding=1), (x, w), TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_convolution_kernels_agree_with_the_records(kernels_ran, monkeypatch, dtype):
+    if dtype is np.float64:  # the grid takes every stride 1
+        monkeypatch.setattr(conv_grid, "MAX_WASTE", float("inf"))
+    _every_convolution_kernel_takes_its_cases(monkeypatch)
+    _convolutions_agree(dtype)
     # the direct, strided and Winograd kernels are float32 only
     float32_only = (".direct", ".strided", ".winograd")
     tiles = {name for name in _registered(CONV_OPS) if name.endswith(float32_only)}
     assert kernels_ran(CONV_OPS) == _registered(CONV_OPS) - (
         tiles if dtype is np.float64 else set()
     )
+
+
+def test_convolution_kernels_leave_a_lower_math_precision_to_the_records(kernels_ran, monkeypatch):
+    """Under set_float32_matmul_precision("medium") the records round their products' float32
+    operands to bfloat16 first. The direct, strided, Winograd and depthwise kernels multiply
+    in float32, so they leave those calls to the records; im2col and the grid route their
+    products through matmul's precision: every result agrees with the records'."""
+    _every_convolution_kernel_takes_its_cases(monkeypatch)
+    bai.set_float32_matmul_precision("medium")
+    try:
+        _convolutions_agree(np.float32)
+    finally:
+        bai.set_float32_matmul_precision("highest")
+    in_float32 = (".direct", ".strided", ".winograd", ".depthwise")
+    assert not {name for name in kernels_ran(CONV_OPS) if name.endswith(in_float32)}
+    assert kernels_ran(CONV_OPS)  # the others took the calls
 
 
 # (input shape, keyword arguments of max_pool2d)
