@@ -203,26 +203,25 @@ def binary_operator(op, rank: int = 0, general=None):
         state = _current_state()
         if state.observed or _device._cupy is not None:
             return general(first, second)
-        kind = type(first)
-        if kind is Tensor:
-            left, needs_grad = first.array, first.requires_grad
-        elif (kind is float or kind is int) and not rank:
-            left, needs_grad = first, False
-        else:
-            return general(first, second)
-        kind = type(second)
-        if kind is Tensor:
-            right = second.array
-            needs_grad = needs_grad or second.requires_grad
+        if type(first) is Tensor and type(second) is Tensor:  # the commonest call
+            left, right = first.array, second.array
+            if rank and (left.ndim < rank or right.ndim < rank):
+                return general(first, second)
+            needs_grad = first.requires_grad or second.requires_grad
         elif rank:
             return general(first, second)
-        elif kind is float or kind is int:
-            right = second
-        elif isinstance(second, np.generic):  # weakly typed, as a Python number (see _unwrap)
-            right = second = second.item()
+        elif type(first) is Tensor:  # a Tensor and a number
+            kind = type(second)
+            if kind is float or kind is int:
+                right = second
+            elif isinstance(second, np.generic):  # weakly typed, as a Python number (see _unwrap)
+                right = second = second.item()
+            else:
+                return general(first, second)
+            left, needs_grad = first.array, first.requires_grad
+        elif (type(first) is float or type(first) is int) and type(second) is Tensor:
+            left, right, needs_grad = first, second.array, second.requires_grad
         else:
-            return general(first, second)
-        if rank and (left.ndim < rank or right.ndim < rank):
             return general(first, second)
         if needs_grad and state.grad_enabled and op.differentiable:
             ctx = node = _new_node(Node)  # Node.__init__'s three fields, without its frame
@@ -230,23 +229,15 @@ def binary_operator(op, rank: int = 0, general=None):
         else:
             ctx, node = _SCRATCH, None
         try:
-            kernels = op.accelerated
-            start = op.accelerated_from if kernels else 0
-            if start:  # run_accelerated's first test, written out
+            if op.accelerated:  # run_accelerated's steps, written out
                 try:
-                    small = left.size * right.size < start
+                    small = left.size * right.size < op.accelerated_from
                 except AttributeError:  # a Python number: too_small's general rule
                     small = too_small(op, (left, right))
-                if small:
-                    kernels = ()  # smaller than every kernel takes
-            if kernels:  # what run_accelerated does, without its general calls
-                for kernel in kernels:
-                    if kernel.applies(np, left, right):
-                        data = kernel.run(ctx, np, left, right)
-                        if data is not NotImplemented:
-                            break
-                else:
+                if small:  # smaller than every kernel takes
                     data = op.forward(ctx, np, left, right)
+                else:
+                    data = _run_binary_kernels(op, ctx, left, right)
             else:
                 data = op.forward(ctx, np, left, right)
         except BuildingAIError as error:
@@ -276,6 +267,17 @@ def binary_operator(op, rank: int = 0, general=None):
 
     operator.__name__ = op.name
     return operator
+
+
+def _run_binary_kernels(op, ctx, left, right):
+    """``run_kernels`` for two operands, without its general calls: the first of ``op``'s
+    kernels that takes the call computes it, else the record."""
+    for kernel in op.accelerated:
+        if kernel.applies(np, left, right):
+            data = kernel.run(ctx, np, left, right)
+            if data is not NotImplemented:
+                return data
+    return op.forward(ctx, np, left, right)
 
 
 def tensor_operator(op, general=None):
