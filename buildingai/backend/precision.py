@@ -43,13 +43,13 @@ _SCOPED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "buildingai_math_precision", default=None
 )
 _warned_tf32_on_cpu = False
-# False until a precision other than "fp32" is set anywhere (process default or a block): until
-# then a float32 product needs no look at the thread's setting, which every matmul would pay for
-_ever_not_fp32 = False
+# The dtypes whose products are multiplied as stored whatever a thread has set: float64 always,
+# float32 until a precision other than "fp32" is set anywhere (process default or a block). Until
+# then a float32 product needs no look at the thread's setting, which every matmul would pay for.
+MULTIPLIED_AS_STORED = {_FLOAT64, _FLOAT32}
 
 
 def _checked(name: str) -> str:
-    global _ever_not_fp32
     if name not in PRECISIONS:
         raise ValueError(
             f"[math_precision] unknown precision {name!r}; choose one of {', '.join(PRECISIONS)}"
@@ -57,7 +57,7 @@ def _checked(name: str) -> str:
     if name == "bf16" and _ROUNDING["bf16"] is None:
         raise ImportError("math_precision('bf16') needs ml_dtypes: pip install 'buildingai[bf16]'")
     if name != "fp32":
-        _ever_not_fp32 = True
+        MULTIPLIED_AS_STORED.discard(_FLOAT32)
     return name
 
 
@@ -127,7 +127,9 @@ def gemm_result_dtype(a, b):
     of the result of the float32 GEMM that ``gemm_operand`` prepares them for."""
     a_dtype, b_dtype = a.dtype, b.dtype
     if a_dtype is b_dtype and a_dtype.itemsize != 2:  # one dtype, not a half one: the common case
-        return _float32_rounded(a) if a_dtype is _FLOAT32 and _ever_not_fp32 else None
+        if a_dtype is _FLOAT32 and a_dtype not in MULTIPLIED_AS_STORED:
+            return _float32_rounded(a)
+        return None
     if type(a) is not np.ndarray:  # CuPy multiplies float16 natively with float32 accumulation
         return None
     if a_dtype.itemsize == 2 or b_dtype.itemsize == 2:  # float16 / bfloat16 (or int16)

@@ -119,3 +119,18 @@ def test_tf32_on_cuda_switches_cublas_compute_type(operands):  # pragma: no cove
         tf32 = (x @ y).numpy()
     assert linalg.get_compute_type(np.float32) != linalg.COMPUTE_TYPE_TF32
     np.testing.assert_allclose(tf32, a @ b, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["bf16", "fp16"])
+def test_only_float32_products_are_rounded(name):
+    # float64 and integer operands multiply as stored at every precision, 2-D and batched
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.int64):
+        a = (rng.standard_normal((4, 7)) * 1000).astype(dtype)
+        b = (rng.standard_normal((7, 3)) * 1000).astype(dtype)
+        with bai.math_precision(name):
+            product = (bai.Tensor(a) @ bai.Tensor(b)).numpy()
+            batched = (bai.Tensor(a[None]) @ bai.Tensor(b[None])).numpy()
+        assert product.dtype == dtype
+        np.testing.assert_array_equal(product, a @ b)
+        np.testing.assert_array_equal(batched[0], a @ b)
