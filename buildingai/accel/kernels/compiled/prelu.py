@@ -44,16 +44,22 @@ def prelu_input_grad_channels(g, x, weight, out):
 
 
 @reduction
-def _negative_dot(g, x):
+def _negative_block_dot(g, x):
     """The float32 sum of g * x over the entries where not x > 0 (NaN entries count) of two
-    1-D rows, in blocks as ``rows._dot``."""
+    1-D rows of at most ``SUM_BLOCK`` entries, from zero."""
+    total = _ZERO
+    for j in range(x.size):
+        value = x[j]
+        total += _ZERO if value > 0 else g[j] * value
+    return total
+
+
+@reduction
+def _negative_dot(g, x):
+    """``_negative_block_dot`` of two 1-D rows, block by block as ``rows._dot``."""
     total = _ZERO
     for start in range(0, x.size, SUM_BLOCK):
-        part = _ZERO
-        for j in range(start, min(start + SUM_BLOCK, x.size)):
-            value = x[j]
-            part += _ZERO if value > 0 else g[j] * value
-        total += part
+        total += _negative_block_dot(g[start : start + SUM_BLOCK], x[start : start + SUM_BLOCK])
     return total
 
 
