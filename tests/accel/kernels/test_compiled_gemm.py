@@ -51,6 +51,31 @@ def test_product_equals_one_blas_call(dtype, by_columns, parts, a_layout, b_layo
     np.testing.assert_allclose(out[0], a @ b, rtol=0, atol=scale)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("parts", [0, 2])
+@pytest.mark.parametrize("a_layout", ["row-major", "transposed", "window"])
+@pytest.mark.parametrize("b_layout", ["row-major", "transposed", "window"])
+def test_deep_products_in_slices_equal_the_product(dtype, accumulate, parts, a_layout, b_layout):
+    """Deeper than DEEP, one BLAS call per DEPTH_SLICE of the inner dimension (the last one
+    shorter), each adding into the output: cut and uncut, into a fresh output and added to
+    one, and through the whole-product call."""
+    depth = gemm.DEEP + gemm.DEPTH_SLICE + gemm.DEPTH_SLICE // 3  # three slices, one short
+    rng = np.random.default_rng(2)
+    a = _layouts(rng.standard_normal((5, depth)).astype(dtype))[a_layout]
+    b = _layouts(rng.standard_normal((depth, 6)).astype(dtype))[b_layout]
+    start = rng.standard_normal((5, 6)).astype(dtype) if accumulate else np.zeros((5, 6), dtype)
+    exact = start.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    scale = TOLERANCE[dtype] * np.abs(a).sum(1).max() * np.abs(b).max()
+    out = start[None].copy() if accumulate else np.full((1, 5, 6), np.nan, dtype)
+    assert gemm.product(a[None], b[None], out, parts, False, accumulate=accumulate)
+    np.testing.assert_allclose(out[0], exact, rtol=0, atol=scale)
+    whole = start.copy() if accumulate else np.full((5, 6), np.nan, dtype)
+    one, beta = dtype(1), dtype(1 if accumulate else 0)
+    assert gemm.whole_product(gemm.ADDRESSES[np.dtype(dtype)], a, b, whole, one, beta)
+    np.testing.assert_allclose(whole, exact, rtol=0, atol=scale)
+
+
 @pytest.mark.parametrize("entries, parts", [(6, 1), (2, 3)])
 def test_stacks_by_entries_and_by_rows_of_each(entries, parts):
     rng = np.random.default_rng(1)
