@@ -237,7 +237,7 @@ def binary_operator(op, rank: int = 0, general=None):
                 if small:  # smaller than every kernel takes
                     data = op.forward(ctx, np, left, right)
                 else:
-                    data = _run_binary_kernels(op, ctx, left, right)
+                    data = run_kernels(op, ctx, np, (left, right), {})
             else:
                 data = op.forward(ctx, np, left, right)
         except BuildingAIError as error:
@@ -267,17 +267,6 @@ def binary_operator(op, rank: int = 0, general=None):
 
     operator.__name__ = op.name
     return operator
-
-
-def _run_binary_kernels(op, ctx, left, right):
-    """``run_kernels`` for two operands, without its general calls: the first of ``op``'s
-    kernels that takes the call computes it, else the record."""
-    for kernel in op.accelerated:
-        if kernel.applies(np, left, right):
-            data = kernel.run(ctx, np, left, right)
-            if data is not NotImplemented:
-                return data
-    return op.forward(ctx, np, left, right)
 
 
 def tensor_operator(op, general=None):

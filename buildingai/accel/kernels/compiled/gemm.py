@@ -101,12 +101,9 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
     return signature, codegen
 
 
-# Products deeper than ``DEEP`` run as one BLAS call per ``DEPTH_SLICE``-deep slice of the
-# inner dimension, each added into the output by the call itself (its beta 1 after the first):
-# every output entry is then a sum of chains at most 256 long, added in turn. OpenBLAS's own
-# blocking of a deeper product (384 deep with its SkylakeX kernel) left float32 results 1.5-1.6x
-# further from a float64 reference than PyTorch's at 768 and 3072 deep; sliced, 1.2x. The cost
-# is one more pass over the output per slice.
+# Products deeper than ``DEEP``: one BLAS call per ``DEPTH_SLICE``-deep slice, each added into
+# the output, so every entry sums chains at most that long (nearer float64 than the BLAS's own
+# deeper blocking; figures in docs/design_notes/performance.md).
 DEPTH_SLICE = 256
 DEEP = 512
 
