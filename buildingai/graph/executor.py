@@ -171,6 +171,7 @@ class StaticGraph:
         self.graph = graph
         self.workers = workers
         self.plan = Plan(graph)
+        self._expected = [_expected_input(spec) for spec in graph.specs]
 
     # ----- calling ---------------------------------------------------------------------------
     def __call__(self, *inputs):
@@ -206,6 +207,39 @@ class StaticGraph:
 
     def bind(self, inputs: tuple) -> tuple[list, dict]:
         """Check the inputs against the signature; return their arrays and the symbol sizes."""
+        bound = self._bind_fitting(inputs)
+        return bound if bound is not None else self._bind_explained(inputs)
+
+    def _bind_fitting(self, inputs: tuple) -> tuple[list, dict] | None:
+        """``bind``'s result where every input is an array that fits the signature, else None
+        (``_bind_explained`` then names what does not fit): the check every call makes, with
+        each spec's expectations worked out once (``_expected_input``)."""
+        expected = self._expected
+        if len(inputs) != len(expected):
+            return None
+        arrays = []
+        sizes: dict = {}
+        for value, (ndim, dtype, fixed, symbolic) in zip(inputs, expected):
+            array = value.array if isinstance(value, Tensor) else value
+            if (
+                not isinstance(array, _device.ARRAY_TYPES)
+                or array.ndim != ndim
+                or array.dtype != dtype
+            ):
+                return None
+            shape = array.shape
+            for axis, extent in fixed:
+                if shape[axis] != extent:
+                    return None
+            for axis, symbol in symbolic:
+                if sizes.setdefault(symbol, shape[axis]) != shape[axis]:
+                    return None
+            arrays.append(array)
+        return arrays, sizes
+
+    def _bind_explained(self, inputs: tuple) -> tuple[list, dict]:
+        """``bind`` input by input, raising an error that names what does not fit (and taking
+        values that are not arrays yet, such as nested lists)."""
         specs = self.graph.specs
         if len(inputs) != len(specs):
             raise GraphError(
@@ -329,6 +363,15 @@ def run_concurrently(static: StaticGraph, arrays: list, sizes: dict, xp) -> list
                     if waiting[index] == 0:
                         running.add(pool.submit(run_inherited, inherited, run, index))
     return [slots[index] for index in plan.output_slots]
+
+
+def _expected_input(spec) -> tuple:
+    """(rank, dtype, ((axis, extent) fixed), ((axis, symbol) symbolic)) of a TensorSpec: what
+    ``StaticGraph.bind`` checks an input against."""
+    fixed = tuple((axis, extent) for axis, (extent, symbol) in
+                  enumerate(zip(spec.shape, spec.symbols)) if symbol is None)  # fmt: skip
+    symbolic = tuple((axis, symbol) for axis, symbol in enumerate(spec.symbols) if symbol)
+    return len(spec.shape), spec.dtype, fixed, symbolic
 
 
 def _donated(slots: list, index: int):

@@ -100,6 +100,26 @@ def test_named_symbols_are_shared_between_inputs():
         static(_x(3, 5), _x(4, 5))
 
 
+def test_fitting_inputs_bind_alike_on_the_quick_and_the_explained_path():
+    static = freeze(
+        lambda a, b: a.reshape(-1) + b.reshape(-1), [TensorSpec(("n", 4)), TensorSpec(("n", 4))]
+    )
+    a, b = _x(3, 4), _x(3, 4, seed=1)
+    for inputs in ((a, b), (bai.tensor(a), bai.tensor(b))):
+        quick = static._bind_fitting(inputs)
+        explained = static._bind_explained(inputs)
+        assert quick[1] == explained[1] == {"n": 3}
+        assert all(x is y for x, y in zip(quick[0], explained[0]))
+    # a nested list is no array yet: only the explained path takes it (and names its dtype)
+    assert static._bind_fitting((a.tolist(), b)) is None
+    with pytest.raises(ShapeError, match="input 0 has dtype float64"):
+        static(a.tolist(), b)
+    # a misfit is left to the explained path, which names it
+    assert static._bind_fitting((a, _x(2, 4))) is None
+    with pytest.raises(ShapeError, match="symbolic size 'n' is 3"):
+        static.bind((a, _x(2, 4)))
+
+
 def test_signature_errors_name_input_and_dimension():
     static = freeze(MLP().eval(), [TensorSpec((None, 12), name="pixels")])
     with pytest.raises(ShapeError, match=r"pixels has 3 dimensions .* has 2"):

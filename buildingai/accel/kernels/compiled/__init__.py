@@ -116,9 +116,12 @@ def vector_lanes() -> int | None:
     where twins do not run (``tile_ir`` needs numba, imported only then)."""
     if not available():
         return None
-    from .tile_ir import LANES
+    lanes = _state.get("lanes")
+    if lanes is None:  # asked on every convolution's fit test: the import runs once
+        from .tile_ir import LANES
 
-    return LANES
+        lanes = _state["lanes"] = LANES
+    return lanes
 
 
 def status() -> dict:
