@@ -24,6 +24,9 @@ stay the reference; these compute the same values another way, each where it pay
   multiply-adds per kernel offset, or one small contraction.
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
+- ``conv2d_relu.direct`` / ``.composed``: the convolution and the ReLU that graph passes join
+  (``graph/passes/conv_activation.py``): the direct tiles storing max(sum, 0), else
+  ``conv2d``'s kernels and the ReLU in place on their output.
 - ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
   there: one parallel pass, each input row read once for a kernel row's taps), the product
   routed as ``matmul.routed`` routes it (``products.matmul_array``: one pool, the own BLAS
@@ -44,11 +47,13 @@ from ..backend.threads import gemm_threads, one_pool
 from ..ops import conv
 from . import winograd_forward
 from .kernels import compiled
+from .kernels.activations import relu
 from .kernels.compiled import compiled_twin
 from .kernels.conv_grid import grid_col2im, grid_for, to_grid
+from .kernels.split import elementwise
 from .products import BLAS_THREADED_MULTIPLY_ADDS, SPLIT_MULTIPLY_ADDS, einsum_array
 from .products import matmul_array as product
-from .registry import register
+from .registry import register, run_accelerated
 from .winograd import fits as winograd_weight_grad_fits
 from .winograd import registered_weight_grad as winograd_weight_grad
 
@@ -83,6 +88,14 @@ def correlate(xp, x, taps, bias, out, *, padding) -> None:
     """out (N, O, Ho, Wo) = x (N, C, H, W) correlated with taps (O, C, kh, kw) at stride 1
     with zero padding ``padding``, plus bias (O,) or None: the reference of the direct twin."""
     out[...] = conv._conv(xp, x, taps, (1, 1), padding, (1, 1), 1, bias)
+
+
+@compiled_twin("conv.correlate_rectified", params=("padding",))
+def correlate_rectified(xp, x, taps, bias, out, *, padding) -> None:
+    """out = max(``correlate``'s output, 0): a convolution and the ReLU that reads it, the
+    reference of the direct twin that rectifies each tile of outputs as it stores it."""
+    correlate(xp, x, taps, bias, out, padding=padding)
+    xp.maximum(out, 0, out=out)
 
 
 @compiled_twin("conv.correlate_turned", params=("padding",))
@@ -139,13 +152,43 @@ def _direct_conv_fits(xp, x, weight, bias=None, *, stride, padding, dilation, gr
 
 
 def _direct_conv(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    return _direct(correlate, x, weight, bias, stride, padding, dilation)
+
+
+def _direct(kernel, x, weight, bias, stride, padding, dilation):
+    """``kernel``'s twin (``correlate`` or ``correlate_rectified``) into a new output, or
+    NotImplemented where the twin does not run."""
     out_hw = conv.output_hw(x.shape[2:], weight.shape[2:], stride, padding, dilation)
     out = np.empty((x.shape[0], weight.shape[0]) + out_hw, np.float32)
     # numba's threads for the multiply-adds it makes, many per element of its arrays
     work = out.size * prod(weight.shape[1:])
-    if compiled.run(correlate, (x, weight, bias, out), {"padding": tuple(padding)}, work):
+    if compiled.run(kernel, (x, weight, bias, out), {"padding": tuple(padding)}, work):
         return out
     return NotImplemented
+
+
+# ----- a convolution and the ReLU after it (``conv2d_relu``) ---------------------------------------
+
+
+def _direct_conv_relu_fits(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    """Where ``conv2d.direct`` would compute the convolution: not where Winograd's runs first."""
+    attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return _direct_conv_fits(xp, x, weight, bias, **attrs) and not (
+        winograd_forward.forward_fits(xp, x, weight, bias, **attrs)
+    )
+
+
+def _direct_conv_relu(ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+    return _direct(correlate_rectified, x, weight, bias, stride, padding, dilation)
+
+
+def _conv_then_relu(ctx, xp, x, weight, bias=None, **attrs):
+    """The convolution as ``conv2d``'s kernels compute it, then the ReLU in place on it (a new
+    array no one else holds)."""
+    arrays = (x, weight) if bias is None else (x, weight, bias)
+    out = run_accelerated(conv.CONV2D, ctx, xp, arrays, attrs)
+    elementwise(xp, relu, (out,), (out,))
+    return out
 
 
 def _turned_padding(weight, padding) -> tuple:
@@ -528,6 +571,23 @@ register(
     _im2col_conv,
     name="conv2d.im2col",
     description="im2col with its product routed as matmul.routed",
+)
+
+register(
+    conv.CONV2D_RELU,
+    _direct_conv_relu_fits,
+    _direct_conv_relu,
+    name="conv2d_relu.direct",
+    requires=NUMBA,
+    description="the direct convolution's register tiles, each tile's outputs rectified by "
+    "the task that stored them",
+)
+register(
+    conv.CONV2D_RELU,
+    _always,
+    _conv_then_relu,
+    name="conv2d_relu.composed",
+    description="conv2d's kernels, then the ReLU in place on their output",
 )
 
 register(

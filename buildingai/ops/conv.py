@@ -1,4 +1,5 @@
-"""Convolution primitives: ``conv2d`` and its two adjoints.
+"""Convolution primitives: ``conv2d`` and its two adjoints, and ``conv2d_relu``, the convolution
+and the ReLU after it as one op (made by a graph pass).
 
 ``conv2d(x, w)`` correlates an image batch with a filter bank. Its gradient with respect to the
 input is ``conv2d_input_grad(g, w)`` (the transposed convolution, which ``conv_transpose2d``
@@ -25,6 +26,7 @@ from __future__ import annotations
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
+from .activation import RELU_GRAD
 from .base import Op
 from .linalg import matmul_array
 from .reduce import SUM
@@ -375,6 +377,33 @@ class Conv2d(Op):
         )
 
 
+class Conv2dRelu(Conv2d):
+    """``relu(conv2d(x, weight, bias))`` as one op: what the graph passes make of a convolution
+    whose only reader is a ReLU (``graph/passes/conv_activation.py``), so that a kernel can
+    rectify each block of outputs as it stores it, instead of a second pass over the whole
+    output. Inputs, attributes and shapes as ``conv2d``'s.
+    """
+
+    name = "conv2d_relu"
+    save_output = True  # the ReLU's mask
+
+    def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+        return xp.maximum(_conv(xp, x, weight, stride, padding, dilation, groups, bias), 0)
+
+    def cost(self, x, weight, bias=None, *, stride, padding, dilation, groups):
+        attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        flops, read, written = super().cost(x, weight, bias, **attrs)
+        return flops + self.infer(x, weight, bias, **attrs).numel, read, written  # one max each
+
+    def backward(self, ctx, grad):
+        return super().backward(ctx, RELU_GRAD(grad, ctx.tensor(ctx.out_data)))
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        convolved = emit.fresh("conv")
+        super().to_onnx(emit, inputs, convolved, attrs)
+        emit.node("Relu", [convolved], output)
+
+
 class Conv2dInputGrad(Op):
     """The transposed convolution (gradient of conv2d with respect to its input).
 
@@ -547,6 +576,7 @@ class Conv2dWeightGrad(Op):
 
 
 CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD = Conv2d(), Conv2dInputGrad(), Conv2dWeightGrad()
+CONV2D_RELU = Conv2dRelu()
 
 
 # The backward rules call the records through dispatch, so that they are recorded when a

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..graph import Graph
 from .buffer_reuse import reuse_buffers
 from .constant_folding import fold_constants
+from .conv_activation import fuse_conv_relu
 from .cse import eliminate_common_subexpressions
 from .dead_code import eliminate_dead_code
 from .fusion import fuse_elementwise
@@ -14,11 +15,13 @@ from .slices import assemble_slices
 
 def optimize(graph: Graph) -> Graph:
     """Fold constants, merge repeated computations, join scattered slices, drop unused nodes,
-    fuse element-wise chains and plan buffer reuse."""
+    join convolutions with the ReLU after them, fuse element-wise chains and plan buffer
+    reuse."""
     graph = fold_constants(graph)
     graph = eliminate_common_subexpressions(graph)
     graph = assemble_slices(graph)
     graph = eliminate_dead_code(graph)
+    graph = fuse_conv_relu(graph)
     graph = fuse_elementwise(graph)
     return reuse_buffers(graph)
 
@@ -28,6 +31,7 @@ __all__ = [
     "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "fold_constants",
+    "fuse_conv_relu",
     "fuse_elementwise",
     "optimize",
     "reuse_buffers",

@@ -36,7 +36,13 @@ GEOMETRIES = {
     "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
 }
 # the twins this file compares (``conv.*`` and the stride-2 ``conv_strided.*``)
-CASES = {"correlate", "correlate_turned", "correlate_weight_grad", "correlate_transposed"}
+CASES = {
+    "correlate",
+    "correlate_rectified",
+    "correlate_turned",
+    "correlate_weight_grad",
+    "correlate_transposed",
+}
 # stride 2 on even images: (N, C, H, W, O, kh, kw, padding, bias)
 STRIDED_GEOMETRIES = {
     "resnet-downsample": (2, 8, 8, 8, 16, 3, 3, (1, 1), False),
@@ -153,6 +159,26 @@ def test_the_input_gradient_is_the_correlation_with_the_turned_filters():
     y = torch.nn.functional.conv2d(x64, torch.tensor(taps, dtype=torch.float64), padding=padding)
     y.backward(torch.tensor(grad, dtype=torch.float64))
     _close(got, x64.grad.numpy().astype(np.float32), 1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(GEOMETRIES))
+def test_rectified_correlation_is_the_relu_of_the_correlation(name, tiling):
+    """``correlate_rectified``'s twin (tiles that store max(sum, 0), or one pass after the tiles
+    that do not) against its reference, and exactly the ReLU of the plain twin's output: the
+    same sums, rectified."""
+    x, taps, bias, _, padding = _arrays(GEOMETRIES[name])
+    x[0, 0, 1, 1] = np.nan  # NaN stays NaN through the ReLU
+    out_hw = (x.shape[2] + 2 * padding[0] - taps.shape[2] + 1,
+              x.shape[3] + 2 * padding[1] - taps.shape[3] + 1)  # fmt: skip
+    got = np.full((x.shape[0], taps.shape[0]) + out_hw, np.float32(-7.0))  # no stale values
+    expected = np.full_like(got, -7.0)
+    arrays, attrs = (x, taps, bias, got), {"padding": padding}
+    assert compiled.run(conv.correlate_rectified, arrays, attrs)
+    conv.correlate_rectified(np, x, taps, bias, expected, padding=padding)
+    _close(got, expected)
+    plain = _forward(x, taps, bias, padding, True)
+    np.testing.assert_array_equal(got, np.where(plain <= 0, np.float32(0), plain))
+    assert np.isnan(got).any() and not (got < 0).any()
 
 
 def test_inf_and_nan_reach_exactly_the_outputs_that_read_them():

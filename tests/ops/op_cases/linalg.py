@@ -131,6 +131,20 @@ case(
 )
 
 
+def _conv2d_relu(d: Draw) -> Sample:
+    x, weight, attrs = _conv_inputs(d)
+    bias = d.choice((None, d.floats(weight.shape[0])))
+    return d.call("conv2d_relu", x, weight, *([] if bias is None else [bias]), **attrs)
+
+
+case(
+    "conv2d_relu",
+    _conv2d_relu,
+    torch=lambda x, w, b=None, **attrs: TF.relu(TF.conv2d(x, w, b, **attrs)),
+    covered_by=("tests/graph/test_conv_activation.py",),
+)
+
+
 def _conv2d_input_grad(d: Draw) -> Sample:
     x, weight, attrs = _conv_inputs(d, grad=True)
     x.requires_grad = True

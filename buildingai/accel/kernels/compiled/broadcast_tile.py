@@ -21,7 +21,7 @@ from .disk_cache import keyed
 from .tile_ir import LANES, index
 
 
-def broadcast_tile(positions: int, vectors: int, block: int | None):
+def broadcast_tile(positions: int, vectors: int, block: int | None, rectify: bool = False):
     """``broadcast_tile(x, image, starts, first, offsets, weights, weight_start, bias, channel,
     out, outputs, places, out_plane, out_rows)``.
 
@@ -34,7 +34,8 @@ def broadcast_tile(positions: int, vectors: int, block: int | None):
     x[...]`` to ``out[(sample * outputs + channel + r) * out_plane + places[local]]``. With a
     ``block``, the taps are summed ``block`` at a time (``tile_ir.blocked_sum``). x, weights,
     bias, out: float32 1-D (bias at least ``channel + vectors * LANES`` long); starts, offsets,
-    places: int64 1-D; the rest int64; ``P >= positions``.
+    places: int64 1-D; the rest int64; ``P >= positions``. With ``rectify``, each sum is stored
+    as max(sum, 0) (``tile_ir.rectified``).
     """
     rows = vectors * LANES
 
@@ -96,6 +97,8 @@ def broadcast_tile(positions: int, vectors: int, block: int | None):
                 final = t.loop(builder, index(0), taps, start, step)
             else:
                 final = t.blocked_sum(builder, index(0), taps, block, start, step)
+            if rectify:
+                final = [t.rectified(builder, value) for value in final]
             # each lane is one output channel's value: stored one by one, down its plane
             for v in range(vectors):
                 for lane in range(LANES):
@@ -112,4 +115,4 @@ def broadcast_tile(positions: int, vectors: int, block: int | None):
 
         return signature, codegen
 
-    return keyed(tile, "broadcast_tile", positions, vectors, block)
+    return keyed(tile, "broadcast_tile", positions, vectors, block, rectify)

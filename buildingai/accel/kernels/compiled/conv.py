@@ -166,22 +166,42 @@ def correlate_turned(grad, weight, out, padding):
         correlate(grad, turned, np.empty(0, np.float32), out, padding)
 
 
-def correlate(x, taps, bias, out, padding):
-    """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias."""
+def correlate(x, taps, bias, out, padding, rectify: bool = False):
+    """out (N, O, Ho, Wo) = x correlated with taps at stride 1 with zero padding, plus bias;
+    with ``rectify``, max(that, 0) (``correlate_rectified``)."""
     if conv_broadcast.fits(x.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
-        conv_broadcast.correlate(x, taps, bias, out, padding)
-    elif _same_size(taps.shape[2:], padding):
+        conv_broadcast.correlate(x, taps, bias, out, padding, rectify=rectify)
+        return
+    if _same_size(taps.shape[2:], padding):
         _correlate_flat(x, taps, bias, out, padding)
     elif _beyond_same_size(taps.shape[2:], padding):
         padded, same = _padded_to_same_size(x, taps.shape[2:], padding)
         _correlate_flat(padded, taps, bias, out, same)
     elif tuple(padding) == (0, 0):
-        _correlate_grid(x, taps, bias, out)
+        _correlate_grid(x, taps, bias, out, rectify)
+        return
     else:
         _correlate_windows(x, taps, bias, out, padding)
+    if rectify:  # these tiles store without rectifying: one pass over the output after them
+        rectify_in_place(out.reshape(-1))
 
 
-def _correlate_grid(x, taps, bias, out):
+def correlate_rectified(x, taps, bias, out, padding):
+    """out = max(``correlate``'s output, 0): a convolution and the ReLU that reads it, the
+    broadcast and grid tiles' outputs rectified by the task that stored them, while they are
+    still in that core's cache."""
+    correlate(x, taps, bias, out, padding, rectify=True)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def rectify_in_place(values):
+    """values = max(values, 0), as the ReLU twin computes it (NaN stays NaN)."""
+    for i in prange(values.size):
+        if values[i] <= 0:
+            values[i] = 0
+
+
+def _correlate_grid(x, taps, bias, out, rectify: bool = False):
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
     ho, wo = out.shape[2:]
@@ -189,14 +209,14 @@ def _correlate_grid(x, taps, bias, out):
     weights, shifts = _weight_matrix(taps, bias, rows)
     offsets = tap_offsets(c, (kh, kw), h, w, c * kh * kw)
     limit = (ho - 1) * w + wo  # one past the last grid position that is an output
-    loop = _grid_loop(rows, vectors, SUM_BLOCK)
+    loop = _grid_loop(rows, vectors, SUM_BLOCK, rectify)
     loop(x.reshape(-1), offsets, weights, shifts, out.reshape(-1), o, ho * wo, wo, c * h * w, w,
          limit)  # fmt: skip
 
 
 @functools.cache
-def _grid_loop(rows: int, vectors: int, block: int):
-    tile = grid_tile(rows, vectors, block)
+def _grid_loop(rows: int, vectors: int, block: int, rectify: bool = False):
+    tile = grid_tile(rows, vectors, block, rectify)
     span = vectors * LANES
 
     @njit(parallel=True, nogil=True, cache=True)

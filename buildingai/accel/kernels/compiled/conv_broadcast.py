@@ -51,10 +51,13 @@ def fits(channels: int, outputs: int, out_plane: int) -> bool:
     )
 
 
-def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1) -> None:
+def correlate(
+    x, taps, bias, out, padding, turned: bool = False, stride: int = 1, rectify: bool = False
+) -> None:
     """out (N, O, Ho, Wo) = x (N, C, H, W) correlated at ``stride`` with taps (O, C, kh, kw)
     (with ``turned``: a forward's filters (C, O, kh, kw) turned, as ``planes.pack_weights``
-    reads them) with zero padding ``padding``, plus bias (O,) or shape (0,)."""
+    reads them) with zero padding ``padding``, plus bias (O,) or shape (0,); with ``rectify``,
+    max(that, 0), each tile's outputs rectified by the task that stored them."""
     n, c, h, w = x.shape
     o, (out_height, out_width) = out.shape[1], out.shape[2:]
     kh, kw = taps.shape[2:]
@@ -68,15 +71,18 @@ def correlate(x, taps, bias, out, padding, turned: bool = False, stride: int = 1
     offsets = planes.tap_offsets(c, (kh, kw), height, width, c * kh * kw, plane)
     places = _in_order(out_height * out_width)
     run(flat, c * plane, starts, offsets, weights, shifts, out, places, out_height * out_width,
-        group_for(c, kh, kw), block_for(kh * kw, c))  # fmt: skip
+        group_for(c, kh, kw), block_for(kh * kw, c), rectify)  # fmt: skip
 
 
-def run(x, image, starts, offsets, weights, bias, out, places, out_plane, group, block) -> None:
+def run(
+    x, image, starts, offsets, weights, bias, out, places, out_plane, group, block, rectify=False
+) -> None:
     """The tiles' loop: ``broadcast_tile``'s sums for every output position (``starts`` and
     ``places`` one entry each per position of a sample) and block of output channels, x and
-    out flat, weights packed (blocks, T, vectors * LANES), bias padded to the blocks."""
+    out flat, weights packed (blocks, T, vectors * LANES), bias padded to the blocks; with
+    ``rectify``, each tile's outputs then set to max(value, 0)."""
     positions, vectors = TILE
-    loop = _loop(positions, vectors, block)
+    loop = _loop(positions, vectors, block, rectify)
     loop(x.reshape(-1), image, starts, offsets, weights.reshape(-1), bias, out.reshape(-1),
          places, out_plane, group)  # fmt: skip
 
@@ -137,8 +143,8 @@ def _output_starts(out_height: int, out_width: int, width: int, stride: int):
 
 
 @functools.cache
-def _loop(positions: int, vectors: int, block: int | None):
-    tile = broadcast_tile(positions, vectors, block)
+def _loop(positions: int, vectors: int, block: int | None, rectify: bool = False):
+    tile = broadcast_tile(positions, vectors, block, rectify)
     rows = vectors * LANES
 
     @njit(parallel=True, nogil=True, cache=True)

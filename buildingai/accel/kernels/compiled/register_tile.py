@@ -32,7 +32,7 @@ from .disk_cache import keyed
 from .tile_ir import LANES, index
 
 
-def grid_tile(rows: int, vectors: int, block: int):
+def grid_tile(rows: int, vectors: int, block: int, rectify: bool = False):
     """``grid_tile(x, x_start, offsets, first, limit, weights, weight_start, weight_stride,
     bias, out, out_start, out_plane, out_rows, width, out_width)``.
 
@@ -42,6 +42,7 @@ def grid_tile(rows: int, vectors: int, block: int):
     over k of weights[weight_start + k*weight_stride + r] * x[...]`` to ``out[out_start +
     r*out_plane + (p // width)*out_width + p % width]`` where r < out_rows, p < limit and
     p % width < out_width. The taps are summed ``block`` at a time (``tile_ir.blocked_sum``).
+    With ``rectify``, each sum is stored as max(sum, 0) (``tile_ir.rectified``).
     x, weights, bias, out: float32 1-D; offsets: int64 1-D; the rest int64.
     """
 
@@ -85,6 +86,8 @@ def grid_tile(rows: int, vectors: int, block: int):
                 return updated
 
             final = t.blocked_sum(builder, index(0), steps, block, start, step)
+            if rectify:
+                final = [t.rectified(builder, value) for value in final]
             last = builder.add(first, index(vectors * LANES - 1))
 
             def store_row(line, unchanged):
@@ -119,7 +122,7 @@ def grid_tile(rows: int, vectors: int, block: int):
 
         return signature, codegen
 
-    return keyed(tile, "grid_tile", rows, vectors, block)
+    return keyed(tile, "grid_tile", rows, vectors, block, rectify)
 
 
 def window_tile(rows: int, vectors: int, block: int | None):

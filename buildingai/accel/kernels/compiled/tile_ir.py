@@ -173,6 +173,13 @@ def fma(builder, a, b, c):
     return builder.call(function, [a, b, c])
 
 
+def rectified(builder, vector):
+    """max(vector, 0) lane by lane, as the ReLU twin computes it: a lane at most 0 becomes +0,
+    a NaN stays NaN (an ordered comparison is false for it)."""
+    zero = ir.Constant(vector.type, None)
+    return builder.select(builder.fcmp_ordered("<=", vector, zero), zero, vector)
+
+
 def horizontal_sum(builder, vector):
     """The sum of a vector's lanes, as a tree of halves (a fixed order)."""
     width = LANES

@@ -1,0 +1,48 @@
+"""Convolution and ReLU: a ``conv2d`` whose only reader is a ``relu`` becomes one ``conv2d_relu``
+node (``ops/conv.py``), whose kernel rectifies each tile of outputs while that tile is still in
+the cache of the core that stored it, instead of a second pass over the whole output (which,
+after a convolution split across threads, reads half of it from the other cores)."""
+
+from __future__ import annotations
+
+from ...ops.activation import RELU
+from ...ops.conv import CONV2D, CONV2D_RELU
+from ..graph import Graph, Literal, Node
+
+
+def fuse_conv_relu(graph: Graph) -> Graph:
+    """Join each ``conv2d`` -> ``relu`` pair whose convolution output nothing else reads (and
+    the graph does not return) into one ``conv2d_relu`` node at the convolution's place."""
+    readers = graph.consumers()
+    producer = graph.producer()
+    returned = set(graph.outputs)
+    relu_of: dict = {}  # index of a fused convolution -> index of its ReLU
+    for index, node in enumerate(graph.nodes):
+        if node.op is not RELU or isinstance(node.inputs[0], Literal):
+            continue
+        source = node.inputs[0]
+        at = producer.get(source)
+        if (
+            at is not None
+            and graph.nodes[at].op is CONV2D
+            and readers.get(source) == [index]
+            and source not in returned
+            and graph.values[source].dtype == graph.values[node.output].dtype
+        ):
+            relu_of[at] = index
+    if not relu_of:
+        return graph
+    out = graph.copy()
+    out.donations = {}
+    folded = set(relu_of.values())
+    nodes = []
+    for index, node in enumerate(graph.nodes):
+        if index in folded:
+            continue
+        if index in relu_of:  # the ReLU's output, computed where the convolution was
+            relu = graph.nodes[relu_of[index]]
+            out.values.pop(node.output, None)
+            node = Node(CONV2D_RELU, node.inputs, node.attrs, relu.output, node.module)
+        nodes.append(node)
+    out.nodes = nodes
+    return out
