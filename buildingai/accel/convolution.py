@@ -579,8 +579,7 @@ register(
     _direct_conv_relu,
     name="conv2d_relu.direct",
     requires=NUMBA,
-    description="the direct convolution's register tiles, each tile's outputs rectified by "
-    "the task that stored them",
+    description="the direct convolution's register tiles, storing max(sum, 0)",
 )
 register(
     conv.CONV2D_RELU,

@@ -1,7 +1,7 @@
 """Convolution and ReLU: a ``conv2d`` whose only reader is a ``relu`` becomes one ``conv2d_relu``
-node (``ops/conv.py``), whose kernel rectifies each tile of outputs while that tile is still in
-the cache of the core that stored it, instead of a second pass over the whole output (which,
-after a convolution split across threads, reads half of it from the other cores)."""
+node (``ops/conv.py``), whose direct kernel stores max(sum, 0) from its register tiles instead
+of making a second pass over the whole output (which, after a convolution split across
+threads, reads much of it from the other cores' caches)."""
 
 from __future__ import annotations
 

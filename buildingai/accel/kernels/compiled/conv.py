@@ -187,9 +187,9 @@ def correlate(x, taps, bias, out, padding, rectify: bool = False):
 
 
 def correlate_rectified(x, taps, bias, out, padding):
-    """out = max(``correlate``'s output, 0): a convolution and the ReLU that reads it, the
-    broadcast and grid tiles' outputs rectified by the task that stored them, while they are
-    still in that core's cache."""
+    """out = max(``correlate``'s output, 0): a convolution and the ReLU that reads it. The
+    broadcast and grid tiles store max(sum, 0) from their registers; after the other tiles,
+    one pass over the output."""
     correlate(x, taps, bias, out, padding, rectify=True)
 
 

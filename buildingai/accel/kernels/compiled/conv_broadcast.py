@@ -57,7 +57,7 @@ def correlate(
     """out (N, O, Ho, Wo) = x (N, C, H, W) correlated at ``stride`` with taps (O, C, kh, kw)
     (with ``turned``: a forward's filters (C, O, kh, kw) turned, as ``planes.pack_weights``
     reads them) with zero padding ``padding``, plus bias (O,) or shape (0,); with ``rectify``,
-    max(that, 0), each tile's outputs rectified by the task that stored them."""
+    max(that, 0), which the tiles store from their registers."""
     n, c, h, w = x.shape
     o, (out_height, out_width) = out.shape[1], out.shape[2:]
     kh, kw = taps.shape[2:]
@@ -80,7 +80,7 @@ def run(
     """The tiles' loop: ``broadcast_tile``'s sums for every output position (``starts`` and
     ``places`` one entry each per position of a sample) and block of output channels, x and
     out flat, weights packed (blocks, T, vectors * LANES), bias padded to the blocks; with
-    ``rectify``, each tile's outputs then set to max(value, 0)."""
+    ``rectify``, each sum stored as max(sum, 0)."""
     positions, vectors = TILE
     loop = _loop(positions, vectors, block, rectify)
     loop(x.reshape(-1), image, starts, offsets, weights.reshape(-1), bias, out.reshape(-1),
