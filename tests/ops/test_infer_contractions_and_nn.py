@@ -92,6 +92,12 @@ CASES = {
         CONV,
         True,
     ),
+    "conv2d_relu": (
+        conv.CONV2D_RELU,
+        (floats(BATCH, 3, HEIGHT, 9), floats(4, 3, 3, 3), floats(4)),
+        CONV,
+        True,
+    ),
     "conv2d_strided": (
         conv.CONV2D,
         (floats(BATCH, 4, HEIGHT, 9), floats(6, 2, 3, 2)),
