@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from . import conv_broadcast
+from .activations import relu
 from .flat_tile import flat_dot_tile, flat_tile
 from .planes import (
     CACHE_BYTES,
@@ -182,8 +183,9 @@ def correlate(x, taps, bias, out, padding, rectify: bool = False):
         return
     else:
         _correlate_windows(x, taps, bias, out, padding)
-    if rectify:  # these tiles store without rectifying: one pass over the output after them
-        rectify_in_place(out.reshape(-1))
+    if rectify:  # these tiles store without rectifying: the ReLU twin's pass, in place
+        flat = out.reshape(-1)
+        relu(flat, flat)
 
 
 def correlate_rectified(x, taps, bias, out, padding):
@@ -191,14 +193,6 @@ def correlate_rectified(x, taps, bias, out, padding):
     broadcast and grid tiles store max(sum, 0) from their registers; after the other tiles,
     one pass over the output."""
     correlate(x, taps, bias, out, padding, rectify=True)
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def rectify_in_place(values):
-    """values = max(values, 0), as the ReLU twin computes it (NaN stays NaN)."""
-    for i in prange(values.size):
-        if values[i] <= 0:
-            values[i] = 0
 
 
 def _correlate_grid(x, taps, bias, out, rectify: bool = False):
