@@ -55,6 +55,7 @@ def write_config(tmp_path, name, epochs=2):
     return path
 
 
+@pytest.mark.slow
 def test_info():
     result = run("info")
     for word in ("buildingai", "numpy", "cpu_count", "blas", "cuda_available"):
@@ -103,6 +104,7 @@ def test_info_lists_every_registered_kernel_and_its_switch():
     assert "BUILDINGAI_PACKED_UPDATES='maybe' is not an on/off value" in result.stderr
 
 
+@pytest.mark.slow
 def test_train_then_eval(tmp_path):
     config = write_config(tmp_path, "run")
     result = run("train", str(config), "optim.lr=0.02")
@@ -280,6 +282,7 @@ def test_train_never_overwrites_a_run_dir(tmp_path):
     assert [session["step"] for session in sessions] == [0, 6]
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     from buildingai import load
 

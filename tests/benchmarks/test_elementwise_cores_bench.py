@@ -8,6 +8,7 @@ from benchmarks import elementwise_cores as bench
 
 
 @pytest.mark.parametrize("chain", ["gelu", "relu", "fma"])
+@pytest.mark.slow
 def test_every_option_matches_the_numpy_reference(chain):
     arrays = bench.arrays_for(10_001)[chain]
     forms = {"split": bench._split_form(bench.NUMPY[chain])}

@@ -1,8 +1,11 @@
 """The mixed-precision benchmark runs end to end at tiny sizes (no timing assertions)."""
 
+import pytest
+
 from benchmarks import mixed_precision as benchmark
 
 
+@pytest.mark.slow
 def test_quick_mode_times_every_run_on_both_models():
     records = benchmark.run(quick=True)
     runs = [record["run"] for record in records]

@@ -4,6 +4,8 @@ them (no timing assertions)."""
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks import op_times
 
 
@@ -35,6 +37,7 @@ def test_nested_forwards_count_once():
     assert "layer_norm" in names and "standardize" not in names
 
 
+@pytest.mark.slow
 def test_command_line_quick_mode():
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.op_times", "cnn", "--quick", "--steps", "1"],

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from benchmarks import optimizer as benchmark
 
@@ -17,6 +18,7 @@ def test_quick_run_produces_records():
         assert record["ratio to torch default"] > 0
 
 
+@pytest.mark.slow
 def test_command_line_quick_mode():
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.optimizer", "--quick"],

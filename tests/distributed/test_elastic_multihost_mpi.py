@@ -76,6 +76,7 @@ def recipe(mpiexec: str, hostfile, script) -> dict:
 
 
 @pytest.mark.parametrize("command", ["buildingai launch", "mpiexec"])
+@pytest.mark.slow
 def test_the_hostfile_recipe_trains_across_two_loopback_hosts(two_hosts, command):
     hostfile, environment, log = two_hosts
     line = recipe(hydra_mpiexec(), hostfile, JOBS / "train.py")[command]

@@ -25,6 +25,7 @@ def reports(folder, processes=2) -> dict:
     return found
 
 
+@pytest.mark.slow
 def test_a_stalled_rank_is_named_within_the_timeout(tmp_path):
     job = run_job("failures", 2, "stalled", "2", str(tmp_path), timeout=40)
     assert job.returncode != 0
@@ -35,6 +36,7 @@ def test_a_stalled_rank_is_named_within_the_timeout(tmp_path):
     assert job.seconds < 20  # the stalled rank sleeps 30 s: it was killed, not waited for
 
 
+@pytest.mark.slow
 def test_a_rank_that_dies_is_named_by_the_survivors(tmp_path):
     # Hydra kills the job when a rank dies; without its cleanup the survivor meets the vanished
     # rank itself, as on a launcher that never notices, and must still report it, not hang
@@ -48,6 +50,7 @@ def test_a_rank_that_dies_is_named_by_the_survivors(tmp_path):
     assert 1 not in reports(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_killed_rank_ends_the_job_at_once():
     job = run_job("failures", 2, "killed", "60", timeout=40)
     assert job.returncode != 0
@@ -55,6 +58,7 @@ def test_a_killed_rank_ends_the_job_at_once():
 
 
 @pytest.mark.parametrize(("mode", "code"), [("raises", 1), ("exits", 3)])
+@pytest.mark.slow
 def test_a_failing_rank_aborts_the_others_at_once(mode, code):
     job = run_job("failures", 2, mode, "60", timeout=40)
     assert job.returncode == code, job.output
@@ -62,6 +66,7 @@ def test_a_failing_rank_aborts_the_others_at_once(mode, code):
     assert job.seconds < 30
 
 
+@pytest.mark.slow
 def test_mismatched_collectives_name_the_rank_and_line_in_debug_mode(tmp_path):
     # debug mode adds the ledger; the check itself is the default mode's
     job = run_job("failures", 2, "mismatch", "20", str(tmp_path), timeout=40)
@@ -77,6 +82,7 @@ def test_mismatched_collectives_name_the_rank_and_line_in_debug_mode(tmp_path):
         assert "failures.py:37" in text and "failures.py:39" in text
 
 
+@pytest.mark.slow
 def test_the_launcher_timeout_kills_the_whole_job():
     job = run_job("failures", 2, "stalled", "60", launch_options=("--timeout", "3"), timeout=40)
     assert job.returncode == 124
@@ -94,6 +100,7 @@ DEATHS = {"dies": "exited with code 9", "killed": "was killed by signal 9 (SIGKI
 
 @pytest.mark.parametrize("cleanup", [True, False], ids=["auto-cleanup", "no-auto-cleanup"])
 @pytest.mark.parametrize("mode", sorted(DEATHS))
+@pytest.mark.slow
 def test_the_launcher_names_a_rank_that_died(mode, cleanup, tmp_path):
     # os._exit(9) printed nothing at all, and a SIGKILL showed a PID but not the rank
     options = () if cleanup else ("--no-auto-cleanup",)
@@ -125,6 +132,7 @@ def test_a_rank_that_raises_is_named_with_its_exception():
     assert "last collective entered: all_reduce(" in lines[1]
 
 
+@pytest.mark.slow
 def test_a_clean_job_prints_no_launcher_lines():
     job = run_job("collectives", 2, timeout=90)
     assert job.returncode == 0, job.output

@@ -80,6 +80,7 @@ def test_a_missing_ranks_state_dict_is_named():
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_two_ranks_equal_data_parallel_and_resume_at_one(tmp_path):
     job = run_job("sharded_optimizer", 2, str(tmp_path), timeout=120)
     assert job.returncode == 0, job.output

@@ -86,6 +86,7 @@ def test_a_unit_of_two_dtypes_and_a_bad_policy_are_named():
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_two_ranks_train_a_transformer_as_one_process():
     job = run_job("sharded_parameters", 2, timeout=120)
     assert job.returncode == 0, job.output

@@ -12,6 +12,7 @@ from .launcher import JOBS, ROOT, run_job
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("processes", [2, 4])
+@pytest.mark.slow
 def test_data_parallel_equals_one_process_on_the_combined_batch(processes):
     job = run_job("train", processes, timeout=90)
     assert job.returncode == 0, job.output

@@ -21,6 +21,7 @@ def test_every_design_note_has_a_page_that_includes_it():
         assert f"design_notes/{note.name}" in (ROOT / "mkdocs.yml").read_text()
 
 
+@pytest.mark.slow
 def test_site_builds_strict_with_every_page(site):
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     for expected in (
@@ -41,6 +42,7 @@ def test_site_builds_strict_with_every_page(site):
     assert "buildingai/autograd/dispatch.py" in (site / "engine" / "dispatch.html").read_text()
 
 
+@pytest.mark.slow
 def test_every_internal_link_resolves(site):
     assert broken_links(site) == []
 
@@ -53,6 +55,7 @@ def served(site):
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_pages_load_without_console_errors_and_search_finds_im2col(served):
     with browser_page() as page:
         page.set_default_timeout(20_000)

@@ -83,6 +83,7 @@ def test_second_and_first_order_differ():
 
 
 @pytest.mark.parametrize("second_order", [True, False], ids=["second_order", "first_order"])
+@pytest.mark.slow
 def test_short_meta_training_lowers_post_adaptation_error(second_order):
     example = _example()
     bai.manual_seed(0)

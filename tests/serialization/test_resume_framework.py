@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import buildingai as bai
 
@@ -16,6 +17,7 @@ def run(*args):
     subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], check=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_resume_through_dataloader_dropout_adam_and_schedule_is_bit_identical(tmp_path):
     straight, first, resumed = (
         tmp_path / "straight.bai",

@@ -33,6 +33,7 @@ def first_line(stream, timeout: float) -> str:
 
 
 @pytest.mark.parametrize("kind", ["checkpoint", "onnx"])
+@pytest.mark.slow
 def test_buildingai_serve_model(kind, mlp_checkpoint, mlp_onnx):
     path, model = mlp_checkpoint if kind == "checkpoint" else mlp_onnx
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}

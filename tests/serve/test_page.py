@@ -68,6 +68,7 @@ def check_against_the_model(model, posted: list, prediction: str, labels, probab
 
 @pytest.mark.browser
 @pytest.mark.parametrize("kind, shape", [("mlp", (784,)), ("cnn", (1, 28, 28))])
+@pytest.mark.slow
 def test_draw_a_digit_and_see_the_prediction(kind, shape, mlp_checkpoint, cnn_checkpoint):
     path, model = mlp_checkpoint if kind == "mlp" else cnn_checkpoint
     with Server(create_app(load_model(path))) as server, browser_page() as page:

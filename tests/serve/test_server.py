@@ -197,6 +197,7 @@ def hammer(url: str, requests: list, threads: int = 200) -> list:
 
 
 @pytest.mark.parametrize("kind", ["checkpoint", "onnx"])
+@pytest.mark.slow
 def test_200_concurrent_requests_good_and_bad(kind, mlp_checkpoint, mlp_onnx):
     path, model = mlp_checkpoint if kind == "checkpoint" else mlp_onnx
     app = create_app(load_model(path), max_batch=32, max_latency_ms=20, max_body_bytes=BODY_LIMIT)

@@ -26,6 +26,7 @@ def offline(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_wandb_as_users_write_it_works_offline(offline):
     pytest.importorskip("wandb")
     import buildingai.wandb as wandb
