@@ -8,6 +8,10 @@ Run: ``python -m benchmarks [--quick] [--threads 1,2]
 for PyTorch, run unchanged) also ``torch.compile``, compile times and peak memory. Publish with
 the OpenBLAS kernel chosen for the machine:
 ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks``.
+
+The page's synthetic tables are one part, written by a run of all six synthetic workloads: a run
+of some of them leaves the page's tables as they are (its own page goes to ``--markdown FILE``),
+and the real workloads are merged one by one (``suite/real_report.py``).
 """
 
 from __future__ import annotations
@@ -140,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if target is not None:
         existing = target.read_text() if target.exists() else ""
+        missing = [name for name in SYNTHETIC if name not in only]
+        if main_page is not None and missing and page.split(existing)[0].strip():
+            # a subset's tables would replace every synthetic workload's rows on the page
+            log(f"kept the synthetic tables of {markdown_path}: this run measured "
+                f"{', '.join(n for n in only if n in SYNTHETIC)}, not {', '.join(missing)}; "
+                f"publish with all of them (--only {','.join(SYNTHETIC)}) or write this run's "
+                "page elsewhere (--markdown FILE)")  # fmt: skip
+            main_page = None
         target.write_text(page.compose(main_page, regions, existing))
         if real:
             real_report.save(real, target)

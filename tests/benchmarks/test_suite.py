@@ -38,6 +38,20 @@ def test_quick_run_writes_json_and_markdown(tmp_path):
     assert "OPENBLAS_CORETYPE" in text and "kernel=" in text
 
 
+def test_a_run_of_some_synthetic_workloads_keeps_the_page_s_tables(tmp_path, capsys):
+    """``--only mlp`` on a page that holds the whole synthetic suite: its tables stay (the run's
+    would drop every other workload's rows), and the log says how to publish."""
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\n| cnn train step | 1 | ms | 80.2 |\n")
+    code = main(["--quick", "--threads", "1", "--only", "mlp", "--results", str(tmp_path),
+                 "--markdown", str(page)])  # fmt: skip
+    assert code == 0
+    assert page.read_text() == "# Benchmarks\n\n| cnn train step | 1 | ms | 80.2 |\n"
+    assert "kept the synthetic tables" in capsys.readouterr().err
+    (record_file,) = tmp_path.glob("suite-*.json")  # the run itself is kept in full
+    assert {r["workload"] for r in json.loads(record_file.read_text())["records"]} == {"mlp"}
+
+
 def test_cross_check_agrees_on_one_step():
     check = harness.cross_check("transformer", transformer.steppers(quick=True), adam=True)
     losses = check["losses"]
