@@ -4,8 +4,9 @@ import pytest
 
 from benchmarks import mixed_precision as benchmark
 
+pytestmark = pytest.mark.slow
 
-@pytest.mark.slow
+
 def test_quick_mode_times_every_run_on_both_models():
     records = benchmark.run(quick=True)
     runs = [record["run"] for record in records]

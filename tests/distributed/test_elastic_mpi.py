@@ -11,7 +11,7 @@ import pytest
 
 from .launcher import run_job
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 KILLED = r"rank 1 \(PID \d+\) was killed by signal 9 \(SIGKILL\) at step 7"
 
@@ -69,7 +69,6 @@ def test_a_slot_that_stays_gone_shrinks_the_job_to_min_ranks(tmp_path, uninterru
         np.testing.assert_allclose(final[name], expected, rtol=1e-12, atol=1e-14, err_msg=name)
 
 
-@pytest.mark.slow
 def test_without_restarts_the_killed_job_fails_and_names_the_step(tmp_path):
     job = run_job("elastic_train", 2, str(tmp_path / "ckpt"), str(tmp_path / "final.npz"),
                   "once", launch_options=("--timeout", "60"), timeout=90)  # fmt: skip
@@ -79,7 +78,6 @@ def test_without_restarts_the_killed_job_fails_and_names_the_step(tmp_path):
     assert not (tmp_path / "final.npz").exists()
 
 
-@pytest.mark.slow
 def test_the_timeout_bounds_the_whole_run_restarts_included():
     # rank 1 exits with code 3 on every start: only --timeout ends the restarts
     job = run_job("failures", 2, "exits", "60",

@@ -17,7 +17,7 @@ import pytest
 
 from .launcher import JOBS, ROOT, require_mpi
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 SSH_STAND_IN = """#!/bin/sh
 # ssh's stand-in: skip ssh's options, note the host, run the command here
@@ -76,7 +76,6 @@ def recipe(mpiexec: str, hostfile, script) -> dict:
 
 
 @pytest.mark.parametrize("command", ["buildingai launch", "mpiexec"])
-@pytest.mark.slow
 def test_the_hostfile_recipe_trains_across_two_loopback_hosts(two_hosts, command):
     hostfile, environment, log = two_hosts
     line = recipe(hydra_mpiexec(), hostfile, JOBS / "train.py")[command]

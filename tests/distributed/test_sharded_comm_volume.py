@@ -5,9 +5,10 @@ import pytest
 
 from .launcher import run_job
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.mpi
-@pytest.mark.slow
 def test_two_ranks_send_what_the_formulas_say():
     job = run_job("comm_volume", 2, timeout=120)
     assert job.returncode == 0, job.output

@@ -10,6 +10,8 @@ import pytest
 
 import buildingai as bai
 
+pytestmark = pytest.mark.slow
+
 SCRIPT = Path(__file__).with_name("_resume_framework.py")
 
 
@@ -17,7 +19,6 @@ def run(*args):
     subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], check=True, timeout=300)
 
 
-@pytest.mark.slow
 def test_resume_through_dataloader_dropout_adam_and_schedule_is_bit_identical(tmp_path):
     straight, first, resumed = (
         tmp_path / "straight.bai",

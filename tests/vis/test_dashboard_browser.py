@@ -10,10 +10,9 @@ import pytest
 from buildingai.vis import LiveDashboard
 from tests.browser import open_page
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.mark.slow
 def test_dashboard_page_loads_with_metric_names(tmp_path):
     page_path = tmp_path / "curves.html"
     dashboard = LiveDashboard(
@@ -59,7 +58,6 @@ LABEL_BOXES = """() => [...document.querySelectorAll("svg.chart")].map((svg) => 
 })"""
 
 
-@pytest.mark.slow
 def test_axis_labels_stay_outside_the_frame_and_the_axes_are_titled(tmp_path):
     from tests.browser import browser_page
 
