@@ -61,9 +61,6 @@ ROUTED_MIN_SIZE = BLAS_THREADED_MULTIPLY_ADDS + 1
 # blocks of rows on numba's threads; a smaller one on NumPy's, whose threads share it faster than
 # numba's wake up for it.
 OWN_GEMV_ELEMENTS = 1 << 20
-# A stack of products of at most this many multiply-adds each multiplies a transposed right
-# operand as a contiguous copy (``_transposed_entries``).
-SMALL_ENTRY_MULTIPLY_ADDS = 1 << 17
 
 OWN_COPY = register_switch(
     "blas.own_copy",
@@ -369,23 +366,12 @@ def _routed_layer(xp, x, weight, bias=None) -> bool:
     return x.size * weight.shape[0] > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
 
 
-def _transposed_entries(a, b):
-    """``b.swapaxes(-1, -2)``; for a stack of small matrices, a contiguous copy of it: OpenBLAS
-    multiplies a small matrix by a transposed one slower than by a plain one, by more than the
-    copy costs (docs/design_notes/performance.md has the figures)."""
-    view = b.swapaxes(-1, -2)
-    small = a.shape[-2] * a.shape[-1] * view.shape[-1] <= SMALL_ENTRY_MULTIPLY_ADDS
-    if b.ndim > 2 and isinstance(b, np.ndarray) and small:
-        return np.ascontiguousarray(view)
-    return view
-
-
 def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
     """``MatMul.forward`` with its product routed."""
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:
-        b = _transposed_entries(a, b)
+        b = b.swapaxes(-1, -2)
     if a.ndim == 2 and b.ndim == 2 and gemm_result_dtype(a, b) is None:  # the commonest call
         return _dot(a, b)
     if a.ndim < 2 or b.ndim < 2:

@@ -416,17 +416,16 @@ def test_acceleration_on_a_product_runs_the_registered_kernel():
     assert "matmul.routed" in " ".join(ran)
 
 
-def test_a_stack_of_small_products_multiplies_a_transposed_operand_as_a_copy():
+def test_a_stack_of_small_products_by_a_transposed_operand_matches_numpy():
+    """Attention's ``q @ k^T`` and its gradients: the transposed operand is read as it is."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((16, 4, 64, 32)).astype(np.float32)
-    b = rng.standard_normal((16, 4, 64, 32)).astype(np.float32)
-    copied = products._transposed_entries(a, b)
-    assert copied.flags.c_contiguous and copied.shape == (16, 4, 32, 64)
-    large = rng.standard_normal((2, 256, 64)).astype(np.float32)
-    assert not products._transposed_entries(large, large).flags.c_contiguous  # a view
+    b = rng.standard_normal((16, 64, 4, 32)).astype(np.float32).transpose(0, 2, 1, 3)
     with bai.accel.enabled(True):
         got = products.routed_matmul(None, np, a, b, transpose_b=True)
+        left = products.routed_matmul(None, np, b, a, transpose_a=True)
     np.testing.assert_allclose(got, np.matmul(a, b.swapaxes(-1, -2)), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(left, np.matmul(b.swapaxes(-1, -2), a), rtol=1e-5, atol=1e-4)
 
 
 def test_in_one_pool_clipping_and_small_stacked_products_leave_numpys_blas_asleep(monkeypatch):
