@@ -282,10 +282,10 @@ def _split_matmul(a, b):
     if not (cut or own):
         return None
     out = np.empty(a.shape[:-1] + (columns,), a.dtype)
+    if _compiled_product(*map(_one_or_two_batch_axes, (a, b, out)), work, False, cut, own):
+        return out
     stacks = a.reshape(batch, rows, inner), b.reshape(batch, inner, columns)
     results = out.reshape(batch, rows, columns)
-    if _compiled_product(*stacks, results, work, False, cut, own):
-        return out
     if own_blas() or not cut or work < PYTHON_SPLIT_MULTIPLY_ADDS:
         # one GEMM per entry on NumPy's BLAS, which threads only entries above the threshold:
         # noting smaller ones would keep the element-wise kernels on one thread for nothing
@@ -303,6 +303,15 @@ def _split_matmul(a, b):
 
     parallel_for(entries, batch, work=work)
     return out
+
+
+def _one_or_two_batch_axes(stack):
+    """``stack`` (..., rows, columns) with one or two batch axes, as the compiled product reads
+    them: as it is where it has one or two (a model's (batch, heads, ...) views of its
+    projections, which one batch axis would copy), else its batch axes folded into one."""
+    if stack.ndim <= 4:
+        return stack
+    return stack.reshape(-1, *stack.shape[-2:])
 
 
 def _stacked(xp, a, b):

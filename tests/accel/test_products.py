@@ -428,6 +428,32 @@ def test_a_stack_of_small_products_by_a_transposed_operand_matches_numpy():
     np.testing.assert_allclose(left, np.matmul(b.swapaxes(-1, -2), a), rtol=1e-5, atol=1e-4)
 
 
+def test_in_one_pool_heads_are_multiplied_where_they_lie(monkeypatch):
+    """(batch, heads, rows, columns) views of a projection go to the compiled product as they
+    are, two batch axes and all: folding those axes into one would copy each operand."""
+    pytest.importorskip("numba")
+    pytest.importorskip("scipy_openblas64")
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((8, 64, 4, 32)).astype(np.float32).transpose(0, 2, 1, 3)
+    k = rng.standard_normal((8, 64, 4, 32)).astype(np.float32).transpose(0, 2, 1, 3)
+    seen = []
+    split_product = compiled.split_product
+
+    def spy(a, b, out, *args, **kwargs):
+        seen.append((a, b))
+        return split_product(a, b, out, *args, **kwargs)
+
+    monkeypatch.setattr(compiled, "split_product", spy)
+    with bai.accel.enabled(True):
+        bai.set_num_threads(2)
+        try:
+            got = products.routed_matmul(None, np, q, k, transpose_b=True)
+        finally:
+            bai.set_num_threads(None)
+    np.testing.assert_allclose(got, np.matmul(q, k.swapaxes(-1, -2)), rtol=1e-5, atol=1e-4)
+    assert seen and all(np.shares_memory(a, q) and np.shares_memory(b, k) for a, b in seen)
+
+
 def test_in_one_pool_clipping_and_small_stacked_products_leave_numpys_blas_asleep(monkeypatch):
     """On the own BLAS, NumPy's BLAS threads are woken only by products it really threads: a
     gradient norm for clipping, or a stack of products small per entry, noted as a BLAS call

@@ -87,6 +87,22 @@ def test_stacks_by_entries_and_by_rows_of_each(entries, parts):
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("parts", [0, 1, 2])
+def test_stacks_of_two_batch_axes_are_read_through_their_strides(parts):
+    """Attention's heads: (batch, heads, rows, columns) views of a (batch, rows, heads, columns)
+    projection, whose two batch axes fold into one only as a copy, multiplied as they lie: in
+    turn, one task per entry and entries cut in two, the right operand also transposed."""
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((3, 7, 2, 5)).astype(np.float32).transpose(0, 2, 1, 3)
+    k = rng.standard_normal((3, 6, 2, 5)).astype(np.float32).transpose(0, 2, 1, 3)
+    scores = np.full((3, 2, 7, 6), np.nan, np.float32)
+    assert gemm.product(q, k.swapaxes(-1, -2), scores, parts, False)
+    np.testing.assert_allclose(scores, np.matmul(q, k.swapaxes(-1, -2)), rtol=1e-5, atol=1e-5)
+    out = np.full((3, 2, 7, 5), np.nan, np.float32)
+    assert gemm.product(scores, k, out, parts, True)
+    np.testing.assert_allclose(out, np.matmul(scores, k), rtol=1e-5, atol=1e-5)
+
+
 def test_layouts_blas_cannot_take_are_refused():
     a = np.ones((4, 6), np.float32)
     out = np.zeros((1, 4, 3), np.float32)

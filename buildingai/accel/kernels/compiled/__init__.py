@@ -252,9 +252,9 @@ def has_gpu_twin(kernel) -> bool:
 def split_product(
     a, b, out, work: int, by_columns: bool = False, cut: bool = True, accumulate: bool = False
 ) -> bool:
-    """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays through
-    ``compiled/gemm.py``'s BLAS: with ``cut``, one single-threaded call per block on numba's
-    threads (blocks of rows, of columns with ``by_columns``, or whole entries when there are
+    """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays, or stacks of two batch
+    axes, through ``compiled/gemm.py``'s BLAS: with ``cut``, one single-threaded call per block
+    on numba's threads (blocks of rows, of columns with ``by_columns``, or whole entries when there are
     enough of them); without, one call per entry on the calling thread. ``work`` is the
     multiply-adds; with ``accumulate``, out += a @ b. False, having done nothing, where the
     call does not fit or, with ``cut``, on one thread."""
@@ -266,7 +266,8 @@ def split_product(
         return False
     if cut:
         _use_threads(work)
-    parts = 0 if not cut else 1 if a.shape[0] >= 2 * threads else threads
+    entries = int(np.prod(a.shape[:-2]))
+    parts = 0 if not cut else 1 if entries >= 2 * threads else threads
     try:
         return twin(a, b, out, parts, by_columns, accumulate)
     except Exception as error:  # a compile or cache failure: the Python threads still work

@@ -211,22 +211,30 @@ def matrix_vector(a, b, out, parts: int = 1) -> bool:
     return True
 
 
+@njit(inline="always")
+def _entry_offsets(matrices, entry):
+    """The byte offset of entry ``entry`` of (groups, entries, rows, columns) ``matrices``,
+    counting entries across groups."""
+    group, index = divmod(entry, matrices.shape[1])
+    return group * matrices.strides[0] + index * matrices.strides[1]
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns):
-    """out[e] = op(a[e]) @ op(b[e]) + beta out[e] for each entry e, each cut into ``parts``
-    blocks of rows (of columns, ``by_columns``); one task per (entry, block) on numba's threads.
-    layout: (transpose a, lda, transpose b, ldb, ldc), the transposes as CBLAS enumerations;
-    ``one`` is 1 of the dtype."""
+    """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] for each entry of (groups,
+    entries, ...) stacks, each cut into ``parts`` blocks of rows (of columns, ``by_columns``);
+    one task per (entry, block) on numba's threads. layout: (transpose a, lda, transpose b, ldb,
+    ldc), the transposes as CBLAS enumerations; ``one`` is 1 of the dtype."""
     transpose_a, lda, transpose_b, ldb, ldc = layout
-    entries, m, k = a.shape
-    n = b.shape[2]
+    m, k = a.shape[2], a.shape[3]
+    n = b.shape[3]
     size = a.itemsize
-    for task in prange(entries * parts):
+    for task in prange(a.shape[0] * a.shape[1] * parts):
         entry = task // parts
         part = task - entry * parts
-        a_at = a.ctypes.data + entry * a.strides[0]
-        b_at = b.ctypes.data + entry * b.strides[0]
-        out_at = out.ctypes.data + entry * out.strides[0]
+        a_at = a.ctypes.data + _entry_offsets(a, entry)
+        b_at = b.ctypes.data + _entry_offsets(b, entry)
+        out_at = out.ctypes.data + _entry_offsets(out, entry)
         extent = n if by_columns else m
         start = extent * part // parts
         stop = extent * (part + 1) // parts
@@ -244,16 +252,16 @@ def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns):
 
 @njit(nogil=True, cache=True)
 def _products_in_turn(address, a, b, out, layout, one, beta):
-    """out[e] = op(a[e]) @ op(b[e]) + beta out[e], one BLAS call per entry (a deep product: one
-    per slice) on the calling thread."""
+    """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e], one BLAS call per entry of
+    (groups, entries, ...) stacks (a deep product: one per slice) on the calling thread."""
     transpose_a, lda, transpose_b, ldb, ldc = layout
-    entries, m, k = a.shape
-    n = b.shape[2]
-    for entry in range(entries):
+    m, k = a.shape[2], a.shape[3]
+    n = b.shape[3]
+    for entry in range(a.shape[0] * a.shape[1]):
         _gemm(address, transpose_a, transpose_b, m, n, k, one,
-              a.ctypes.data + entry * a.strides[0], lda,
-              b.ctypes.data + entry * b.strides[0], ldb, beta,
-              out.ctypes.data + entry * out.strides[0], ldc, a.itemsize)  # fmt: skip
+              a.ctypes.data + _entry_offsets(a, entry), lda,
+              b.ctypes.data + _entry_offsets(b, entry), ldb, beta,
+              out.ctypes.data + _entry_offsets(out, entry), ldc, a.itemsize)  # fmt: skip
 
 
 @njit(inline="always")
@@ -291,14 +299,18 @@ def whole_product(address, a, b, out, one, beta):
 
 def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
-    (entries, m, n) with unit column steps: cut into ``parts`` blocks per entry (of rows, or of
-    columns with ``by_columns``; a block per entry is enough when there are many entries) on
-    numba's threads, or with ``parts`` 0 one call per entry on the calling thread; with
-    ``accumulate``, out += a @ b, the sum in the BLAS call (its beta). Returns False, having done
-    nothing, when the layout or dtype does not fit a BLAS call."""
+    (entries, m, n) with unit column steps, or for stacks of two batch axes, (groups, entries,
+    m, k) and so on, read through their strides (a model's heads: (batch, heads, ...) views
+    that no reshape to one batch axis takes without a copy): cut into ``parts`` blocks per
+    entry (of rows, or of columns with ``by_columns``; a block per entry is enough when there
+    are many entries) on numba's threads, or with ``parts`` 0 one call per entry on the calling
+    thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta). Returns
+    False, having done nothing, when the layout or dtype does not fit a BLAS call."""
+    if a.ndim == 3:  # one batch axis: a single group
+        a, b, out = a[None], b[None], out[None]
     address = ADDRESSES.get(a.dtype)
-    entries, m, k = a.shape
-    n = b.shape[2]
+    m, k = a.shape[2:]
+    n = b.shape[3]
     if address is None or b.dtype != a.dtype or out.dtype != a.dtype or 0 in (m, n, k):
         return False
     layouts = own_blas.layout(a, m, k), own_blas.layout(b, k, n), own_blas.layout(out, m, n)
