@@ -203,14 +203,17 @@ def binary_operator(op, rank: int = 0, general=None):
         state = _current_state()
         if state.observed or _device._cupy is not None:
             return general(first, second)
-        if type(first) is Tensor and type(second) is Tensor:  # the commonest call
+        # a Parameter (any subclass: apply unwraps them alike) takes these steps too; the exact
+        # type is tested first, the cheapest test for the commonest operand
+        first_is_tensor = type(first) is Tensor or isinstance(first, Tensor)
+        if first_is_tensor and (type(second) is Tensor or isinstance(second, Tensor)):
             left, right = first.array, second.array
             if rank and (left.ndim < rank or right.ndim < rank):
                 return general(first, second)
             needs_grad = first.requires_grad or second.requires_grad
         elif rank:
             return general(first, second)
-        elif type(first) is Tensor:  # a Tensor and a number
+        elif first_is_tensor:  # a Tensor and a number
             kind = type(second)
             if kind is float or kind is int:
                 right = second
@@ -219,7 +222,7 @@ def binary_operator(op, rank: int = 0, general=None):
             else:
                 return general(first, second)
             left, needs_grad = first.array, first.requires_grad
-        elif (type(first) is float or type(first) is int) and type(second) is Tensor:
+        elif (type(first) is float or type(first) is int) and isinstance(second, Tensor):
             left, right, needs_grad = first, second.array, second.requires_grad
         else:
             return general(first, second)
@@ -260,8 +263,8 @@ def binary_operator(op, rank: int = 0, general=None):
         out._node = node
         if op.save_inputs:  # the versions backward will check, as output_tensor notes them
             node.input_versions = [
-                first._version[0] if type(first) is Tensor else None,
-                second._version[0] if type(second) is Tensor else None,
+                first._version[0] if isinstance(first, Tensor) else None,
+                second._version[0] if isinstance(second, Tensor) else None,
             ]
         return out
 

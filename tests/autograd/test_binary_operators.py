@@ -80,6 +80,31 @@ def test_a_recorded_call_guards_its_inputs_against_in_place_changes():
         out.sum().backward()
 
 
+def test_a_parameter_operand_takes_the_short_steps_and_is_guarded(monkeypatch):
+    """A layer's ``weight * x`` (an RMSNorm's scale, a LayerScale): a Parameter is a tensor to
+    the operators, as to apply; its in-place change after the op is caught at backward."""
+    weight = bai.nn.Parameter(bai.tensor([2.0, 3.0]))
+    x = bai.tensor([1.0, -1.0], requires_grad=True)
+    square = bai.nn.Parameter(bai.tensor(np.ones((2, 2), np.float32)))
+
+    def general(*args, **kwargs):
+        raise AssertionError("took apply's general path")
+
+    monkeypatch.setattr(dispatch, "_unwrap", general)
+    for out in (weight * x, x * weight, weight + 1.0, 2.0 * weight, square @ square):
+        assert type(out) is bai.Tensor and out.requires_grad
+    monkeypatch.undo()
+    out = weight * x
+    out.sum().backward()
+    np.testing.assert_array_equal(weight.grad.numpy(), [1.0, -1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 3.0])
+    out = x * weight
+    with bai.no_grad():
+        weight.mul_(2.0)
+    with pytest.raises(bai.AutogradError, match=r"\[mul\] backward needs an input of 'mul'"):
+        out.sum().backward()
+
+
 def test_recorded_results_match_the_general_path_to_second_order():
     x = bai.tensor([0.5, -1.5], dtype=bai.float64, requires_grad=True)
     y = x * x * 3.0 - x / 2.0  # every op here takes the operators' short steps
