@@ -29,6 +29,8 @@ _FLOAT32_64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _numpy_float(*arrays) -> bool:
     """Whether every one of ``arrays`` is a float NumPy array."""
+    if len(arrays) == 1:  # the commonest call, without the generator's cost
+        return type(arrays[0]) is np.ndarray and arrays[0].dtype.kind == "f"
     return all(type(array) is np.ndarray and array.dtype.kind == "f" for array in arrays)
 
 

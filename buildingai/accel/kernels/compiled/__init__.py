@@ -32,6 +32,7 @@ the same names) and ``compiled/cuda_rows.py`` (row kernels as fused reductions a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -83,10 +84,9 @@ def compiled_twin(
 
     def mark(kernel):
         kernel.compiled_twin = (name, tuple(params))
-        if min_work is not None:
-            kernel.compiled_min_work = min_work
-        if strided:
-            kernel.compiled_strided = True
+        # every field set: a missing attribute costs a raised error on each twin call
+        kernel.compiled_min_work = MIN_WORK if min_work is None else min_work
+        kernel.compiled_strided = strided
         REGISTRY[kernel] = kernel.compiled_twin
         return kernel
 
@@ -152,7 +152,7 @@ def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
     if fit is None:
         return False
     name, params, twin, arrays, elements = fit
-    if params and hasattr(kernel, "func"):  # a functools.partial: its keywords are the params
+    if params and type(kernel) is functools.partial:  # its keywords are the params
         keywords = kernel.keywords
     _use_threads(elements if work is None else work)
     try:
@@ -174,7 +174,7 @@ def takes(kernel, arrays) -> bool:
 def _fit(kernel, arrays):
     """(twin name, parameter names, twin, arrays with absent ones filled in, elements touched)
     when ``kernel``'s twin takes ``arrays``, else None."""
-    marked = kernel.func if hasattr(kernel, "func") else kernel
+    marked = kernel.func if type(kernel) is functools.partial else kernel
     spec = getattr(marked, "compiled_twin", None)
     if spec is None or not _on():
         return None
@@ -182,7 +182,7 @@ def _fit(kernel, arrays):
         if array is None:
             arrays = [_ABSENT if entry is None else entry for entry in arrays]
             break
-    strided = getattr(marked, "compiled_strided", False)
+    strided = marked.compiled_strided  # (set with compiled_twin)
     work = 0
     for array in arrays:
         dtype = array.dtype  # (``is`` against the one float32 dtype: ``!=`` converts each time)
@@ -191,7 +191,7 @@ def _fit(kernel, arrays):
         if not array.flags.c_contiguous and not (strided and _rows_contiguous(array)):
             return None
         work += array.size
-    if work < MIN_WORK and work < getattr(marked, "compiled_min_work", MIN_WORK):
+    if work < MIN_WORK and work < marked.compiled_min_work:
         return None
     twin = _twin(spec[0])
     return None if twin is None else (spec[0], spec[1], twin, arrays, work)
