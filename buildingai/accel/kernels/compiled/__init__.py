@@ -254,9 +254,9 @@ def split_product(
 ) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays, or stacks of two batch
     axes, through ``compiled/gemm.py``'s BLAS: with ``cut``, one single-threaded call per block
-    on numba's threads (blocks of rows, of columns with ``by_columns``, or whole entries when there are
-    enough of them); without, one call per entry on the calling thread. ``work`` is the
-    multiply-adds; with ``accumulate``, out += a @ b. False, having done nothing, where the
+    on numba's threads (blocks of rows, of columns with ``by_columns``, or whole entries when
+    there are enough of them); without, one call per entry on the calling thread. ``work`` is
+    the multiply-adds; with ``accumulate``, out += a @ b. False, having done nothing, where the
     call does not fit or, with ``cut``, on one thread."""
     threads = thread_count(work) if cut else 1
     if not _on() or (cut and threads < 2):
