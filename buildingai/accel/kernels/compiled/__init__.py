@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import math
 import os
 import threading
 import warnings
@@ -210,7 +211,7 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
     """Run ``kernel``'s CUDA twin (``compiled/cuda.py``, or the row plans of ``cuda_rows.py``)
     on float32 CuPy ``arrays`` and return True; False, having done nothing, where it has none or
     the arrays do not fit."""
-    marked = kernel.func if hasattr(kernel, "func") else kernel
+    marked = kernel.func if type(kernel) is functools.partial else kernel
     spec = getattr(marked, "compiled_twin", None)
     if spec is None or not _on() or spec[0] in _gpu_failures:
         return False
@@ -221,7 +222,7 @@ def run_gpu(kernel, arrays, keywords=None) -> bool:
 
     try:
         if spec[0] in cuda_rows.TWINS:  # a plan of row reductions and maps
-            if hasattr(kernel, "func"):  # functools.partial: its keywords are the parameters
+            if type(kernel) is functools.partial:  # its keywords are the parameters
                 keywords = kernel.keywords
             cuda_rows.run(spec[0], arrays, keywords or {})
             return True
@@ -266,7 +267,7 @@ def split_product(
         return False
     if cut:
         _use_threads(work)
-    entries = int(np.prod(a.shape[:-2]))
+    entries = math.prod(a.shape[:-2])  # (Python ints: no array made for a product's count)
     parts = 0 if not cut else 1 if entries >= 2 * threads else threads
     try:
         return twin(a, b, out, parts, by_columns, accumulate)
