@@ -23,7 +23,7 @@ from ..ops.nn import LOG_SOFTMAX, LOG_SOFTMAX_GRAD, SOFTMAX, SOFTMAX_GRAD
 from ..ops.norm import STANDARDIZE, STANDARDIZE_GRAD
 from ..ops.reduce import kept_shape
 from .kernels import compiled
-from .kernels.compiled import compiled_twin
+from .kernels.compiled import ANY_SIZE, compiled_twin
 from .kernels.row_reduce import column_dot_into, row_dot, row_sum
 from .kernels.split import split_rows, trailing_rows
 from .registry import register
@@ -31,7 +31,7 @@ from .registry import register
 # ----- row kernels: (rows, n) arrays, each with its compiled twin ---------------------------------
 
 
-@compiled_twin("rows.softmax_rows")
+@compiled_twin("rows.softmax_rows", min_work=ANY_SIZE)
 def _softmax_kernel(xp, x, out):
     """Softmax of the rows of x (rows, n) into out, each row shifted by its own maximum."""
     xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
@@ -39,7 +39,7 @@ def _softmax_kernel(xp, x, out):
     out /= row_sum(xp, out)
 
 
-@compiled_twin("rows.softmax_rows_shifted", params=("shift",))
+@compiled_twin("rows.softmax_rows_shifted", params=("shift",), min_work=ANY_SIZE)
 def _softmax_rows_shifted(xp, x, out, *, shift):
     """Softmax of the rows of x (rows, n) shifted by ``shift``, the maximum of the whole input,
     instead of each row's own: a contiguous subtraction of a scalar instead of a per-row maximum
@@ -75,14 +75,14 @@ _SHARED_SHIFT_FLOOR = {
 }
 
 
-@compiled_twin("rows.softmax_grad_rows")
+@compiled_twin("rows.softmax_grad_rows", min_work=ANY_SIZE)
 def _softmax_grad_kernel(xp, grad, out, result):
     """``out * (grad - sum(grad * out))`` per row into result."""
     xp.subtract(grad, row_dot(xp, grad, out), out=result)
     result *= out
 
 
-@compiled_twin("rows.log_softmax_rows")
+@compiled_twin("rows.log_softmax_rows", min_work=ANY_SIZE)
 def _log_softmax_kernel(xp, x, out):
     """log_softmax of the rows of x (rows, n) into out: x - max - log(sum(exp(x - max)))."""
     xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
@@ -91,7 +91,7 @@ def _log_softmax_kernel(xp, x, out):
         out -= xp.log(row_sum(xp, xp.exp(out)))
 
 
-@compiled_twin("rows.log_softmax_grad_rows")
+@compiled_twin("rows.log_softmax_grad_rows", min_work=ANY_SIZE)
 def _log_softmax_grad_kernel(xp, grad, out, result):
     """``grad - exp(out) * sum(grad)`` per row into result."""
     total = row_sum(xp, grad)
@@ -100,7 +100,7 @@ def _log_softmax_grad_kernel(xp, grad, out, result):
     xp.subtract(grad, result, out=result)
 
 
-@compiled_twin("rows.standardize_rows", params=("eps",))
+@compiled_twin("rows.standardize_rows", params=("eps",), min_work=ANY_SIZE)
 def _standardize_rows(xp, x, out, rstd, *, eps):
     """Standardize each row of x (rows, features) into out; rstd (rows, 1) receives
     1 / sqrt(var + eps)."""
@@ -113,7 +113,7 @@ def _standardize_rows(xp, x, out, rstd, *, eps):
     out *= rstd
 
 
-@compiled_twin("rows.standardize_grad_rows")
+@compiled_twin("rows.standardize_grad_rows", min_work=ANY_SIZE)
 def _standardize_grad_rows(xp, g, xhat, rstd, out):
     """``rstd * (g - mean(g) - xhat * mean(g * xhat))`` per row of (rows, features) arrays."""
     scale = g.dtype.type(1 / g.shape[1])
@@ -123,7 +123,7 @@ def _standardize_grad_rows(xp, g, xhat, rstd, out):
     out *= rstd
 
 
-@compiled_twin("rows.layer_norm_rows", params=("weight", "bias", "eps"))
+@compiled_twin("rows.layer_norm_rows", params=("weight", "bias", "eps"), min_work=ANY_SIZE)
 def _layer_norm_rows(xp, x, xhat, out, rstd, *, weight, bias, eps) -> None:
     """Rows of x (rows, n) standardized into xhat (rstd (rows, 1): 1 / sqrt(var + eps)), and
     ``xhat * weight + bias`` into out; weight and bias (or None) are (n,)."""
@@ -133,7 +133,7 @@ def _layer_norm_rows(xp, x, xhat, out, rstd, *, weight, bias, eps) -> None:
         out += bias
 
 
-@compiled_twin("rows.layer_norm_input_grad_rows", params=("weight",))
+@compiled_twin("rows.layer_norm_input_grad_rows", params=("weight",), min_work=ANY_SIZE)
 def _layer_norm_input_grad_rows(xp, grad, xhat, rstd, out, *, weight) -> None:
     """The standardize gradient of ``grad * weight`` for rows (rows, n), weight (n,), into out."""
     xp.multiply(grad, weight, out=out)
@@ -152,7 +152,7 @@ def _column_dot_and_sum(xp, a, b, out) -> None:
     np.sum(a, axis=0, out=out[1])
 
 
-@compiled_twin("rows.cross_entropy_rows")
+@compiled_twin("rows.cross_entropy_rows", min_work=ANY_SIZE)
 def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
     """For rows of logits x (rows, C): probs = softmax(x), and per row (rows, 1) the maximum
     ``peak`` and ``log_total = log(sum(exp(x - peak)))``, so log_softmax(x) = x - peak -

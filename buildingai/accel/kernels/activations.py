@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.special import GELU_TANH_CUBIC, SQRT_2_OVER_PI
-from .compiled import compiled_twin
+from .compiled import ANY_SIZE, compiled_twin
 from .scalar_loops import extremum_with_scalar
 
 # ----- rectifiers ---------------------------------------------------------------------------------
@@ -22,7 +22,7 @@ def relu(xp, x, out) -> None:
     extremum_with_scalar(xp, xp.maximum, x, 0, out=out)
 
 
-@compiled_twin("activations.relu_grad")
+@compiled_twin("activations.relu_grad", min_work=ANY_SIZE)
 def relu_grad(xp, grad, out, result) -> None:
     """result = grad where out != 0, else 0, for float NumPy arrays of one shape."""
     kept = out != 0
@@ -52,14 +52,14 @@ def _leaky_slopes(xp, x, slopes, *, slope) -> None:
     slopes += slope
 
 
-@compiled_twin("activations.leaky_relu", params=("slope",))
+@compiled_twin("activations.leaky_relu", params=("slope",), min_work=ANY_SIZE)
 def leaky_relu(xp, x, out, *, slope) -> None:
     """out = x where x > 0, else slope * x (float NumPy arrays of one shape)."""
     _leaky_slopes(xp, x, out, slope=slope)
     out *= x
 
 
-@compiled_twin("activations.leaky_relu_grad", params=("slope",))
+@compiled_twin("activations.leaky_relu_grad", params=("slope",), min_work=ANY_SIZE)
 def leaky_relu_grad(xp, grad, x, result, *, slope) -> None:
     """result = grad where x > 0, else slope * grad (float NumPy arrays of one shape)."""
     _leaky_slopes(xp, x, result, slope=slope)
@@ -77,7 +77,7 @@ def reciprocal(xp, array):
     return xp.divide(1, array)
 
 
-@compiled_twin("activations.sigmoid")
+@compiled_twin("activations.sigmoid", min_work=ANY_SIZE)
 def sigmoid(xp, x, out) -> None:
     """out = 1 / (1 + exp(-x)) for arrays of one shape."""
     xp.negative(x, out=out)
@@ -109,7 +109,7 @@ def tanh_grad(xp, grad, t, out) -> None:
     out *= grad
 
 
-@compiled_twin("activations.silu")
+@compiled_twin("activations.silu", min_work=ANY_SIZE)
 def silu(xp, x, sigmoid_out, out) -> None:
     """sigmoid_out = 1 / (1 + exp(-x)) and out = x * sigmoid_out, for arrays of one shape."""
     sigmoid(xp, x, sigmoid_out)
@@ -141,7 +141,7 @@ def _replace_above(xp, out, scaled, threshold, replacement):
     return out
 
 
-@compiled_twin("activations.softplus", params=("beta", "threshold"))
+@compiled_twin("activations.softplus", params=("beta", "threshold"), min_work=ANY_SIZE)
 def softplus_float32(xp, x, out, *, beta, threshold) -> None:
     """out = log(1 + exp(beta x)) / beta, and x where beta x > threshold, for float32 NumPy
     arrays of one shape and a threshold below exp's overflow. log1p(exp(y)): exp cannot
@@ -156,7 +156,7 @@ def softplus_float32(xp, x, out, *, beta, threshold) -> None:
     _replace_above(xp, out, scaled, threshold, x)
 
 
-@compiled_twin("activations.softplus_grad", params=("beta", "threshold"))
+@compiled_twin("activations.softplus_grad", params=("beta", "threshold"), min_work=ANY_SIZE)
 def softplus_grad_float32(xp, grad, x, out, *, beta, threshold) -> None:
     """out = grad * sigmoid(beta x), and grad where beta x > threshold (float32 NumPy arrays
     of one shape)."""
@@ -169,7 +169,7 @@ def softplus_grad_float32(xp, grad, x, out, *, beta, threshold) -> None:
 # ----- gelu, tanh form (the exact form's float32 kernels are in gelu32.py) ------------------------
 
 
-@compiled_twin("activations.gelu_tanh")
+@compiled_twin("activations.gelu_tanh", min_work=ANY_SIZE)
 def gelu_tanh(xp, x, out, gate) -> None:
     """out = 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); gate is
     set to sigmoid(2u). One exp instead of a tanh: NumPy's float32 tanh is about twice as slow
@@ -188,7 +188,7 @@ def gelu_tanh(xp, x, out, gate) -> None:
     xp.multiply(x, gate, out=out)
 
 
-@compiled_twin("activations.gelu_tanh_grad")
+@compiled_twin("activations.gelu_tanh_grad", min_work=ANY_SIZE)
 def gelu_tanh_grad(xp, grad, x, gate, out) -> None:
     """out = grad * d/dx[x s(2u)] = grad * s (1 + 2 x u' (1 - s)), s = gate = sigmoid(2u),
     u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). 1 - s is computed again as sigmoid(-2u): taken

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .compiled import compiled_twin
+from .compiled import ANY_SIZE, compiled_twin
 
 # K(z), highest power first; erf(x / sqrt 2) = tanh(x K(x^2))
 _K = tuple(
@@ -36,7 +36,7 @@ _MINUS_HALF = np.float32(-0.5)
 _LOG_INV_SQRT_2PI = np.float32(-0.5 * math.log(2 * math.pi))
 
 
-@compiled_twin("activations.gelu")
+@compiled_twin("activations.gelu", min_work=ANY_SIZE)
 def gelu_forward(xp, x, out, cdf) -> None:
     """out = x Phi(x) and cdf = Phi(x) for float32 arrays of one shape (``out`` and ``cdf``
     distinct). Large |x| overflows x^2 and K harmlessly to inf (tanh(+-inf) = +-1)."""
@@ -54,7 +54,7 @@ def gelu_forward(xp, x, out, cdf) -> None:
     np.multiply(x, cdf, out=out)
 
 
-@compiled_twin("activations.gelu_grad")
+@compiled_twin("activations.gelu_grad", min_work=ANY_SIZE)
 def gelu_backward(xp, grad, x, cdf, out) -> None:
     """out = grad (Phi(x) + x phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi), with ``cdf`` the
     forward's Phi(x); float32 arrays of one shape."""

@@ -62,7 +62,7 @@ def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
             kernel(xp, *inputs, *outputs)
         return
     work = first.size * (len(inputs) + len(outputs))
-    small = first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.MIN_WORK
+    small = first.ndim and work < threads.MIN_PARALLEL_WORK and work < compiled.min_work(kernel)
     flat = None if small else flat_or_none(*inputs, *outputs)
     if flat is None:
         kernel(xp, *inputs, *outputs)

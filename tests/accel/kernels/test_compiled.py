@@ -367,6 +367,37 @@ def test_small_arrays_run_the_numpy_kernel(monkeypatch):
     assert compiled.run(activations.relu, [large, np.empty_like(large)])
 
 
+def test_twins_of_several_numpy_passes_take_the_smallest_calls(monkeypatch):
+    monkeypatch.setattr(compiled, "MIN_WORK", 1 << 14)  # this folder's conftest lowers it
+    small = np.linspace(-3.0, 3.0, 16, dtype=np.float32)
+    out = np.empty_like(small)
+    softplus = functools.partial(activations.softplus_float32, beta=1.0, threshold=20.0)
+    for kernel in (activations.sigmoid, softplus, fused.hardswish, fused.logsigmoid):
+        assert compiled.min_work(kernel) == compiled.ANY_SIZE  # (a partial: its function's)
+        assert compiled.takes(kernel, [small, out])
+    # one NumPy pass, or two cheap ones: below MIN_WORK NumPy's own calls are the cheaper
+    for kernel in (activations.relu, activations.tanh):
+        assert compiled.min_work(kernel) == 1 << 14
+        assert not compiled.takes(kernel, [small, out])
+
+
+def test_a_small_element_wise_op_runs_a_twin_that_takes_any_size(monkeypatch):
+    monkeypatch.setattr(compiled, "MIN_WORK", 1 << 14)
+    calls = []
+    real_run = compiled.run
+
+    def spy(kernel, arrays, keywords=None, work=None):
+        taken = real_run(kernel, arrays, keywords, work)
+        calls.append((getattr(kernel, "func", kernel).__name__, taken))
+        return taken
+
+    monkeypatch.setattr(compiled, "run", spy)
+    x = np.linspace(-3.0, 3.0, 12, dtype=np.float32).reshape(3, 4)
+    y = bai.nn.functional.sigmoid(bai.tensor(x))
+    assert calls == [("sigmoid", True)]
+    np.testing.assert_allclose(y.numpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
+
+
 def test_a_failing_twin_is_dropped_with_a_warning_and_its_numpy_kernel_runs(monkeypatch):
     def broken(*arrays):
         raise RuntimeError("cannot cache function: no locator available")

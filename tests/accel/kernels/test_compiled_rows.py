@@ -218,6 +218,50 @@ def test_every_row_twin_has_a_case():
         )
 
 
+# the row kernels whose NumPy form makes one call per step of a row's formula: their twins take
+# calls of any size (the others, one or two passes, only from compiled.MIN_WORK elements on)
+SEVERAL_PASSES = {
+    "softmax_rows",
+    "softmax_rows_shifted",
+    "softmax_grad_rows",
+    "log_softmax_rows",
+    "log_softmax_grad_rows",
+    "standardize_rows",
+    "layer_norm_rows",
+    "standardize_grad_rows",
+    "layer_norm_input_grad_rows",
+    "cross_entropy_rows",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL_PASSES))
+def test_twins_of_several_passes_take_a_single_short_row(monkeypatch, name):
+    monkeypatch.setattr(compiled, "MIN_WORK", 1 << 14)  # this folder's conftest lowers it
+    assert CASES[name][0].compiled_min_work == compiled.ANY_SIZE
+    expected, got = _run_both(name, 1, 3)  # asserts that the twin ran
+    for reference, twin in zip(expected, got):
+        np.testing.assert_allclose(twin, reference, rtol=1e-6, atol=1e-6)
+
+
+def test_a_small_cross_entropy_runs_its_row_twin(monkeypatch):
+    monkeypatch.setattr(compiled, "MIN_WORK", 1 << 14)
+    ran = []
+    real_run = compiled.run
+
+    def spy(kernel, arrays, keywords=None, work=None):
+        taken = real_run(kernel, arrays, keywords, work)
+        ran.append((getattr(kernel, "func", kernel).__name__, taken))
+        return taken
+
+    monkeypatch.setattr(compiled, "run", spy)
+    logits = np.float32([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0]])
+    loss = F.cross_entropy(bai.tensor(logits), bai.tensor(np.array([0, 1])))
+    assert ("_cross_entropy_rows", True) in ran
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(loss.item(), -(log_probs[0, 0] + log_probs[1, 1]) / 2, rtol=1e-6)
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_twin_matches_its_numpy_reference(name, shape):

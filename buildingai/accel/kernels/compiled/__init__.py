@@ -54,6 +54,9 @@ ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 MIN_PARALLEL_WORK = 1 << 16
 # Below this many, the NumPy kernel runs: numba's dispatch costs more than the passes it saves.
 MIN_WORK = 1 << 14
+# ``min_work`` of a twin whose NumPy kernel makes several passes, or several NumPy calls per row:
+# the twin's one call is faster from the smallest call on (benchmarks/small_ops.py)
+ANY_SIZE = 1
 SPIN_COUNT = 3000  # rounds an idle numba thread spins before it sleeps (see _start_threads)
 
 TWINS = registry.register_switch(
@@ -165,6 +168,13 @@ def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
         _give_up(name, error)
         return False
     return True
+
+
+def min_work(kernel) -> int:
+    """The fewest elements touched (all arrays together) from which ``kernel``'s twin takes a
+    call; ``MIN_WORK`` for a kernel without a twin."""
+    marked = kernel.func if type(kernel) is functools.partial else kernel
+    return getattr(marked, "compiled_min_work", MIN_WORK)
 
 
 def takes(kernel, arrays) -> bool:
@@ -424,7 +434,7 @@ def thread_count(work: int) -> int:
     """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
     element-wise thread count for large work; one inside a pool thread, for small work, or
     while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
-    if not _on() or work < MIN_PARALLEL_WORK or inside_pool() or blas_spinning():
+    if work < MIN_PARALLEL_WORK or not _on() or inside_pool() or blas_spinning():
         return 1
     count = get_num_threads()
     numba = _numba() if count > 1 else None  # one thread asked for: numba need not load
