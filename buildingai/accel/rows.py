@@ -451,7 +451,7 @@ def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
     if probs.dtype == coefficient.dtype == np.float32:
         out = xp.empty_like(probs)
         rows = trailing_rows((axis,), probs, coefficient, out)
-        if rows is not None:  # N >= 2
+        if rows is not None:
             split_rows(xp, _scale_rows, *rows)
         else:
             out = None

@@ -73,8 +73,8 @@ def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
 def trailing_rows(axes, *arrays):
     """``(rows, -1)`` views of ``arrays`` when ``axes`` are the trailing axes of the first one
     and the arrays are C-contiguous, all NumPy or all CuPy, with the same leading dimensions (so
-    row r of each view belongs to the same slice); else None. Reduced arrays (kept dimensions)
-    fit too.
+    row r of each view belongs to the same slice) and at least one row; else None. Reduced
+    arrays (kept dimensions) fit too.
     """
     first = arrays[0]
     ndim = first.ndim
@@ -86,6 +86,6 @@ def trailing_rows(axes, *arrays):
     rows = 1
     for extent in leading:
         rows *= extent
-    if rows < 2 or any(array.shape[: len(leading)] != leading for array in arrays):
+    if rows < 1 or any(array.shape[: len(leading)] != leading for array in arrays):
         return None
     return [array.reshape(rows, -1) for array in arrays]
