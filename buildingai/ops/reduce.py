@@ -39,8 +39,9 @@ def reduced_count(shape: tuple, axes) -> int:
 
 def _spread(ctx, grad):
     """The output gradient (or any output-shaped tensor) broadcast back to the input shape."""
-    if not ctx.attrs["keepdims"]:
-        grad = grad.reshape(kept_shape(ctx.input_shape, ctx.attrs["axes"]))
+    axes = ctx.attrs["axes"]
+    if not ctx.attrs["keepdims"] and axes is not None:  # (a sum of all is 0-d: it expands as is)
+        grad = grad.reshape(kept_shape(ctx.input_shape, axes))
     return grad.expand(ctx.input_shape)
 
 
