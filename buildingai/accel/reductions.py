@@ -47,12 +47,18 @@ def _sum(ctx, xp, x, *, axes, keepdims):
 
 
 def _mean_fits(xp, x, *, axes, keepdims) -> bool:
+    if axes is None:  # every element: NumPy's own sum, without ``np.mean``'s Python steps
+        return _float_numpy(x) and x.size > 0
     return (
         _sum_fits(xp, x, axes=axes, keepdims=keepdims) and reduce.reduced_count(x.shape, axes) > 0
     )
 
 
 def _mean(ctx, xp, x, *, axes, keepdims):
+    if axes is None:  # the sum and the divide ``np.mean`` makes: the same bits
+        ctx.input_shape = x.shape
+        total = np.add.reduce(x, axis=None, keepdims=keepdims)
+        return total / x.dtype.type(x.size)
     total = _sum(ctx, xp, x, axes=axes, keepdims=keepdims)
     total /= x.dtype.type(reduce.reduced_count(x.shape, axes))
     return total
@@ -104,7 +110,8 @@ register(
     _mean_fits,
     _mean,
     name="mean.rows_and_columns",
-    description="the sum as sum.rows_and_columns takes it, divided by the count",
+    description="the sum as sum.rows_and_columns takes it, divided by the count; the mean of "
+    "every element as NumPy's sum and one divide",
 )
 register(
     reduce.CUMSUM,

@@ -189,6 +189,23 @@ def test_clamp_takes_the_rows_for_large_arrays_only():
     assert not fits(np, large, 0.5, 1.0) and not fits(np, large, large, None)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (3,), (4, 256), (7, 5, 3)])
+def test_the_mean_of_every_element_gives_numpy_s_bits(dtype, shape, accel_on):
+    entry = registry.kernel("mean.rows_and_columns")
+    x = np.asarray(np.random.default_rng(2).standard_normal(shape) * 100, dtype)
+    for keepdims in (False, True):
+        assert entry.applies(np, x, axes=None, keepdims=keepdims)
+        got = np.asarray(entry.run(types.SimpleNamespace(), np, x, axes=None, keepdims=keepdims))
+        expected = np.asarray(np.mean(x, keepdims=keepdims))
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        assert np.array_equal(got, expected)
+    tensor = bai.tensor(x, requires_grad=True)
+    tensor.mean().backward()
+    np.testing.assert_array_equal(tensor.grad.numpy(), np.full(shape, 1 / max(x.size, 1), dtype))
+    assert not entry.applies(np, x[:0] if x.ndim else x.reshape(1)[:0], axes=None, keepdims=False)
+
+
 @pytest.mark.parametrize("number_side", [1, 2])
 def test_where_selects_an_array_against_a_number_exactly(number_side, accel_on):
     pytest.importorskip("numba")
