@@ -172,9 +172,9 @@ def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
 
 def min_work(kernel) -> int:
     """The fewest elements touched (all arrays together) from which ``kernel``'s twin takes a
-    call; ``MIN_WORK`` for a kernel without a twin."""
+    call, as ``_fit`` decides it; ``MIN_WORK`` for a kernel without a twin."""
     marked = kernel.func if type(kernel) is functools.partial else kernel
-    return getattr(marked, "compiled_min_work", MIN_WORK)
+    return min(MIN_WORK, getattr(marked, "compiled_min_work", MIN_WORK))
 
 
 def takes(kernel, arrays) -> bool:
