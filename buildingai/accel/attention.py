@@ -28,15 +28,17 @@ from ..ops.attention import (
     heads,
     items,
 )
-from .kernels.compiled import compiled_twin
+from .kernels.compiled import ANY_SIZE, compiled_twin
 from .kernels.split import split_rows
 from .registry import register
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-# min_work=1: even a tiny item costs the NumPy kernel a dozen passes, the twin one call
-@compiled_twin("attention.attention_forward", params=("scale", "causal"), min_work=1, strided=True)
+# any size: even a tiny item costs the NumPy kernel a dozen passes, the twin one call
+@compiled_twin(
+    "attention.attention_forward", params=("scale", "causal"), min_work=ANY_SIZE, strided=True
+)
 def _forward_entries(xp, q, k, v, out, weights, *, scale, causal):
     """out (B, L, H, Ev), each position's heads side by side, and weights (B, H, L, S) of
     entries q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev)."""
@@ -44,7 +46,9 @@ def _forward_entries(xp, q, k, v, out, weights, *, scale, causal):
     out[...] = xp.matmul(weights, v).swapaxes(1, 2)
 
 
-@compiled_twin("attention.attention_grad", params=("scale", "causal"), min_work=1, strided=True)
+@compiled_twin(
+    "attention.attention_grad", params=("scale", "causal"), min_work=ANY_SIZE, strided=True
+)
 def _gradient_entries(xp, grad, q, k, v, weights, packed, *, scale, causal):
     """packed (B, H*(L*E + S*E + S*Ev)): each entry's dq, dk and dv, heads inside
     (``packed_gradients``), from grad (B, H, L, Ev), q, k, v and weights (B, H, L, S)."""
