@@ -422,7 +422,8 @@ def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduct
     split_rows(xp, _cross_entropy_rows, *rows)
     valid = target != ignore_index
     all_valid = bool(valid.all())
-    index = xp.expand_dims(target if all_valid else xp.where(valid, target, 0), axis)
+    # (the classes' axis is the last one: the index is the target with a unit axis after it)
+    index = (target if all_valid else xp.where(valid, target, 0))[..., None]
     log_probs = _at_targets(xp, x, index, axis) - peak - log_total
     if weight is not None or not all_valid:
         return CROSS_ENTROPY.weighted_losses(

@@ -42,7 +42,15 @@ _asked = {"count": None, "gemm": None}  # what set_num_threads was last asked
 _offered = {"own_blas": False, "one_pool": False}
 _blas = {"last": -math.inf}  # perf_counter() of the last BLAS call noted
 _lock = threading.Lock()
-_inside = threading.local()  # set in pool threads: a nested parallel_for runs serially there
+
+
+class _PoolThread(threading.local):
+    """Set in pool threads: a nested parallel_for runs serially there."""
+
+    flag = False  # the class's value on threads that never set it: no raised lookup to read it
+
+
+_inside = _PoolThread()
 
 
 def set_num_threads(count: int | str | None, *, gemm: bool | None = None) -> None:
@@ -195,13 +203,7 @@ def parallel_for(kernel, length: int, work: int | None = None) -> None:
     threads = get_num_threads()
     if work is None:
         work = length
-    if (
-        threads == 1
-        or work < MIN_PARALLEL_WORK
-        or length < 2
-        or getattr(_inside, "flag", False)
-        or blas_spinning()
-    ):
+    if threads == 1 or work < MIN_PARALLEL_WORK or length < 2 or _inside.flag or blas_spinning():
         kernel(0, length)
         return
     threads = min(threads, length)
@@ -220,7 +222,7 @@ def parallel_for(kernel, length: int, work: int | None = None) -> None:
 
 def inside_pool() -> bool:
     """Whether the calling thread is one of the pool's (where nested work runs serially)."""
-    return getattr(_inside, "flag", False)
+    return _inside.flag
 
 
 def _run_inside(kernel, start: int, stop: int) -> None:

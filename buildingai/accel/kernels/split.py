@@ -39,7 +39,12 @@ def split_rows(xp, kernel, *arrays) -> None:
 def _contiguous_alike(arrays) -> bool:
     """Whether ``arrays`` are C-contiguous arrays of one type: all NumPy or all CuPy."""
     kind = type(arrays[0])
-    return all(type(array) is kind and array.flags.c_contiguous for array in arrays)
+    contiguous = True
+    for array in arrays:  # a loop, not all(): a generator costs more on every kernel call
+        if type(array) is not kind or not array.flags.c_contiguous:
+            contiguous = False
+            break
+    return contiguous
 
 
 def _contiguous(arrays) -> bool:
@@ -49,7 +54,9 @@ def _contiguous(arrays) -> bool:
 
 def flat_or_none(*arrays):
     """Flat views of ``arrays`` when every one is a C-contiguous NumPy array, else None."""
-    return [array.reshape(-1) for array in arrays] if _contiguous(arrays) else None
+    if not _contiguous(arrays):
+        return None
+    return [array.reshape(-1) for array in arrays]
 
 
 def elementwise(xp, kernel, inputs: tuple, outputs: tuple) -> None:
@@ -77,15 +84,26 @@ def trailing_rows(axes, *arrays):
     arrays (kept dimensions) fit too.
     """
     first = arrays[0]
-    ndim = first.ndim
-    if ndim == 0 or sorted(axis % ndim for axis in axes) != list(range(ndim - len(axes), ndim)):
+    ndim, count = first.ndim, len(axes)
+    if ndim == 0:
+        return None
+    if count == 1:  # the commonest call, the last axis, without sorting
+        if axes[0] % ndim != ndim - 1:
+            return None
+    elif sorted(axis % ndim for axis in axes) != list(range(ndim - count, ndim)):
         return None
     if not _contiguous_alike(arrays):
         return None
-    leading = first.shape[: ndim - len(axes)]
+    lead = ndim - count
+    leading = first.shape[:lead]
     rows = 1
     for extent in leading:
         rows *= extent
-    if rows < 1 or any(array.shape[: len(leading)] != leading for array in arrays):
+    if rows < 1:
         return None
-    return [array.reshape(rows, -1) for array in arrays]
+    views = []
+    for array in arrays:
+        if array.shape[:lead] != leading:
+            return None
+        views.append(array.reshape(rows, -1))
+    return views

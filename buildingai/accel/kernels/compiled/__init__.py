@@ -68,7 +68,15 @@ TWINS = registry.register_switch(
 TWINS.switched_on = env_switch(ENV_VAR, default=True)
 _state = {"numba": None, "error": None}
 _twins: dict = {}  # "module.function" -> the compiled function, once loaded
-_threads = threading.local()  # the numba thread count last set from this thread
+
+
+class _LaunchingThread(threading.local):
+    """The numba thread count last set from this thread (None: not yet)."""
+
+    count = None  # the class's value on threads that never set it: no raised lookup to read it
+
+
+_threads = _LaunchingThread()
 _starting = threading.Lock()
 REGISTRY: dict = {}  # NumPy kernel -> (twin name, params), for tests and ``status``
 _ABSENT = np.empty(0, np.float32)  # what a twin receives for an optional array given as None
@@ -434,10 +442,12 @@ def thread_count(work: int) -> int:
     """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
     element-wise thread count for large work; one inside a pool thread, for small work, or
     while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
-    if work < MIN_PARALLEL_WORK or not _on() or inside_pool() or blas_spinning():
+    if work < MIN_PARALLEL_WORK:
         return 1
-    count = get_num_threads()
-    numba = _numba() if count > 1 else None  # one thread asked for: numba need not load
+    count = get_num_threads()  # (one thread asked for: numba need not load)
+    if count == 1 or not _on() or inside_pool() or blas_spinning():
+        return 1
+    numba = _numba()
     return 1 if numba is None else min(count, numba.config.NUMBA_NUM_THREADS)
 
 
@@ -445,7 +455,7 @@ def _use_threads(work: int) -> None:
     """Set numba's thread count for this launching thread to ``thread_count(work)``."""
     numba = _state["numba"]
     count = thread_count(work)
-    if getattr(_threads, "count", None) != count:
+    if _threads.count != count:
         numba.set_num_threads(count)
         _threads.count = count
 
