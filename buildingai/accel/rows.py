@@ -447,7 +447,7 @@ def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduct
 def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
     """(N, C): the scaled softmax with rows cut across threads (float32), and the one-hot part
     subtracted with one fancy index."""
-    coefficient = xp.expand_dims(grad * scale, axis)  # (N, 1)
+    coefficient = (grad * scale)[:, None]  # (N, 1)
     out = None
     if probs.dtype == coefficient.dtype == np.float32:
         out = xp.empty_like(probs)
