@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accel.vector_blas import add_scaled
 from ..autograd import dispatch
 from ..autograd.mode import grad_mode
 from ..autograd.tensor import Tensor
@@ -110,6 +111,21 @@ def _in_place(
     return x
 
 
+def _scaled_in_blas(x: Tensor, other, alpha, name: str) -> bool:
+    """``x += alpha * other`` as one pass of acceleration's BLAS binding (``add_scaled``), the
+    commonest hand-written update (``p.data.add_(p.grad, alpha=-lr)``), where nothing records
+    or watches it and ``other`` is a Tensor of x's shape and dtype; False, having done nothing,
+    elsewhere."""
+    if not isinstance(other, Tensor) or _records(x, (other,)) or dispatch.active_modes():
+        return False
+    if tuple(other.shape) != tuple(x.shape) or type(alpha) not in (int, float):
+        return False
+    if not add_scaled(array_namespace(x.array), alpha, other.array, x.array):
+        return False
+    _bump(x, name)
+    return True
+
+
 def _check_keeps_shape(x: Tensor, name: str, forms: tuple[str, str], *others) -> None:
     """Refuse an operand that would broadcast ``x`` larger: an in-place op keeps ``x``'s shape
     (PyTorch: "output with shape [3] doesn't match the broadcast shape [2, 3]"). ``forms`` are
@@ -162,6 +178,8 @@ def add_(x: Tensor, other, alpha=1) -> Tensor:
     """``x += alpha * other`` in place."""
     _check_keeps_shape(x, "add_", ("x += other", "x = x + other"), other)
     if alpha != 1:
+        if _scaled_in_blas(x, other, alpha, "add_"):
+            return x
         other = other * alpha
     xp = array_namespace(x.array)
     return _in_place(
@@ -177,6 +195,8 @@ def sub_(x: Tensor, other, alpha=1) -> Tensor:
     """``x -= alpha * other`` in place."""
     _check_keeps_shape(x, "sub_", ("x -= other", "x = x - other"), other)
     if alpha != 1:
+        if _scaled_in_blas(x, other, -alpha, "sub_"):
+            return x
         other = other * alpha
     xp = array_namespace(x.array)
     return _in_place(

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..accel.vector_blas import sum_of_squares
 from ..autograd import Tensor
 from ..autograd.engine import defer_to_update
 from ..backend import array_namespace
@@ -43,6 +44,9 @@ def _vector_norm(xp, array, norm_type: float) -> float:
         array = array.astype(xp.float32)
     flat = array.reshape(-1)
     if norm_type == 2.0:
+        squares = sum_of_squares(xp, flat)  # one BLAS pass where acceleration's binding takes it
+        if squares is not None:
+            return math.sqrt(squares)
         if xp is np and own_blas():
             # one pool: NumPy's BLAS threads stay asleep (a threaded dot would leave them
             # spinning on the pool's cores, and the next step's kernels on one thread)

@@ -106,3 +106,52 @@ def test_with_acceleration_off_the_sums_are_array_operations(accel_off, monkeypa
     assert not vector_blas.available()
     assert vector_blas.status()["detail"].startswith("acceleration off")
     assert not bai.accel.is_enabled()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_scaled_is_one_axpy_pass(enabled, dtype):
+    x, y = _vectors(dtype, LARGE)
+    expected = y.astype(np.float64) - 0.37 * x.astype(np.float64)
+    took = vector_blas.add_scaled(np, -0.37, x, y)
+    assert took == (enabled and vector_blas.available())
+    if took:  # (where BLAS declined, nothing was written)
+        tolerance = 1e-6 if dtype == np.float32 else 1e-14
+        np.testing.assert_allclose(y, expected, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("case", ["small", "strided", "mixed dtypes", "overlapping", "read-only"])
+def test_add_scaled_declines_what_blas_cannot_take_and_writes_nothing(accel_on, case):
+    x, y = _vectors(np.float32, 2 * LARGE)
+    if case == "small":
+        x, y = x[:7], y[:7]
+    elif case == "strided":
+        x, y = x[::2], y[:LARGE]
+    elif case == "mixed dtypes":
+        x = x.astype(np.float64)
+    elif case == "overlapping":
+        x, y = y[: LARGE + 1], y[1 : LARGE + 2]
+    else:
+        y.flags.writeable = False
+    before = y.copy()
+    assert not vector_blas.add_scaled(np, 0.5, x, y)
+    np.testing.assert_array_equal(y, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_of_squares_is_one_dot_pass(enabled, dtype):
+    x, _ = _vectors(dtype, 40 * LARGE)
+    exact = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+    total = vector_blas.sum_of_squares(np, x)
+    if not (enabled and vector_blas.available()):
+        assert total is None
+        return
+    # BLAS sums in the array's dtype: float32 within a few 1e-6 at this length
+    assert abs(total - exact) <= (2e-5 if dtype == np.float32 else 1e-13) * exact
+    assert vector_blas.sum_of_squares(np, x[:7]) is None  # small: array operations
+    assert vector_blas.sum_of_squares(np, x[::2]) is None  # strided
+
+
+def test_with_acceleration_off_nothing_is_taken(accel_off):
+    x, y = _vectors(np.float32, LARGE)
+    assert not vector_blas.add_scaled(np, 0.5, x, y)
+    assert vector_blas.sum_of_squares(np, x) is None

@@ -113,3 +113,23 @@ def test_clip_hooks_on_an_optimizer():
     optimizer.step()
     for o in ours:
         assert np.all(np.abs(o.numpy()) <= 0.1 + 1e-15)
+
+
+def test_clip_grad_norm_of_large_float32_gradients(accel_on):
+    """Gradients large enough for acceleration's BLAS binding: the norm's sum is one ``dot``
+    pass per gradient, within float32 round-off of the float64 norm and within 1.5x PyTorch's
+    own float32 error, and every gradient is scaled as PyTorch scales it."""
+    rng = np.random.default_rng(3)
+    shapes = [(1000, 256), (300,), (256, 256)]
+    grads = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+    ours = [bai.tensor(np.zeros(shape, np.float32), requires_grad=True) for shape in shapes]
+    theirs = [torch.zeros(shape, requires_grad=True) for shape in shapes]
+    for o, t, g in zip(ours, theirs, grads):
+        o.grad, t.grad = bai.tensor(g.copy()), torch.tensor(g.copy())
+    exact = math.sqrt(sum(float(np.square(g.astype(np.float64)).sum()) for g in grads))
+    total = clip_grad_norm_(ours, 1.0).item()
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 1.0).item()
+    assert abs(total - exact) <= 1e-5 * exact
+    assert abs(total - exact) <= max(1.5 * abs(expected - exact), 1e-6 * exact)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-9)
