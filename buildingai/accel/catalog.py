@@ -16,4 +16,5 @@ from . import (  # noqa: F401
     resize,
     rnn_cell_step,
     rows,
+    updates,
 )

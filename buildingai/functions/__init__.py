@@ -5,6 +5,7 @@ from . import (
     activation,
     arrangement,
     closeness,
+    conjugate,
     creation,
     dtype_info,
     elementwise,
@@ -33,6 +34,7 @@ from . import (
 from .activation import *
 from .arrangement import *
 from .closeness import *
+from .conjugate import *
 from .creation import *
 from .dtype_info import *
 from .elementwise import *
@@ -74,5 +76,6 @@ __all__ += dtype_info.__all__ + tensor_queries.__all__ + closeness.__all__
 __all__ += pointwise_compositions.__all__
 __all__ += arrangement.__all__ + searching.__all__ + statistics.__all__ + trigonometry.__all__
 __all__ += linear_algebra.__all__ + scattering.__all__
+__all__ += conjugate.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders

@@ -111,12 +111,18 @@ def _in_place(
     return x
 
 
+def outside_the_graph(x: Tensor, others: tuple) -> bool:
+    """Whether an in-place update of ``x`` by ``others`` may run on the arrays alone: nothing
+    records it and no dispatch mode watches it."""
+    return not _records(x, others) and not dispatch.active_modes()
+
+
 def _scaled_in_blas(x: Tensor, other, alpha, name: str) -> bool:
     """``x += alpha * other`` as one pass of acceleration's BLAS binding (``add_scaled``), the
     commonest hand-written update (``p.data.add_(p.grad, alpha=-lr)``), where nothing records
     or watches it and ``other`` is a Tensor of x's shape and dtype; False, having done nothing,
     elsewhere."""
-    if not isinstance(other, Tensor) or _records(x, (other,)) or dispatch.active_modes():
+    if not isinstance(other, Tensor) or not outside_the_graph(x, (other,)):
         return False
     if tuple(other.shape) != tuple(x.shape) or type(alpha) not in (int, float):
         return False

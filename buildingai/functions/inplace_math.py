@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..accel.updates import fused_update
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from . import elementwise, pointwise_compositions
-from .inplace import _check_keeps_shape, _in_place
+from .inplace import _bump, _check_keeps_shape, _in_place, outside_the_graph
 
 
 def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tensor]) -> Tensor:
@@ -25,6 +26,20 @@ def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tens
         array_namespace(array).copyto(array, compute(Tensor(array)).array, casting="same_kind")
 
     return _in_place(x, name, others, compute, write, reads_previous=True)
+
+
+def _fused(x: Tensor, name: str, others: tuple, scalar) -> bool:
+    """The update as one kernel of acceleration's (``accel/updates.py``), and True, where
+    nothing records or watches it, ``others`` are Tensors and ``scalar`` a number; False,
+    having done nothing, elsewhere (the formula then runs)."""
+    if type(scalar) not in (int, float) or not all(isinstance(t, Tensor) for t in others):
+        return False
+    if not outside_the_graph(x, others):
+        return False
+    if not fused_update(name, x.array, tuple(t.array for t in others), scalar):
+        return False
+    _bump(x, name)
+    return True
 
 
 def _unary(name: str, function: Callable[[Tensor], Tensor]):
@@ -74,6 +89,8 @@ def addcmul_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
     """``x += value * tensor1 * tensor2`` in place."""
     forms = ("x.addcmul_(a, b)", "x = x.addcmul(a, b)")
     _check_keeps_shape(x, "addcmul_", forms, tensor1, tensor2)
+    if _fused(x, "addcmul_", (tensor1, tensor2), value):
+        return x
     return _write(x, "addcmul_", (tensor1, tensor2),
                   lambda p: pointwise_compositions.addcmul(p, tensor1, tensor2, value=value))  # fmt: skip
 
@@ -82,6 +99,8 @@ def addcdiv_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
     """``x += value * tensor1 / tensor2`` in place."""
     forms = ("x.addcdiv_(a, b)", "x = x.addcdiv(a, b)")
     _check_keeps_shape(x, "addcdiv_", forms, tensor1, tensor2)
+    if _fused(x, "addcdiv_", (tensor1, tensor2), value):
+        return x
     return _write(x, "addcdiv_", (tensor1, tensor2),
                   lambda p: pointwise_compositions.addcdiv(p, tensor1, tensor2, value=value))  # fmt: skip
 
@@ -89,6 +108,8 @@ def addcdiv_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
 def lerp_(x: Tensor, end, weight) -> Tensor:
     """``x += weight * (end - x)`` in place."""
     _check_keeps_shape(x, "lerp_", ("x.lerp_(end, w)", "x = x.lerp(end, w)"), end, weight)
+    if _fused(x, "lerp_", (end,), weight):
+        return x
     return _write(x, "lerp_", (end, weight),
                   lambda p: pointwise_compositions.lerp(p, end, weight))  # fmt: skip
 

@@ -118,6 +118,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
         test_compiled_pool_windows,
         test_compiled_recurrence,
         test_compiled_rows,
+        test_compiled_updates,
     )
 
     covered = (
@@ -130,6 +131,7 @@ def test_every_twin_has_a_case_here_or_with_the_row_kernels():
     covered |= test_compiled_conv.CASES | test_compiled_recurrence.CASES
     covered |= test_compiled_channel_norm.CASES
     covered |= test_compiled_index.CASES
+    covered |= set(test_compiled_updates.CASES)
     covered |= test_compiled_depthwise.CASES
     covered |= test_compiled_pool_windows.CASES
     covered |= test_prelu.CASES
