@@ -155,3 +155,25 @@ def test_with_acceleration_off_nothing_is_taken(accel_off):
     x, y = _vectors(np.float32, LARGE)
     assert not vector_blas.add_scaled(np, 0.5, x, y)
     assert vector_blas.sum_of_squares(np, x) is None
+
+
+def test_two_threads_add_and_sum_at_once(accel_on):
+    """Each thread's calls see only its own arrays (the own copy is held at one thread and
+    called from both)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(seed):
+        x, y = _vectors(np.float32, LARGE, seed)
+        expected = y.astype(np.float64) + 0.5 * x.astype(np.float64)
+        for _ in range(20):
+            squares = vector_blas.sum_of_squares(np, x)
+        took = vector_blas.add_scaled(np, 0.5, x, y)
+        exact = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+        return took, y, expected, squares, exact
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(work, [1, 2]))
+    for took, y, expected, squares, exact in results:
+        if took:
+            np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+            assert abs(squares - exact) <= 1e-5 * exact

@@ -135,3 +135,22 @@ def test_the_update_bumps_the_version_and_views_see_it(accel_on, fused):
     x.addcmul_(bai.ones(SIZE), bai.ones(SIZE), value=2.0)
     assert x._version[0] == version + 1 and fused == ["addcmul_"]
     np.testing.assert_array_equal(view.numpy(), np.full(10, 2.0, np.float32))
+
+
+def test_two_threads_update_their_own_tensors_at_once(accel_on):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(seed):
+        x, a, b = _arrays(3, seed=seed, positive=True)
+        ours = bai.tensor(x.copy())
+        with bai.no_grad():
+            for _ in range(10):
+                ours.addcdiv_(bai.tensor(a), bai.tensor(b), value=-0.01)
+        expected = torch.tensor(x.copy())
+        for _ in range(10):
+            expected.addcdiv_(torch.tensor(a), torch.tensor(b), value=-0.01)
+        return ours.numpy(), expected.numpy()
+
+    with ThreadPoolExecutor(2) as pool:
+        for ours, theirs in pool.map(work, [1, 2]):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
