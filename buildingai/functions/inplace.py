@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accel.vector_blas import MIN_SIZE as BLAS_MIN_SIZE
 from ..accel.vector_blas import add_scaled
 from ..autograd import dispatch
 from ..autograd.mode import grad_mode
@@ -122,7 +123,9 @@ def _scaled_in_blas(x: Tensor, other, alpha, name: str) -> bool:
     commonest hand-written update (``p.data.add_(p.grad, alpha=-lr)``), where nothing records
     or watches it and ``other`` is a Tensor of x's shape and dtype; False, having done nothing,
     elsewhere."""
-    if not isinstance(other, Tensor) or not outside_the_graph(x, (other,)):
+    if not isinstance(other, Tensor) or x.array.size < BLAS_MIN_SIZE:  # (the cheapest tests)
+        return False
+    if not outside_the_graph(x, (other,)):
         return False
     if tuple(other.shape) != tuple(x.shape) or type(alpha) not in (int, float):
         return False
@@ -183,35 +186,43 @@ def _keep_none_of(previous: Tensor, value, shape: tuple) -> Tensor:
 def add_(x: Tensor, other, alpha=1) -> Tensor:
     """``x += alpha * other`` in place."""
     _check_keeps_shape(x, "add_", ("x += other", "x = x + other"), other)
-    if alpha != 1:
-        if _scaled_in_blas(x, other, alpha, "add_"):
-            return x
-        other = other * alpha
+    if alpha != 1 and _scaled_in_blas(x, other, alpha, "add_"):
+        return x
     xp = array_namespace(x.array)
     return _in_place(
         x,
         "add_",
         (other,),
-        lambda prev: prev + other,
-        lambda a: xp.add(a, _data(other), out=a, casting="same_kind"),
+        lambda prev: prev + (other if alpha == 1 else other * alpha),
+        lambda a: xp.add(a, _scaled_data(other, alpha), out=a, casting="same_kind"),
     )
 
 
 def sub_(x: Tensor, other, alpha=1) -> Tensor:
     """``x -= alpha * other`` in place."""
     _check_keeps_shape(x, "sub_", ("x -= other", "x = x - other"), other)
-    if alpha != 1:
-        if _scaled_in_blas(x, other, -alpha, "sub_"):
-            return x
-        other = other * alpha
+    if alpha != 1 and _scaled_in_blas(x, other, -alpha, "sub_"):
+        return x
     xp = array_namespace(x.array)
     return _in_place(
         x,
         "sub_",
         (other,),
-        lambda prev: prev - other,
-        lambda a: xp.subtract(a, _data(other), out=a, casting="same_kind"),
+        lambda prev: prev - (other if alpha == 1 else other * alpha),
+        lambda a: xp.subtract(a, _scaled_data(other, alpha), out=a, casting="same_kind"),
     )
+
+
+def _scaled_data(value, alpha):
+    """``value``'s data times ``alpha``, for the array path of ``add_``/``sub_`` (no op to
+    dispatch): a NumPy scalar ``alpha`` is taken as a Python number, weakly typed, as dispatch
+    takes it, so that a float32 tensor stays float32."""
+    data = _data(value)
+    if alpha == 1:
+        return data
+    if isinstance(alpha, np.generic):
+        alpha = alpha.item()
+    return data * alpha
 
 
 def mul_(x: Tensor, other) -> Tensor:
