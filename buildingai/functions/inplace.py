@@ -112,27 +112,36 @@ def _in_place(
     return x
 
 
-def outside_the_graph(x: Tensor, others: tuple) -> bool:
-    """Whether an in-place update of ``x`` by ``others`` may run on the arrays alone: nothing
-    records it and no dispatch mode watches it."""
-    return not _records(x, others) and not dispatch.active_modes()
+def updated_by_accel(x: Tensor, name: str, others: tuple, scalar, update) -> bool:
+    """Whether ``update(x's array, the others' arrays, scalar)``, a kernel of acceleration's
+    that returns False where it does not take the call, wrote the in-place update ``name`` of
+    ``x``: tried only where nothing records or watches the update, ``others`` are Tensors of
+    x's shape and ``scalar`` is a number. The version counter then moves as for any in-place
+    op; False leaves ``x`` as it was, for the op's own path."""
+    if type(scalar) not in (int, float):
+        return False
+    for other in others:
+        if not isinstance(other, Tensor) or other.shape != x.shape:
+            return False
+    if _records(x, others) or dispatch.active_modes():
+        return False
+    if not update(x.array, tuple(other.array for other in others), scalar):
+        return False
+    _bump(x, name)
+    return True
 
 
 def _scaled_in_blas(x: Tensor, other, alpha, name: str) -> bool:
     """``x += alpha * other`` as one pass of acceleration's BLAS binding (``add_scaled``), the
-    commonest hand-written update (``p.data.add_(p.grad, alpha=-lr)``), where nothing records
-    or watches it and ``other`` is a Tensor of x's shape and dtype; False, having done nothing,
-    elsewhere."""
-    if not isinstance(other, Tensor) or x.array.size < BLAS_MIN_SIZE:  # (the cheapest tests)
+    commonest hand-written update (``p.data.add_(p.grad, alpha=-lr)``); below the binding's
+    size, False before any other test (they would cost what they could save)."""
+    if x.array.size < BLAS_MIN_SIZE:
         return False
-    if not outside_the_graph(x, (other,)):
-        return False
-    if tuple(other.shape) != tuple(x.shape) or type(alpha) not in (int, float):
-        return False
-    if not add_scaled(array_namespace(x.array), alpha, other.array, x.array):
-        return False
-    _bump(x, name)
-    return True
+    return updated_by_accel(x, name, (other,), alpha, _add_scaled)
+
+
+def _add_scaled(array, others: tuple, alpha) -> bool:
+    return add_scaled(array_namespace(array), alpha, others[0], array)
 
 
 def _check_keeps_shape(x: Tensor, name: str, forms: tuple[str, str], *others) -> None:

@@ -10,13 +10,14 @@ function's node, so gradients flow as through the out-of-place form.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from ..accel.updates import fused_update
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from . import elementwise, pointwise_compositions
-from .inplace import _bump, _check_keeps_shape, _in_place, outside_the_graph
+from .inplace import _check_keeps_shape, _in_place, updated_by_accel
 
 
 def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tensor]) -> Tensor:
@@ -29,17 +30,10 @@ def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tens
 
 
 def _fused(x: Tensor, name: str, others: tuple, scalar) -> bool:
-    """The update as one kernel of acceleration's (``accel/updates.py``), and True, where
-    nothing records or watches it, ``others`` are Tensors and ``scalar`` a number; False,
-    having done nothing, elsewhere (the formula then runs)."""
-    if type(scalar) not in (int, float) or not all(isinstance(t, Tensor) for t in others):
-        return False
-    if not outside_the_graph(x, others):
-        return False
-    if not fused_update(name, x.array, tuple(t.array for t in others), scalar):
-        return False
-    _bump(x, name)
-    return True
+    """The update as one kernel of acceleration's (``accel/updates.py``), and True, where it
+    takes the call (``updated_by_accel``); False, having done nothing, elsewhere (the formula
+    then runs)."""
+    return updated_by_accel(x, name, others, scalar, functools.partial(fused_update, name))
 
 
 def _unary(name: str, function: Callable[[Tensor], Tensor]):
