@@ -56,6 +56,7 @@ PARAMS = {
     "eps": 1e-5,
 }
 PER_ROW = {"peak", "log_total", "rstd", "coefficient"}  # (rows, 1) arrays of the row kernels
+PER_SAMPLE = {"losses", "coefficients"}  # (rows,) arrays of cross-entropy's kernels
 
 
 # ----- 1. twins against their NumPy kernels -----------------------------------------------------
@@ -85,6 +86,13 @@ def _call(kernel, shape: tuple, rng):
                 keywords[name] = np.ones(shape[-1], np.float32)
         elif name == "condition":
             arrays.append(rng.random(shape) < 0.5)
+        elif name in ("target", "index"):  # a class of each row: (rows,) or (rows, 1)
+            classes = (shape[0],) if name == "target" else (shape[0], 1)
+            arrays.append(rng.integers(0, shape[-1], classes))
+        elif name in ("total", "skipped"):  # cross-entropy's sum and its count of skipped rows
+            arrays.append(np.zeros(1, np.float32 if name == "total" else np.int64))
+        elif name in PER_SAMPLE:
+            arrays.append(rng.standard_normal(shape[0]).astype(np.float32))
         else:
             rows = (shape[0], 1) if name in PER_ROW else shape
             values = rng.standard_normal(rows).astype(np.float32)

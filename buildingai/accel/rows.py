@@ -165,6 +165,28 @@ def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
     xp.log(total, out=log_total)
 
 
+@compiled_twin("rows.cross_entropy_targets", min_work=ANY_SIZE)
+def _cross_entropy_targets(xp, x, target, probs, losses, total, skipped) -> None:
+    """For logits x (rows, C) and class indices target (rows,): probs = softmax(x), losses
+    (rows,) = -log_softmax(x) at each row's target (0 where the target is not a class), total
+    (1,) their sum and skipped (1,) the number of rows whose target is not a class."""
+    peak, log_total = xp.empty((len(x), 1), x.dtype), xp.empty((len(x), 1), x.dtype)
+    _cross_entropy_rows(xp, x, probs, peak, log_total)
+    is_class = (target >= 0) & (target < x.shape[1])
+    picked = _at_targets(xp, x, xp.where(is_class, target, 0)[:, None], 1) - peak - log_total
+    losses[...] = xp.where(is_class, -picked[:, 0], 0)
+    total[0] = losses.sum(dtype=np.float64)
+    skipped[0] = is_class.size - xp.count_nonzero(is_class)
+
+
+@compiled_twin("rows.softmax_minus_one_hot", min_work=ANY_SIZE)
+def _softmax_minus_one_hot(xp, probs, coefficients, index, out) -> None:
+    """out = probs * coefficients per row (probs (rows, C), coefficients (rows,)), minus each
+    row's coefficient at its column ``index`` (rows, 1): the gradient of cross-entropy."""
+    xp.multiply(probs, coefficients[:, None], out=out)
+    out[_row_numbers(xp, len(out)), index[:, 0]] -= coefficients
+
+
 @compiled_twin("rows.scale_rows")
 def _scale_rows(xp, a, coefficient, out) -> None:
     """out = a * coefficient for rows a (rows, n) and coefficient (rows, 1)."""
@@ -413,6 +435,10 @@ register(
 def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
     """float32 classes along the last axis: the softmax and each row's maximum and log-sum in
     one pass over each row; when every sample counts once, the mean or sum without masks."""
+    if weight is None and xp is np and x.ndim == 2:
+        done = _in_one_call(ctx, x, target, reduction)
+        if done is not None:
+            return done
     probs = xp.empty_like(x)
     shape = x.shape[:-1] + (1,)
     peak, log_total = xp.empty(shape, x.dtype), xp.empty(shape, x.dtype)
@@ -444,9 +470,45 @@ def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduct
     return xp.asarray(out, dtype=x.dtype)
 
 
+def _in_one_call(ctx, x, target, reduction: str):
+    """The commonest call, logits (N, C) whose every target is a class and no class weights:
+    the softmax, the losses and their sum in one compiled call (``_cross_entropy_targets``).
+    None, with ctx untouched, where its twin does not take the arrays or some target is not a
+    class (ignored, or out of range: the general path says which)."""
+    count = target.size
+    probs, losses = np.empty_like(x), np.empty(count, x.dtype)
+    total, skipped = np.empty(1, x.dtype), np.empty(1, np.int64)
+    arrays = (x, target, probs, losses, total, skipped)
+    if not compiled.run(_cross_entropy_targets, arrays) or skipped[0]:
+        return None
+    if reduction == "none":
+        out, share = losses, 1.0
+    elif reduction == "sum":
+        out, share = total[0], 1.0
+    else:  # (count >= 1: the kernel takes no empty input)
+        out, share = total[0] / x.dtype.type(count), 1.0 / count
+    ctx.probs, ctx.index = probs, target[:, None]
+    ctx.scale = _shares(count, share, x.dtype)
+    return np.asarray(out, dtype=x.dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _shares(count: int, share: float, dtype) -> np.ndarray:
+    """(count,) of ``share``, read-only (cached: the same batch size recurs every step)."""
+    shares = np.full(count, share, dtype=dtype)
+    shares.flags.writeable = False
+    return shares
+
+
 def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
-    """(N, C): the scaled softmax with rows cut across threads (float32), and the one-hot part
+    """(N, C): the scaled softmax minus the one-hot part in one compiled pass over the rows
+    (float32), else the scaled softmax with rows cut across threads and the one-hot part
     subtracted with one fancy index."""
+    if xp is np and grad.ndim <= 1:
+        coefficients = grad * scale  # (N,)
+        out = np.empty_like(probs)
+        if compiled.run(_softmax_minus_one_hot, (probs, coefficients, index, out)):
+            return out
     coefficient = (grad * scale)[:, None]  # (N, 1)
     out = None
     if probs.dtype == coefficient.dtype == np.float32:

@@ -138,6 +138,22 @@ def _case_scale_rows(rng, rows, n):
     )
 
 
+def _case_cross_entropy_targets(rng, rows, n):
+    """Logits with their edge rows; from 8 rows on, one target ignored and one out of range
+    (those rows are skipped: their loss is 0 and they are counted)."""
+    target = rng.integers(0, n, rows)
+    if rows >= 8:
+        target[6], target[7] = -100, n
+    outputs = [_row(rows, n), np.empty(rows, np.float32), np.empty(1, np.float32)]
+    return [_logits(rng, rows, n), target], [*outputs, np.empty(1, np.int64)], {}
+
+
+def _case_softmax_minus_one_hot(rng, rows, n):
+    probs = _softmax_of(_logits(rng, rows, n, edges=False))
+    coefficient = _grad(rng, 1, rows)[0]
+    return [probs, coefficient, rng.integers(0, n, (rows, 1))], [_row(rows, n)], {}
+
+
 def _case_column_sum(rng, rows, n):
     return [_grad(rng, rows, n)], [np.empty(n, np.float32)], {}
 
@@ -185,10 +201,19 @@ CASES = {
         2e-6,
     ),
     "cross_entropy_rows": (row_kernels._cross_entropy_rows, _case_cross_entropy, 4e-7),
+    # the losses' total: the twin adds them in order in float64, the reference pairwise
+    "cross_entropy_targets": (
+        row_kernels._cross_entropy_targets,
+        _case_cross_entropy_targets,
+        4e-7,
+    ),
     "scale_rows": (row_kernels._scale_rows, _case_scale_rows, 1e-7),
+    # the same products and the same subtraction: the same bits
+    "softmax_minus_one_hot": (row_kernels._softmax_minus_one_hot, _case_softmax_minus_one_hot, 0.0),
 }
 FLOORED = {  # rows of values that are differences of larger ones: errors relative to at least 1
     "cross_entropy_rows",  # log_total: log of a sum >= 1
+    "cross_entropy_targets",  # the losses: log_softmax's values
     "log_softmax_rows",
     "softmax_grad_rows",
     "standardize_grad_rows",
@@ -231,6 +256,8 @@ SEVERAL_PASSES = {
     "standardize_grad_rows",
     "layer_norm_input_grad_rows",
     "cross_entropy_rows",
+    "cross_entropy_targets",
+    "softmax_minus_one_hot",
 }
 
 
@@ -243,13 +270,37 @@ def test_twins_of_several_passes_take_a_single_short_row(monkeypatch, name):
         np.testing.assert_allclose(twin, reference, rtol=1e-6, atol=1e-6)
 
 
-def test_a_small_cross_entropy_runs_its_row_twin(twin_calls):
-    logits = np.float32([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0]])
-    loss = F.cross_entropy(bai.tensor(logits), bai.tensor(np.array([0, 1])))
-    assert ("_cross_entropy_rows", True) in twin_calls
+def _log_probs(logits):
     shifted = logits - logits.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def test_a_small_cross_entropy_is_one_twin_call_each_way(twin_calls):
+    """Every target a class, no weights: the forward is one call of the losses' twin, the
+    backward one of the gradient's."""
+    logits = np.float32([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0]])
+    x = bai.tensor(logits, requires_grad=True)
+    loss = F.cross_entropy(x, bai.tensor(np.array([0, 1])))
+    assert twin_calls == [("_cross_entropy_targets", True)]
+    log_probs = _log_probs(logits)
     np.testing.assert_allclose(loss.item(), -(log_probs[0, 0] + log_probs[1, 1]) / 2, rtol=1e-6)
+    loss.backward()
+    assert twin_calls[1:] == [("_softmax_minus_one_hot", True)]
+    expected = (np.exp(log_probs) - np.eye(3, dtype=np.float32)[[0, 1]]) / 2
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_an_ignored_target_leaves_the_one_call_for_the_row_twin(twin_calls, reduction):
+    logits = np.float32([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0], [1.0, 1.0, 4.0]])
+    loss = F.cross_entropy(
+        bai.tensor(logits), bai.tensor(np.array([0, -100, 2])), reduction=reduction
+    )
+    assert [name for name, _ in twin_calls] == ["_cross_entropy_targets", "_cross_entropy_rows"]
+    log_probs = _log_probs(logits)
+    losses = np.float32([-log_probs[0, 0], 0.0, -log_probs[2, 2]])
+    expected = {"mean": losses.sum() / 2, "sum": losses.sum(), "none": losses}[reduction]
+    np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")

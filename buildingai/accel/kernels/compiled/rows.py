@@ -323,6 +323,45 @@ def cross_entropy_rows(x, probs, peak, log_total):
 
 
 @kernel
+def cross_entropy_targets(x, target, probs, losses, total, skipped):
+    """probs = softmax(x) per row of x (rows, C); losses (rows,) = -log_softmax(x) at each row's
+    target, 0 where the target is not a class; total (1,) the losses' sum (added in float64),
+    skipped (1,) the rows whose target is not a class (``rows._cross_entropy_targets``)."""
+    rows, classes = x.shape
+    for r in prange(rows):
+        row, p = x[r], probs[r]
+        m, sum_exp = _exp_shifted(row, p)
+        for j in range(p.size):
+            p[j] = p[j] / sum_exp
+        if sum_exp != sum_exp:  # NaN, inf or only -inf in the row: the maximum as NumPy takes it
+            m = _nan_max(row)
+        c = target[r]
+        losses[r] = -((row[c] - m) - np.log(sum_exp)) if 0 <= c < classes else _ZERO
+    added, missing = 0.0, 0
+    for r in range(rows):  # in order: the same sum on any number of threads
+        if 0 <= target[r] < classes:
+            added += losses[r]
+        else:
+            missing += 1
+    total[0] = np.float32(added)
+    skipped[0] = missing
+
+
+@kernel
+def softmax_minus_one_hot(probs, coefficients, index, out):
+    """out = probs * coefficients[r] per row r, minus coefficients[r] at column index[r, 0]
+    (``rows._softmax_minus_one_hot``); an index outside the row subtracts nothing."""
+    for r in prange(probs.shape[0]):
+        c = coefficients[r]
+        p, res = probs[r], out[r]
+        for j in range(p.size):
+            res[j] = p[j] * c
+        k = index[r, 0]
+        if 0 <= k < p.size:
+            res[k] -= c
+
+
+@kernel
 def scale_rows(a, coefficient, out):
     """out = a * coefficient per row, coefficient (rows, 1) (``rows._scale_rows``)."""
     for r in prange(a.shape[0]):
