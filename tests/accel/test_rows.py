@@ -5,6 +5,8 @@ float64, on layouts the kernels take and on ones they hand back."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,23 @@ def test_second_derivatives_are_the_same_with_and_without_kernels(accelerated):
         want = second(*[bai.tensor(a, requires_grad=True) for a in arrays])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_on_two_threads_at_once(ran):
+    """The one-call path (every target a class) shares its cached per-sample shares between
+    calls: two threads at once give what one thread gives, forward and gradient."""
+
+    def step(seed):
+        x = bai.tensor(_logits((64, 33), np.float32, seed), requires_grad=True)
+        loss = F.cross_entropy(x, bai.tensor(TARGETS))
+        loss.backward()
+        return loss.numpy(), x.grad.numpy()
+
+    with bai.accel.enabled(True):
+        expected = [step(seed) for seed in range(4)]
+        with ThreadPoolExecutor(2) as pool:
+            for _ in range(3):
+                for got, want in zip(pool.map(step, range(4)), expected):
+                    np.testing.assert_array_equal(got[0], want[0])
+                    np.testing.assert_array_equal(got[1], want[1])
+    assert {"cross_entropy.rows", "cross_entropy_grad.rows"} <= set(ran)
