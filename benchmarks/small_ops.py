@@ -54,6 +54,7 @@ PARAMS = {
     "one_sixth": 1 / 6,
     "value": 0.5,
     "eps": 1e-5,
+    "ignore_index": -100,
 }
 PER_ROW = {"peak", "log_total", "rstd", "coefficient"}  # (rows, 1) arrays of the row kernels
 PER_SAMPLE = {"losses", "coefficients"}  # (rows,) arrays of cross-entropy's kernels
@@ -89,8 +90,10 @@ def _call(kernel, shape: tuple, rng):
         elif name in ("target", "index"):  # a class of each row: (rows,) or (rows, 1)
             classes = (shape[0],) if name == "target" else (shape[0], 1)
             arrays.append(rng.integers(0, shape[-1], classes))
-        elif name in ("total", "skipped"):  # cross-entropy's sum and its count of skipped rows
-            arrays.append(np.zeros(1, np.float32 if name == "total" else np.int64))
+        elif name == "total":  # cross-entropy's sum of the losses
+            arrays.append(np.zeros(1, np.float32))
+        elif name == "skipped":  # and its counts of rows ignored and rows out of range
+            arrays.append(np.zeros(2, np.int64))
         elif name in PER_SAMPLE:
             arrays.append(rng.standard_normal(shape[0]).astype(np.float32))
         else:

@@ -165,18 +165,21 @@ def _cross_entropy_rows(xp, x, probs, peak, log_total) -> None:
     xp.log(total, out=log_total)
 
 
-@compiled_twin("rows.cross_entropy_targets", min_work=ANY_SIZE)
-def _cross_entropy_targets(xp, x, target, probs, losses, total, skipped) -> None:
+@compiled_twin("rows.cross_entropy_targets", params=("ignore_index",), min_work=ANY_SIZE)
+def _cross_entropy_targets(xp, x, target, probs, losses, total, skipped, *, ignore_index):
     """For logits x (rows, C) and class indices target (rows,): probs = softmax(x), losses
-    (rows,) = -log_softmax(x) at each row's target (0 where the target is not a class), total
-    (1,) their sum and skipped (1,) the number of rows whose target is not a class."""
+    (rows,) = -log_softmax(x) at each row's target (-0.0 where the target is ``ignore_index`` or
+    not a class), total (1,) their sum, and skipped (2,) the number of rows whose target is
+    ``ignore_index`` and of those whose target is not a class."""
     peak, log_total = xp.empty((len(x), 1), x.dtype), xp.empty((len(x), 1), x.dtype)
     _cross_entropy_rows(xp, x, probs, peak, log_total)
-    is_class = (target >= 0) & (target < x.shape[1])
-    picked = _at_targets(xp, x, xp.where(is_class, target, 0)[:, None], 1) - peak - log_total
-    losses[...] = xp.where(is_class, -picked[:, 0], 0)
+    ignored = target == ignore_index
+    counted = ~ignored & (target >= 0) & (target < x.shape[1])
+    picked = _at_targets(xp, x, xp.where(counted, target, 0)[:, None], 1) - peak - log_total
+    losses[...] = xp.where(counted, -picked[:, 0], np.float32(-0.0))
     total[0] = losses.sum(dtype=np.float64)
-    skipped[0] = is_class.size - xp.count_nonzero(is_class)
+    skipped[0] = xp.count_nonzero(ignored)
+    skipped[1] = ignored.size - skipped[0] - xp.count_nonzero(counted)
 
 
 @compiled_twin("rows.softmax_minus_one_hot", min_work=ANY_SIZE)
@@ -436,7 +439,7 @@ def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduct
     """float32 classes along the last axis: the softmax and each row's maximum and log-sum in
     one pass over each row; when every sample counts once, the mean or sum without masks."""
     if weight is None and xp is np and x.ndim == 2:
-        done = _in_one_call(ctx, x, target, reduction)
+        done = _in_one_call(ctx, x, target, ignore_index, reduction)
         if done is not None:
             return done
     probs = xp.empty_like(x)
@@ -470,25 +473,35 @@ def cross_entropy(ctx, xp, x, target, weight=None, *, axis, ignore_index, reduct
     return xp.asarray(out, dtype=x.dtype)
 
 
-def _in_one_call(ctx, x, target, reduction: str):
-    """The commonest call, logits (N, C) whose every target is a class and no class weights:
-    the softmax, the losses and their sum in one compiled call (``_cross_entropy_targets``).
-    None, with ctx untouched, where its twin does not take the arrays or some target is not a
-    class (ignored, or out of range: the general path says which)."""
+def _in_one_call(ctx, x, target, ignore_index: int, reduction: str):
+    """The commonest call, logits (N, C) and no class weights: the softmax, the losses and their
+    sum in one compiled call (``_cross_entropy_targets``), then, where some targets are
+    ``ignore_index``, their masks over the (N,) targets alone. None, with ctx untouched, where
+    the twin does not take the arrays, some target is not a class (the general path says which)
+    or every target is ignored (a mean of nothing)."""
     count = target.size
     probs, losses = np.empty_like(x), np.empty(count, x.dtype)
-    total, skipped = np.empty(1, x.dtype), np.empty(1, np.int64)
+    total, skipped = np.empty(1, x.dtype), np.empty(2, np.int64)
     arrays = (x, target, probs, losses, total, skipped)
-    if not compiled.run(_cross_entropy_targets, arrays) or skipped[0]:
+    if not compiled.run(_cross_entropy_targets, arrays, {"ignore_index": ignore_index}):
         return None
+    ignored, outside = int(skipped[0]), int(skipped[1])
+    if outside or ignored == count:
+        return None
+    counted = count - ignored
     if reduction == "none":
         out, share = losses, 1.0
     elif reduction == "sum":
         out, share = total[0], 1.0
-    else:  # (count >= 1: the kernel takes no empty input)
-        out, share = total[0] / x.dtype.type(count), 1.0 / count
-    ctx.probs, ctx.index = probs, target[:, None]
-    ctx.scale = _shares(count, share, x.dtype)
+    else:
+        out, share = total[0] / x.dtype.type(counted), 1.0 / counted
+    ctx.probs = probs
+    if ignored:  # an ignored sample has no share, and its index picks class 0 harmlessly
+        valid = target != ignore_index
+        ctx.index = np.where(valid, target, 0)[:, None]
+        ctx.scale = np.where(valid, x.dtype.type(share), x.dtype.type(0))
+    else:
+        ctx.index, ctx.scale = target[:, None], _shares(count, share, x.dtype)
     return np.asarray(out, dtype=x.dtype)
 
 

@@ -139,13 +139,17 @@ def _case_scale_rows(rng, rows, n):
 
 
 def _case_cross_entropy_targets(rng, rows, n):
-    """Logits with their edge rows; from 8 rows on, one target ignored and one out of range
-    (those rows are skipped: their loss is 0 and they are counted)."""
+    """Logits with their edge rows; from 9 rows on, ignore_index 0 (a class: rows whose target
+    is 0 are ignored all the same), a target of -100 (not a class here) and one past the last
+    class; their losses are -0.0, and they are counted."""
     target = rng.integers(0, n, rows)
-    if rows >= 8:
-        target[6], target[7] = -100, n
+    ignore_index = -100
+    if rows >= 9 and n > 1:
+        ignore_index = 0
+        target[6], target[7], target[8] = -100, n, 0
     outputs = [_row(rows, n), np.empty(rows, np.float32), np.empty(1, np.float32)]
-    return [_logits(rng, rows, n), target], [*outputs, np.empty(1, np.int64)], {}
+    params = {"ignore_index": ignore_index}
+    return [_logits(rng, rows, n), target], [*outputs, np.empty(2, np.int64)], params
 
 
 def _case_softmax_minus_one_hot(rng, rows, n):
@@ -291,16 +295,36 @@ def test_a_small_cross_entropy_is_one_twin_call_each_way(twin_calls):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_an_ignored_target_leaves_the_one_call_for_the_row_twin(twin_calls, reduction):
+def test_an_ignored_target_stays_in_the_one_call(twin_calls, reduction):
     logits = np.float32([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0], [1.0, 1.0, 4.0]])
-    loss = F.cross_entropy(
-        bai.tensor(logits), bai.tensor(np.array([0, -100, 2])), reduction=reduction
-    )
-    assert [name for name, _ in twin_calls] == ["_cross_entropy_targets", "_cross_entropy_rows"]
+    x = bai.tensor(logits, requires_grad=True)
+    loss = F.cross_entropy(x, bai.tensor(np.array([0, -100, 2])), reduction=reduction)
+    assert twin_calls == [("_cross_entropy_targets", True)]
     log_probs = _log_probs(logits)
     losses = np.float32([-log_probs[0, 0], 0.0, -log_probs[2, 2]])
     expected = {"mean": losses.sum() / 2, "sum": losses.sum(), "none": losses}[reduction]
     np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-6)
+    loss.sum().backward()
+    share = 0.5 if reduction == "mean" else 1.0
+    one_hot = np.float32([[1, 0, 0], [0, 0, 0], [0, 0, 1]])
+    expected_grad = (np.exp(log_probs) - one_hot) * np.float32([[share], [0.0], [share]])
+    np.testing.assert_allclose(x.grad.numpy(), expected_grad, rtol=1e-6, atol=1e-7)
+
+
+def test_every_target_ignored_leaves_the_one_call_for_the_row_twin(twin_calls):
+    """A mean of nothing: NaN, as the general path gives it."""
+    loss = F.cross_entropy(bai.tensor(np.ones((2, 3), np.float32)), bai.tensor([-100, -100]))
+    assert [name for name, _ in twin_calls] == ["_cross_entropy_targets", "_cross_entropy_rows"]
+    assert np.isnan(loss.item())
+
+
+def test_a_target_out_of_range_leaves_the_one_call_and_is_reported():
+    from buildingai.ops import loss as loss_ops
+
+    x, target = bai.tensor(np.ones((2, 3), np.float32)), bai.tensor(np.array([0, 3]))
+    options = {"axis": 1, "ignore_index": -100, "reduction": "mean"}
+    with pytest.raises(bai.BuildingAIError, match="cross_entropy"):
+        loss_ops.CROSS_ENTROPY(x, target, **options)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")

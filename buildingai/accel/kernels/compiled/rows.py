@@ -323,10 +323,11 @@ def cross_entropy_rows(x, probs, peak, log_total):
 
 
 @kernel
-def cross_entropy_targets(x, target, probs, losses, total, skipped):
+def cross_entropy_targets(x, target, probs, losses, total, skipped, ignore_index):
     """probs = softmax(x) per row of x (rows, C); losses (rows,) = -log_softmax(x) at each row's
-    target, 0 where the target is not a class; total (1,) the losses' sum (added in float64),
-    skipped (1,) the rows whose target is not a class (``rows._cross_entropy_targets``)."""
+    target, -0.0 where the target is ``ignore_index`` or not a class; total (1,) the losses' sum
+    (added in float64); skipped (2,) the rows whose target is ``ignore_index`` and those whose
+    target is not a class (``rows._cross_entropy_targets``)."""
     rows, classes = x.shape
     for r in prange(rows):
         row, p = x[r], probs[r]
@@ -336,15 +337,19 @@ def cross_entropy_targets(x, target, probs, losses, total, skipped):
         if sum_exp != sum_exp:  # NaN, inf or only -inf in the row: the maximum as NumPy takes it
             m = _nan_max(row)
         c = target[r]
-        losses[r] = -((row[c] - m) - np.log(sum_exp)) if 0 <= c < classes else _ZERO
-    added, missing = 0.0, 0
+        counted = c != ignore_index and 0 <= c < classes
+        losses[r] = -((row[c] - m) - np.log(sum_exp)) if counted else -_ZERO
+    added, ignored, outside = 0.0, 0, 0
     for r in range(rows):  # in order: the same sum on any number of threads
-        if 0 <= target[r] < classes:
+        c = target[r]
+        if c == ignore_index:
+            ignored += 1
+        elif 0 <= c < classes:
             added += losses[r]
         else:
-            missing += 1
+            outside += 1
     total[0] = np.float32(added)
-    skipped[0] = missing
+    skipped[0], skipped[1] = ignored, outside
 
 
 @kernel
