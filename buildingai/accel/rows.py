@@ -480,6 +480,8 @@ def _in_one_call(ctx, x, target, ignore_index: int, reduction: str):
     the twin does not take the arrays, some target is not a class (the general path says which)
     or every target is ignored (a mean of nothing)."""
     count = target.size
+    if target.shape != x.shape[:1]:  # (the op's checks report a mismatch; the twin types none)
+        return None
     probs, losses = np.empty_like(x), np.empty(count, x.dtype)
     total, skipped = np.empty(1, x.dtype), np.empty(2, np.int64)
     arrays = (x, target, probs, losses, total, skipped)
@@ -517,10 +519,12 @@ def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
     """(N, C): the scaled softmax minus the one-hot part in one compiled pass over the rows
     (float32), else the scaled softmax with rows cut across threads and the one-hot part
     subtracted with one fancy index."""
-    if xp is np and grad.ndim <= 1:
+    if xp is np and grad.ndim <= 1 and index.shape == probs.shape[:1] + (1,):
         coefficients = grad * scale  # (N,)
         out = np.empty_like(probs)
-        if compiled.run(_softmax_minus_one_hot, (probs, coefficients, index, out)):
+        if coefficients.shape == index.shape[:1] and compiled.run(
+            _softmax_minus_one_hot, (probs, coefficients, index, out)
+        ):
             return out
     coefficient = (grad * scale)[:, None]  # (N, 1)
     out = None

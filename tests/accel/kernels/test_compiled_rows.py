@@ -318,6 +318,21 @@ def test_every_target_ignored_leaves_the_one_call_for_the_row_twin(twin_calls):
     assert np.isnan(loss.item())
 
 
+def test_a_target_of_another_shape_is_reported_and_the_twin_stays(twin_calls):
+    """The op called directly with (N, 1) targets: the one call declines them (its twin types
+    only (N,) targets, and a failed compile would retire it), the op reports the shapes."""
+    from buildingai.ops import loss as loss_ops
+
+    x = bai.tensor(np.ones((2, 3), np.float32))
+    options = {"axis": 1, "ignore_index": -100, "reduction": "mean"}
+    with pytest.raises(bai.BuildingAIError, match="cross_entropy"):
+        loss_ops.CROSS_ENTROPY(x, bai.tensor(np.array([[0], [1]])), **options)
+    assert not any(name == "_cross_entropy_targets" for name, _ in twin_calls)
+    loss = F.cross_entropy(x, bai.tensor(np.array([0, 1])))
+    assert twin_calls[-1] == ("_cross_entropy_targets", True)
+    np.testing.assert_allclose(loss.item(), np.log(3.0), rtol=1e-6)
+
+
 def test_a_target_out_of_range_leaves_the_one_call_and_is_reported():
     from buildingai.ops import loss as loss_ops
 
