@@ -43,6 +43,9 @@ GEOMETRIES = {
     "stride-2-unpadded-even": (1, 3, 8, 10, 1, 3, 3, (2, 2), (0, 0), (1, 1), True),
     "stride-2-one-column": (1, 2, 5, 1, 1, 3, 3, (2, 2), (1, 1), (1, 1), False),
     "stride-2-by-2-wide-padding": (1, 2, 6, 7, 1, 2, 4, (1, 2), (0, 3), (1, 1), False),
+    # more tasks than depthwise.RANGES: each range's buffers serve several planes in turn
+    "many-tasks-stride-2": (5, 30, 9, 11, 1, 3, 3, (2, 2), (1, 1), (1, 1), True),
+    "many-tasks-multiplier-2-wide-padding": (3, 30, 7, 8, 2, 3, 3, (1, 2), (3, 2), (1, 1), False),
 }
 
 

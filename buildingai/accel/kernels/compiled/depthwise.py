@@ -25,6 +25,11 @@ from numba import njit, prange, uint64
 
 from . import phase_planes
 
+# The tasks run in at most this many ranges, each with its buffers allocated once (the padding's
+# places of the phase planes stay zero from task to task: no task writes them). A fixed count,
+# not one per thread: numba's thread count in a kernel keeps it out of the on-disk cache.
+RANGES = 64
+
 # ----- taps, three to a loop ----------------------------------------------------------------------
 
 
@@ -100,22 +105,26 @@ def correlate(x, weight, bias, out, stride, padding, dilation):
     per_group, count = o // c, kh * kw
     starts = _tap_starts(kh, kw, stride, dilation, wq, phase)
     source, taps, target = x.reshape(-1), weight.reshape(-1), out.reshape(-1)
-    for task in prange(n * o):
-        sample, channel = task // o, task % o
+    tasks = n * o
+    ranges = min(tasks, RANGES)
+    for part in prange(ranges):
         planes = np.zeros(stride[0] * stride[1] * phase, np.float32)
-        start = (sample * c + channel // per_group) * height * width
-        phase_planes.split(source, start, height, width, planes, stride, padding, wq, phase)
-        sums = np.zeros(length, np.float32)
-        _add_taps(sums, uint64(0), planes, taps[channel * count :], starts, count, length)
-        shift = bias[channel] if bias.size else np.float32(0.0)
-        for i in range(ho):
-            row, line = uint64((task * ho + i) * wo), uint64(i * wq)
-            if bias.size:
-                for j in range(wo):
-                    target[row + uint64(j)] = sums[line + uint64(j)] + shift
-            else:
-                for j in range(wo):
-                    target[row + uint64(j)] = sums[line + uint64(j)]
+        sums = np.empty(length, np.float32)
+        for task in range(part * tasks // ranges, (part + 1) * tasks // ranges):
+            sample, channel = task // o, task % o
+            start = (sample * c + channel // per_group) * height * width
+            phase_planes.split(source, start, height, width, planes, stride, padding, wq, phase)
+            sums[:] = 0
+            _add_taps(sums, uint64(0), planes, taps[channel * count :], starts, count, length)
+            shift = bias[channel] if bias.size else np.float32(0.0)
+            for i in range(ho):
+                row, line = uint64((task * ho + i) * wo), uint64(i * wq)
+                if bias.size:
+                    for j in range(wo):
+                        target[row + uint64(j)] = sums[line + uint64(j)] + shift
+                else:
+                    for j in range(wo):
+                        target[row + uint64(j)] = sums[line + uint64(j)]
 
 
 # ----- the input gradient -------------------------------------------------------------------------
@@ -170,19 +179,24 @@ def depthwise_input_grad(grad, weight, out, stride, padding, dilation):
     for k in range(count):
         front = max(front, np.int64(starts[k] % uint64(phase)))
     source, taps, target = grad.reshape(-1), weight.reshape(-1), out.reshape(-1)
-    for task in prange(n * c):
-        sample, channel = task // c, task % c
-        planes = np.zeros(phases * phase, np.float32)
+    tasks = n * c
+    ranges = min(tasks, RANGES)
+    for part in prange(ranges):
+        planes = np.empty(phases * phase, np.float32)
+        # zeros outside the gradient's values, which every task writes at the same places
         grid = np.zeros(front + phase, np.float32)  # (length <= phase: the grid fits)
-        for m in range(per_group):
-            oc = channel * per_group + m
-            phase_planes.spread(source, (sample * o + oc) * ho * wo, ho, wo, grid[front:], wq)
-            for plane in range(phases):
-                _gather_plane(planes, plane, phase, grid, front, taps[oc * count :], starts,
-                              order, bounds[plane], bounds[plane + 1])  # fmt: skip
-        phase_planes.join(
-            planes, target, task * height * width, height, width, stride, padding, wq, phase
-        )
+        for task in range(part * tasks // ranges, (part + 1) * tasks // ranges):
+            sample, channel = task // c, task % c
+            planes[:] = 0
+            for m in range(per_group):
+                oc = channel * per_group + m
+                phase_planes.spread(source, (sample * o + oc) * ho * wo, ho, wo, grid[front:], wq)
+                for plane in range(phases):
+                    _gather_plane(planes, plane, phase, grid, front, taps[oc * count :], starts,
+                                  order, bounds[plane], bounds[plane + 1])  # fmt: skip
+            phase_planes.join(
+                planes, target, task * height * width, height, width, stride, padding, wq, phase
+            )
 
 
 # ----- the weight gradient ------------------------------------------------------------------------
