@@ -15,7 +15,7 @@ three taps instead of once for each.
 
 The forward sums its taps in the reference's order (row by row of the kernel), then adds the
 bias: the same float32 operations, the same bits. The input gradient adds each phase plane's
-taps in that order too, gathered (``_gather_plane``); the weight gradient sums in other orders.
+taps in that order too, gathered (``_gathered_taps``); the weight gradient sums in other orders.
 """
 
 from __future__ import annotations
@@ -143,21 +143,21 @@ def _taps_by_plane(starts, planes, phase):
     return order, bounds
 
 
-@njit(inline="always", boundscheck=False)
-def _gather_plane(planes, plane, phase, grid, front, taps, starts, order, low, high):
-    """Phase plane ``plane`` of ``planes`` += each of its taps (``order[low:high]``, in order)
-    times the gradient grid shifted to where that tap reads: the scatter of the grid through
-    the tap, written as a gather over the plane's values. ``grid`` holds the gradient at
-    ``front`` on, zeros before and after it."""
-    count = high - low
-    weights = np.empty(count, np.float32)
+@njit(inline="always")
+def _gathered_taps(taps, out_channels, starts, order, phase, front):
+    """Each output channel's tap weights in ``order`` ((O, count)), and where each tap, in that
+    order, reads the gradient grid ((count,)): value p of its plane takes grid value p - shift
+    (its shift within the plane), at front + p - shift in a grid whose values start at
+    ``front``."""
+    count = starts.size
+    weights = np.empty((out_channels, count), np.float32)
     reads = np.empty(count, np.uint64)
     for k in range(count):
-        tap = order[low + k]
-        weights[k] = taps[tap]
-        # value p of the plane takes grid value p - shift, at front + p - shift in ``grid``
-        reads[k] = uint64(front) - (starts[tap] - uint64(plane * phase))
-    _add_taps(planes, uint64(plane * phase), grid, weights, reads, count, phase)
+        tap = order[k]
+        reads[k] = uint64(front) - starts[tap] % uint64(phase)
+        for oc in range(out_channels):
+            weights[oc, k] = taps[oc * count + tap]
+    return weights, reads
 
 
 @njit(parallel=True, nogil=True, boundscheck=False, cache=True)
@@ -178,7 +178,8 @@ def depthwise_input_grad(grad, weight, out, stride, padding, dilation):
     front = 0  # the largest shift of a tap within its plane: the grid's leading zeros
     for k in range(count):
         front = max(front, np.int64(starts[k] % uint64(phase)))
-    source, taps, target = grad.reshape(-1), weight.reshape(-1), out.reshape(-1)
+    source, target = grad.reshape(-1), out.reshape(-1)
+    weights, reads = _gathered_taps(weight.reshape(-1), o, starts, order, phase, front)
     tasks = n * c
     ranges = min(tasks, RANGES)
     for part in prange(ranges):
@@ -191,9 +192,12 @@ def depthwise_input_grad(grad, weight, out, stride, padding, dilation):
             for m in range(per_group):
                 oc = channel * per_group + m
                 phase_planes.spread(source, (sample * o + oc) * ho * wo, ho, wo, grid[front:], wq)
+                # each phase plane += its taps (in order) times the grid shifted to where
+                # each reads: the scatter of the grid through the taps, written as a gather
                 for plane in range(phases):
-                    _gather_plane(planes, plane, phase, grid, front, taps[oc * count :], starts,
-                                  order, bounds[plane], bounds[plane + 1])  # fmt: skip
+                    low, high = bounds[plane], bounds[plane + 1]
+                    _add_taps(planes, uint64(plane * phase), grid, weights[oc, low:high],
+                              reads[low:high], high - low, phase)  # fmt: skip
             phase_planes.join(
                 planes, target, task * height * width, height, width, stride, padding, wq, phase
             )
