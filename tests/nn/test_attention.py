@@ -485,6 +485,23 @@ def test_mha_second_derivatives():
     )
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_packed_self_attention_second_derivatives(need_weights):
+    """One tensor as query, key and value: the stacked projection is one product split in
+    three (PyTorch's packed path); values, gradients and second derivatives as PyTorch's."""
+    mha = MultiheadAttention(4, 2, batch_first=True).to(bai.float64)
+    torch_mha = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    mha.load_state_dict({k: v.numpy() for k, v in torch_mha.state_dict().items()})
+    check_op(
+        lambda x: mha(x, x, x, need_weights=need_weights)[0],
+        (2, 3, 4),
+        # (PyTorch's fused path for need_weights=False has no second derivative; the output
+        # is the same either way)
+        torch_fn=lambda x: torch_mha(x, x, x, need_weights=True)[0],
+        gradgrad=True,
+    )
+
+
 def test_mha_errors():
     with pytest.raises(
         bai.ArgumentError,

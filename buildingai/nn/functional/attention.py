@@ -362,13 +362,12 @@ def multi_head_attention_forward(
 
     # ---- projections: (.., E) -> (N, H, L, head_dim) ----
     if use_separate_proj_weight:
-        weights = (q_proj_weight, k_proj_weight, v_proj_weight)
+        projected = _in_projection(
+            (query, key, value), (q_proj_weight, k_proj_weight, v_proj_weight), in_proj_bias
+        )
     else:
-        weights = shape.chunk(in_proj_weight, 3)
-    biases = (None,) * 3 if in_proj_bias is None else shape.chunk(in_proj_bias, 3)
-    q = _split_heads(linalg.linear(query, weights[0], biases[0]), num_heads, batch_axis)
-    k = _split_heads(linalg.linear(key, weights[1], biases[1]), num_heads, batch_axis)
-    v = _split_heads(linalg.linear(value, weights[2], biases[2]), num_heads, batch_axis)
+        projected = _in_projection((query, key, value), in_proj_weight, in_proj_bias)
+    q, k, v = (_split_heads(x, num_heads, batch_axis) for x in projected)
 
     # ---- extra key/value slots: a learned bias pair, then an all-zero pair ----
     extra = 0
@@ -436,6 +435,21 @@ def _check_mha_inputs(query: Tensor, key: Tensor, value: Tensor, embed_dim: int)
             help="one value per key",
         )
     return query.ndim == 3
+
+
+def _in_projection(inputs: tuple, weight, bias: Tensor | None) -> tuple:
+    """The projected query, key and value, each (.., E): ``weight`` is the stacked (3E, E)
+    ``in_proj_weight``, or a tuple of the three separate weights; ``bias`` (3E,) or None.
+
+    Self-attention (one tensor as query, key and value) with the stacked weight is one product
+    into (.., 3E), split into three views, as PyTorch's packed projection: one larger GEMM each
+    way instead of three, and no gradients of the three to sum."""
+    query, key, value = inputs
+    if isinstance(weight, Tensor) and query is key and key is value:
+        return shape.chunk(linalg.linear(query, weight, bias), 3, -1)
+    weights = weight if isinstance(weight, tuple) else shape.chunk(weight, 3)
+    biases = (None,) * 3 if bias is None else shape.chunk(bias, 3)
+    return tuple(linalg.linear(*parts) for parts in zip(inputs, weights, biases))
 
 
 def _split_heads(x: Tensor, num_heads: int, batch_axis: int) -> Tensor:
