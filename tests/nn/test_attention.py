@@ -502,6 +502,32 @@ def test_mha_packed_self_attention_second_derivatives(need_weights):
     )
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_mha_attention_over_one_memory_tensor_second_derivatives(batched):
+    """Key and value one tensor (a decoder attending to its memory): the key and value
+    projections are one product split in two; batched and unbatched, against PyTorch."""
+    mha = MultiheadAttention(4, 2).to(bai.float64)
+    torch_mha = torch.nn.MultiheadAttention(4, 2).double()
+    mha.load_state_dict({k: v.numpy() for k, v in torch_mha.state_dict().items()})
+    query, memory = ((3, 2, 4), (5, 2, 4)) if batched else ((3, 4), (5, 4))
+    check_op(
+        lambda q, m: mha(q, m, m)[0],
+        query,
+        memory,
+        torch_fn=lambda q, m: torch_mha(q, m, m)[0],
+        gradgrad=True,
+    )
+
+
+def test_mha_unbatched_self_attention_matches_pytorch():
+    mha = MultiheadAttention(4, 2).to(bai.float64)
+    torch_mha = torch.nn.MultiheadAttention(4, 2).double()
+    mha.load_state_dict({k: v.numpy() for k, v in torch_mha.state_dict().items()})
+    check_op(
+        lambda x: mha(x, x, x)[0], (3, 4), torch_fn=lambda x: torch_mha(x, x, x)[0], gradgrad=True
+    )
+
+
 def test_mha_errors():
     with pytest.raises(
         bai.ArgumentError,

@@ -352,7 +352,9 @@ def multi_head_attention_forward(
     dropout_p = _check_probability(dropout_p, "dropout_p") if training else 0.0
     batched = _check_mha_inputs(query, key, value, embed_dim)
     if not batched:  # one sequence: give it a batch dimension of 1, in front
-        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        # (one tensor stays one tensor: the projections of the same tensor share a product)
+        unsqueezed = {id(x): x.unsqueeze(0) for x in (query, key, value)}
+        query, key, value = (unsqueezed[id(x)] for x in (query, key, value))
         if key_padding_mask is not None:
             key_padding_mask = _tensor(key_padding_mask).unsqueeze(0)
         batch_first = True
@@ -441,12 +443,23 @@ def _in_projection(inputs: tuple, weight, bias: Tensor | None) -> tuple:
     """The projected query, key and value, each (.., E): ``weight`` is the stacked (3E, E)
     ``in_proj_weight``, or a tuple of the three separate weights; ``bias`` (3E,) or None.
 
-    Self-attention (one tensor as query, key and value) with the stacked weight is one product
-    into (.., 3E), split into three views, as PyTorch's packed projection: one larger GEMM each
-    way instead of three, and no gradients of the three to sum."""
+    With the stacked weight, inputs that are one tensor share one product, split into views,
+    as PyTorch's packed projection: self-attention (query, key and value one tensor) is one
+    (.., 3E) product, attention over a memory (key and value one tensor) a (.., E) product and
+    a (.., 2E) one. One larger GEMM each way instead of several, and no gradients to sum."""
     query, key, value = inputs
-    if isinstance(weight, Tensor) and query is key and key is value:
-        return shape.chunk(linalg.linear(query, weight, bias), 3, -1)
+    if isinstance(weight, Tensor) and key is value:
+        if query is key:
+            return shape.chunk(linalg.linear(query, weight, bias), 3, -1)
+        embed = weight.shape[0] // 3
+        query_weight, memory_weight = shape.split(weight, (embed, 2 * embed))
+        query_bias, memory_bias = (
+            (None, None) if bias is None else shape.split(bias, (embed, 2 * embed))
+        )
+        projected_key, projected_value = shape.chunk(
+            linalg.linear(key, memory_weight, memory_bias), 2, -1
+        )
+        return linalg.linear(query, query_weight, query_bias), projected_key, projected_value
     weights = weight if isinstance(weight, tuple) else shape.chunk(weight, 3)
     biases = (None,) * 3 if bias is None else shape.chunk(bias, 3)
     return tuple(linalg.linear(*parts) for parts in zip(inputs, weights, biases))
