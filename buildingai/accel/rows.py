@@ -28,6 +28,8 @@ from .kernels.row_reduce import column_dot_into, row_dot, row_sum
 from .kernels.split import split_rows, trailing_rows
 from .registry import register
 
+_FLOAT32 = np.dtype(np.float32)
+
 # ----- row kernels: (rows, n) arrays, each with its compiled twin ---------------------------------
 
 
@@ -328,10 +330,13 @@ def _float32_rows(x, weight, bias, normalized) -> bool:
     """Whether x, weight and bias (or None) are float32 arrays of one kind (NumPy, or CuPy for
     the CUDA twins), weight and bias contiguous and of the ``normalized`` shape: the layout of
     the fused row kernels."""
-    params = (weight,) if bias is None else (weight, bias)
-    return all(
-        type(a) is type(x) and a.dtype == np.float32 and a.flags.c_contiguous for a in (x, *params)
-    ) and all(tuple(a.shape) == tuple(normalized) for a in params)
+    kind = type(x)
+    for array in (x, weight) if bias is None else (x, weight, bias):
+        # a loop, not all(): generators cost more than the test on a small call
+        if type(array) is not kind or array.dtype != _FLOAT32 or not array.flags.c_contiguous:
+            return False
+    normalized = tuple(normalized)
+    return tuple(weight.shape) == normalized and (bias is None or tuple(bias.shape) == normalized)
 
 
 def layer_norm(ctx, xp, x, weight, bias=None, *, axes, eps):

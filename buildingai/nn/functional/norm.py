@@ -26,7 +26,7 @@ from ...ops.layer_norm import LAYER_NORM
 def _shape_tuple(normalized_shape) -> tuple[int, ...]:
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
-    return tuple(int(extent) for extent in normalized_shape)
+    return tuple(map(int, normalized_shape))
 
 
 def _check_trailing(op: str, x: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
