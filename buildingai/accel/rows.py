@@ -524,14 +524,12 @@ def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
     """(N, C): the scaled softmax minus the one-hot part in one compiled pass over the rows
     (float32), else the scaled softmax with rows cut across threads and the one-hot part
     subtracted with one fancy index."""
-    if xp is np and grad.ndim <= 1 and index.shape == probs.shape[:1] + (1,):
-        coefficients = grad * scale  # (N,)
+    coefficients = grad * scale  # (N,)
+    if xp is np and index.shape == probs.shape[:1] + (1,) == coefficients.shape + (1,):
         out = np.empty_like(probs)
-        if coefficients.shape == index.shape[:1] and compiled.run(
-            _softmax_minus_one_hot, (probs, coefficients, index, out)
-        ):
+        if compiled.run(_softmax_minus_one_hot, (probs, coefficients, index, out)):
             return out
-    coefficient = (grad * scale)[:, None]  # (N, 1)
+    coefficient = coefficients[:, None]  # (N, 1)
     out = None
     if probs.dtype == coefficient.dtype == np.float32:
         out = xp.empty_like(probs)
