@@ -34,6 +34,8 @@ for other accelerated kernels whose products should run in one pool too.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..backend import threads
@@ -273,7 +275,7 @@ def _split_matmul(a, b):
     if not one_pool() or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
         return None
     rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
-    batch = int(np.prod(a.shape[:-2]))
+    batch = math.prod(a.shape[:-2])
     work = batch * rows * inner * columns
     if rows == 1 or columns == 1:  # matrix-vector products: NumPy's, faster than GEMMs
         return None
@@ -332,7 +334,7 @@ def multiply(xp, a, b):
         if a.ndim == 2:
             return _dot(a, b)
         if a.ndim > 2:
-            rows = a.reshape(int(np.prod(a.shape[:-1])), a.shape[-1])
+            rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
             return _dot(rows, b).reshape(*a.shape[:-1], b.shape[1])
     return _stacked(xp, a, b)
 

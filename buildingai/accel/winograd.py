@@ -27,6 +27,8 @@ twins in ``kernels/compiled/winograd.py``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..backend.precision import gemm_result_dtype
@@ -102,7 +104,7 @@ def filter_grad(xp, sums, out) -> None:
 
 def _planes(buffer, shape):
     """The 16 planes of ``shape`` at the start of the rows of ``buffer`` (16, stride): a view."""
-    return buffer[:, : int(np.prod(shape))].reshape((16,) + tuple(shape))
+    return buffer[:, : math.prod(shape)].reshape((16,) + tuple(shape))
 
 
 def planes_buffer(size: int):

@@ -257,7 +257,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
             f"{tuple(x.shape)}",
             help="start_dim must not be after end_dim",
         )
-    merged = int(np.prod(x.shape[start : end + 1]))
+    merged = int(math.prod(x.shape[start : end + 1]))
     return reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1 :])
 
 
