@@ -20,6 +20,8 @@ pytestmark = pytest.mark.usefixtures("accel_on")
 GEOMETRIES = {
     "small-same": (2, 3, 7, 9, 5, 3, 3, (1, 1), True),
     "cnn-first-layer": (3, 1, 28, 28, 32, 3, 3, (0, 0), True),
+    # a grid tile of few channels (8 filters of one vector) with filters past the last one
+    "two-channels-six-filters": (2, 2, 9, 11, 6, 3, 3, (0, 0), False),
     "wide-rows-uneven-padding": (2, 17, 5, 40, 40, 2, 5, (1, 2), False),
     "one-output": (1, 2, 3, 3, 3, 3, 3, (0, 0), False),
     "one-by-one": (2, 4, 6, 70, 9, 1, 1, (0, 0), True),
@@ -283,8 +285,8 @@ def test_the_tile_shapes_fit_the_registers():
     from buildingai.accel.kernels.compiled.tile_ir import LANES
 
     registers = 32 if LANES == 16 else 16
-    rows, vectors = direct.GRID_TILE
-    assert rows * vectors + vectors + 1 <= registers
+    for rows, vectors in (direct.GRID_TILE, direct.FEW_CHANNELS_GRID_TILE):
+        assert rows * vectors + vectors + 1 <= registers
     for width in (1, 7, 16, 24, 26, 48, 224):
         rows, vectors = direct._window_shape(width)
         assert rows * vectors + vectors + 1 <= registers
@@ -296,6 +298,24 @@ def test_the_tile_shapes_fit_the_registers():
         assert rows * vectors + vectors + 1 <= registers
         rows, vectors = direct._flat_shape(outputs)
         assert rows * vectors + vectors + 1 <= registers
+
+
+def test_grid_tiles_of_few_channels_pad_the_filters_no_more_than_the_general_tile():
+    """Up to ``FEW_CHANNELS`` input channels a grid tile takes ``FEW_CHANNELS_GRID_TILE``'s
+    filters unless they pad the filters further than ``GRID_TILE``'s; more channels keep
+    ``GRID_TILE``."""
+    from buildingai.accel.kernels.compiled import conv as direct
+
+    def padded(outputs, rows):
+        return -(-outputs // rows) * rows
+
+    for outputs in range(1, 80):
+        general = padded(outputs, direct.GRID_TILE[0])
+        for channels in range(1, direct.FEW_CHANNELS + 1):
+            rows, _ = direct._grid_shape(channels, outputs)
+            assert padded(outputs, rows) <= general
+        assert direct._grid_shape(direct.FEW_CHANNELS + 1, outputs) == direct.GRID_TILE
+    assert direct._grid_shape(1, 32) == direct.FEW_CHANNELS_GRID_TILE
 
 
 _OTHER_WIDTH = """

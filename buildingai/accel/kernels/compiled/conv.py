@@ -55,6 +55,11 @@ from .tile_ir import LANES
 ACCUMULATORS = 24 if LANES == 16 else 12
 REGISTERS = 32 if LANES == 16 else 16
 GRID_TILE = (8, 3) if LANES == 16 else (4, 3)  # (output channels, vectors)
+# The grid tiles of an input of at most FEW_CHANNELS channels (a grayscale image) on AVX2: 8
+# filters by one vector. Such a tile sums only a few taps, so its stores weigh more than its
+# multiply-adds; from 6 channels on GRID_TILE is faster (docs/design_notes/performance.md)
+FEW_CHANNELS = 2
+FEW_CHANNELS_GRID_TILE = (8, 3) if LANES == 16 else (8, 1)
 L1_BYTES = 1 << 16  # about what stays in the L1 cache while a tile runs
 MIN_SUM_TASKS = 16  # tap blocks x channel tiles below which sum tiles leave threads idle
 # Inputs of at most this many channels have them unrolled in the flat tiles (an image's 3).
@@ -199,7 +204,7 @@ def _correlate_grid(x, taps, bias, out, rectify: bool = False):
     n, c, h, w = x.shape
     o, _, kh, kw = taps.shape
     ho, wo = out.shape[2:]
-    rows, vectors = GRID_TILE
+    rows, vectors = _grid_shape(c, o)
     weights, shifts = _weight_matrix(taps, bias, rows)
     offsets = tap_offsets(c, (kh, kw), h, w, c * kh * kw)
     limit = (ho - 1) * w + wo  # one past the last grid position that is an output
@@ -235,6 +240,18 @@ def _rows_for(vectors: int) -> int:
     """Tile rows of ``vectors`` accumulators each that fit the registers with the ``vectors``
     a step loads and the broadcast weight (AVX2's 16 hold 2 rows of 4 vectors, not 3)."""
     return min(ACCUMULATORS // vectors, (REGISTERS - vectors - 1) // vectors)
+
+
+def _grid_shape(channels: int, outputs: int) -> tuple[int, int]:
+    """(output channels, vectors) of a grid tile over ``channels`` input channels:
+    ``FEW_CHANNELS_GRID_TILE`` for at most ``FEW_CHANNELS`` of them unless it rounds ``outputs``
+    up more than ``GRID_TILE`` (20 filters: 4 x 3, not 8 x 1 padded to 24), else ``GRID_TILE``."""
+    rows, vectors = GRID_TILE
+    if channels <= FEW_CHANNELS:
+        few = FEW_CHANNELS_GRID_TILE[0]
+        if -(-outputs // few) * few <= -(-outputs // rows) * rows:
+            return FEW_CHANNELS_GRID_TILE
+    return rows, vectors
 
 
 def _flat_shape(outputs: int) -> tuple[int, int]:
