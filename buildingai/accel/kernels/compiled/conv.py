@@ -75,7 +75,7 @@ def _weight_matrix(taps, bias, rows: int):
     """(weights (C*kh*kw, O'), bias (O',)) with O' the output channels rounded up to ``rows``
     (zero filters past O): row (c*kh + i)*kw + j holds tap (c, i, j) of every filter."""
     o = taps.shape[0]
-    padded = -(-o // rows) * rows
+    padded = _padded(o, rows)
     if padded == o:  # no filters to add: the transposed copy alone, and the bias as it is
         weights = np.ascontiguousarray(taps.reshape(o, -1).T)
         return weights, bias if bias.size else np.zeros(o, np.float32)
@@ -242,16 +242,19 @@ def _rows_for(vectors: int) -> int:
     return min(ACCUMULATORS // vectors, (REGISTERS - vectors - 1) // vectors)
 
 
+def _padded(outputs: int, rows: int) -> int:
+    """``outputs`` rounded up to whole tiles of ``rows`` output channels."""
+    return -(-outputs // rows) * rows
+
+
 def _grid_shape(channels: int, outputs: int) -> tuple[int, int]:
     """(output channels, vectors) of a grid tile over ``channels`` input channels:
     ``FEW_CHANNELS_GRID_TILE`` for at most ``FEW_CHANNELS`` of them unless it rounds ``outputs``
     up more than ``GRID_TILE`` (20 filters: 4 x 3, not 8 x 1 padded to 24), else ``GRID_TILE``."""
-    rows, vectors = GRID_TILE
-    if channels <= FEW_CHANNELS:
-        few = FEW_CHANNELS_GRID_TILE[0]
-        if -(-outputs // few) * few <= -(-outputs // rows) * rows:
-            return FEW_CHANNELS_GRID_TILE
-    return rows, vectors
+    few = FEW_CHANNELS_GRID_TILE[0]
+    if channels <= FEW_CHANNELS and _padded(outputs, few) <= _padded(outputs, GRID_TILE[0]):
+        return FEW_CHANNELS_GRID_TILE
+    return GRID_TILE
 
 
 def _flat_shape(outputs: int) -> tuple[int, int]:
@@ -259,7 +262,7 @@ def _flat_shape(outputs: int) -> tuple[int, int]:
     channels where that rounds ``outputs`` up less (48 channels: 6 x 4)."""
     rows, vectors = GRID_TILE
     fewer = _rows_for(vectors + 1)
-    if -(-outputs // fewer) * fewer < -(-outputs // rows) * rows:
+    if _padded(outputs, fewer) < _padded(outputs, rows):
         return fewer, vectors + 1
     return rows, vectors
 
