@@ -37,7 +37,7 @@ from ..errors import BuildingAIError
 from ..ops.base import install_dispatcher
 from .node import Node
 from .state import MODULE_CALLS, STATE
-from .tensor import Tensor
+from .tensor import UNCHANGED, Tensor, version_counter
 
 _current_state = STATE.get
 
@@ -254,7 +254,7 @@ def binary_operator(op, rank: int = 0, general=None):
         out = _new_tensor(Tensor)  # output_tensor's steps for a new array, written out
         out.array = data
         out.grad = out._hooks = out._post_hooks = out._base = None
-        out._version = [0, None]
+        out._version = None  # (made when first shared or changed: version_counter)
         if node is None or data.dtype.kind not in "fV":
             out.requires_grad = False
             out._node = None
@@ -263,8 +263,8 @@ def binary_operator(op, rank: int = 0, general=None):
         out._node = node
         if op.save_inputs:  # the versions backward will check, as output_tensor notes them
             node.input_versions = [
-                first._version[0] if isinstance(first, Tensor) else None,
-                second._version[0] if isinstance(second, Tensor) else None,
+                (first._version or UNCHANGED)[0] if isinstance(first, Tensor) else None,
+                (second._version or UNCHANGED)[0] if isinstance(second, Tensor) else None,
             ]
         return out
 
@@ -317,7 +317,7 @@ def tensor_operator(op, general=None):
         out.array = data
         out.grad = out._node = out._hooks = out._post_hooks = out._base = None
         out.requires_grad = False
-        out._version = [0, None]
+        out._version = None
         return out
 
     operator.__name__ = op.name
@@ -372,10 +372,10 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
     out.grad = out._node = out._hooks = out._post_hooks = None
     out.requires_grad = False
     if op.view:
-        out._version = source._version
+        out._version = version_counter(source)
         out._base = source if source._base is None else source._base
     else:
-        out._version = [0, None]
+        out._version = None  # (made when first shared or changed: version_counter)
         out._base = None
     if node is not None and data.dtype.kind in "fV":
         # the output of the recorded node; note the versions of what its backward will read
@@ -385,11 +385,13 @@ def output_tensor(op, data, source, node: Node | None, out: Tensor | None = None
         if op.save_inputs:
             versions = node.input_versions = []  # a loop: cheaper than a comprehension's frame
             for value in node.inputs:
-                versions.append(value._version[0] if isinstance(value, Tensor) else None)
+                versions.append(
+                    (value._version or UNCHANGED)[0] if isinstance(value, Tensor) else None
+                )
         if op.save_output:
             node.out_data = data
-            node.out_version = out._version
-            node.out_version_at = out._version[0]
+            node.out_version = version_counter(out)
+            node.out_version_at = node.out_version[0]
     return out
 
 

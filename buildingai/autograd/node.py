@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import AutogradError
 from .mode import is_grad_enabled
+from .tensor import UNCHANGED
 
 
 class Node:
@@ -55,7 +56,7 @@ class Node:
         op = self.op
         if self.input_versions is not None:
             for tensor, recorded in zip(self.inputs, self.input_versions):
-                if recorded is not None and tensor._version[0] != recorded:
+                if recorded is not None and (tensor._version or UNCHANGED)[0] != recorded:
                     _raise_modified(op, "an input", tensor._version, recorded)
         if self.out_data is not None and self.out_version[0] != self.out_version_at:
             _raise_modified(op, "the output", self.out_version, self.out_version_at)

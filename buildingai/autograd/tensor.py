@@ -36,6 +36,29 @@ class _Size(int):
         return self._shape if dim is None else self._shape[dim]
 
 
+# What a tensor's version counter reads before it has one: never changed in place.
+UNCHANGED = (0, None)
+
+
+def version_counter(tensor) -> list:
+    """``tensor``'s version counter, [in-place modification count, name of the last such op],
+    shared with its views and bumped by every in-place op. A tensor gets one when it is first
+    shared (a view, a detached tensor, a saved output) or changed: until then it reads as
+    ``UNCHANGED``, and an op's output costs no list."""
+    counter = tensor._version
+    if counter is None:
+        counter = tensor._version = [0, None]
+    return counter
+
+
+def bump_version(tensor, name: str) -> None:
+    """Count an in-place change of ``tensor``'s values (and its views'), made by ``name``: a
+    graph that saved the old values then refuses to run backward."""
+    counter = version_counter(tensor)
+    counter[0] += 1
+    counter[1] = name
+
+
 class Tensor:
     """An n-dimensional array that can record how it was computed.
 
@@ -87,7 +110,7 @@ class Tensor:
             _count_memory(data, "tensor", MODULE_CALLS.stacks[1])
         self.grad = None
         self._node = None  # the graph node that produced this tensor; None for leaves
-        self._version = [0, None]  # [in-place modification count, name of the last such op]
+        self._version = None  # its version counter, made when first shared or changed
         self._base = None  # the tensor this one is a view of, if any
         self._hooks = None
         self._post_hooks = None  # hooks run after backward accumulated into .grad (leaves)
@@ -178,7 +201,7 @@ class Tensor:
     @property
     def version(self) -> int:
         """How many times this tensor (or a view sharing its memory) was modified in place."""
-        return self._version[0]
+        return (self._version or UNCHANGED)[0]
 
     def __len__(self) -> int:
         if self.array.ndim == 0:
@@ -247,7 +270,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """The same values (shared memory, shared version counter) outside the graph."""
         out = Tensor(self.array)
-        out._version = self._version
+        out._version = version_counter(self)
         return out
 
     def detach_(self) -> Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend.device import array_namespace
 from ..errors import DeviceError, DTypeError, ShapeError
 from ._buffers import Staged, contiguous, reduce_op_for, wire_array
@@ -56,8 +56,7 @@ def _check_device(array, collective: str) -> None:
 def _modified(tensor) -> None:
     """Bump the version counter of a tensor a collective wrote into (autograd checks it)."""
     if isinstance(tensor, Tensor):
-        tensor._version[0] += 1
-        tensor._version[1] = "distributed collective"
+        bump_version(tensor, "distributed collective")
 
 
 def _group_of(group: ProcessGroup | None, collective: str) -> ProcessGroup:

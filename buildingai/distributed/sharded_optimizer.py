@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend.device import array_namespace
 from ..optim.optimizer import OptimizerBase
 from . import shards
@@ -198,8 +198,7 @@ class ShardedOptimizer:
             work.wait()
         for layout in self.buckets:
             for param in layout.params:
-                param._version[0] += 1  # a graph that saved the old values refuses backward
-                param._version[1] = "ShardedOptimizer.step"
+                bump_version(param, "ShardedOptimizer.step")
         self.reduced = False
 
     def _check_views(self) -> None:

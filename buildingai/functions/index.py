@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd.dispatch import apply
 from ..autograd.mode import grad_mode
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend.device import array_namespace, is_read_only
 from ..errors import (
     AutogradError,
@@ -186,8 +186,7 @@ def setitem(x: Tensor, index, value) -> None:
             f"{ops.describe_index(index)} of a tensor shaped {tuple(x.shape)}: {exc}",
             help="the value must broadcast to the shape of the selection",
         ) from None
-    x._version[0] += 1
-    x._version[1] = "setitem"
+    bump_version(x, "setitem")
 
 
 def _describe_value(value) -> str:

@@ -21,7 +21,7 @@ from ..accel.vector_blas import MIN_SIZE as BLAS_MIN_SIZE
 from ..accel.vector_blas import add_scaled
 from ..autograd import dispatch
 from ..autograd.mode import grad_mode
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend.device import array_namespace
 from ..errors import AutogradError, DTypeError, ShapeError
 from .creation import zeros
@@ -36,12 +36,6 @@ def _records(x: Tensor, others: tuple) -> bool:
     if not grad_mode.enabled:
         return False
     return x.requires_grad or any(isinstance(v, Tensor) and v.requires_grad for v in others)
-
-
-def _bump(x: Tensor, name: str) -> None:
-    version = x._version
-    version[0] += 1
-    version[1] = name
 
 
 def _refuse_unsafe(x: Tensor, name: str) -> None:
@@ -78,7 +72,7 @@ def _in_place(
             modify(x.array)
         except TypeError as exc:  # NumPy refuses to write e.g. float results into an int array
             raise _cast_error(name, x, exc) from exc
-        _bump(x, name)
+        bump_version(x, name)
         return x
 
     if recording:
@@ -99,14 +93,14 @@ def _in_place(
         array_namespace(x.array).copyto(x.array, result.array, casting="same_kind")
     except TypeError as exc:
         raise _cast_error(name, x, exc) from exc
-    _bump(x, name)
+    bump_version(x, name)
     if recording:
         node = result._node
         x._node = node
         x.requires_grad = result.requires_grad
         if node is not None and node.out_data is not None:
             node.out_data = result.array
-            node.out_version, node.out_version_at = x._version, x._version[0]
+            node.out_version, node.out_version_at = x._version, x._version[0]  # (bumped above)
     for observer in dispatch.active_modes():
         observer.after_inplace(name, x, result)
     return x
@@ -127,7 +121,7 @@ def updated_by_accel(x: Tensor, name: str, others: tuple, scalar, update) -> boo
         return False
     if not update(x.array, tuple(other.array for other in others), scalar):
         return False
-    _bump(x, name)
+    bump_version(x, name)
     return True
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from ..autograd.dispatch import DispatchMode, dispatch_mode
 from ..autograd.mode import no_grad
 from ..autograd.state import module_path
-from ..autograd.tensor import Tensor, _Size
+from ..autograd.tensor import Tensor, _Size, version_counter
 from ..backend import device as _device
 from ..errors import BuildingAIError
 from ..ops.abstract import DimExpr, SymbolicSizeError, ValueSpec
@@ -125,7 +125,8 @@ class Tracer(DispatchMode):
             self.graph.constants[value_id] = array
         self.ids[id(tensor)] = value_id
         self.devices[value_id] = str(tensor.device)
-        self.versions[value_id] = (tensor._version, tensor._version[0])
+        counter = version_counter(tensor)
+        self.versions[value_id] = (counter, counter[0])
         self.hold(tensor)
         self.note_array(tensor.array, self.arrays, (value_id, self.versions[value_id]))
         return value_id
@@ -305,7 +306,8 @@ class Tracer(DispatchMode):
             if result_id is None:
                 return
             self.ids[id(target)] = result_id
-            self.versions[result_id] = (target._version, target._version[0])
+            counter = version_counter(target)
+            self.versions[result_id] = (counter, counter[0])
             self.hold(target)
             # the next in-place op reads the previous value through another tensor over this
             # array (``x.mul_(a).add_(b)``): that tensor must read this value, not an older one

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..autograd.dispatch import dispatch_mode, run_forward
 from ..autograd.engine import recording_backward
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, version_counter
 from ..backend.device import is_read_only
 from ..backend.dtypes import is_floating
 from ..backend.random import get_rng_state, set_rng_state
@@ -296,7 +296,8 @@ class TrainingTracer(Tracer):
                 before = self.ids.get(id(target), self.captured_arrays.get(id(target.array)))
                 self.written[id(target)] = (target, before)
             self.ids[id(target)] = value_id
-            self.versions[value_id] = (target._version, target._version[0])
+            counter = version_counter(target)
+            self.versions[value_id] = (counter, counter[0])
             self.dependent.add(id(target))  # its value now exists only when the graph runs
             self.hold(target)
             # any tensor over this array read from now on (the alias through which the next

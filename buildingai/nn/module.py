@@ -19,7 +19,7 @@ import numpy as np
 
 from ..autograd.mode import no_grad
 from ..autograd.state import MODULE_CALLS
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend import device as _device
 from ..backend.dtypes import as_dtype, is_floating
 from ..errors import BuildingAIError, CheckpointError, DTypeError
@@ -592,8 +592,7 @@ class Module:
                 if converted is not tensor.array:
                     tensor.array = converted
                     # A graph recorded before the conversion must not read the new values.
-                    tensor._version[0] += 1
-                    tensor._version[1] = "Module.to"
+                    bump_version(tensor, "Module.to")
                 if tensor.grad is not None:
                     tensor.grad = Tensor(convert(tensor.grad.array))
         return self

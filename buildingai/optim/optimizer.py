@@ -22,6 +22,7 @@ import numpy as np
 
 from ..accel.optimizers import update_group as accelerated_update_group
 from ..autograd import Tensor, enable_grad, no_grad
+from ..autograd.tensor import bump_version
 from ..backend import CPU, array_namespace, to_device
 from ..backend.dtypes import is_floating
 from ..errors import BuildingAIError
@@ -446,8 +447,7 @@ def _completing_base_init(init: Callable) -> Callable:
 
 def _bump_version(param: Tensor, name: str) -> None:
     """Count the in-place update, so a graph that saved the old values refuses to backward."""
-    param._version[0] += 1
-    param._version[1] = f"{name}.step"
+    bump_version(param, f"{name}.step")
 
 
 def _is_array(value) -> bool:

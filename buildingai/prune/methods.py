@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ..autograd.mode import no_grad
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, bump_version
 from ..backend import device as _device
 from ..backend.random import resolve_generator
 from ..errors import BuildingAIError
@@ -113,7 +113,7 @@ class BasePruningMethod:
         orig = module._parameters.pop(name + "_orig")
         del module._buffers[name + "_mask"]
         orig.array = weight.array
-        orig._version[0] += 1
+        bump_version(orig, "prune.remove")
         module.register_parameter(name, orig)
 
 

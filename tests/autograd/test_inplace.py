@@ -100,3 +100,36 @@ def test_augmented_assignment_uses_in_place_ops():
     x *= 2.0
     assert alias is x
     np.testing.assert_allclose(x.numpy(), [4.0, 6.0])
+
+
+def test_a_counter_made_after_recording_still_catches_the_change():
+    """An op's output gets its version counter when it is first shared or changed: a tensor
+    saved for backward before it had one must still be seen to change."""
+    x = bai.tensor([1.0, 2.0], requires_grad=True)
+    w = bai.tensor([3.0, 4.0]) * 1.0  # an op's output, never shared nor changed yet
+    assert w.version == 0
+    y = x * w  # saves w at version 0
+    w.view(2).add_(1.0)  # the view makes w's counter, the change bumps it
+    assert w.version == 1
+    with pytest.raises(bai.AutogradError, match=r"\[mul\] backward needs an input.*'add_'"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("share", ["view", "detach", "basic index"])
+def test_a_counter_made_late_is_shared_both_ways(share):
+    x = bai.tensor(np.arange(4.0)) * 1.0
+    other = {"view": lambda: x.view(2, 2), "detach": x.detach, "basic index": lambda: x[1:]}[
+        share
+    ]()
+    other.add_(1.0)
+    assert x.version == other.version == 1
+    x.mul_(2.0)
+    assert x.version == other.version == 2
+
+
+def test_outputs_of_the_short_paths_and_of_apply_count_alike():
+    a, b = bai.tensor([[1.0, 2.0]]), bai.tensor([[3.0, 4.0]])
+    for out in (a + b, a * 2.0, bai.exp(a), a @ b.T):
+        assert out.version == 0
+        out.add_(1.0)
+        assert out.version == 1 and a.version == 0
