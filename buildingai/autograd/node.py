@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..errors import AutogradError
 from .mode import is_grad_enabled
-from .tensor import UNCHANGED
 
 
 class Node:
@@ -56,7 +55,7 @@ class Node:
         op = self.op
         if self.input_versions is not None:
             for tensor, recorded in zip(self.inputs, self.input_versions):
-                if recorded is not None and (tensor._version or UNCHANGED)[0] != recorded:
+                if recorded is not None and tensor.version != recorded:
                     _raise_modified(op, "an input", tensor._version, recorded)
         if self.out_data is not None and self.out_version[0] != self.out_version_at:
             _raise_modified(op, "the output", self.out_version, self.out_version_at)
