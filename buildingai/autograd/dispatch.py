@@ -154,7 +154,7 @@ def apply(op, *inputs, **attrs) -> Tensor:
     xp = np if _device._cupy is None else _namespace_of(arrays)
     check = op.check
     try:
-        if check is not None:
+        if check is not None and not (op.checks_values and _holds_samples(arrays)):
             check(*arrays, **attrs)
         started = perf_counter_ns() if observers else 0
         if op.accelerated:  # a faster kernel registered in buildingai.accel may take the call
@@ -329,11 +329,22 @@ def run_forward(op, ctx, xp, *arrays, **attrs):
     first registered kernel of ``buildingai.accel`` that applies, else the record's forward.
 
     What ``apply`` computes once it has unwrapped the inputs, and the one entry through which
-    executors and graph passes (frozen graphs, compiled steps, constant folding) run an op.
+    executors and graph passes (frozen graphs, compiled steps, constant folding) run an op. Of
+    the op's checks it makes those that read values (``Op.checks_values``): a graph's shapes
+    and dtypes were checked when it was traced, each run's values were not.
     """
+    if op.checks_values:
+        op.check(*arrays, **attrs)
     if op.accelerated:
         return run_accelerated(op, ctx, xp, arrays, attrs)
     return op.forward(ctx, xp, *arrays, **attrs)
+
+
+def _holds_samples(arrays) -> bool:
+    """Whether some of ``arrays`` hold the sample values a traced graph runs on in place of its
+    inputs (their class says so: ``sample_values``, as ``graph.trace._Traced``): a check of
+    values (``Op.checks_values``) waits for the graph's runs, which make it on real ones."""
+    return any(getattr(type(array), "sample_values", False) for array in arrays)
 
 
 def _unwrap(inputs: tuple) -> tuple[list, bool]:

@@ -71,6 +71,8 @@ class _Traced(np.ndarray):
     functions that would return plain arrays (``nonzero``, ``unique``, ``concatenate``,
     ``searchsorted``...), through ``__array_function__``."""
 
+    sample_values = True  # dispatch makes no value check (Op.checks_values) on these
+
     def __array_function__(self, func, types, args, kwargs):
         return _marked(super().__array_function__(func, types, args, kwargs))
 

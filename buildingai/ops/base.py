@@ -39,6 +39,11 @@ class Op:
     - ``check``: ``None`` or a method ``check(self, *arrays, **attrs)`` run before ``forward``.
       An op whose backend call already rejects every bad input can instead override
       ``describe_failure`` to explain the rejection, and cost nothing on the happy path.
+    - ``checks_values``: True when ``check`` reads the input values (an index in range, a
+      probability in [0, 1]), not only their shapes and dtypes. A traced graph makes the checks
+      of the second kind once, when it is traced; it makes this op's on every run
+      (``dispatch.run_forward``), where a negative index would otherwise pick a wrong element
+      silently.
     - ``to_onnx(emit, inputs, output, attrs)`` (optional): the op's one ONNX mapping; a record
       without it cannot be exported (``export.check_onnx`` lists such ops).
     - ``fusion``: for element-wise ops whose forward is one backend function on same-dtype
@@ -65,6 +70,7 @@ class Op:
     differentiable: bool = True
     view: bool = False
     check = None
+    checks_values: bool = False
     fusion: tuple | None = None
     autocast: str = "promote"
     effectful: bool = False

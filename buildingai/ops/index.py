@@ -535,6 +535,7 @@ class OneHot(CopyOp):
 
     name = "one_hot"
     save_inputs, differentiable = False, False
+    checks_values = True  # the indices' range, on every run of a traced graph too
 
     def infer(self, indices, *, num_classes) -> ValueSpec:
         return ValueSpec(indices.shape + (num_classes,), np.dtype(np.int64), indices.device)

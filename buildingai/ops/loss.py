@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, IndexingError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, memory_cost, total
 from .base import Op
 
@@ -46,6 +46,24 @@ def weighted_losses(ctx, xp, picked, index, valid, weight, dtype, *, axis, reduc
     return xp.asarray(out, dtype=dtype)
 
 
+def check_target_classes(op: str, x, target, axis: int, ignore_index: int) -> None:
+    """Raise IndexingError unless every target is a class of x (0 .. C - 1, C = x's extent
+    along ``axis``) or ``ignore_index``: a negative target would otherwise pick a class from
+    the end, silently."""
+    classes = x.shape[axis]
+    if not target.size or (target.min() >= 0 and target.max() < classes):  # two reductions
+        return
+    bad = ((target < 0) | (target >= classes)) & (target != ignore_index)
+    if bad.any():
+        value = int(target[bad].reshape(-1)[0])
+        raise IndexingError(
+            f"[{op}] target class {value} is out of range for {classes} classes (input "
+            f"{tuple(x.shape)}, target {tuple(target.shape)})",
+            help=f"targets must lie in [0, {classes - 1}] or equal ignore_index "
+            f"({ignore_index}); check the number of output classes of the model",
+        )
+
+
 def _check_class_target_shape(op: str, x, target, axis: int) -> tuple:
     """The target's shape: x's without the class axis."""
     expected = tuple(extent for k, extent in enumerate(x.shape) if k != axis % x.ndim)
@@ -66,6 +84,8 @@ class BinaryCrossEntropy(Op):
 
     name = "binary_cross_entropy"
     autocast = "float32"
+
+    checks_values = True  # on every run of a traced graph too
 
     def check(self, x, t):
         if x.size and (x.min() < 0 or x.max() > 1):
@@ -125,13 +145,17 @@ class CrossEntropy(Op):
     indices shaped like x without that axis (entries equal to ``ignore_index`` count for nothing);
     weight (optional, (C,), a constant): per-class weights. -> per-sample losses (``"none"``) or
     their sum, or their weighted mean (``"mean"``: divided by the summed weights of the counted
-    targets, nan when there are none). Targets are validated by the caller. The gradient,
-    ``(softmax(x) - one_hot(target)) * weight[target] / normalizer``, is the ``cross_entropy_grad``
-    op, built from the softmax the forward kept.
+    targets, nan when there are none). ``check`` rejects a target that is not a class. The
+    gradient, ``(softmax(x) - one_hot(target)) * weight[target] / normalizer``, is the
+    ``cross_entropy_grad`` op, built from the softmax the forward kept.
     """
 
     name = "cross_entropy"
     autocast = "float32"
+    checks_values = True  # the targets' classes, on every run of a traced graph too
+
+    def check(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        check_target_classes(self.name, x, target, axis, ignore_index)
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
         valid = target != ignore_index
@@ -243,14 +267,18 @@ class NLLLoss(Op):
     target: class indices shaped like x without that axis (entries equal to ``ignore_index``
     count for nothing); weight (optional, (C,), a constant): per-class weights. -> per-sample
     losses (``"none"``) or their sum, or their weighted mean (``"mean"``: divided by the summed
-    weights of the counted targets, nan when there are none). Targets are validated by the
-    caller. The target is an input, not an attribute, so a traced graph picks the classes of
-    each call's targets. The gradient, ``-weight[target] / normalizer`` at each target class and
+    weights of the counted targets, nan when there are none). ``check`` rejects a target that
+    is not a class. The target is an input, not an attribute, so a traced graph picks the
+    classes of each call's targets. The gradient, ``-weight[target] / normalizer`` at each target class and
     0 elsewhere, is the ``nll_loss_grad`` op.
     """
 
     name = "nll_loss"
     autocast = "float32"
+    checks_values = True  # the targets' classes, on every run of a traced graph too
+
+    def check(self, x, target, weight=None, *, axis, ignore_index, reduction):
+        check_target_classes(self.name, x, target, axis, ignore_index)
 
     def forward(self, ctx, xp, x, target, weight=None, *, axis, ignore_index, reduction):
         valid = target != ignore_index

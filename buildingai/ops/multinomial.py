@@ -25,6 +25,7 @@ class Multinomial(Op):
     save_inputs = False
     differentiable = False
     effectful = True
+    checks_values = True  # the weights, on every run of a traced graph too
 
     def check(self, weights, *, num_samples, replacement, generator=None):
         _check_weights(array_namespace(weights), weights, num_samples, replacement)

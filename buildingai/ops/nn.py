@@ -222,6 +222,7 @@ class Embedding(Op):
     """
 
     name = "embedding"
+    checks_values = True  # the indices' range, on every run of a traced graph too
 
     def check(self, indices, weight, *, padding_idx):
         if indices.dtype.kind not in "iu":

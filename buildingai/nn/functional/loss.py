@@ -12,7 +12,7 @@ import math
 
 from ...autograd.dispatch import apply
 from ...autograd.tensor import Tensor
-from ...errors import ArgumentError, DTypeError, IndexingError, ShapeError
+from ...errors import ArgumentError, DTypeError, ShapeError
 from ...functions.creation import as_tensor
 from ...functions.elementwise import softplus, where
 from ...functions.index import one_hot
@@ -196,9 +196,10 @@ def _check_weight(op: str, weight: Tensor | None, classes: int) -> None:
         )
 
 
-def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int, ignore_index: int):
-    """Targets must be integers shaped like the input without its class axis, each a class
-    index or ``ignore_index``."""
+def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int):
+    """Targets must be integers shaped like the input without its class axis. (That each is a
+    class index or ``ignore_index`` the ``cross_entropy`` and ``nll_loss`` ops check, on every
+    run of a traced graph too: ``ops.loss.check_target_classes``.)"""
     expected = tuple(input.shape[:axis]) + tuple(input.shape[axis + 1 :])
     if target.dtype.kind not in "iu":
         raise DTypeError(
@@ -213,19 +214,6 @@ def _check_class_targets(op: str, input: Tensor, target: Tensor, axis: int, igno
             f"class-index targets must have shape {expected}",
             help="the input is (N, C, d1, ...) and the target (N, d1, ...), with the classes "
             "along dimension 1 of the input",
-        )
-    classes = input.shape[axis]
-    data = target.array
-    if not data.size or (data.min() >= 0 and data.max() < classes):  # two reductions, no masks
-        return
-    bad = ((data < 0) | (data >= classes)) & (data != ignore_index)
-    if bad.any():
-        value = int(data[bad].reshape(-1)[0])
-        raise IndexingError(
-            f"[{op}] target class {value} is out of range for {classes} classes (input "
-            f"{tuple(input.shape)}, target {tuple(target.shape)})",
-            help=f"targets must lie in [0, {classes - 1}] or equal ignore_index "
-            f"({ignore_index}); check the number of output classes of the model",
         )
 
 
@@ -285,7 +273,7 @@ def nll_loss(
     target = _as_target(target, input)
     axis = _class_axis("nll_loss", input)
     _check_weight("nll_loss", weight, input.shape[axis])
-    _check_class_targets("nll_loss", input, target, axis, ignore_index)
+    _check_class_targets("nll_loss", input, target, axis)
     return _weighted_nll(input, target, weight, ignore_index, reduction, axis)
 
 
@@ -327,7 +315,7 @@ def cross_entropy(
         and (weight is None or not weight.requires_grad)
     ):
         # the common case as one op: no log-probabilities tensor, gradient softmax - one_hot
-        _check_class_targets("cross_entropy", input, target, axis, ignore_index)
+        _check_class_targets("cross_entropy", input, target, axis)
         weights = () if weight is None else (weight,)
         return apply(
             ops.CROSS_ENTROPY,
@@ -355,7 +343,7 @@ def cross_entropy(
             log_probs, target, weight_view, reduction, label_smoothing, axis
         )
 
-    _check_class_targets("cross_entropy", input, target, axis, ignore_index)
+    _check_class_targets("cross_entropy", input, target, axis)
     nll = _weighted_nll(log_probs, target, weight, ignore_index, reduction, axis)
     if label_smoothing == 0.0:
         return nll
