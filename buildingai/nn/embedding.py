@@ -7,11 +7,10 @@ from ..autograd.tensor import Tensor
 from ..backend.random import Generator
 from ..errors import ArgumentError, ShapeError
 from ..functions.creation import as_tensor
-from ..functions.nn import embedding
 from . import init
 from ._utils import empty_parameter
 from .functional.embedding_bag import embedding_bag
-from .functional.embedding_rows import frequency_scaling, renormalize_rows
+from .functional.embedding_lookup import embedding
 from .module import Module
 from .parameter import Parameter
 
@@ -86,17 +85,14 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0
 
     def forward(self, indices) -> Tensor:
-        if not isinstance(indices, Tensor):
-            indices = as_tensor(indices)
-        if self.max_norm is not None:
-            self._renormalize(indices)
-        out = embedding(indices, self.weight, self.padding_idx)
-        if self.scale_grad_by_freq and out.requires_grad:
-            out.register_hook(frequency_scaling(indices))
-        return out
-
-    def _renormalize(self, indices: Tensor) -> None:
-        renormalize_rows(self.weight, indices, self.max_norm, self.norm_type)
+        return embedding(
+            indices,
+            self.weight,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+        )
 
     @classmethod
     def from_pretrained(

@@ -122,6 +122,41 @@ def test_embedding_max_norm_renormalises_looked_up_rows_like_pytorch(norm_type):
     assert np.linalg.norm(ours.weight.numpy()[untouched], ord=norm_type) > 1.0
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"padding_idx": 1},
+        {"max_norm": 1.0},
+        {"max_norm": 0.5, "norm_type": 1.0},
+        {"scale_grad_by_freq": True},
+        {"padding_idx": 0, "max_norm": 1.0, "scale_grad_by_freq": True},
+    ],
+    ids=str,
+)
+def test_functional_embedding_takes_pytorchs_arguments_and_matches_it(options):
+    """``F.embedding(input=..., weight=..., padding_idx, max_norm, norm_type,
+    scale_grad_by_freq, sparse)`` as PyTorch spells it: max_norm renormalises the table in place."""
+    table = np.random.default_rng(1).standard_normal((6, 4)) * 2
+    ours_weight = bai.Tensor(table.copy(), requires_grad=True)
+    theirs_weight = torch.tensor(table.copy(), requires_grad=True)
+    ours = bai.nn.functional.embedding(input=bai.Tensor(INDICES), weight=ours_weight, **options)
+    theirs = torch.nn.functional.embedding(
+        input=torch.tensor(INDICES), weight=theirs_weight, **options
+    )
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours_weight.numpy(), theirs_weight.detach().numpy(), rtol=1e-12)
+    upstream = np.random.default_rng(0).standard_normal(ours.shape)
+    (ours * bai.Tensor(upstream)).sum().backward()
+    (theirs * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(ours_weight.grad.numpy(), theirs_weight.grad.numpy(), rtol=1e-12)
+
+
+def test_functional_embedding_refuses_sparse_gradients():
+    weight = bai.Tensor(np.ones((3, 2)))
+    with pytest.raises(bai.errors.ArgumentError, match=r"\[embedding\] sparse gradients"):
+        bai.nn.functional.embedding(bai.Tensor(np.array([0])), weight, sparse=True)
+
+
 def test_embedding_initialisation_and_padding():
     bai.manual_seed(0)
     layer = Embedding(1000, 16, padding_idx=3)

@@ -5,7 +5,7 @@ from ...functions.activation import *
 from ...functions.elementwise import gelu, sigmoid, softplus, tanh
 from ...functions.index import one_hot
 from ...functions.linalg import linear
-from ...functions.nn import dropout, embedding
+from ...functions.nn import dropout
 from .activation import *  # the activations that take inplace=, after their plain forms
 from .alpha_dropout import *
 from .attention import *
@@ -15,6 +15,7 @@ from .channel_shuffle import *
 from .conv import *
 from .distance import *
 from .embedding_bag import *
+from .embedding_lookup import *
 from .fold import *
 from .gumbel import *
 from .instance_norm import *
