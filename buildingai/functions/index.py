@@ -429,7 +429,8 @@ def one_hot(indices, num_classes: int = -1) -> Tensor:
                 "[one_hot] cannot infer the number of classes from an empty tensor",
                 help="pass num_classes explicitly",
             )
-        num_classes = int(indices.array.max()) + 1
+        # read through the tensor: a traced graph refuses a shape that depends on the values
+        num_classes = int(indices.max()) + 1
     if num_classes < 0:
         raise ShapeError(f"[one_hot] num_classes must be -1 or >= 0, got {num_classes}")
     return apply(ops.ONE_HOT, indices, num_classes=int(num_classes))

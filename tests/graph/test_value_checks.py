@@ -146,3 +146,13 @@ def test_run_forward_makes_the_value_checks_of_the_ops_that_have_them():
 def test_ops_without_value_checks_keep_their_checks_to_the_front_door():
     assert Op.checks_values is False
     assert not loss_ops.CROSS_ENTROPY_GRAD.checks_values
+
+
+def test_one_hot_counting_its_classes_from_the_values_is_refused_when_traced():
+    """``num_classes=-1`` takes the count from the indices: a graph would keep the count of the
+    samples it was traced with, so tracing refuses it as any other read of an input's value."""
+    with bai.no_grad():
+        compiled = bai.compile(lambda t: F.one_hot(t), fullgraph=True)
+        with pytest.raises(bai.graph.GraphError, match="reads the value of a tensor"):
+            compiled(_targets(3))
+    assert F.one_hot(_targets(3)).shape == (4, 4)  # eager: 1 + the largest index
