@@ -3,14 +3,16 @@
 A distribution refuses invalid parameters (a negative scale, a probability above 1). In eager
 code the check could read the values directly; in a traced (frozen) call the values are not
 known while tracing, and a check made once at trace time would not hold for later calls. As a
-record, the check is a node of the graph (``effectful``: never folded or dropped) that runs each
-time the graph runs.
+record, the check is a node of the graph (``effectful``: never folded or dropped) whose check
+reads values (``checks_values``): the graph makes it each time it runs, and not on the sample
+values it is traced with.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..backend.device import array_namespace
 from ..errors import ArgumentError
 from .abstract import ValueSpec
 from .base import Op
@@ -27,9 +29,10 @@ class Require(Op):
     save_inputs = False
     differentiable = False
     effectful = True
+    checks_values = True  # so a graph makes the check on every run, not on its trace's samples
 
-    def forward(self, ctx, xp, values, *, family, name, condition, wanted):
-        ok = xp.asarray(condition(values))
+    def check(self, values, *, family, name, condition, wanted):
+        ok = array_namespace(values).asarray(condition(values))
         if not bool(ok.all()):
             host = np.asarray(values.get() if hasattr(values, "get") else values)
             good = np.asarray(ok.get() if hasattr(ok, "get") else ok)
@@ -40,7 +43,9 @@ class Require(Op):
                 + (" ..." if bad.size > 4 else ""),
                 help=f"pass {name} {wanted} (validate_args=False skips this check)",
             )
-        return xp.asarray(True)
+
+    def forward(self, ctx, xp, values, *, family, name, condition, wanted):
+        return xp.asarray(True)  # (``check`` has passed)
 
     def infer(self, values, **attrs) -> ValueSpec:
         return ValueSpec((), np.dtype(bool), values.device)

@@ -156,3 +156,22 @@ def test_one_hot_counting_its_classes_from_the_values_is_refused_when_traced():
         with pytest.raises(bai.graph.GraphError, match="reads the value of a tensor"):
             compiled(_targets(3))
     assert F.one_hot(_targets(3)).shape == (4, 4)  # eager: 1 + the largest index
+
+
+def test_a_distribution_of_a_traced_input_checks_each_runs_parameters():
+    """A distribution's parameter check (the ``require`` record) is made on every run, and was
+    made on the trace's sample scales too: a standard normal sample is negative."""
+    from buildingai.prob import Normal
+
+    point = bai.tensor(np.array([0.1, 0.5], dtype=np.float32))
+
+    def log_density(scale):
+        return Normal(bai.zeros(2), scale).log_prob(point)
+
+    with bai.no_grad():
+        compiled = bai.compile(log_density, fullgraph=True)
+        for scale in ([1.0, 2.0], [0.5, 3.0]):
+            scale = bai.tensor(np.array(scale, dtype=np.float32))
+            np.testing.assert_allclose(compiled(scale).numpy(), log_density(scale).numpy())
+        with pytest.raises(ArgumentError, match=r"\[Normal\] scale must be positive; got -1"):
+            compiled(bai.tensor(np.array([-1.0, 2.0], dtype=np.float32)))
