@@ -9,6 +9,7 @@ from . import (
     creation,
     dtype_info,
     elementwise,
+    elementwise_math,
     gamma,
     index,
     inplace,
@@ -17,6 +18,7 @@ from . import (
     matrix_norms,
     memory_format,
     nn,
+    numeric_tools,
     pointwise_compositions,
     random_like,
     reduce,
@@ -38,6 +40,7 @@ from .conjugate import *
 from .creation import *
 from .dtype_info import *
 from .elementwise import *
+from .elementwise_math import *
 from .gamma import *
 from .index import *
 from .inplace import *
@@ -47,6 +50,7 @@ from .matrix_norms import *
 from .memory_format import *
 from .methods import attach_tensor_methods
 from .nn import *
+from .numeric_tools import *
 from .pointwise_compositions import *
 from .random_like import *
 from .reduce import *
@@ -77,5 +81,6 @@ __all__ += pointwise_compositions.__all__
 __all__ += arrangement.__all__ + searching.__all__ + statistics.__all__ + trigonometry.__all__
 __all__ += linear_algebra.__all__ + scattering.__all__
 __all__ += conjugate.__all__
+__all__ += elementwise_math.__all__ + numeric_tools.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders
