@@ -269,9 +269,20 @@ def clone(x: Tensor, *, memory_format: MemoryFormat = preserve_format) -> Tensor
 # ----- selection and comparison --------------------------------------------------------------
 
 
-def where(condition: TensorLike, a: TensorLike, b: TensorLike) -> Tensor:
+def where(condition: TensorLike, a: TensorLike = None, b: TensorLike = None):
     """Elements of ``a`` where ``condition`` holds, else of ``b``. condition, a, b:
-    broadcastable -> the broadcast shape of all three."""
+    broadcastable -> the broadcast shape of all three. ``where(condition)`` alone is
+    ``nonzero(condition, as_tuple=True)``: a tuple of one index tensor per dimension, as in
+    PyTorch."""
+    if a is None and b is None:
+        from .searching import nonzero  # (searching imports this module)
+
+        return nonzero(_operand(condition), as_tuple=True)
+    if a is None or b is None:
+        raise TypeError(
+            "[where] takes condition, input and other, or condition alone (got one of input "
+            "and other)"
+        )
     return apply(ops.WHERE, condition, a, b)
 
 

@@ -1,5 +1,5 @@
 """Questions PyTorch code asks a tensor about its type, size and layout: ``is_tensor``,
-``is_floating_point``, ``is_complex``, ``nelement``, ``element_size``, ``ndimension``,
+``is_floating_point``, ``is_complex``, ``numel``, ``nelement``, ``element_size``, ``ndimension``,
 ``stride`` and ``storage_offset``."""
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ def is_floating_point(input: Tensor) -> bool:  # noqa: A002 - PyTorch's name
 def is_complex(input: Tensor) -> bool:  # noqa: A002 - PyTorch's name
     """True when ``input`` holds complex numbers."""
     return input.dtype.kind == "c"
+
+
+def numel(input: Tensor) -> int:  # noqa: A002 - PyTorch's name
+    """The number of elements (``torch.numel(x)``, ``x.numel()``)."""
+    return input.numel()
 
 
 def nelement(x: Tensor) -> int:
@@ -64,7 +69,7 @@ def storage_offset(x: Tensor) -> int:
     return (_address(x.array) - _address(owner)) // x.array.itemsize
 
 
-__all__ = ["is_complex", "is_floating_point", "is_tensor"]
+__all__ = ["is_complex", "is_floating_point", "is_tensor", "numel"]
 
 TENSOR_METHODS = {
     "is_floating_point": is_floating_point, "is_complex": is_complex, "nelement": nelement,
