@@ -13,6 +13,7 @@ from ..ops import activation, special
 from ..ops import elementwise as ops
 from .creation import as_tensor
 from .memory_format import MemoryFormat, check_memory_format, preserve_format
+from .positions import nonzero
 from .rounding import rounded_division
 
 TensorLike = Tensor | float | int | bool
@@ -275,8 +276,6 @@ def where(condition: TensorLike, a: TensorLike = None, b: TensorLike = None):
     ``nonzero(condition, as_tuple=True)``: a tuple of one index tensor per dimension, as in
     PyTorch."""
     if a is None and b is None:
-        from .searching import nonzero  # (searching imports this module)
-
         return nonzero(_operand(condition), as_tuple=True)
     if a is None or b is None:
         raise TypeError(

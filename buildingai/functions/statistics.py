@@ -31,9 +31,9 @@ from .elementwise import round as round_half_to_even
 from .index import masked_fill, zeros_index_add
 from .linalg import matmul
 from .matrix_norms import vector_norm
+from .positions import computed_from
 from .reduce import ValuesIndices, amax, logsumexp, mean, std, var
 from .reduce import sum as total
-from .searching import computed_from
 from .shape import concatenate, movedim, stack
 from .sorting import argsort, sort
 

@@ -58,6 +58,19 @@ from .embedding import Embedding, EmbeddingBag
 from .fold import Fold, Unfold
 from .functional_call import functional_call
 from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 from .linear import Bilinear, Linear
 from .loss import (
     BCELoss,
@@ -174,6 +187,17 @@ __all__ = [
     "Flatten",
     "Unflatten",
     "Linear",
+    "LazyLinear",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "UninitializedParameter",
+    "UninitializedBuffer",
     "Bilinear",
     "ReLU",
     "LeakyReLU",

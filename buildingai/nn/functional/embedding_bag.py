@@ -12,7 +12,7 @@ from ...errors import ArgumentError, ShapeError
 from ...functions.creation import as_tensor
 from ...functions.elementwise import where
 from ...functions.nn import embedding
-from ...functions.searching import computed_from
+from ...functions.positions import computed_from
 from .embedding_rows import frequency_scaling, renormalize_rows
 
 __all__ = ["embedding_bag"]
