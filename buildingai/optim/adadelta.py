@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
-from .loop_options import LOOP_OPTIONS_DOC, loop_options
+from .loop_options import LOOP_OPTIONS_DOC, loop_options, step_options
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter
 
 
@@ -30,6 +30,8 @@ class Adadelta(OptimizerBase):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         check_hyperparameter("Adadelta", "lr", lr)
         check_hyperparameter("Adadelta", "rho", rho)
@@ -41,6 +43,7 @@ class Adadelta(OptimizerBase):
         check_hyperparameter("Adadelta", "weight_decay", weight_decay)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
         defaults.update(loop_options("Adadelta", foreach, fused))
+        defaults.update(step_options("Adadelta", differentiable, capturable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

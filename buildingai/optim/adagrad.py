@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
-from .loop_options import LOOP_OPTIONS_DOC, loop_options
+from .loop_options import LOOP_OPTIONS_DOC, loop_options, step_options
 from .optimizer import OptimizerBase, check_hyperparameter
 
 
@@ -31,6 +31,7 @@ class Adagrad(OptimizerBase):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        differentiable: bool = False,
     ) -> None:
         for name, value in (
             ("lr", lr),
@@ -49,6 +50,7 @@ class Adagrad(OptimizerBase):
             maximize=maximize,
         )
         defaults.update(loop_options("Adagrad", foreach, fused))
+        defaults.update(step_options("Adagrad", differentiable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

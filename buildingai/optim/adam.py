@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
-from .loop_options import LOOP_OPTIONS_DOC, loop_options
+from .loop_options import LOOP_OPTIONS_DOC, loop_options, step_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter
 
 
@@ -34,6 +34,8 @@ class Adam(OptimizerBase):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
         decoupled_weight_decay: bool = False,
     ) -> None:
         name = type(self).__name__
@@ -51,6 +53,7 @@ class Adam(OptimizerBase):
             decoupled_weight_decay=decoupled_weight_decay,
         )
         defaults.update(loop_options(name, foreach, fused))
+        defaults.update(step_options(name, differentiable, capturable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:
@@ -114,6 +117,8 @@ class AdamW(Adam):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -125,5 +130,7 @@ class AdamW(Adam):
             maximize=maximize,
             foreach=foreach,
             fused=fused,
+            capturable=capturable,
+            differentiable=differentiable,
             decoupled_weight_decay=True,
         )

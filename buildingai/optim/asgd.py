@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import step_options
 from .optimizer import OptimizerBase, check_hyperparameter
 
 
@@ -20,9 +21,9 @@ class ASGD(OptimizerBase):
 
     ``foreach`` (PyTorch's): with acceleration on, None or True updates a group's small
     parameters together as one flat array, False one by one; the result is the same.
-    ``differentiable`` and ``capturable`` are kept in the parameter groups, as PyTorch keeps
-    them, and change nothing: the step is never recorded for autograd, and there are no CUDA
-    graphs to capture.
+    ``capturable`` is kept in the parameter groups, as PyTorch keeps it, and changes nothing
+    (there are no CUDA graphs to capture); ``differentiable=True`` is refused: the step is never
+    recorded for autograd.
     """
 
     updates_elementwise = True
@@ -50,9 +51,8 @@ class ASGD(OptimizerBase):
             weight_decay=weight_decay,
             foreach=foreach,
             maximize=maximize,
-            differentiable=differentiable,
-            capturable=capturable,
         )
+        defaults.update(step_options("ASGD", differentiable, capturable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

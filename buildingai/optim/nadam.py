@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
+from .loop_options import step_options
 from .optimizer import OptimizerBase, check_betas, check_hyperparameter
 
 
@@ -19,9 +20,9 @@ class NAdam(OptimizerBase):
 
     ``foreach`` (PyTorch's): with acceleration on, None or True updates a group's small
     parameters together as one flat array, False one by one; the result is the same.
-    ``capturable`` and ``differentiable`` are kept in the parameter groups, as PyTorch keeps
-    them, and change nothing: the step is never recorded for autograd, and there are no CUDA
-    graphs to capture.
+    ``capturable`` is kept in the parameter groups, as PyTorch keeps it, and changes nothing
+    (there are no CUDA graphs to capture); ``differentiable=True`` is refused: the step is never
+    recorded for autograd.
     """
 
     updates_elementwise = True
@@ -55,9 +56,8 @@ class NAdam(OptimizerBase):
             decoupled_weight_decay=decoupled_weight_decay,
             maximize=maximize,
             foreach=foreach,
-            capturable=capturable,
-            differentiable=differentiable,
         )
+        defaults.update(step_options("NAdam", differentiable, capturable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
-from .loop_options import LOOP_OPTIONS_DOC, loop_options
+from .loop_options import LOOP_OPTIONS_DOC, loop_options, step_options
 from .optimizer import OptimizerBase, check_hyperparameter
 
 
@@ -33,6 +33,8 @@ class RMSprop(OptimizerBase):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         for name, value in (
             ("lr", lr),
@@ -52,6 +54,7 @@ class RMSprop(OptimizerBase):
             maximize=maximize,
         )
         defaults.update(loop_options("RMSprop", foreach, fused))
+        defaults.update(step_options("RMSprop", differentiable, capturable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..backend import array_namespace
-from .loop_options import LOOP_OPTIONS_DOC, loop_options
+from .loop_options import LOOP_OPTIONS_DOC, loop_options, step_options
 from .optimizer import OptimizerBase, OptimizerError, check_hyperparameter
 
 
@@ -31,6 +31,7 @@ class SGD(OptimizerBase):
         maximize: bool = False,
         foreach: bool | None = None,
         fused: bool | None = None,
+        differentiable: bool = False,
     ) -> None:
         check_hyperparameter("SGD", "lr", lr)
         check_hyperparameter("SGD", "momentum", momentum)
@@ -51,6 +52,7 @@ class SGD(OptimizerBase):
             maximize=maximize,
         )
         defaults.update(loop_options("SGD", foreach, fused))
+        defaults.update(step_options("SGD", differentiable))
         super().__init__(params, defaults)
 
     def init_state(self, param, group) -> dict:

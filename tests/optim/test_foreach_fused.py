@@ -84,3 +84,22 @@ def test_the_options_survive_a_state_dict_round_trip():
     fresh = bai.optim.SGD([bai.zeros(s, requires_grad=True) for s in SHAPES], lr=0.01)
     fresh.load_state_dict(state)
     assert fresh.param_groups[0]["foreach"] is False
+
+
+STEP_OPTIONS = ["Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam"]
+STEP_OPTIONS += ["RAdam", "ASGD", "Rprop"]
+
+
+@pytest.mark.parametrize("name", STEP_OPTIONS)
+def test_capturable_and_differentiable_as_pytorch_spells_them(name):
+    """Each optimizer takes the keywords PyTorch's takes and keeps its parameter-group keys;
+    differentiable=True, which would change what the step means, is refused."""
+    torch = pytest.importorskip("torch")
+    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(2))], lr=0.1)
+    options = {"differentiable": False}
+    if "capturable" in theirs.param_groups[0]:
+        options["capturable"] = False
+    ours = getattr(bai.optim, name)([bai.zeros(2, requires_grad=True)], lr=0.1, **options)
+    assert set(theirs.param_groups[0]) <= set(ours.param_groups[0])
+    with pytest.raises(OptimizerError, match=f"{name}: differentiable=True .* is not supported"):
+        getattr(bai.optim, name)([bai.zeros(2, requires_grad=True)], differentiable=True)
