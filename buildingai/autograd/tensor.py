@@ -375,6 +375,8 @@ _REFLECTED = {
     np.bitwise_and: "__rand__",
     np.bitwise_or: "__ror__",
     np.bitwise_xor: "__rxor__",
+    np.left_shift: "__rlshift__",
+    np.right_shift: "__rrshift__",
     np.less: "__gt__",
     np.less_equal: "__ge__",
     np.greater: "__lt__",

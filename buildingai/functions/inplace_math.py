@@ -45,6 +45,20 @@ def _unary(name: str, function: Callable[[Tensor], Tensor]):
     return method
 
 
+def _binary(name: str, function: Callable[[Tensor, object], Tensor]):
+    """The in-place form ``x.name_(other)`` of a two-input function: ``other`` broadcasts to
+    ``x``'s shape, never ``x`` to a larger one."""
+
+    def method(x: Tensor, other) -> Tensor:
+        forms = (f"x.{name}_(other)", f"x = x.{name}(other)")
+        _check_keeps_shape(x, f"{name}_", forms, other)
+        return _write(x, f"{name}_", (other,), lambda previous: function(previous, other))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"``x = {name}(x, other)`` in place; returns ``x``."
+    return method
+
+
 _UNARY = {
     "abs": elementwise.abs, "neg": elementwise.neg, "exp": elementwise.exp,
     "log": elementwise.log, "sqrt": elementwise.sqrt, "rsqrt": elementwise.rsqrt,

@@ -18,8 +18,7 @@ from ..ops import trigonometry as ops
 from ..ops.promotion import float_dtype, is_float_dtype, result_type
 from .creation import as_tensor
 from .elementwise import _operand, exp, isinf, log, log1p, maximum, minimum, sign, where
-from .inplace import _check_keeps_shape
-from .inplace_math import _unary, _write
+from .inplace_math import _binary, _unary
 
 TensorLike = Tensor | float | int | bool
 
@@ -201,17 +200,6 @@ __all__ = [
 # ----- in-place forms (Tensor methods only, as in PyTorch) ---------------------------------------
 
 
-def _binary_in_place(name: str, function):
-    def method(x: Tensor, other: TensorLike) -> Tensor:
-        forms = (f"x.{name}_(other)", f"x = x.{name}(other)")
-        _check_keeps_shape(x, f"{name}_", forms, other)
-        return _write(x, f"{name}_", (other,), lambda previous: function(previous, other))
-
-    method.__name__ = f"{name}_"
-    method.__doc__ = f"``x = {name}(x, other)`` in place; returns ``x``."
-    return method
-
-
 _ONE_INPUT = {
     "tan": tan, "asin": asin, "arcsin": asin, "acos": acos, "arccos": acos,
     "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh,
@@ -226,5 +214,5 @@ TENSOR_METHODS = {
     "logaddexp": logaddexp,
     "logaddexp2": logaddexp2,
     **{f"{name}_": _unary(name, function) for name, function in _ONE_INPUT.items()},
-    **{f"{name}_": _binary_in_place(name, function) for name, function in _TWO_INPUTS.items()},
+    **{f"{name}_": _binary(name, function) for name, function in _TWO_INPUTS.items()},
 }

@@ -21,6 +21,7 @@ from . import (  # noqa: F401 - each module adds its cases
     creation,
     decompositions,
     elementwise,
+    elementwise_math,
     linalg,
     nn,
     random,

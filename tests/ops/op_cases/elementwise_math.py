@@ -1,0 +1,115 @@
+"""Cases of the ops of ``buildingai/ops/elementwise_math.py``: log2, log10, exp2, trunc, sinc,
+copysign, heaviside, fmod, and the integer-only gcd, lcm and bit shifts.
+``tests/functions/test_elementwise_math.py`` sweeps their special values further."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import buildingai as bai
+
+from .base import NOT_DIFFERENTIABLE, Draw, Sample, case, torch, trailing_sizes
+from .elementwise import _mixed, _operand_pair, unary
+
+SWEEP = ("tests/functions/test_elementwise_math.py",)
+
+unary("log2", lambda x: x.log2(), low=0.2, torch=torch.log2, gradgrad=True, covered_by=SWEEP)
+unary("log10", lambda x: x.log10(), low=0.2, torch=torch.log10, gradgrad=True, covered_by=SWEEP)
+unary("exp2", lambda x: x.exp2(), torch=torch.exp2, gradgrad=True, covered_by=SWEEP)
+unary("trunc", lambda x: x.trunc(), low=-4.0, high=4.0, torch=torch.trunc, covered_by=SWEEP)
+unary(
+    "sinc",
+    lambda x: x.sinc(),
+    low=-3.0,
+    high=3.0,
+    torch=torch.sinc,
+    gradgrad=True,
+    covered_by=SWEEP,
+)
+
+
+def _copysign(d: Draw) -> Sample:
+    """Magnitudes and signs that broadcast against each other; mixed dtypes and Python
+    numbers among them in the dtype draws."""
+    a, b = _operand_pair(d)
+    if d.mixed:
+        a, b = _mixed(d, a, b)
+    return d.capture("copysign", lambda: bai.copysign(a, b))
+
+
+case(
+    "copysign",
+    _copysign,
+    torch=torch.copysign,
+    gradgrad=True,
+    onnx="ONNX has no copysign, and no operator reads the sign of -0.0 or of NaN",
+    covered_by=SWEEP,
+)
+
+
+def _heaviside(d: Draw) -> Sample:
+    """Steps of both signs with zeros among them (where ``values`` is taken)."""
+    x, values = _operand_pair(d)
+    flat = x.array.reshape(-1)
+    flat[:: max(1, flat.size // 3)] = 0.0
+    if d.mixed and d.choice((False, True)):
+        values = 0.5  # a Python number takes x's dtype
+    return d.capture("heaviside", lambda: bai.heaviside(x, values))
+
+
+case(
+    "heaviside",
+    _heaviside,
+    torch=torch.heaviside,
+    no_grad="heaviside has no derivative, in PyTorch neither: its backward raises",
+    covered_by=SWEEP,
+)
+
+
+def _fmod(d: Draw) -> Sample:
+    """Dividends and divisors of both signs, divisors away from 0."""
+    a, b = _operand_pair(d)
+    b.array[...] = np.where(b.array < 0, -0.3, 0.3) + b.array
+    if d.mixed:
+        a, b = _mixed(d, a, b)
+    return d.capture("fmod", lambda: bai.fmod(a, b))
+
+
+case("fmod", _fmod, torch=torch.fmod, gradgrad=True, covered_by=SWEEP)
+
+
+def integer_function(name: str, reference: Callable, shift_low: int | None = None) -> None:
+    """A case of an integer-only op: operands of small values (shift amounts from
+    ``shift_low``, past the narrowest dtype's width) in the case's integer dtypes; in the
+    dtype draws, a Python int on the right."""
+
+    def make(d: Draw) -> Sample:
+        rest = trailing_sizes(d)
+        a = d.ints("n", *rest, low=-8, high=9, dtype=d.dtype)
+        if shift_low is None:
+            b = d.ints(*rest, low=-8, high=9, dtype=d.dtype)
+        else:
+            b = d.ints(*rest, low=shift_low, high=11, dtype=d.dtype)
+        if d.mixed and d.choice((False, True)):
+            b = 3
+        return d.call(name, a, b)
+
+    case(
+        name,
+        make,
+        dtypes=(np.int32, np.int64, np.uint8),
+        torch=reference,
+        no_grad=NOT_DIFFERENTIABLE,
+        onnx=f"ONNX has no {name} for signed integers"
+        if shift_low is not None
+        else f"ONNX has no {name} operator",
+        covered_by=SWEEP,
+    )
+
+
+integer_function("gcd", torch.gcd)
+integer_function("lcm", torch.lcm)
+integer_function("bitwise_left_shift", torch.bitwise_left_shift, shift_low=-2)
+integer_function("bitwise_right_shift", torch.bitwise_right_shift, shift_low=-2)
