@@ -23,7 +23,8 @@ class Require(Op):
 
     values: any shape -> a 0-d bool (True). ``condition`` maps the values' array to a bool
     array of the same shape; the error names ``family``, ``name`` and up to four offending
-    values, and says what was ``wanted``."""
+    values, and says what was ``wanted``; its help line is ``fix`` when given (the default
+    speaks to distributions)."""
 
     name = "require"
     save_inputs = False
@@ -31,7 +32,7 @@ class Require(Op):
     effectful = True
     checks_values = True  # so a graph makes the check on every run, not on its trace's samples
 
-    def check(self, values, *, family, name, condition, wanted):
+    def check(self, values, *, family, name, condition, wanted, fix=None):
         ok = array_namespace(values).asarray(condition(values))
         if not bool(ok.all()):
             host = np.asarray(values.get() if hasattr(values, "get") else values)
@@ -41,10 +42,10 @@ class Require(Op):
             raise ArgumentError(
                 f"[{family}] {name} must be {wanted}; got {shown}"
                 + (" ..." if bad.size > 4 else ""),
-                help=f"pass {name} {wanted} (validate_args=False skips this check)",
+                help=fix or f"pass {name} {wanted} (validate_args=False skips this check)",
             )
 
-    def forward(self, ctx, xp, values, *, family, name, condition, wanted):
+    def forward(self, ctx, xp, values, *, family, name, condition, wanted, fix=None):
         return xp.asarray(True)  # (``check`` has passed)
 
     def infer(self, values, **attrs) -> ValueSpec:

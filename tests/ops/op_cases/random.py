@@ -150,6 +150,6 @@ case(
     _require,
     dtypes=(np.float32, np.float64),
     no_grad=NOT_DIFFERENTIABLE,
-    onnx="a check of parameter values, made where distributions are built, not in inference",
+    onnx="a check of values (distribution parameters, cov weights), not part of inference",
     covered_by=DRAWS_CHECKED,
 )
