@@ -1,5 +1,6 @@
 """Neural networks: Module, Parameter, containers, layers and initialisation."""
 
+from . import conv3d as _conv3d
 from . import (
     einops_backend,  # registers BuildingAI tensors with einops, when einops is installed
     functional,
@@ -8,6 +9,7 @@ from . import (
     shapes,  # the module: `@shapes.shapes(...)`, `shapes.enable_shape_checks(...)`
     utils,  # torch.nn.utils's place: clip_grad_norm_, parameters_to_vector, prune
 )
+from . import pool3d as _pool3d
 from .activation import (
     GELU,
     Hardshrink,
@@ -43,6 +45,7 @@ from .attention import MultiheadAttention
 from .bayesian import BayesianConv2d, BayesianLinear
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv3d import *  # noqa: F403 - the names in its __all__
 from .distance import CosineSimilarity, PairwiseDistance
 from .distillation import DistillationLoss, distillation_loss
 from .dropout import (
@@ -140,6 +143,7 @@ from .pool import (
     MaxUnpool1d,
     MaxUnpool2d,
 )
+from .pool3d import *  # noqa: F403 - the names in its __all__
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .response_norm import LocalResponseNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
@@ -356,3 +360,4 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
 ]
+__all__ += _conv3d.__all__ + _pool3d.__all__

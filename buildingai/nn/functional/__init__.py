@@ -13,10 +13,12 @@ from .bilinear import *
 from .channel_dropout import *
 from .channel_shuffle import *
 from .conv import *
+from .conv3d import *
 from .distance import *
 from .embedding_bag import *
 from .embedding_lookup import *
 from .fold import *
+from .grid_sampling import *
 from .gumbel import *
 from .instance_norm import *
 from .interpolate import *
@@ -27,6 +29,7 @@ from .norm import *
 from .padding import *
 from .pixel_shuffle import *
 from .pool import *
+from .pool3d import *
 from .response_norm import *
 from .rnn import *
 from .shrink import *

@@ -22,6 +22,7 @@ from . import (  # noqa: F401 - each module adds its cases
     decompositions,
     elementwise,
     elementwise_math,
+    grid_sampling,
     linalg,
     nn,
     random,
@@ -33,6 +34,7 @@ from . import (  # noqa: F401 - each module adds its cases
     shape,
     sort,
     trigonometry,
+    volumes,
 )
 from .base import CASES, NOT_DIFFERENTIABLE, OPS, Draw, OpCase, Sample
 

@@ -1,0 +1,5 @@
+"""Three-dimensional pooling as functions, as PyTorch's."""
+
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,5 @@
+"""Three-dimensional pooling layers, as PyTorch's."""
+
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,1 @@
+"""Op-table cases of grid_sampling records."""
