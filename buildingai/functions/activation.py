@@ -69,9 +69,9 @@ def mish(x: Tensor, inplace: bool = False) -> Tensor:
     return apply(ops.MISH, x)
 
 
-def softsign(x: Tensor) -> Tensor:
-    """x / (1 + |x|). x: any shape (*) -> the same shape."""
-    return apply(ops.SOFTSIGN, x)
+def softsign(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """input / (1 + |input|). input: any shape (*) -> the same shape."""
+    return apply(ops.SOFTSIGN, input)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
@@ -79,9 +79,9 @@ def logsigmoid(x: Tensor) -> Tensor:
     return apply(ops.LOGSIGMOID, x)
 
 
-def tanhshrink(x: Tensor) -> Tensor:
-    """x - tanh(x). x: any shape (*) -> the same shape."""
-    return x - tanh(x)
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """input - tanh(input). input: any shape (*) -> the same shape."""
+    return input - tanh(input)
 
 
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -89,21 +89,21 @@ def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) 
     return apply(ops.THRESHOLD, x, threshold=threshold, value=value)
 
 
-def glu(x: Tensor, dim: int = -1) -> Tensor:
-    """a * sigmoid(b), where a and b are the two halves of x along ``dim``:
-    x: (..., 2k, ...) -> (..., k, ...)."""
-    if x.ndim == 0:
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002 - PyTorch's name
+    """a * sigmoid(b), where a and b are the two halves of input along ``dim``:
+    input: (..., 2k, ...) -> (..., k, ...)."""
+    if input.ndim == 0:
         raise ShapeError(
             "[glu] needs a tensor with at least 1 dimension, got a 0-d tensor",
-            help="glu halves x along dim: reshape it first",
+            help="glu halves input along dim: reshape it first",
         )
-    axis = normalize_axis(dim, x.ndim, "glu")
-    if x.shape[axis] % 2:
+    axis = normalize_axis(dim, input.ndim, "glu")
+    if input.shape[axis] % 2:
         raise ShapeError(
-            f"[glu] dimension {dim} of shape {tuple(x.shape)} has odd size {x.shape[axis]}",
-            help="glu splits x into two equal halves along dim: its size must be even",
+            f"[glu] dimension {dim} of shape {tuple(input.shape)} has odd size {input.shape[axis]}",
+            help="glu splits input into two equal halves along dim: its size must be even",
         )
-    first, second = chunk(x, 2, axis)
+    first, second = chunk(input, 2, axis)
     return first * sigmoid(second)
 
 

@@ -177,9 +177,9 @@ def cos(x: TensorLike) -> Tensor:
     return apply(ops.COS, _operand(x))
 
 
-def tanh(x: TensorLike) -> Tensor:
-    """Hyperbolic tangent. x: any shape (*) -> the same shape."""
-    return apply(ops.TANH, _operand(x))
+def tanh(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """Hyperbolic tangent. input: any shape (*) -> the same shape."""
+    return apply(ops.TANH, _operand(input))
 
 
 def erf(x: TensorLike) -> Tensor:
@@ -191,9 +191,9 @@ def erf(x: TensorLike) -> Tensor:
 # ----- activations -----------------------------------------------------------------------------
 
 
-def sigmoid(x: TensorLike) -> Tensor:
-    """1 / (1 + exp(-x)), finite and accurate for any x. x: any shape (*) -> the same shape."""
-    return apply(special.SIGMOID, _operand(x))
+def sigmoid(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """1 / (1 + exp(-input)), finite and accurate for any input. input: any shape (*) -> the same shape."""
+    return apply(special.SIGMOID, _operand(input))
 
 
 def relu(x: TensorLike) -> Tensor:

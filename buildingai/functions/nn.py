@@ -63,7 +63,7 @@ def dropout_mask(shape, p: float = 0.5, generator: Generator | None = None, devi
 
 
 def dropout(
-    x: Tensor,
+    input: Tensor,  # noqa: A002 - PyTorch's name
     p: float = 0.5,
     training: bool = True,
     inplace: bool = False,
@@ -74,23 +74,23 @@ def dropout(
     """Inverted dropout: zero each element with probability ``p`` and scale the survivors by
     ``1 / (1 - p)``, so the expected value is unchanged and evaluation needs no rescaling.
 
-    x: any shape -> same shape. PyTorch's signature: ``inplace=True`` writes the result into
-    ``x`` and returns ``x``. The keep-mask is drawn from ``generator`` (see ``dropout_mask``),
-    or given as ``mask`` (bool, broadcastable to ``x``: ``(N, C, 1, 1)`` drops whole channels) to
-    reuse or inspect one. ``p == 0`` or ``training=False`` return ``x`` itself; ``p == 1`` gives
+    input: any shape -> same shape. PyTorch's signature: ``inplace=True`` writes the result into
+    ``input`` and returns ``input``. The keep-mask is drawn from ``generator`` (see ``dropout_mask``),
+    or given as ``mask`` (bool, broadcastable to ``input``: ``(N, C, 1, 1)`` drops whole channels) to
+    reuse or inspect one. ``p == 0`` or ``training=False`` return ``input`` itself; ``p == 1`` gives
     zeros (with a zero gradient).
     """
     p = _check_probability(p)
     if not training or (p == 0.0 and mask is None):
-        return x
+        return input
     if mask is None:
-        mask = dropout_mask(x.shape, p, generator, x.device)
+        mask = dropout_mask(input.shape, p, generator, input.device)
     elif not isinstance(mask, Tensor):
         mask = as_tensor(mask)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     if inplace:
-        return _dropout_in_place(x, mask, scale)
-    return apply(ops.DROPOUT, x, mask, scale=scale)
+        return _dropout_in_place(input, mask, scale)
+    return apply(ops.DROPOUT, input, mask, scale=scale)
 
 
 def _dropout_in_place(x: Tensor, mask: Tensor, scale: float) -> Tensor:

@@ -178,3 +178,16 @@ def test_python_types_as_dtypes_follow_torch():
     assert bai.zeros(2, dtype=int).dtype == bai.int64  # torch: int -> int64
     assert bai.zeros(2, dtype=float).dtype == bai.float64  # torch: float -> float64
     assert bai.zeros(2, dtype=bool).dtype == bai.bool
+
+
+def test_functional_forms_take_input_by_keyword_as_pytorchs():
+    """PyTorch names the first argument ``input``; code that passes it by keyword runs."""
+    torch = pytest.importorskip("torch")
+    values = np.linspace(-2.0, 2.0, 8).reshape(2, 4)
+    for name in ("sigmoid", "tanh", "softsign", "tanhshrink", "glu"):
+        ours = getattr(bai.nn.functional, name)(input=bai.tensor(values))
+        theirs = getattr(torch.nn.functional, name)(input=torch.tensor(values))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
+        x = bai.tensor(values.reshape(1, 2, 1, 1, 4))
+        assert getattr(bai.nn.functional, name)(input=x, p=0.5, training=False) is x, name

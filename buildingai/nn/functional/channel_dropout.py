@@ -27,7 +27,7 @@ def _channel_dropout(
 
 
 def dropout1d(
-    x: Tensor,
+    input: Tensor,  # noqa: A002 - PyTorch's name
     p: float = 0.5,
     training: bool = True,
     inplace: bool = False,
@@ -35,12 +35,12 @@ def dropout1d(
     generator: Generator | None = None,
 ) -> Tensor:
     """Zero whole channels of (N, C, L) or (C, L) inputs with probability ``p`` (PyTorch's
-    signature; ``inplace=True`` writes into ``x``)."""
-    return _channel_dropout("dropout1d", x, p, training, inplace, generator, 1)
+    signature; ``inplace=True`` writes into ``input``)."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, generator, 1)
 
 
 def dropout2d(
-    x: Tensor,
+    input: Tensor,  # noqa: A002 - PyTorch's name
     p: float = 0.5,
     training: bool = True,
     inplace: bool = False,
@@ -49,13 +49,13 @@ def dropout2d(
 ) -> Tensor:
     """Zero whole channels of (N, C, H, W) inputs with probability ``p``. A 3-D input is read
     as (N, C, L), as PyTorch does."""
-    if x.ndim == 3:
-        return _channel_dropout("dropout2d", x, p, training, inplace, generator, 1)
-    return _channel_dropout("dropout2d", x, p, training, inplace, generator, 2)
+    if input.ndim == 3:
+        return _channel_dropout("dropout2d", input, p, training, inplace, generator, 1)
+    return _channel_dropout("dropout2d", input, p, training, inplace, generator, 2)
 
 
 def dropout3d(
-    x: Tensor,
+    input: Tensor,  # noqa: A002 - PyTorch's name
     p: float = 0.5,
     training: bool = True,
     inplace: bool = False,
@@ -63,7 +63,7 @@ def dropout3d(
     generator: Generator | None = None,
 ) -> Tensor:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability ``p``."""
-    return _channel_dropout("dropout3d", x, p, training, inplace, generator, 3)
+    return _channel_dropout("dropout3d", input, p, training, inplace, generator, 3)
 
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d"]
