@@ -3,6 +3,7 @@ the top level (``buildingai.exp``) and attached as Tensor methods (``x.exp()``).
 
 from . import (
     activation,
+    aliases,
     arrangement,
     closeness,
     conjugate,
@@ -34,6 +35,7 @@ from . import (
     trigonometry,
 )
 from .activation import *
+from .aliases import *
 from .arrangement import *
 from .closeness import *
 from .conjugate import *
@@ -81,6 +83,6 @@ __all__ += pointwise_compositions.__all__
 __all__ += arrangement.__all__ + searching.__all__ + statistics.__all__ + trigonometry.__all__
 __all__ += linear_algebra.__all__ + scattering.__all__
 __all__ += conjugate.__all__
-__all__ += elementwise_math.__all__ + numeric_tools.__all__
+__all__ += elementwise_math.__all__ + numeric_tools.__all__ + aliases.__all__
 
 attach_tensor_methods(__name__, __path__)  # noqa: F405 - the package's own folders
