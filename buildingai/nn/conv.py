@@ -209,12 +209,10 @@ class Conv1d(_ConvNd):
         return F.conv1d(x, self.weight, self.bias, stride, padding, dilation, self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
-    """2-D transposed convolution layer: (N, C_in, H, W) -> (N, C_out, Ho, Wo) with
-    Ho = (H - 1)*s - 2*p + d*(k - 1) + output_padding + 1; see ``functional.conv_transpose2d``.
-    ``forward(x, output_size=...)`` picks the output_padding that gives ``output_size``."""
+class _ConvTransposeNd(_ConvNd):
+    """What every transposed convolution layer shares: PyTorch's argument order (output_padding
+    after padding), and the output_padding that gives a requested output size."""
 
-    _spatial = 2
     _transposed = True
 
     def __init__(
@@ -262,6 +260,14 @@ class ConvTranspose2d(_ConvNd):
                 )
             extras.append(extra)
         return tuple(extras)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution layer: (N, C_in, H, W) -> (N, C_out, Ho, Wo) with
+    Ho = (H - 1)*s - 2*p + d*(k - 1) + output_padding + 1; see ``functional.conv_transpose2d``.
+    ``forward(x, output_size=...)`` picks the output_padding that gives ``output_size``."""
+
+    _spatial = 2
 
     def forward(self, x: Tensor, output_size=None) -> Tensor:
         return F.conv_transpose2d(
