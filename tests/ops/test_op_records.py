@@ -413,22 +413,24 @@ def _linear_madds(sample) -> int:
     return int(np.prod(x.shape[:-1], dtype=np.int64)) * weight.shape[0] * weight.shape[1]
 
 
-def _conv2d_madds(sample) -> int:
+def _conv_madds(sample) -> int:
+    """conv2d and conv3d: each output element is a product over a filter (C / groups, *k)."""
     x, weight = sample.inputs[:2]
     with bai.no_grad():
-        produced = OPS["conv2d"](bai.Tensor(x), bai.Tensor(weight), **sample.attrs)
-    return produced.array.size * weight.shape[1] * weight.shape[2] * weight.shape[3]
+        op = OPS["conv2d" if weight.ndim == 4 else "conv3d"]
+        produced = op(bai.Tensor(x), bai.Tensor(weight), **sample.attrs)
+    return produced.array.size * int(np.prod(weight.shape[1:]))
 
 
-def _conv2d_input_grad_madds(sample) -> int:
+def _conv_input_grad_madds(sample) -> int:
     grad, weight = sample.inputs[:2]
-    return grad.size * weight.shape[1] * weight.shape[2] * weight.shape[3]
+    return grad.size * int(np.prod(weight.shape[1:]))
 
 
-def _conv2d_weight_grad_madds(sample) -> int:
+def _conv_weight_grad_madds(sample) -> int:
     x, grad = sample.inputs[:2]
-    kh, kw = sample.attrs["weight_size"]
-    return grad.size * (x.shape[1] // sample.attrs["groups"]) * kh * kw
+    kernel = int(np.prod(sample.attrs["weight_size"]))
+    return grad.size * (x.shape[1] // sample.attrs["groups"]) * kernel
 
 
 def _einsum_madds(sample) -> int:
@@ -442,10 +444,13 @@ def _einsum_madds(sample) -> int:
 CONTRACTIONS = {
     "matmul": _matmul_madds,
     "linear": _linear_madds,
-    "conv2d": _conv2d_madds,
+    "conv2d": _conv_madds,
+    "conv3d": _conv_madds,
     "einsum": _einsum_madds,
-    "conv2d_input_grad": _conv2d_input_grad_madds,
-    "conv2d_weight_grad": _conv2d_weight_grad_madds,
+    "conv2d_input_grad": _conv_input_grad_madds,
+    "conv2d_weight_grad": _conv_weight_grad_madds,
+    "conv3d_input_grad": _conv_input_grad_madds,
+    "conv3d_weight_grad": _conv_weight_grad_madds,
 }
 
 
@@ -456,7 +461,7 @@ def test_contraction_flops_are_two_per_multiply_add(name):
         sample = _draw(name, seed)
         flops = op.cost(*_specs(sample), **sample.attrs)[0]
         expected = 2 * CONTRACTIONS[name](sample)
-        has_bias = name in ("linear", "conv2d") and len(sample.inputs) > 2
+        has_bias = name in ("linear", "conv2d", "conv3d") and len(sample.inputs) > 2
         if has_bias and sample.inputs[2] is not None:
             output = _forward_spec(op, sample)
             allowed = {expected, expected + int(np.prod(output.shape))}  # one add per output
