@@ -15,8 +15,8 @@ from ..backend.dtypes import float64
 from ..errors import DTypeError
 from ..ops import elementwise_math as ops
 from ..ops.promotion import is_float_dtype
-from .creation import as_tensor
-from .elementwise import _operand, _reflected
+from .creation import as_tensor, ones_like
+from .elementwise import _operand, _reflected, mul
 from .elementwise import pow as _pow
 from .inplace_math import _binary, _unary
 
@@ -146,9 +146,70 @@ def bitwise_right_shift(input: TensorLike, other: TensorLike) -> Tensor:  # noqa
     return apply(ops.BITWISE_RIGHT_SHIFT, input, other)
 
 
+# ----- error functions, NaN-ignoring extremes, sign and infinity tests ---------------------------
+
+
+def erfc(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """1 - erf(input), accurate where it is tiny (integers give the default float dtype).
+    input: any shape (*) -> the same shape."""
+    return apply(ops.ERFC, _operand(input))
+
+
+def erfinv(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The inverse of erf: NaN outside [-1, 1], +-inf at +-1 (integers give the default float
+    dtype). input: any shape (*) -> the same shape."""
+    return apply(ops.ERFINV, _operand(input))
+
+
+def fmax(input: TensorLike, other: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The larger of input and other, ignoring a NaN (NaN only where both are); a tie's
+    gradient goes to input. input, other: broadcastable -> the broadcast shape."""
+    return apply(ops.FMAX, input, other)
+
+
+def fmin(input: TensorLike, other: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The smaller of input and other, ignoring a NaN (NaN only where both are); a tie's
+    gradient goes to input. input, other: broadcastable -> the broadcast shape."""
+    return apply(ops.FMIN, input, other)
+
+
+def signbit(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """True where the sign bit is set: negatives, -0.0 and NaNs with the sign (boolean).
+    input: any shape (*) -> the same shape."""
+    return apply(ops.SIGNBIT, _operand(input))
+
+
+def isposinf(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """True where input is +inf (boolean). input: any shape (*) -> the same shape."""
+    return input == float("inf")
+
+
+def isneginf(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """True where input is -inf (boolean). input: any shape (*) -> the same shape."""
+    return input == float("-inf")
+
+
+def isreal(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """True where the imaginary part is 0: everywhere, as BuildingAI's dtypes are real
+    (boolean). input: any shape (*) -> the same shape."""
+    return ones_like(input, dtype="bool")
+
+
+def ldexp(input: TensorLike, other: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """input * 2 ** other, as PyTorch computes it: integers give the default float dtype, and a
+    float input keeps its dtype against integer exponents.
+    input, other: broadcastable -> the broadcast shape."""
+    base = 2.0
+    if isinstance(input, Tensor) and is_float_dtype(input.dtype):
+        base = as_tensor(2.0, dtype=input.dtype)  # 0-d: a wider float exponent still wins
+    return mul(input, _pow(base, other))
+
+
 __all__ = [
     "log2", "log10", "exp2", "float_power", "trunc", "fix", "frac", "sinc", "copysign",
     "heaviside", "fmod", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift",
+    "erfc", "erfinv", "fmax", "fmin", "signbit", "isposinf", "isneginf", "isreal", "ldexp",
+    "erfc_", "ldexp_",
 ]  # fmt: skip
 
 
@@ -172,11 +233,12 @@ _float_power_written = _binary("float_power", float_power)
 
 _ONE_INPUT = {
     "log2": log2, "log10": log10, "exp2": exp2, "trunc": trunc, "fix": fix, "frac": frac,
-    "sinc": sinc,
+    "sinc": sinc, "erfc": erfc, "erfinv": erfinv,
 }  # fmt: skip
 _TWO_INPUTS = {
     "copysign": copysign, "heaviside": heaviside, "fmod": fmod, "gcd": gcd, "lcm": lcm,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+    "fmax": fmax, "fmin": fmin, "ldexp": ldexp,
 }  # fmt: skip
 _IN_PLACE = {
     **{f"{name}_": _unary(name, function) for name, function in _ONE_INPUT.items()},
@@ -184,8 +246,12 @@ _IN_PLACE = {
     "float_power_": float_power_,
 }
 
+# PyTorch also spells these in-place forms as functions: torch.erfc_(x), torch.ldexp_(x, e)
+erfc_, ldexp_ = _IN_PLACE["erfc_"], _IN_PLACE["ldexp_"]
+
 TENSOR_METHODS = {
     **_ONE_INPUT,
+    "signbit": signbit, "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
     **_TWO_INPUTS,
     "float_power": float_power,
     **_IN_PLACE,

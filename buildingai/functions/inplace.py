@@ -1,5 +1,6 @@
 """In-place ops (``add_``, ``sub_``, ``mul_``, ``div_``, ``zero_``, ``fill_``, ``clamp_``,
-``copy_``), guarded by version counters.
+``copy_``, and the shape-changing ``squeeze_``, ``unsqueeze_``, ``t_``, ``transpose_``), guarded
+by version counters.
 
 Every in-place op bumps the tensor's version counter (shared with its views). The backward engine
 compares the versions of the tensors a node saved with the versions recorded when the node was
@@ -26,6 +27,7 @@ from ..backend.device import array_namespace
 from ..errors import AutogradError, DTypeError, ShapeError
 from .creation import zeros
 from .elementwise import where
+from .shape import squeeze, swapaxes, unsqueeze
 
 
 def _data(value):
@@ -307,10 +309,62 @@ def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's a
     )
 
 
+def _reshaped_in_place(x: Tensor, name: str, compute) -> Tensor:
+    """``x`` takes the shape of ``compute(x)``, a view of the same memory: its values stay, so
+    a view may change shape (its base is untouched), but a leaf that requires grad may not while
+    gradients are recorded, as in PyTorch. When recording, ``x`` takes the view's node."""
+    recording = _records(x, ())
+    if recording and x._node is None and x.requires_grad:
+        raise AutogradError(
+            f"[{name}] a leaf tensor that requires grad cannot change its shape in place while "
+            "gradients are recorded",
+            help="use the out-of-place form, or change it inside `with buildingai.no_grad():`",
+        )
+    for observer in dispatch.active_modes():
+        observer.before_inplace(name, x)
+    previous = Tensor(x.array)
+    if recording:
+        previous._node, previous.requires_grad = x._node, x.requires_grad
+    result = compute(previous)
+    x.array = result.array
+    bump_version(x, name)
+    if recording:
+        x._node, x.requires_grad = result._node, result.requires_grad
+    for observer in dispatch.active_modes():
+        observer.after_inplace(name, x, result)
+    return x
+
+
+def squeeze_(x: Tensor, dim=None) -> Tensor:
+    """Drop size-1 dimensions (all, or those in ``dim``) of ``x`` itself; returns ``x``.
+    x: (*) -> (*) without those dimensions."""
+    return _reshaped_in_place(x, "squeeze_", lambda previous: squeeze(previous, dim))
+
+
+def unsqueeze_(x: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at ``dim`` of ``x`` itself; returns ``x``.
+    x: (*) -> (*) with one more dimension."""
+    return _reshaped_in_place(x, "unsqueeze_", lambda previous: unsqueeze(previous, dim))
+
+
+def transpose_(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap dimensions ``dim0`` and ``dim1`` of ``x`` itself; returns ``x``.
+    x: (..., a, ..., b, ...) -> (..., b, ..., a, ...)."""
+    return _reshaped_in_place(x, "transpose_", lambda previous: swapaxes(previous, dim0, dim1))
+
+
+def t_(x: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dimensions in place; returns ``x``. x: (a, b) -> (b, a)."""
+    # the method, not triangle.t: triangle's module imports this one
+    return _reshaped_in_place(x, "t_", lambda previous: previous.t())
+
+
 __all__: list[str] = []  # in-place ops are Tensor methods only, as in PyTorch
 
 TENSOR_METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "fill_": fill_, "zero_": zero_,
     "copy_": copy_, "clamp_": clamp_, "clip_": clamp_,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+    "squeeze_": squeeze_, "unsqueeze_": unsqueeze_, "t_": t_, "transpose_": transpose_,
+    "swapaxes_": transpose_, "swapdims_": transpose_,
 }  # fmt: skip

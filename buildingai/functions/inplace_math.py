@@ -1,5 +1,5 @@
 """The in-place forms of the point-wise functions (``sqrt_``, ``exp_``, ``sigmoid_``,
-``pow_``, ``addcmul_``, ``lerp_``, ...), as PyTorch code writes them.
+``pow_``, ``addcmul_``, ``lerp_``, ``lt_``, ``cumsum_``, ...), as PyTorch code writes them.
 
 Each computes its out-of-place function and writes the result into the tensor through the
 in-place path of ``inplace.py``: the version counter moves, a leaf that requires grad is
@@ -13,11 +13,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+import numpy as np
+
 from ..accel.updates import fused_update
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from . import elementwise, pointwise_compositions
-from .inplace import _check_keeps_shape, _in_place, updated_by_accel
+from ..errors import DTypeError
+from . import elementwise, gamma, pointwise_compositions, reduce, searching
+from .inplace import (
+    _check_keeps_shape,
+    _in_place,
+    _keep_none_of,
+    div_,
+    mul_,
+    sub_,
+    updated_by_accel,
+)
 
 
 def _write(x: Tensor, name: str, others: tuple, compute: Callable[[Tensor], Tensor]) -> Tensor:
@@ -59,6 +70,25 @@ def _binary(name: str, function: Callable[[Tensor, object], Tensor]):
     return method
 
 
+def _truth(name: str, function: Callable[..., Tensor]):
+    """The in-place form of a comparison or logical function: ``x`` keeps its dtype and holds
+    0/1 (``False``/``True`` for a boolean ``x``). Its gradient is zero, and a tensor in a graph
+    keeps requiring grad, as in PyTorch."""
+
+    def method(x: Tensor, *other) -> Tensor:
+        forms = (f"x.{name}_(...)", f"x = x.{name}(...)")
+        _check_keeps_shape(x, f"{name}_", forms, *other)
+
+        def compute(previous: Tensor) -> Tensor:
+            return _keep_none_of(previous, function(previous, *other), previous.shape)
+
+        return _write(x, f"{name}_", other, compute)
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"``x = {name}(x, ...)`` in place, in ``x``'s dtype; returns ``x``."
+    return method
+
+
 _UNARY = {
     "abs": elementwise.abs, "neg": elementwise.neg, "exp": elementwise.exp,
     "log": elementwise.log, "sqrt": elementwise.sqrt, "rsqrt": elementwise.rsqrt,
@@ -67,7 +97,72 @@ _UNARY = {
     "sin": elementwise.sin, "cos": elementwise.cos, "log1p": elementwise.log1p,
     "expm1": elementwise.expm1, "sigmoid": elementwise.sigmoid, "tanh": elementwise.tanh,
     "relu": elementwise.relu, "erf": elementwise.erf,
+    "absolute": elementwise.abs, "negative": elementwise.neg,
+    "bitwise_not": elementwise.bitwise_not, "lgamma": gamma.lgamma, "digamma": gamma.digamma,
 }  # fmt: skip
+
+_BINARY = {
+    "remainder": elementwise.remainder, "floor_divide": elementwise.floor_divide,
+    "bitwise_and": elementwise.bitwise_and, "bitwise_or": elementwise.bitwise_or,
+    "bitwise_xor": elementwise.bitwise_xor,
+}  # fmt: skip
+
+_TRUTH = {
+    "eq": elementwise.eq, "ne": elementwise.ne, "lt": elementwise.lt, "le": elementwise.le,
+    "gt": elementwise.gt, "ge": elementwise.ge,
+    "greater": elementwise.gt, "greater_equal": elementwise.ge, "less": elementwise.lt,
+    "less_equal": elementwise.le, "not_equal": elementwise.ne,
+    "logical_and": elementwise.logical_and, "logical_or": elementwise.logical_or,
+    "logical_xor": elementwise.logical_xor, "logical_not": elementwise.logical_not,
+}  # fmt: skip
+
+
+def subtract_(x: Tensor, other, *, alpha=1) -> Tensor:
+    """``x -= alpha * other`` in place (``sub_``)."""
+    return sub_(x, other, alpha=alpha)
+
+
+def divide_(x: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
+    """``x = divide(x, other, rounding_mode=...)`` in place; true division (``div_``) when
+    ``rounding_mode`` is None, ``"floor"`` or ``"trunc"`` otherwise."""
+    if rounding_mode is None:
+        return div_(x, other)
+    _check_keeps_shape(x, "divide_", ("x.divide_(other)", "x = x.divide(other)"), other)
+    return _write(x, "divide_", (other,),
+                  lambda p: elementwise.div(p, other, rounding_mode=rounding_mode))  # fmt: skip
+
+
+def _keeps_dtype(x: Tensor, name: str, dtype) -> None:
+    """PyTorch's in-place scans refuse a ``dtype`` other than the tensor's own."""
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        raise DTypeError(
+            f"[{name}] the tensor has dtype {x.dtype} but dtype={np.dtype(dtype)} was asked: an "
+            "in-place op writes in the tensor's own dtype",
+            help=f"use the out-of-place form, x = x.{name[:-1]}(dim, dtype=...)",
+        )
+
+
+def cumsum_(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """Running sums along ``dim`` in place. x: (*) -> the same shape."""
+    _keeps_dtype(x, "cumsum_", dtype)
+    return _write(x, "cumsum_", (), lambda previous: reduce.cumsum(previous, dim=dim))
+
+
+def cumprod_(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """Running products along ``dim`` in place. x: (*) -> the same shape."""
+    _keeps_dtype(x, "cumprod_", dtype)
+    return _write(x, "cumprod_", (), lambda previous: reduce.cumprod(previous, dim=dim))
+
+
+def polygamma_(x: Tensor, n: int) -> Tensor:
+    """``x = polygamma(n, x)`` in place."""
+    return _write(x, "polygamma_", (), lambda previous: gamma.polygamma(n, previous))
+
+
+def nan_to_num_(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    """Replace NaN, +inf and -inf in place (``nan_to_num``); returns ``x``."""
+    return _write(x, "nan_to_num_", (),
+                  lambda p: searching.nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf))  # fmt: skip
 
 
 def pow_(x: Tensor, exponent) -> Tensor:
@@ -125,7 +220,17 @@ def lerp_(x: Tensor, end, weight) -> Tensor:
 __all__: list[str] = []  # in-place forms are Tensor methods only, as in PyTorch
 
 TENSOR_METHODS = {f"{name}_": _unary(name, function) for name, function in _UNARY.items()}
+TENSOR_METHODS.update({f"{name}_": _binary(name, function) for name, function in _BINARY.items()})
+TENSOR_METHODS.update({f"{name}_": _truth(name, function) for name, function in _TRUTH.items()})
 TENSOR_METHODS.update(
+    multiply_=mul_,
+    true_divide_=div_,
+    subtract_=subtract_,
+    divide_=divide_,
+    cumsum_=cumsum_,
+    cumprod_=cumprod_,
+    polygamma_=polygamma_,
+    nan_to_num_=nan_to_num_,
     pow_=pow_,
     round_=round_,
     clamp_min_=clamp_min_,

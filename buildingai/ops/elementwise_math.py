@@ -1,6 +1,7 @@
 """Element-wise primitive ops beyond ``elementwise.py``: base-2 and base-10 logarithms, ``exp2``,
-truncation, the normalized ``sinc``, ``copysign``, ``heaviside``, the C remainder ``fmod``, and
-the integer-only ``gcd``, ``lcm`` and bit shifts.
+truncation, the normalized ``sinc``, ``copysign``, ``heaviside``, the C remainder ``fmod``, the
+integer-only ``gcd``, ``lcm`` and bit shifts, ``erfc``, ``erfinv``, the NaN-ignoring ``fmax`` and
+``fmin``, and ``signbit``.
 
 Dtypes follow PyTorch: log2, log10, exp2, sinc and copysign give integer inputs the default
 float dtype (``FloatFunction``); trunc keeps its input's; fmod, heaviside, gcd, lcm and the
@@ -18,6 +19,19 @@ from ..errors import BuildingAIError, DTypeError
 from .elementwise import PiecewiseConstant, _needs, _refuse_integer_zero_division
 from .families import ElementwiseOp, FloatFunction
 from .promotion import as_float, float_dtype, pair_dtype, result_type, torch_dtype
+from .special import (
+    _ERF_MID_P,
+    _ERF_MID_Q,
+    _ERFC_FAR_R,
+    _ERFC_FAR_S,
+    _ERFC_NEAR_R,
+    _ERFC_NEAR_S,
+    _ERFC_SWITCH,
+    _ERX,
+    TWO_OVER_SQRT_PI,
+    _horner,
+    erf_array,
+)
 
 _ARRAY = np.ndarray  # NumPy arrays of one dtype: NumPy's result dtype is then PyTorch's
 _INTEGERS = "iu"  # dtype kinds of signed and unsigned integers (booleans excluded)
@@ -315,3 +329,152 @@ BITWISE_LEFT_SHIFT = IntegerFunction(
 BITWISE_RIGHT_SHIFT = IntegerFunction(
     "bitwise_right_shift", _right_shift, "x.astype('int64') >> 2, or floor(x / 2**n) for floats"
 )
+
+
+# ----- the complementary and inverse error functions ---------------------------------------------
+
+
+def _erfc_float64(xp, x):
+    """erfc of a float64 array with full relative precision in the tail (fdlibm's ranges):
+    1 - erf(x) near 0, where nothing cancels; the tail formula for |x| >= 0.84375, where
+    1 - erf(x) would lose the small result to rounding; 2 - erfc(|x|) for negative x."""
+    flat = x.reshape(-1)
+    ax = xp.abs(flat)
+    out = 1.0 - erf_array(xp, flat)  # near 0, and NaN for NaN
+    mid = (ax >= 0.84375) & (ax < 1.25)
+    if mid.any():
+        s = ax[mid] - 1.0
+        out[mid] = (1.0 - _ERX) - _horner(s, _ERF_MID_P) / _horner(s, _ERF_MID_Q)
+    for low, high, r, s in ((1.25, _ERFC_SWITCH, _ERFC_NEAR_R, _ERFC_NEAR_S),
+                            (_ERFC_SWITCH, 28.0, _ERFC_FAR_R, _ERFC_FAR_S)):  # fmt: skip
+        band = (ax >= low) & (ax < high)
+        if band.any():
+            v = ax[band]
+            inverse_square = 1.0 / (v * v)
+            ratio = _horner(inverse_square, r) / _horner(inverse_square, s)
+            # exp(-x^2) with x split so that the square of its high part is exact
+            z = (v.view(xp.uint64) & xp.uint64(0xFFFFFFFF00000000)).view(xp.float64)
+            out[band] = xp.exp(-z * z - 0.5625) * xp.exp((z - v) * (z + v) + ratio) / v
+    out[ax >= 28.0] = 0.0  # below the smallest float64
+    tail = (ax >= 0.84375) & (flat < 0)
+    out[tail] = 2.0 - out[tail]
+    return out.reshape(x.shape)
+
+
+class Erfc(FloatFunction):
+    """1 - erf(x), accurate where it is tiny (large x). Gradient: -2/sqrt(pi) exp(-x^2)."""
+
+    name = "erfc"
+
+    def forward(self, ctx, xp, x):
+        x = as_float(x)
+        if xp.__name__ != "numpy":  # CuPy: 1 - erf, without the far tail's relative precision
+            return 1.0 - erf_array(xp, x)
+        return _erfc_float64(xp, x.astype(np.float64)).astype(x.dtype, copy=False)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad * ((x * x).neg().exp() * -TWO_OVER_SQRT_PI),)
+
+
+# Giles' single-precision approximation of erfinv ("Approximating the erfinv function", 2010)
+_ERFINV_CENTRAL = (
+    2.81022636e-08,
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)  # fmt: skip
+
+
+class Erfinv(FloatFunction):
+    """The inverse of erf on (-1, 1); +-inf at +-1, NaN outside. Giles' approximation, refined
+    by Newton steps on erf in float64. Gradient: sqrt(pi)/2 exp(erfinv(x)^2)."""
+
+    name = "erfinv"
+    save_inputs, save_output = False, True
+
+    def forward(self, ctx, xp, x):
+        x = as_float(x)
+        with np.errstate(divide="ignore", invalid="ignore"):  # +-1 and |x| > 1: inf and NaN
+            return self._inverse(xp, x.astype(np.float64)).astype(x.dtype, copy=False)
+
+    def _inverse(self, xp, y):
+        w = -xp.log1p(-y * y)
+        central = w < 5.0
+        t = xp.where(central, w - 2.5, xp.sqrt(xp.maximum(w, 5.0)) - 3.0)
+        p = xp.where(central, _ERFINV_CENTRAL[0], _ERFINV_TAIL[0])
+        for c_central, c_tail in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:], strict=True):
+            p = p * t + xp.where(central, c_central, c_tail)
+        out = p * y
+        finite = xp.isfinite(out)
+        for _ in range(2):  # Newton: each step squares the relative error
+            step = (erf_array(xp, out) - y) / (TWO_OVER_SQRT_PI * xp.exp(-out * out))
+            out = xp.where(finite, out - step, out)
+        return xp.where(xp.abs(y) == 1, xp.copysign(np.inf, y), out)
+
+    def backward(self, ctx, grad):
+        out = ctx.output
+        return (grad * ((out * out).exp() * (1 / TWO_OVER_SQRT_PI)),)
+
+
+ERFC, ERFINV = Erfc(), Erfinv()
+
+
+# ----- NaN-ignoring maximum and minimum, and the sign bit ----------------------------------------
+
+
+class NanIgnoringSelect(ElementwiseOp):
+    """``fmax``/``fmin``: the larger (smaller) of a and b, NaN only where both are. Gradient as
+    PyTorch's: to a where a wins, ties included, or b is NaN; to b elsewhere."""
+
+    def __init__(self, name: str, ufunc: str, a_wins) -> None:
+        self.name, self.ufunc, self.a_wins = name, ufunc, a_wins
+
+    def check(self, a, b):
+        if result_type(a, b).kind == "b":
+            raise DTypeError(
+                f"[{self.name}] takes numbers, got bool and bool (as in PyTorch)",
+                help="convert first, e.g. x.astype('int64')",
+            )
+
+    def forward(self, ctx, xp, a, b):
+        ufunc = getattr(xp, self.ufunc)
+        out = torch_dtype(ufunc, a, b, ufunc(a, b))
+        # a tie of signed zeros returns a, as PyTorch's (NumPy's fmax prefers +0.0)
+        return xp.where(a == b, a, out).astype(out.dtype, copy=False)
+
+    def backward(self, ctx, grad):
+        a, b = ctx.inputs
+        to_a = self.a_wins(a, b) | (b != b)  # b != b: b is NaN
+        grad_a = grad.where(to_a, 0.0) if _needs(a) else None
+        grad_b = grad.where(~to_a, 0.0) if _needs(b) else None
+        return grad_a, grad_b
+
+
+FMAX = NanIgnoringSelect("fmax", "fmax", lambda a, b: a >= b)
+FMIN = NanIgnoringSelect("fmin", "fmin", lambda a, b: a <= b)
+
+
+class Signbit(ElementwiseOp):
+    """True where the sign bit is set: negatives, -0.0 and NaNs with the sign; no gradient.
+    ONNX has no operator that reads it (``Sign`` of -0.0 is 0)."""
+
+    name = "signbit"
+    save_inputs = False
+    differentiable = False
+
+    def output_dtype(self, *operands) -> np.dtype:
+        return np.dtype(bool)
+
+    def forward(self, ctx, xp, x):
+        return xp.signbit(x)
+
+
+SIGNBIT = Signbit()

@@ -14,6 +14,7 @@ from .base import NOT_DIFFERENTIABLE, Draw, Sample, case, torch, trailing_sizes
 from .elementwise import _mixed, _operand_pair, unary
 
 SWEEP = ("tests/functions/test_elementwise_math.py",)
+SMALL_FUNCTIONS = ("tests/functions/test_small_functions.py",)
 
 unary("log2", lambda x: x.log2(), low=0.2, torch=torch.log2, gradgrad=True, covered_by=SWEEP)
 unary("log10", lambda x: x.log10(), low=0.2, torch=torch.log10, gradgrad=True, covered_by=SWEEP)
@@ -113,3 +114,32 @@ integer_function("gcd", torch.gcd)
 integer_function("lcm", torch.lcm)
 integer_function("bitwise_left_shift", torch.bitwise_left_shift, shift_low=-2)
 integer_function("bitwise_right_shift", torch.bitwise_right_shift, shift_low=-2)
+
+
+unary("erfc", lambda x: x.erfc(), low=-3.0, high=5.0, torch=torch.erfc, gradgrad=True,
+      onnx="ONNX has no erfc; 1 - Erf loses the tail", covered_by=SMALL_FUNCTIONS)  # fmt: skip
+unary("erfinv", lambda x: x.erfinv(), low=-0.95, high=0.95, torch=torch.erfinv, gradgrad=True,
+      onnx="ONNX has no inverse error function", covered_by=SMALL_FUNCTIONS)  # fmt: skip
+unary("signbit", lambda x: x.signbit(), torch=torch.signbit, no_grad=NOT_DIFFERENTIABLE,
+      onnx="ONNX cannot read the sign of -0.0 or of NaN", covered_by=SMALL_FUNCTIONS)  # fmt: skip
+
+
+def nan_ignoring(name: str, reference: Callable) -> None:
+    """A case of ``fmax``/``fmin``: operands that broadcast, with NaNs and ties among them."""
+
+    def make(d: Draw) -> Sample:
+        a, b = _operand_pair(d)
+        if d.mixed:
+            a, b = _mixed(d, a, b)
+        if isinstance(b, bai.Tensor) and b.dtype.kind == "f":
+            flat = b.array.reshape(-1)
+            flat[:: max(1, flat.size // 2)] = np.nan
+        return d.capture(name, lambda: getattr(bai, name)(a, b))
+
+    case(name, make, torch=reference, gradgrad=True,
+         onnx=f"ONNX's Max and Min propagate NaN; {name} ignores it",
+         covered_by=SMALL_FUNCTIONS)  # fmt: skip
+
+
+nan_ignoring("fmax", torch.fmax)
+nan_ignoring("fmin", torch.fmin)
