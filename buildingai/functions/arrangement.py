@@ -244,6 +244,12 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     )
 
 
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The flattened ``input`` (n elements, any shape) on diagonal ``offset`` of a square
+    matrix (n + |offset|, n + |offset|), zeros elsewhere; a 0-d tensor gives (1, 1)."""
+    return diag_embed(input.reshape(-1), offset)
+
+
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix: (n, m) -> (); integers sum to int64."""
     if input.ndim != 2:
@@ -760,7 +766,7 @@ concat = concatenate
 
 __all__ = [
     "meshgrid", "cartesian_prod", "tril_indices", "triu_indices",
-    "diagonal", "diag_embed", "diag", "trace", "block_diag",
+    "diagonal", "diag_embed", "diag", "diagflat", "trace", "block_diag",
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
     "column_stack", "concat", "unbind", "ravel",
     "select", "take", "take_along_dim", "fliplr", "flipud", "rot90",
@@ -768,7 +774,8 @@ __all__ = [
 ]  # fmt: skip
 
 TENSOR_METHODS = {
-    "diag": diag, "diagonal": diagonal, "diag_embed": diag_embed, "trace": trace,
+    "diag": diag, "diagonal": diagonal, "diag_embed": diag_embed, "diagflat": diagflat,
+    "trace": trace,
     "unbind": unbind, "ravel": ravel, "select": select, "take": take,
     "take_along_dim": take_along_dim, "fliplr": fliplr, "flipud": flipud, "rot90": rot90,
     "diff": diff, "cross": cross, "kron": kron, "inner": inner, "mv": mv,

@@ -227,6 +227,34 @@ def linspace(start, stop, steps: int, dtype=None, device=None, requires_grad=Fal
     return _leaf(out, requires_grad)
 
 
+def logspace(
+    start, end, steps: int, base: float = 10.0, dtype=None, device=None, requires_grad=False
+) -> Tensor:
+    """``steps`` values ``base ** e`` for ``e`` evenly spaced from ``start`` to ``end``
+    inclusive: ``(steps,)``. As PyTorch's: an integer ``dtype`` truncates ``start`` and ``end``
+    first and each value after; the second half counts back from ``end`` so it ends exactly."""
+    start, end, steps = _number(start), _number(end), _number(steps)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"[logspace] steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise ShapeError(
+            f"[logspace] the number of steps must be non-negative, got {steps}",
+            help="pass steps >= 0",
+        )
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if dtype.kind in "iub":
+        start, end = int(start), int(end)
+    index = np.arange(steps, dtype=np.float64)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    halfway = steps // 2
+    exponents = np.where(index < halfway, start + step * index, end - step * (steps - 1 - index))
+    if steps == 1:  # one step is the start, as PyTorch's
+        exponents = np.array([float(start)])
+    # float64 first, then PyTorch's conversion (truncation for integer dtypes)
+    return tensor(np.power(float(base), exponents), dtype=dtype, device=device,
+                  requires_grad=requires_grad)  # fmt: skip
+
+
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix ``(n, m)`` (``m`` defaults to ``n``)."""
     rows, columns = _sizes("eye", (n, n if m is None else m))
@@ -328,9 +356,110 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
     return out
 
 
+# ----- signal windows (torch.hann_window and friends) ------------------------------------------
+
+
+def _window_positions(op: str, window_length: int, periodic: bool, dtype) -> tuple:
+    """The float64 positions ``0 .. L - 1`` and the denominator ``N - 1`` of a window: a
+    periodic window is the first ``L`` points of the symmetric window of ``N = L + 1``."""
+    if isinstance(window_length, bool) or not isinstance(window_length, (int, np.integer)):
+        raise TypeError(f"[{op}] window_length must be an int, got {window_length!r}")
+    if window_length < 0:
+        raise ShapeError(
+            f"[{op}] window_length must be non-negative, got {window_length}",
+            help="pass the number of points of the window, 0 or more",
+        )
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if dtype.kind != "f" and dtype.name != "bfloat16":
+        raise DTypeError(
+            f"[{op}] makes floating-point windows, got dtype {dtype}",
+            help="pass a float dtype (float32, float64, float16, bfloat16), or convert after",
+        )
+    span = window_length if periodic else window_length - 1
+    return np.arange(window_length, dtype=np.float64), float(span), dtype
+
+
+def _window(op, window_length, periodic, dtype, device, requires_grad, formula) -> Tensor:
+    positions, span, dtype = _window_positions(op, window_length, periodic, dtype)
+    # one point is the window's peak, and 0/0 otherwise
+    values = np.ones(1) if window_length == 1 else formula(positions, span)
+    return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _cosine_window(op, window_length, periodic, alpha, beta, dtype, device, requires_grad):
+    return _window(op, window_length, periodic, dtype, device, requires_grad,
+                   lambda n, span: alpha - beta * np.cos(2 * np.pi * n / span))  # fmt: skip
+
+
+def hann_window(
+    window_length: int, periodic: bool = True, *, dtype=None, device=None, requires_grad=False
+) -> Tensor:
+    """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))``: ``(window_length,)``; periodic
+    (the default) for spectral analysis, symmetric with ``periodic=False`` for filter design."""
+    return _cosine_window("hann_window", window_length, periodic, 0.5, 0.5, dtype, device,
+                          requires_grad)  # fmt: skip
+
+
+def hamming_window(
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+) -> Tensor:
+    """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))``: ``(window_length,)``."""
+    return _cosine_window("hamming_window", window_length, periodic, alpha, beta, dtype, device,
+                          requires_grad)  # fmt: skip
+
+
+def blackman_window(
+    window_length: int, periodic: bool = True, *, dtype=None, device=None, requires_grad=False
+) -> Tensor:
+    """The Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``:
+    ``(window_length,)``."""
+
+    def formula(n, span):
+        return 0.42 - 0.5 * np.cos(2 * np.pi * n / span) + 0.08 * np.cos(4 * np.pi * n / span)
+
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)  # fmt: skip
+
+
+def bartlett_window(
+    window_length: int, periodic: bool = True, *, dtype=None, device=None, requires_grad=False
+) -> Tensor:
+    """The triangular Bartlett window ``1 - |2 n / (N - 1) - 1|``: ``(window_length,)``."""
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, span: 1 - np.abs(2 * n / span - 1))  # fmt: skip
+
+
+def kaiser_window(
+    window_length: int,
+    periodic: bool = True,
+    beta: float = 12.0,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+) -> Tensor:
+    """The Kaiser window ``I0(beta sqrt(1 - (2 n / (N - 1) - 1)^2)) / I0(beta)``, with ``I0``
+    the modified Bessel function of order 0: ``(window_length,)``."""
+
+    def formula(n, span):
+        ratio = 2 * n / span - 1
+        return np.i0(beta * np.sqrt(np.maximum(1 - ratio * ratio, 0.0))) / np.i0(beta)
+
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)  # fmt: skip
+
+
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-           "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-           "randint", "randperm", "astype", "to_device"]  # fmt: skip
+           "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand", "randn",
+           "randint", "randperm", "astype", "to_device", "hann_window", "hamming_window",
+           "blackman_window", "bartlett_window", "kaiser_window"]  # fmt: skip
 
 TENSOR_METHODS = {
     "astype": astype,

@@ -23,11 +23,11 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops import decompositions as ops
-from .arrangement import cross
+from .arrangement import _check_matrices, _scaled_sum, cross
 from .creation import eye, zeros
 from .elementwise import abs as absolute
 from .elementwise import maximum, where
-from .linalg import matmul
+from .linalg import dot, matmul, outer
 from .matrix_norms import svdvals
 from .reduce import amax
 from .reduce import sum as total
@@ -601,6 +601,136 @@ def _chain(tensors: list, split: list, i: int, j: int) -> Tensor:
     return _chain(tensors, split, i, k) @ _chain(tensors, split, k + 1, j)
 
 
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """The product of two or more matrices in the cheapest order: PyTorch's deprecated spelling
+    of ``multi_dot(matrices)``, which warns as PyTorch does; one matrix gives a copy of it.
+    (n, a) x (a, b) x ... x (c, m) -> (n, m)."""
+    warnings.warn(
+        "chain_matmul is deprecated, as in PyTorch: use linalg.multi_dot([a, b, ...]), which "
+        "takes a list of tensors",
+        UserWarning,
+        stacklevel=2,
+    )
+    if not matrices:
+        raise ArgumentError(
+            "[chain_matmul] expects one or more matrices, got none",
+            help="pass the matrices as arguments: chain_matmul(a, b, c)",
+        )
+    for position, matrix in enumerate(matrices):
+        if matrix.ndim != 2:
+            raise ShapeError(
+                f"[chain_matmul] every argument must be a matrix, but argument {position} is "
+                f"shaped {tuple(matrix.shape)}",
+                help="reshape vectors to (1, n) or (n, 1) first, or use linalg.multi_dot",
+            )
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+# ----- the scaled products: addr, addbmm, vdot --------------------------------------------------
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``: (n,) x (m,) -> (n, m), ``input``
+    broadcast to (n, m). With ``beta=0`` the input is ignored (its NaN and inf too)."""
+    for name, vector in (("vec1", vec1), ("vec2", vec2)):
+        if vector.ndim != 1:
+            raise ShapeError(
+                f"[addr] expects {name} to be 1-D, got shape {tuple(vector.shape)}",
+                help=f"flatten it first: {name}.reshape(-1)",
+            )
+    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``: (b, n, k) @ (b, k, m) summed
+    over b -> (n, m), ``input`` broadcast to (n, m). With ``beta=0`` the input is ignored."""
+    _check_matrices("addbmm", batch1, batch2, (3, 3))
+    # the batch sum is the product of (n, b*k) by (b*k, m): one matmul
+    left = batch1.permute(1, 0, 2).reshape(batch1.shape[1], -1)  # (n, b*k)
+    right = batch2.reshape(-1, batch2.shape[2])  # (b*k, m)
+    return _scaled_sum("addbmm", input, matmul(left, right), beta, alpha)
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The inner product of two 1-D tensors of the same length and dtype: (n,), (n,) -> ().
+    For complex numbers PyTorch conjugates the first; BuildingAI's dtypes are all real, where
+    it is ``dot``."""
+    if input.ndim != 1 or other.ndim != 1 or input.shape[0] != other.shape[0]:
+        raise ShapeError(
+            f"[vdot] expects two 1-D tensors of the same length, got {tuple(input.shape)} "
+            f"and {tuple(other.shape)}",
+            help="flatten them first: vdot(a.reshape(-1), b.reshape(-1))",
+        )
+    if input.dtype != other.dtype:
+        raise DTypeError(
+            f"[vdot] expects both vectors to have the same dtype, got {input.dtype} and "
+            f"{other.dtype}",
+            help=f"convert one first: b.astype('{input.dtype}')",
+        )
+    return dot(input, other)
+
+
+# ----- the matrix exponential ------------------------------------------------------------------
+
+# Higham's degree-13 Pade approximant ("The scaling and squaring method for the matrix
+# exponential revisited", 2005): its coefficients, and the largest 1-norm it serves to
+# float64 rounding
+_PADE_13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+            129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+            40840800.0, 960960.0, 16380.0, 182.0, 1.0)  # fmt: skip
+_THETA_13 = 5.371920351148152
+
+
+def _squarings(A: Tensor) -> np.ndarray:
+    """How many times each matrix must be halved so its 1-norm is at most theta_13: (...,).
+    The norms are read through tensor ops: the count depends on the values, so a traced graph
+    refuses it rather than keep the count of the values it was traced with."""
+    norms = A.detach().abs().sum(axis=-2).amax(axis=-1)
+    norms = np.asarray(norms.tolist(), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero, inf and NaN norms
+        exponents = np.ceil(np.log2(norms / _THETA_13))
+    return np.where(np.isfinite(exponents), np.maximum(exponents, 0), 0).astype(np.int64)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential ``sum_k A^k / k!`` of each square matrix: (..., n, n) ->
+    (..., n, n). Scaling and squaring with the degree-13 Pade approximant, made of matmuls
+    and one linear solve, so its gradient follows from theirs."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ShapeError(
+            f"[matrix_exp] expects square matrices (..., n, n), got shape {tuple(A.shape)}",
+            help="pass a matrix or a batch of square matrices",
+        )
+    if A.dtype.kind not in "f" and A.dtype.name != "bfloat16":
+        raise DTypeError(
+            f"[matrix_exp] expects floating-point matrices, got {A.dtype}",
+            help="convert first: A.double()",
+        )
+    if A.numel() == 0:
+        return A.clone()
+    squarings = _squarings(A)  # (...,)
+    scale = Tensor(np.ldexp(1.0, -squarings).astype(A.dtype)[..., None, None])
+    scaled = A * scale.to(A.device)
+    size = A.shape[-1]
+    identity = eye(size, dtype=A.dtype, device=A.device)
+    b = _PADE_13
+    A2 = scaled @ scaled
+    A4 = A2 @ A2
+    A6 = A4 @ A2
+    odd = scaled @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2)
+                    + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * identity)  # fmt: skip
+    even = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2
+    even = even + b[0] * identity
+    result = solve(even - odd, even + odd)
+    # square each matrix as many times as it was halved
+    for step in range(int(squarings.max())):
+        still = Tensor(np.asarray(squarings > step)[..., None, None]).to(A.device)
+        result = where(still, result @ result, result)
+    return result
+
+
 def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (``torch.linalg.cross``: ``cross`` with
     dim keyword-only and -1 by default). (..., 3) x (..., 3) -> (..., 3); the other
@@ -609,25 +739,34 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
 
 __all__ = [
+    "addbmm",
+    "addr",
+    "chain_matmul",
     "cholesky",
     "det",
     "inverse",
     "logdet",
+    "matrix_exp",
     "matrix_power",
     "pinverse",
     "qr",
     "slogdet",
     "svd",
+    "vdot",
 ]
 
 TENSOR_METHODS = {
+    "addbmm": addbmm,
+    "addr": addr,
     "cholesky": cholesky,
     "det": det,
     "inverse": inverse,
     "logdet": logdet,
+    "matrix_exp": matrix_exp,
     "matrix_power": matrix_power,
     "pinverse": pinverse,
     "qr": qr,
     "slogdet": slogdet,
     "svd": svd,
+    "vdot": vdot,
 }

@@ -29,6 +29,13 @@ class ValuesIndices(NamedTuple):
     indices: Tensor
 
 
+class MinMax(NamedTuple):
+    """What ``aminmax`` returns, as ``torch.aminmax``: the smallest and the largest values."""
+
+    min: Tensor
+    max: Tensor
+
+
 def _axes(x, axis, dim, op: str):
     return normalize_axes(pick("axis", axis, "dim", dim), x.ndim, op)
 
@@ -59,6 +66,24 @@ def sum_to(x, *shape):
     if tuple(x.shape) == shape:
         return x
     return apply(ops.SUM_TO, x, shape=shape)
+
+
+def sum_to_size(x, *size):
+    """Sum ``x`` down to ``size``, which must expand to x's shape (PyTorch's
+    ``x.sum_to_size``): (2, 3) -> (1, 3), (3,) or (2, 1). x itself when the shape is already
+    ``size``; otherwise integers and bools sum to int64, as ``sum``."""
+    size = as_shape(size)
+    shape = tuple(x.shape)
+    # this module's ``all`` is the reduction: count the mismatches instead
+    misfits = [w for w, h in zip(reversed(size), reversed(shape)) if w not in (h, 1)]
+    if len(size) > len(shape) or misfits:
+        raise ShapeError(
+            f"[sum_to_size] cannot sum a tensor shaped {shape} to {size}: {size} does not expand "
+            f"to {shape}",
+            help="every size must equal the tensor's size at that position (counted from the "
+            "right) or be 1, with no more dimensions than the tensor",
+        )
+    return sum_to(x, size)
 
 
 def mean(x, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
@@ -260,6 +285,32 @@ def amin(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     return _extremum(ops.MIN, "amin", x, axis, keepdims, dim, keepdim)
 
 
+def aminmax(x, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+    """``MinMax(min, max)`` over ``dim`` (one int, or None for every element) in one call, as
+    ``torch.aminmax``; the gradient of each is split evenly among ties, as ``amin``/``amax``.
+
+    x: (...) -> two tensors shaped as x without ``dim`` (kept as size 1 with ``keepdim``).
+    """
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, Integral)):
+        raise ShapeError(
+            f"[aminmax] reduces over one dimension or all of them, got dim={dim!r}",
+            help="pass one int, or use amin/amax to reduce several axes",
+        )
+    reduced = "every element" if dim is None else f"dimension {dim}"
+    if x.ndim and (
+        x.numel() == 0 if dim is None else x.shape[normalize_axis(dim, x.ndim, "aminmax")] == 0
+    ):
+        raise ShapeError(
+            f"[aminmax] cannot reduce {reduced} of an empty tensor shaped {tuple(x.shape)}: the "
+            "minimum and maximum of nothing are undefined",
+            help="check the size first, or reduce over a non-empty dimension",
+        )
+    return MinMax(
+        _extremum(ops.MIN, "aminmax", x, None, keepdim, dim, None),
+        _extremum(ops.MAX, "aminmax", x, None, keepdim, dim, None),
+    )
+
+
 def _arg_extremum(op, x, axis, keepdims, dim, keepdim):
     chosen = pick("axis", axis, "dim", dim)
     if chosen is not None and not isinstance(chosen, int):
@@ -382,13 +433,13 @@ def count_nonzero(x, axis=None, keepdims=None, *, dim=None, keepdim=None):
     return apply(ops.COUNT_NONZERO, x, axes=axes, keepdims=_keep(keepdims, keepdim))
 
 
-__all__ = ["ValuesIndices", "sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin",
+__all__ = ["ValuesIndices", "MinMax", "sum", "sum_to", "mean", "var", "std", "max", "min", "amax", "amin",
            "argmax", "argmin", "prod", "logsumexp", "cumsum", "cumprod", "all", "any",
-           "count_nonzero"]  # fmt: skip
+           "count_nonzero", "aminmax"]  # fmt: skip
 
 TENSOR_METHODS = {
-    "sum": sum, "sum_to": sum_to, "mean": mean, "var": var, "std": std,
+    "sum": sum, "sum_to": sum_to, "sum_to_size": sum_to_size, "mean": mean, "var": var, "std": std,
     "max": max, "min": min, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
     "prod": prod, "logsumexp": logsumexp, "cumsum": cumsum, "cumprod": cumprod,
-    "all": all, "any": any, "count_nonzero": count_nonzero,
+    "all": all, "any": any, "count_nonzero": count_nonzero, "aminmax": aminmax,
 }  # fmt: skip

@@ -16,7 +16,7 @@ import numpy as np
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import ShapeError, dimensions
+from ..errors import ArgumentError, DTypeError, ShapeError, dimensions
 from ..ops import shape as ops
 from ._common import (
     as_shape,
@@ -417,6 +417,127 @@ def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple
     return split(x, -(-extent // chunks), axis)
 
 
+def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Split along ``dim`` into pieces of the given sizes, which must be non-negative and sum to
+    the dimension. Returns a tuple of views. ``(2, 5)`` with ``([2, 3], dim=1)`` -> ``(2, 2),
+    (2, 3)``."""
+    if isinstance(split_sizes, (int, np.integer)):
+        raise TypeError(
+            f"[split_with_sizes] takes a list of piece sizes, got the int {split_sizes}; "
+            "use split(x, size) for pieces of one size"
+        )
+    sizes = [int(size) for size in split_sizes]
+    axis = dimensioned_axis(dim, x.ndim, "split_with_sizes")
+    if sum(sizes) != x.shape[axis] or any(size < 0 for size in sizes):
+        raise ShapeError(
+            f"[split_with_sizes] sizes {tuple(sizes)} (sum {sum(sizes)}) do not add up to "
+            f"{x.shape[axis]}, the size of dimension {axis} of a tensor shaped {tuple(x.shape)}",
+            help="the sizes must be non-negative and sum to the dimension",
+        )
+    return split(x, sizes, axis)
+
+
+def _split_points(indices_or_sections, op: str) -> tuple[list[int] | None, int | None]:
+    """``(indices, None)`` or ``(None, sections)``: a Tensor is read as PyTorch does (0-d: the
+    number of sections, 1-D: the indices), and must hold integers."""
+    if isinstance(indices_or_sections, Tensor):
+        points = indices_or_sections
+        if points.dtype.kind not in "iu":
+            raise DTypeError(
+                f"[{op}] takes integer split points, got a {points.dtype} tensor",
+                help="convert them first: points.long()",
+            )
+        if points.ndim > 1:
+            raise ShapeError(
+                f"[{op}] takes a 0-d tensor (the number of sections) or a 1-D tensor (the "
+                f"indices), got one shaped {tuple(points.shape)}",
+                help="flatten the indices first: points.flatten()",
+            )
+        values = points.numpy().tolist()
+        return (None, int(values)) if points.ndim == 0 else ([int(v) for v in values], None)
+    if isinstance(indices_or_sections, bool) or not isinstance(
+        indices_or_sections, (int, np.integer, Sequence)
+    ):
+        raise TypeError(
+            f"[{op}] takes an int number of sections or a list of int indices, got "
+            f"{indices_or_sections!r}"
+        )
+    if isinstance(indices_or_sections, (int, np.integer)):
+        return None, int(indices_or_sections)
+    for point in indices_or_sections:
+        if isinstance(point, bool) or not isinstance(point, (int, np.integer)):
+            raise TypeError(f"[{op}] takes int indices, got {indices_or_sections!r}")
+    return [int(point) for point in indices_or_sections], None
+
+
+def tensor_split(x: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """Split along ``dim`` into views, as ``torch.tensor_split``.
+
+    An int ``n`` gives ``n`` pieces; when the size ``s`` does not divide, the first ``s % n``
+    pieces get one element more: ``(7,)`` in 3 -> ``(3,), (2,), (2,)``. A list of indices cuts
+    before each, as the slices ``x[:i0], x[i0:i1], ..., x[ik:]`` (so negative indices count
+    from the end and a decreasing pair gives an empty piece). A 0-d integer tensor counts as
+    ``n``, a 1-D one as the indices.
+    """
+    if x.ndim == 0:
+        raise ShapeError(
+            "[tensor_split] needs a tensor with at least 1 dimension, got a 0-d tensor",
+            help="reshape it to one element first: x.reshape(1)",
+        )
+    axis = normalize_axis(dim, x.ndim, "tensor_split")
+    indices, sections = _split_points(indices_or_sections, "tensor_split")
+    if indices is None:
+        if sections <= 0:
+            raise ArgumentError(
+                f"[tensor_split] the number of sections must be positive, got {sections}",
+                help="pass n >= 1, or a list of indices to cut before",
+            )
+        extent = x.shape[axis]
+        base, longer = divmod(extent, sections)
+        indices = list(itertools.accumulate(base + (i < longer) for i in range(sections - 1)))
+    starts, stops = [0, *indices], [*indices, None]
+    lead = (slice(None),) * axis
+    return tuple(x.getitem((*lead, slice(a, b))) for a, b in zip(starts, stops))
+
+
+def _split_at_axis(x: Tensor, indices_or_sections, axis: int, least: int, op: str) -> tuple:
+    """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``axis``, except that a number
+    of sections must divide the dimension."""
+    if x.ndim < least:
+        raise ShapeError(
+            f"[{op}] needs a tensor with at least {dimensions(least)}, got one shaped "
+            f"{tuple(x.shape)}",
+            help="reshape it first, or use tensor_split(x, sections, dim) along an axis it has",
+        )
+    _, sections = _split_points(indices_or_sections, op)
+    if sections is not None and (sections <= 0 or x.shape[axis] % sections):
+        raise ShapeError(
+            f"[{op}] cannot split dimension {axis} of size {x.shape[axis]} (of a tensor shaped "
+            f"{tuple(x.shape)}) into {sections} equal sections",
+            help="pass a number of sections that divides it, a list of indices, or use "
+            "tensor_split for uneven sections",
+        )
+    return tensor_split(x, indices_or_sections, axis)
+
+
+def hsplit(x: Tensor, indices_or_sections) -> tuple:
+    """Split horizontally: along dimension 1, or 0 for a 1-D tensor (``numpy.hsplit``).
+    ``(4, 6)`` with ``hsplit(3)`` -> three ``(4, 2)`` views."""
+    return _split_at_axis(x, indices_or_sections, 0 if x.ndim == 1 else 1, 1, "hsplit")
+
+
+def vsplit(x: Tensor, indices_or_sections) -> tuple:
+    """Split vertically: along dimension 0 of a tensor with 2 or more dimensions.
+    ``(6, 4)`` with ``vsplit([2])`` -> ``(2, 4), (4, 4)`` views."""
+    return _split_at_axis(x, indices_or_sections, 0, 2, "vsplit")
+
+
+def dsplit(x: Tensor, indices_or_sections) -> tuple:
+    """Split depth-wise: along dimension 2 of a tensor with 3 or more dimensions.
+    ``(2, 2, 6)`` with ``dsplit(2)`` -> two ``(2, 2, 3)`` views."""
+    return _split_at_axis(x, indices_or_sections, 2, 3, "dsplit")
+
+
 def flip(x: Tensor, axis=None, *more_axes, dims=None) -> Tensor:
     """Reverse the order of elements along ``axis`` (an int or tuple; every axis when None).
     ``x.flip(0, 1)`` and ``flip(x, (0, 1))`` are the same; a view, like a ``[::-1]`` slice."""
@@ -654,7 +775,7 @@ __all__ = ["reshape", "view", "expand", "broadcast_to", "broadcast_shapes", "bro
            "permute", "transpose", "swapaxes",
            "swapdims", "movedim", "moveaxis", "squeeze", "unsqueeze", "expand_dims", "flatten",
            "unflatten", "contiguous", "concatenate", "cat", "stack", "narrow", "split", "chunk",
-           "flip", "pad", "pad_adjoint", "tile", "repeat_interleave"]  # fmt: skip
+           "split_with_sizes", "tensor_split", "hsplit", "vsplit", "dsplit", "flip", "pad", "pad_adjoint", "tile", "repeat_interleave"]  # fmt: skip
 
 TENSOR_METHODS = {
     "reshape": reshape, "view": view, "expand": expand, "broadcast_to": expand,
@@ -665,6 +786,8 @@ TENSOR_METHODS = {
     "squeeze": squeeze, "unsqueeze": unsqueeze, "expand_dims": unsqueeze,
     "flatten": flatten, "unflatten": unflatten, "contiguous": contiguous,
     "narrow": narrow, "split": split, "chunk": chunk, "flip": flip,
+    "split_with_sizes": split_with_sizes, "tensor_split": tensor_split,
+    "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
     "pad": pad, "pad_adjoint": pad_adjoint,
     "tile": tile, "repeat": repeat, "repeat_interleave": repeat_interleave,
 }  # fmt: skip

@@ -1,6 +1,6 @@
 """Questions PyTorch code asks a tensor about its type, size and layout: ``is_tensor``,
 ``is_floating_point``, ``is_complex``, ``numel``, ``nelement``, ``element_size``, ``ndimension``,
-``stride`` and ``storage_offset``."""
+``stride``, ``storage_offset``, ``is_same_size``, ``is_signed`` and ``is_nonzero``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import is_floating
+from ..errors import ShapeError
 from ._common import normalize_axis
 
 
@@ -69,10 +70,36 @@ def storage_offset(x: Tensor) -> int:
     return (_address(x.array) - _address(owner)) // x.array.itemsize
 
 
-__all__ = ["is_complex", "is_floating_point", "is_tensor", "numel"]
+def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002 - PyTorch's name
+    """True when the two tensors have the same shape (no broadcasting)."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input: Tensor) -> bool:  # noqa: A002 - PyTorch's name
+    """True when the dtype can hold negative values: the signed integers, floats and complex
+    numbers; False for bool and the unsigned integers."""
+    return input.dtype.kind in "ic" or is_floating(input.dtype)
+
+
+def is_nonzero(input: Tensor) -> bool:  # noqa: A002 - PyTorch's name
+    """The truth of a one-element tensor of any shape: False for 0, -0.0 and False, True
+    otherwise (NaN included). Any other number of elements is ambiguous, as in PyTorch."""
+    count = input.numel()
+    if count != 1:
+        raise ShapeError(
+            f"[is_nonzero] needs a tensor with exactly one element, got {count} (shape "
+            f"{tuple(input.shape)}): its truth value is ambiguous",
+            help="reduce it first: x.any() or x.all()",
+        )
+    return bool(input.numpy().reshape(()) != 0)
+
+
+__all__ = ["is_complex", "is_floating_point", "is_tensor", "numel", "is_same_size", "is_signed",
+           "is_nonzero"]  # fmt: skip
 
 TENSOR_METHODS = {
     "is_floating_point": is_floating_point, "is_complex": is_complex, "nelement": nelement,
     "element_size": element_size, "ndimension": ndimension, "stride": stride,
-    "storage_offset": storage_offset,
+    "storage_offset": storage_offset, "is_same_size": is_same_size, "is_signed": is_signed,
+    "is_nonzero": is_nonzero,
 }  # fmt: skip
