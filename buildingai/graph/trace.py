@@ -490,7 +490,9 @@ def _underived(value, op, what: str) -> GraphError:
 
 # ----- the tensors of a trace ----------------------------------------------------------------
 
-_GUARDED = ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__")
+_GUARDED = (
+    "__bool__", "item", "tolist", "numpy", "__array__", "__int__", "__float__", "__index__",
+)  # fmt: skip
 
 
 class SymbolicTensor(Tensor):
@@ -526,6 +528,13 @@ class SymbolicTensor(Tensor):
         for extent in self.shape:
             count = extent * count
         return count
+
+    # a detached view holds the same values: reading them stays refused (``_guarded``), where a
+    # plain tensor over them would hand the trace's sample values to the caller as constants
+    def detach(self) -> Tensor:
+        return symbolic(Tensor.detach(self))
+
+    data = property(lambda self: symbolic(Tensor.data.fget(self)), Tensor.data.fset)
 
 
 def _guarded(name: str):

@@ -326,7 +326,16 @@ def test_numpy_functions_keep_the_mark_of_values_that_depend_on_the_inputs(compu
 
 
 @pytest.mark.parametrize(
-    "read", [lambda x: x.detach().abs().sum().item(), lambda x: x.data.sum().item()]
+    "read",
+    [
+        lambda x: x.detach().abs().sum().item(),
+        lambda x: x.data.sum().item(),
+        # read with no op in between: before, these gave the sample's values as constants
+        lambda x: float(x.detach().numpy().sum()),
+        lambda x: float(x.data.numpy().sum()),
+        lambda x: x.detach().tolist()[0],
+        lambda x: float(np.asarray(x).sum()),
+    ],
 )
 def test_reading_a_detached_view_of_an_input_is_refused(read):
     """x.detach() and x.data share the input's memory: their values depend on the input too."""
