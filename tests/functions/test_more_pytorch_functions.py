@@ -401,3 +401,13 @@ def test_matrix_exp_of_a_traced_input_is_refused():
         compiled = bai.compile(lambda a: bai.matrix_exp(a), fullgraph=True)
         with pytest.raises(bai.graph.GraphError, match="reads the value of a tensor"):
             compiled(rotation)
+
+
+def test_matrix_exp_is_reachable_as_torch_linalg_spells_it():
+    a = RNG.standard_normal((2, 3, 3))
+    np.testing.assert_allclose(
+        bai.linalg.matrix_exp(bai.tensor(a)).numpy(),
+        torch.linalg.matrix_exp(torch.tensor(a)).numpy(),
+        rtol=1e-12,
+        atol=1e-14,
+    )
