@@ -22,10 +22,11 @@ from ..backend.random import get_rng_state, set_rng_state
 from ..errors import ShapeError
 from ._utils import _on_device
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from .instance_norm import InstanceNorm1d, InstanceNorm2d
+from .conv3d import Conv3d, ConvTranspose3d
+from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 from .module import Module
-from .norm import BatchNorm1d, BatchNorm2d
+from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .parameter import Buffer, Parameter
 
 
@@ -289,6 +290,13 @@ class LazyConv2d(_LazyForwardConvolution, Conv2d):
     cls_to_become = Conv2d
 
 
+class LazyConv3d(_LazyForwardConvolution, Conv3d):
+    """``Conv3d`` whose ``in_channels`` is the channel axis of its first input,
+    (N, C, D, H, W)."""
+
+    cls_to_become = Conv3d
+
+
 class LazyConvTranspose1d(_LazyTransposedConvolution, ConvTranspose1d):
     """``ConvTranspose1d`` whose ``in_channels`` is the channel axis of its first input."""
 
@@ -299,6 +307,12 @@ class LazyConvTranspose2d(_LazyTransposedConvolution, ConvTranspose2d):
     """``ConvTranspose2d`` whose ``in_channels`` is the channel axis of its first input."""
 
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyTransposedConvolution, ConvTranspose3d):
+    """``ConvTranspose3d`` whose ``in_channels`` is the channel axis of its first input."""
+
+    cls_to_become = ConvTranspose3d
 
 
 class _LazyNorm(LazyModuleMixin):
@@ -353,6 +367,13 @@ class LazyBatchNorm2d(_LazyNorm, BatchNorm2d):
     cls_to_become = BatchNorm2d
 
 
+class LazyBatchNorm3d(_LazyNorm, BatchNorm3d):
+    """``BatchNorm3d`` whose ``num_features`` is the channel axis of its first input,
+    (N, C, D, H, W)."""
+
+    cls_to_become = BatchNorm3d
+
+
 class LazyInstanceNorm1d(_LazyNorm, InstanceNorm1d):
     """``InstanceNorm1d`` whose ``num_features`` is the channel axis of its first input,
     (N, C, L) or (C, L)."""
@@ -373,15 +394,29 @@ class LazyInstanceNorm2d(_LazyNorm, InstanceNorm2d):
         return ndim - 3
 
 
+class LazyInstanceNorm3d(_LazyNorm, InstanceNorm3d):
+    """``InstanceNorm3d`` whose ``num_features`` is the channel axis of its first input,
+    (N, C, D, H, W) or (C, D, H, W)."""
+
+    cls_to_become = InstanceNorm3d
+
+    def _channel_axis(self, ndim: int) -> int:
+        return ndim - 4
+
+
 __all__ = [
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
     "LazyConv1d",
     "LazyConv2d",
+    "LazyConv3d",
     "LazyConvTranspose1d",
     "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
     "LazyInstanceNorm1d",
     "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
     "LazyLinear",
     "LazyModuleMixin",
     "UninitializedBuffer",

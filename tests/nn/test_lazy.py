@@ -25,6 +25,10 @@ LAYERS = {
     "LazyBatchNorm2d": ((), (2, 3, 4, 4)),
     "LazyInstanceNorm1d": ((), (2, 3, 8)),
     "LazyInstanceNorm2d": ((), (2, 3, 5, 5)),
+    "LazyConv3d": ((4, 2), (2, 3, 4, 4, 4)),
+    "LazyConvTranspose3d": ((2, 2), (1, 3, 3, 3, 3)),
+    "LazyBatchNorm3d": ((), (2, 3, 2, 3, 3)),
+    "LazyInstanceNorm3d": ((), (2, 3, 3, 3, 3)),
 }
 KEYWORDS = {"LazyConv2d": {"padding": 1, "groups": 2}, "LazyConvTranspose2d": {"stride": 2}}
 
