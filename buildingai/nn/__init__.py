@@ -46,6 +46,7 @@ from .bayesian import BayesianConv2d, BayesianLinear
 from .containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .conv3d import *  # noqa: F403 - the names in its __all__
+from .ctc import CTCLoss
 from .distance import CosineSimilarity, PairwiseDistance
 from .distillation import DistillationLoss, distillation_loss
 from .dropout import (
@@ -196,6 +197,7 @@ __all__ = [
     "Unflatten",
     "Linear",
     "LazyLinear",
+    "CTCLoss",
     "LazyConv1d",
     "LazyConv2d",
     "LazyConvTranspose1d",

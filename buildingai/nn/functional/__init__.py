@@ -14,6 +14,7 @@ from .channel_dropout import *
 from .channel_shuffle import *
 from .conv import *
 from .conv3d import *
+from .ctc import *
 from .distance import *
 from .embedding_bag import *
 from .embedding_lookup import *

@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - each module adds its cases
     attention,
     batch_norm,
     creation,
+    ctc,
     decompositions,
     elementwise,
     elementwise_math,
