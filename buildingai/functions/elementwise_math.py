@@ -1,13 +1,16 @@
 """Element-wise math beyond ``elementwise.py``, with PyTorch's names: ``log2``, ``log10``,
 ``exp2``, ``trunc`` (alias ``fix``), ``frac``, ``sinc``, ``copysign``, ``heaviside``,
 ``float_power``, ``fmod``, ``gcd``, ``lcm``, the bit shifts with their ``<<`` and ``>>``
-operators, and the in-place method forms PyTorch has for them.
+operators, ``frexp``, ``nextafter``, the modified Bessel functions ``i0`` and (``torch.special``'s)
+``i0e``, ``i1``, ``i1e``, and the in-place method forms PyTorch has for them.
 
 Most call the primitive ops of ``ops/elementwise_math.py``; ``frac`` and ``float_power`` are
 compositions of other ops, so gradients of any order, tracing and every device come with them.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
@@ -205,11 +208,71 @@ def ldexp(input: TensorLike, other: TensorLike) -> Tensor:  # noqa: A002 - PyTor
     return mul(input, _pow(base, other))
 
 
+# ----- floating-point decomposition and neighbours -----------------------------------------------
+
+
+class Frexp(NamedTuple):
+    """``frexp``'s result: input = mantissa * 2 ** exponent."""
+
+    mantissa: Tensor
+    exponent: Tensor
+
+
+def frexp(input: Tensor) -> Frexp:  # noqa: A002 - PyTorch's name
+    """Split input into a mantissa with 0.5 <= |mantissa| < 1 (input's dtype) and an int32
+    exponent, input = mantissa * 2 ** exponent; 0, inf and NaN keep themselves with exponent 0.
+    Floating-point tensors only, as in PyTorch; the gradient flows through the mantissa.
+    input: any shape (*) -> (mantissa (*), exponent (*))."""
+    x = _operand(input)
+    return Frexp(apply(ops.FREXP_MANTISSA, x), apply(ops.FREXP_EXPONENT, x))
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The next floating-point value after input towards other (other where they are equal),
+    in their promoted dtype; floating-point tensors only, as in PyTorch. The gradient flows to
+    input unchanged, 0 to other. input, other: broadcastable -> the broadcast shape."""
+    if not isinstance(other, Tensor):
+        raise DTypeError(
+            f"[nextafter] other must be a Tensor, got a Python {type(other).__name__} "
+            "(as in PyTorch)",
+            help="wrap it, e.g. bai.tensor(2.0, dtype=input.dtype)",
+        )
+    return apply(ops.NEXTAFTER, _operand(input), other)
+
+
+# ----- modified Bessel functions of the first kind -----------------------------------------------
+
+
+def i0(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """I0, the modified Bessel function of the first kind of order 0: even, 1 at 0, inf past
+    |x| = 709.78 and NaN at +-inf (as in PyTorch); integers give the default float dtype.
+    input: any shape (*) -> the same shape."""
+    return apply(ops.I0, _operand(input))
+
+
+def i0e(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """exp(-|x|) I0(x), finite for every x (0 at +-inf); ``torch.special.i0e``.
+    input: any shape (*) -> the same shape."""
+    return apply(ops.I0E, _operand(input))
+
+
+def i1(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """I1, the modified Bessel function of the first kind of order 1: odd, x/2 near 0, NaN at
+    +-inf (as in PyTorch); ``torch.special.i1``. input: any shape (*) -> the same shape."""
+    return apply(ops.I1, _operand(input))
+
+
+def i1e(input: TensorLike) -> Tensor:  # noqa: A002 - PyTorch's name
+    """exp(-|x|) I1(x), finite for every x (0 at +-inf); ``torch.special.i1e``.
+    input: any shape (*) -> the same shape."""
+    return apply(ops.I1E, _operand(input))
+
+
 __all__ = [
     "log2", "log10", "exp2", "float_power", "trunc", "fix", "frac", "sinc", "copysign",
     "heaviside", "fmod", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift",
     "erfc", "erfinv", "fmax", "fmin", "signbit", "isposinf", "isneginf", "isreal", "ldexp",
-    "erfc_", "ldexp_",
+    "erfc_", "ldexp_", "Frexp", "frexp", "nextafter", "i0", "i0_", "i0e", "i1", "i1e",
 ]  # fmt: skip
 
 
@@ -233,12 +296,12 @@ _float_power_written = _binary("float_power", float_power)
 
 _ONE_INPUT = {
     "log2": log2, "log10": log10, "exp2": exp2, "trunc": trunc, "fix": fix, "frac": frac,
-    "sinc": sinc, "erfc": erfc, "erfinv": erfinv,
+    "sinc": sinc, "erfc": erfc, "erfinv": erfinv, "i0": i0,
 }  # fmt: skip
 _TWO_INPUTS = {
     "copysign": copysign, "heaviside": heaviside, "fmod": fmod, "gcd": gcd, "lcm": lcm,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
-    "fmax": fmax, "fmin": fmin, "ldexp": ldexp,
+    "fmax": fmax, "fmin": fmin, "ldexp": ldexp, "nextafter": nextafter,
 }  # fmt: skip
 _IN_PLACE = {
     **{f"{name}_": _unary(name, function) for name, function in _ONE_INPUT.items()},
@@ -247,11 +310,11 @@ _IN_PLACE = {
 }
 
 # PyTorch also spells these in-place forms as functions: torch.erfc_(x), torch.ldexp_(x, e)
-erfc_, ldexp_ = _IN_PLACE["erfc_"], _IN_PLACE["ldexp_"]
+erfc_, ldexp_, i0_ = _IN_PLACE["erfc_"], _IN_PLACE["ldexp_"], _IN_PLACE["i0_"]
 
 TENSOR_METHODS = {
     **_ONE_INPUT,
-    "signbit": signbit, "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
+    "frexp": frexp, "signbit": signbit, "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
     **_TWO_INPUTS,
     "float_power": float_power,
     **_IN_PLACE,

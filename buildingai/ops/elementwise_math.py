@@ -1,7 +1,8 @@
 """Element-wise primitive ops beyond ``elementwise.py``: base-2 and base-10 logarithms, ``exp2``,
 truncation, the normalized ``sinc``, ``copysign``, ``heaviside``, the C remainder ``fmod``, the
 integer-only ``gcd``, ``lcm`` and bit shifts, ``erfc``, ``erfinv``, the NaN-ignoring ``fmax`` and
-``fmin``, and ``signbit``.
+``fmin``, ``signbit``, ``frexp``'s two parts, ``nextafter``, and the modified Bessel functions
+``i0``, ``i1`` and their scaled forms ``i0e``, ``i1e``.
 
 Dtypes follow PyTorch: log2, log10, exp2, sinc and copysign give integer inputs the default
 float dtype (``FloatFunction``); trunc keeps its input's; fmod, heaviside, gcd, lcm and the
@@ -16,6 +17,7 @@ import math
 import numpy as np
 
 from ..errors import BuildingAIError, DTypeError
+from .bessel import i0_array, i0e_array, i1_array, i1e_array
 from .elementwise import PiecewiseConstant, _needs, _refuse_integer_zero_division
 from .families import ElementwiseOp, FloatFunction
 from .promotion import as_float, float_dtype, pair_dtype, result_type, torch_dtype
@@ -478,3 +480,149 @@ class Signbit(ElementwiseOp):
 
 
 SIGNBIT = Signbit()
+
+
+# ----- floating-point decomposition and neighbours -----------------------------------------------
+
+
+def _refuse_non_float(name: str, *values) -> None:
+    if any(getattr(value, "dtype", np.dtype(float)).kind != "f" for value in values):
+        raise DTypeError(
+            f"[{name}] takes floating-point tensors, got {_dtype_names(*values)} (as in PyTorch)",
+            help="convert first, e.g. x.float() or x.double()",
+        )
+
+
+def _frexp_parts(xp, x):
+    if x.dtype.itemsize < 4:  # bfloat16 has no frexp: float32 holds its values exactly
+        mantissa, exponent = xp.frexp(x.astype(np.float32))
+        return mantissa.astype(x.dtype), exponent
+    return xp.frexp(x)
+
+
+class FrexpExponent(ElementwiseOp):
+    """The int32 exponent e of x = m * 2^e with 0.5 <= |m| < 1 (0 for 0, inf and NaN); no
+    gradient."""
+
+    name = "frexp_exponent"
+    save_inputs = False
+    differentiable = False
+
+    def output_dtype(self, *operands) -> np.dtype:
+        return np.dtype(np.int32)
+
+    def check(self, x):
+        _refuse_non_float("frexp", x)
+
+    def forward(self, ctx, xp, x):
+        return _frexp_parts(xp, x)[1].astype(np.int32, copy=False)
+
+
+class FrexpMantissa(ElementwiseOp):
+    """The mantissa m of x = m * 2^e with 0.5 <= |m| < 1, in x's dtype (x itself for 0, inf
+    and NaN). PyTorch's gradient, grad / 2^e with 2^e in the default float dtype (float32:
+    0 for e >= 128, inf for e < -149)."""
+
+    name = "frexp_mantissa"
+
+    def output_dtype(self, *operands) -> np.dtype:
+        return np.dtype(operands[0].dtype)
+
+    def check(self, x):
+        _refuse_non_float("frexp", x)
+
+    def forward(self, ctx, xp, x):
+        return _frexp_parts(xp, x)[0]
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        scaled = grad / FREXP_EXPONENT(x).exp2()
+        return (scaled if scaled.dtype == x.dtype else scaled.astype(x.dtype),)
+
+
+FREXP_EXPONENT, FREXP_MANTISSA = FrexpExponent(), FrexpMantissa()
+
+
+class Nextafter(ElementwiseOp):
+    """The next floating-point value after a towards b (b where a == b, NaN if either is), in
+    the operands' promoted float dtype. PyTorch's gradients: grad for a (0 where a == b), 0
+    for b."""
+
+    name = "nextafter"
+
+    def check(self, a, b):
+        _refuse_non_float("nextafter", a, b)
+
+    def forward(self, ctx, xp, a, b):
+        want = result_type(a, b)
+        a, b = xp.asarray(a, dtype=want), xp.asarray(b, dtype=want)
+        if want.itemsize < 4 and want != np.float16:  # bfloat16: ml_dtypes has no nextafter
+            return _bfloat16_nextafter(xp, a, b)
+        # where a == b the result is b, signed zeros included (NumPy's float16 keeps a)
+        return xp.where(a == b, b, xp.nextafter(a, b))
+
+    def backward(self, ctx, grad):
+        a, b = ctx.inputs
+        grad_b = b.new_zeros(b.shape) if _needs(b) else None
+        return (grad.where(a != b, 0.0) if _needs(a) else None), grad_b
+
+
+def _bfloat16_nextafter(xp, a, b):
+    # step the 16-bit pattern: +-1 on the magnitude, the smallest subnormal from zero
+    bits = a.view(xp.uint16).astype(xp.int32)
+    towards_larger_magnitude = (b > a) == (a > 0)
+    stepped = xp.where(towards_larger_magnitude, bits + 1, bits - 1)
+    smallest = xp.where(b > a, 1, 0x8001)  # +-1 unit in the last place from zero
+    stepped = xp.where(a == 0, smallest, stepped).astype(xp.uint16).view(a.dtype)
+    same = a == b
+    return xp.where(same, b, xp.where((a != a) | (b != b), a + b, stepped))
+
+
+NEXTAFTER = Nextafter()
+
+
+# ----- modified Bessel functions of the first kind -----------------------------------------------
+
+
+class BesselFunction(FloatFunction):
+    """An order-0 or order-1 modified Bessel function of the first kind (or its form scaled by
+    exp(-|x|)), from Cephes' Chebyshev series evaluated in float64 (``ops/bessel.py``). ONNX
+    has no Bessel operator."""
+
+    flops_per_element = 60  # two exponentials and a series of 25 to 30 terms
+
+    def __init__(self, name: str, compute, slope) -> None:
+        self.name, self.compute, self.slope = name, compute, slope
+
+    def forward(self, ctx, xp, x):
+        x = as_float(x)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf past |x| = 709.78, NaN at inf
+            return self.compute(xp, x.astype(np.float64)).astype(x.dtype, copy=False)
+
+    def backward(self, ctx, grad):
+        (x,) = ctx.inputs
+        return (grad * self.slope(x),)
+
+
+def _over_x(value, x):
+    """value / x away from 0, where the quotient's limit is taken instead (the branch never
+    divides by 0, so a second derivative is finite there)."""
+    zero = x == 0
+    return value / x.where(~zero, 1.0)
+
+
+def _i1_slope(x):
+    # i1' = i0 - i1 / x, with the limit 1/2 at 0
+    return (I0(x) - _over_x(I1(x), x)).where(x != 0, 0.5)
+
+
+def _i1e_slope(x):
+    # i1e' = i0e - i1e (sign(x) + 1/x), with the limit 1/2 at 0
+    scaled = I1E(x)
+    return (I0E(x) - scaled * x.sign() - _over_x(scaled, x)).where(x != 0, 0.5)
+
+
+I0 = BesselFunction("i0", i0_array, lambda x: I1(x))
+I0E = BesselFunction("i0e", i0e_array, lambda x: I1E(x) - x.sign() * I0E(x))
+I1 = BesselFunction("i1", i1_array, _i1_slope)
+I1E = BesselFunction("i1e", i1e_array, _i1e_slope)

@@ -143,3 +143,44 @@ def nan_ignoring(name: str, reference: Callable) -> None:
 
 nan_ignoring("fmax", torch.fmax)
 nan_ignoring("fmin", torch.fmin)
+
+
+NEW_FUNCTIONS = ("tests/functions/test_frexp_nextafter_bessel.py",)
+NO_BESSEL_ONNX = "ONNX has no Bessel function operator"
+
+
+def _frexp_part(name: str, index: int):
+    def make(d: Draw) -> Sample:
+        x = d.floats("n", *trailing_sizes(d), low=-40.0, high=40.0)
+        return d.capture(name, lambda: bai.frexp(x)[index])
+
+    return make
+
+
+case("frexp_mantissa", _frexp_part("frexp_mantissa", 0), dtypes=(np.float32, np.float64),
+     torch=lambda x: torch.frexp(x).mantissa,
+     onnx="ONNX has no operator that splits a float into mantissa and exponent",
+     covered_by=NEW_FUNCTIONS)  # fmt: skip
+case("frexp_exponent", _frexp_part("frexp_exponent", 1), dtypes=(np.float32, np.float64),
+     torch=lambda x: torch.frexp(x).exponent, no_grad=NOT_DIFFERENTIABLE,
+     onnx="ONNX has no operator that splits a float into mantissa and exponent",
+     covered_by=NEW_FUNCTIONS)  # fmt: skip
+
+
+def _nextafter(d: Draw) -> Sample:
+    """Starts and directions that broadcast, equal pairs among them."""
+    a, b = _operand_pair(d)
+    b.array.reshape(-1)[:1] = a.array.reshape(-1)[:1]
+    return d.capture("nextafter", lambda: bai.nextafter(a, b))
+
+
+case("nextafter", _nextafter, dtypes=(np.float32, np.float64), torch=torch.nextafter,
+     onnx="ONNX has no nextafter", covered_by=NEW_FUNCTIONS)  # fmt: skip
+unary("i0", lambda x: bai.i0(x), low=-12.0, high=12.0, torch=torch.i0, gradgrad=True,
+      onnx=NO_BESSEL_ONNX, covered_by=NEW_FUNCTIONS)  # fmt: skip
+unary("i0e", lambda x: bai.i0e(x), low=-12.0, high=12.0, torch=torch.special.i0e,
+      gradgrad=True, onnx=NO_BESSEL_ONNX, covered_by=NEW_FUNCTIONS)  # fmt: skip
+unary("i1", lambda x: bai.i1(x), low=-12.0, high=12.0, torch=torch.special.i1, gradgrad=True,
+      onnx=NO_BESSEL_ONNX, covered_by=NEW_FUNCTIONS)  # fmt: skip
+unary("i1e", lambda x: bai.i1e(x), low=-12.0, high=12.0, torch=torch.special.i1e,
+      gradgrad=True, onnx=NO_BESSEL_ONNX, covered_by=NEW_FUNCTIONS)  # fmt: skip
