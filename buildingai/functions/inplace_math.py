@@ -18,8 +18,16 @@ import numpy as np
 from ..accel.updates import fused_update
 from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
-from ..errors import DTypeError
-from . import elementwise, gamma, pointwise_compositions, reduce, searching
+from ..errors import DTypeError, ShapeError
+from . import (
+    arrangement,
+    elementwise,
+    gamma,
+    linear_algebra,
+    pointwise_compositions,
+    reduce,
+    searching,
+)
 from .inplace import (
     _check_keeps_shape,
     _in_place,
@@ -208,6 +216,35 @@ def addcdiv_(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
                   lambda p: pointwise_compositions.addcdiv(p, tensor1, tensor2, value=value))  # fmt: skip
 
 
+def _scaled_product(name: str, function: Callable):
+    """The in-place form ``x.name_(a, b, *, beta=1, alpha=1)`` of a scaled product,
+    ``x = beta x + alpha (a times b)`` (addmm, addmv, baddbmm, addr, addbmm): the product must
+    have x's shape, as in PyTorch, where x cannot grow."""
+
+    def method(x: Tensor, first, second, *, beta=1, alpha=1) -> Tensor:
+        def compute(previous: Tensor) -> Tensor:
+            result = function(previous, first, second, beta=beta, alpha=alpha)
+            if tuple(result.shape) != tuple(x.shape):
+                raise ShapeError(
+                    f"[{name}_] the result has shape {tuple(result.shape)}, but the tensor "
+                    f"written in place has shape {tuple(x.shape)}",
+                    help=f"use the out-of-place form, x = x.{name}(a, b)",
+                )
+            return result
+
+        return _write(x, f"{name}_", (first, second), compute)
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"``x = {name}(x, a, b, beta=beta, alpha=alpha)`` in place; returns ``x``."
+    return method
+
+
+_SCALED_PRODUCTS = {
+    "addmm": arrangement.addmm, "addmv": arrangement.addmv, "baddbmm": arrangement.baddbmm,
+    "addr": linear_algebra.addr, "addbmm": linear_algebra.addbmm,
+}  # fmt: skip
+
+
 def lerp_(x: Tensor, end, weight) -> Tensor:
     """``x += weight * (end - x)`` in place."""
     _check_keeps_shape(x, "lerp_", ("x.lerp_(end, w)", "x = x.lerp(end, w)"), end, weight)
@@ -222,6 +259,9 @@ __all__: list[str] = []  # in-place forms are Tensor methods only, as in PyTorch
 TENSOR_METHODS = {f"{name}_": _unary(name, function) for name, function in _UNARY.items()}
 TENSOR_METHODS.update({f"{name}_": _binary(name, function) for name, function in _BINARY.items()})
 TENSOR_METHODS.update({f"{name}_": _truth(name, function) for name, function in _TRUTH.items()})
+TENSOR_METHODS.update(
+    {f"{name}_": _scaled_product(name, function) for name, function in _SCALED_PRODUCTS.items()}
+)
 TENSOR_METHODS.update(
     multiply_=mul_,
     true_divide_=div_,

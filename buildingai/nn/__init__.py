@@ -102,7 +102,7 @@ from .loss import (
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
-from .lp_pool import LPPool1d, LPPool2d
+from .lp_pool import LPPool1d, LPPool2d, LPPool3d
 from .module import IncompatibleKeys, Module, RemovableHandle
 from .moe import (
     Expert,
@@ -299,6 +299,7 @@ __all__ = [
     "ChannelShuffle",
     "LPPool1d",
     "LPPool2d",
+    "LPPool3d",
     "LocalResponseNorm",
     "GaussianNLLLoss",
     "HingeEmbeddingLoss",

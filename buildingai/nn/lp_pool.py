@@ -1,10 +1,10 @@
-"""LPPool1d and LPPool2d: power-average pooling layers (no parameters), with PyTorch's
-arguments (see ``nn.functional.lp_pool1d`` / ``lp_pool2d``)."""
+"""LPPool1d, LPPool2d and LPPool3d: power-average pooling layers (no parameters), with
+PyTorch's arguments (see ``nn.functional.lp_pool1d`` / ``lp_pool2d`` / ``lp_pool3d``)."""
 
 from __future__ import annotations
 
 from ..autograd.tensor import Tensor
-from .functional.lp_pool import lp_pool1d, lp_pool2d
+from .functional.lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from .module import Module
 
 
@@ -35,4 +35,11 @@ class LPPool2d(_LPPool):
         return lp_pool2d(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
-__all__ = ["LPPool1d", "LPPool2d"]
+class LPPool3d(_LPPool):
+    """(N, C, D, H, W) -> (N, C, Do, Ho, Wo): the p-norm of each window, p = ``norm_type``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return lp_pool3d(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+__all__ = ["LPPool1d", "LPPool2d", "LPPool3d"]

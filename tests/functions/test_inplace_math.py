@@ -122,3 +122,37 @@ def test_an_adam_step_written_with_them_matches_pytorch():
             p.addcdiv_(m, denom, value=-0.01 / (1 - 0.9**step))
         results.append(p.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+SCALED_PRODUCTS = {
+    "addmm": ((3, 4), (3, 5), (5, 4)),
+    "addmv": ((3,), (3, 5), (5,)),
+    "baddbmm": ((2, 3, 4), (2, 3, 5), (2, 5, 4)),
+    "addr": ((3, 4), (3,), (4,)),
+    "addbmm": ((3, 4), (2, 3, 5), (2, 5, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_PRODUCTS))
+def test_scaled_products_in_place_as_pytorch(name):
+    """x.addmm_(a, b, beta=, alpha=) and its kin: PyTorch's values, the tensor itself returned
+    with its version moved, gradients through it, and a product of another shape refused."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x, a, b = (rng.standard_normal(shape) for shape in SCALED_PRODUCTS[name])
+    ours_a, ours_b = bai.tensor(a, requires_grad=True), bai.tensor(b, requires_grad=True)
+    theirs_a, theirs_b = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    ours = bai.tensor(x) * 1.0  # not a leaf: writable in place while recording
+    theirs = torch.tensor(x) * 1.0
+    version = ours.version
+    assert getattr(ours, f"{name}_")(ours_a, ours_b, beta=0.5, alpha=2.0) is ours
+    getattr(theirs, f"{name}_")(theirs_a, theirs_b, beta=0.5, alpha=2.0)
+    assert ours.version > version
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(ours_a.grad.numpy(), theirs_a.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours_b.grad.numpy(), theirs_b.grad.numpy(), rtol=1e-12)
+    too_small = bai.tensor(np.zeros((1,) * len(SCALED_PRODUCTS[name][0])))
+    with pytest.raises(bai.errors.ShapeError, match=f"\\[{name}_\\] the result has shape"):
+        getattr(too_small, f"{name}_")(bai.tensor(a), bai.tensor(b))

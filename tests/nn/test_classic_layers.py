@@ -1,5 +1,5 @@
 """Layers of classic vision networks against PyTorch in float64: local_response_norm
-(AlexNet), channel_shuffle (ShuffleNet), lp_pool1d / lp_pool2d, pdist; values, gradients and
+(AlexNet), channel_shuffle (ShuffleNet), lp_pool1d / lp_pool2d / lp_pool3d, pdist; values, gradients and
 their layers, and a frozen graph of them."""
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ def test_lp_pooling(norm_type):
            lambda t: TF.lp_pool2d(t, norm_type, (3, 2), stride=2, ceil_mode=True), x)  # fmt: skip
     _agree(lambda t: F.lp_pool1d(t, norm_type, 3), lambda t: TF.lp_pool1d(t, norm_type, 3),
            x[:, :, 0])  # fmt: skip
+    volume = np.repeat(x[:, :, None], 3, axis=2) * np.linspace(0.5, 1.5, 3)[:, None, None]
+    _agree(lambda t: F.lp_pool3d(t, norm_type, (2, 3, 2), stride=(1, 2, 2), ceil_mode=True),
+           lambda t: TF.lp_pool3d(t, norm_type, (2, 3, 2), stride=(1, 2, 2), ceil_mode=True),
+           volume)  # fmt: skip
 
 
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0])
@@ -75,6 +79,12 @@ def test_the_layers_match_pytorch_and_freeze():
     layer = nn.LPPool1d(2, 3)
     np.testing.assert_allclose(layer(bai.tensor(x[:, :, 0])).numpy(),
                                torch.nn.LPPool1d(2, 3)(torch.tensor(x[:, :, 0])).numpy(),
+                               rtol=1e-5)  # fmt: skip
+    volume = x.reshape(2, 8, 3, 2, 6)
+    layer = nn.LPPool3d(2, (1, 2, 3))
+    assert repr(layer) == repr(torch.nn.LPPool3d(2, (1, 2, 3)))
+    np.testing.assert_allclose(layer(bai.tensor(volume)).numpy(),
+                               torch.nn.LPPool3d(2, (1, 2, 3))(torch.tensor(volume)).numpy(),
                                rtol=1e-5)  # fmt: skip
 
 

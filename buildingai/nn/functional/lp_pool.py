@@ -1,4 +1,5 @@
-"""Power-average pooling, ``lp_pool1d`` and ``lp_pool2d``, with PyTorch's signatures: the
+"""Power-average pooling, ``lp_pool1d``, ``lp_pool2d`` and ``lp_pool3d``, with PyTorch's
+signatures: the
 p-norm of each window, ``(sum of x^p)^(1/p)``, computed as PyTorch does (an average pool of
 x^p, times the window's size, to the power 1/p), so p = 1 is sum pooling and a large p nears
 max pooling."""
@@ -9,8 +10,9 @@ from ...autograd.tensor import Tensor
 from ...functions.elementwise import relu
 from ._args import _pair, _single
 from .pool import avg_pool1d, avg_pool2d
+from .pool3d import _triple, avg_pool3d
 
-__all__ = ["lp_pool1d", "lp_pool2d"]
+__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d"]
 
 
 def _root(averages: Tensor, window: int, norm_type: float) -> Tensor:
@@ -44,3 +46,17 @@ def lp_pool2d(
     kh, kw = _pair(kernel_size, "kernel_size", "lp_pool2d")
     averages = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _root(averages, kh * kw, norm_type)
+
+
+def lp_pool3d(
+    input: Tensor,  # noqa: A002
+    norm_type: float,
+    kernel_size,
+    stride=None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """(N, C, D, H, W) or (C, D, H, W) -> (N, C, Do, Ho, Wo): each window's p-norm,
+    p = ``norm_type``."""
+    kd, kh, kw = _triple(kernel_size, "kernel_size", "lp_pool3d")
+    averages = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _root(averages, kd * kh * kw, norm_type)
