@@ -22,6 +22,22 @@ def _pair(value, name: str, op: str) -> tuple[int, int]:
     return values
 
 
+def _triple(value, name: str, op: str) -> tuple[int, int, int]:
+    """``3`` -> ``(3, 3, 3)``; ``(1, 2, 3)`` stays; ``(3,)`` -> ``(3, 3, 3)``; anything else is
+    refused."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * 3
+    values = tuple(value)
+    if len(values) == 1:
+        values = values * 3
+    if len(values) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise ShapeError(
+            f"[{op}] {name} must be an int or a triple of ints, got {value!r}",
+            help=f"e.g. {name}=1 or {name}=(1, 2, 2) for (depth, height, width)",
+        )
+    return values
+
+
 def _single(value, name: str, op: str) -> int:
     """``3`` -> ``3``; ``(3,)`` -> ``3``; anything else is refused."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -38,7 +54,7 @@ def _batched(x: Tensor, spatial: int, op: str) -> tuple[Tensor, bool]:
     if x.ndim == spatial + 1:
         return x.unsqueeze(0), True
     if x.ndim != spatial + 2:
-        layout = "(N, C, L)" if spatial == 1 else "(N, C, H, W)"
+        layout = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}[spatial]
         raise ShapeError(
             f"[{op}] expected a {spatial + 2}-D input {layout} (or {spatial + 1}-D unbatched), "
             f"got {tuple(x.shape)}"

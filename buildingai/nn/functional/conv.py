@@ -29,22 +29,20 @@ def _add_bias(out: Tensor, bias: Tensor | None, op: str) -> Tensor:
     return out + bias.reshape((1, out.shape[1]) + (1,) * (out.ndim - 2))
 
 
-def _same_padding(
-    x: Tensor, kernel: tuple, dilation: tuple, stride: tuple, op: str
-) -> tuple[Tensor, tuple[int, int]]:
-    """``padding="same"``: the symmetric padding to pass to the op, after padding the right and
-    bottom edges of ``x`` by one where the total (dilation * (kernel - 1)) is odd."""
-    if stride != (1, 1):
+def _same_padding(x: Tensor, kernel: tuple, dilation: tuple, stride: tuple, op: str):
+    """``padding="same"``: the symmetric padding to pass to the op (one int per spatial axis),
+    after padding the far edge of ``x`` by one along each axis whose total
+    (dilation * (kernel - 1)) is odd."""
+    if any(step != 1 for step in stride):
         raise ShapeError(
             f"[{op}] padding='same' is not supported for strided convolutions (stride={stride})",
             help="give explicit padding, or use stride=1",
         )
     totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
-    symmetric = (totals[0] // 2, totals[1] // 2)
-    extra_h, extra_w = totals[0] % 2, totals[1] % 2
-    if extra_h or extra_w:
-        x = _pad(x, (0, extra_w, 0, extra_h))
-    return x, symmetric
+    if any(total % 2 for total in totals):
+        far_edges = [(0, total % 2) for total in reversed(totals)]  # last dimension first
+        x = _pad(x, tuple(side for edges in far_edges for side in edges))
+    return x, tuple(total // 2 for total in totals)
 
 
 def conv2d(
@@ -149,6 +147,62 @@ def conv1d(
     return out.squeeze(0) if added else out
 
 
+def _transposed_geometry(
+    op: str,
+    input: Tensor,
+    x: Tensor,
+    weight: Tensor,
+    to_tuple,
+    stride,
+    padding,
+    dilation,
+    output_padding,
+) -> tuple:
+    """A transposed convolution's arguments as tuples (``to_tuple``: ``_pair`` or ``_triple``),
+    checked against x (N, C, *spatial) and weight (C, O/groups, *kernel), and the output's
+    spatial size: (stride, padding, dilation, size)."""
+    spatial = x.ndim - 2
+    layout = f"(in_channels, out_channels/groups, {('kh, kw', 'kd, kh, kw')[spatial - 2]})"
+    if weight.ndim != spatial + 2:
+        raise ShapeError(
+            f"[{op}] weight must be {spatial + 2}-D {layout}, got {tuple(weight.shape)}"
+        )
+    if x.shape[1] != weight.shape[0]:
+        raise ShapeError(
+            f"[{op}] expected input with {weight.shape[0]} channels (weight "
+            f"{tuple(weight.shape)}), got {tuple(input.shape)}",
+            help=f"the weight is laid out {layout}",
+        )
+    stride = to_tuple(stride, "stride", op)
+    padding = to_tuple(padding, "padding", op)
+    dilation = to_tuple(dilation, "dilation", op)
+    output_padding = to_tuple(output_padding, "output_padding", op)
+    for axis in range(spatial):
+        extra = output_padding[axis]
+        if extra < 0 or (extra >= stride[axis] and extra >= dilation[axis]):
+            raise ShapeError(
+                f"[{op}] output_padding={output_padding} must be smaller than either the stride "
+                f"{stride} or the dilation {dilation}",
+                help="output_padding only chooses among sizes a strided convolution maps to the "
+                "same input size",
+            )
+    size = tuple(
+        (x.shape[2 + a] - 1) * stride[a]
+        - 2 * padding[a]
+        + dilation[a] * (weight.shape[2 + a] - 1)
+        + output_padding[a]
+        + 1
+        for a in range(spatial)
+    )
+    if min(size) < 1:
+        raise ShapeError(
+            f"[{op}] input {tuple(input.shape)} with weight {tuple(weight.shape)}, "
+            f"stride={stride}, padding={padding} gives a non-positive output size {size}",
+            help="reduce the padding",
+        )
+    return stride, padding, dilation, size
+
+
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -169,44 +223,9 @@ def conv_transpose2d(
     """
     op = "conv_transpose2d"
     x, added = _batched(input, 2, op)
-    if weight.ndim != 4:
-        raise ShapeError(
-            f"[{op}] weight must be 4-D (in_channels, out_channels/groups, kh, kw), got "
-            f"{tuple(weight.shape)}"
-        )
-    if x.shape[1] != weight.shape[0]:
-        raise ShapeError(
-            f"[{op}] expected input with {weight.shape[0]} channels (weight "
-            f"{tuple(weight.shape)}), got {tuple(input.shape)}",
-            help="the weight is laid out (in_channels, out_channels/groups, kh, kw)",
-        )
-    stride = _pair(stride, "stride", op)
-    padding = _pair(padding, "padding", op)
-    dilation = _pair(dilation, "dilation", op)
-    output_padding = _pair(output_padding, "output_padding", op)
-    for axis in range(2):
-        extra = output_padding[axis]
-        if extra < 0 or (extra >= stride[axis] and extra >= dilation[axis]):
-            raise ShapeError(
-                f"[{op}] output_padding={output_padding} must be smaller than either the stride "
-                f"{stride} or the dilation {dilation}",
-                help="output_padding only chooses among sizes a strided convolution maps to the "
-                "same input size",
-            )
-    size = tuple(
-        (x.shape[2 + a] - 1) * stride[a]
-        - 2 * padding[a]
-        + dilation[a] * (weight.shape[2 + a] - 1)
-        + output_padding[a]
-        + 1
-        for a in range(2)
+    stride, padding, dilation, size = _transposed_geometry(
+        op, input, x, weight, _pair, stride, padding, dilation, output_padding
     )
-    if min(size) < 1:
-        raise ShapeError(
-            f"[{op}] input {tuple(input.shape)} with weight {tuple(weight.shape)}, "
-            f"stride={stride}, padding={padding} gives a non-positive output size {size}",
-            help="reduce the padding",
-        )
     out = apply(
         ops.CONV2D_INPUT_GRAD,
         x,

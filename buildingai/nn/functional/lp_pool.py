@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ...autograd.tensor import Tensor
 from ...functions.elementwise import relu
-from ._args import _pair, _single
+from ._args import _pair, _single, _triple
 from .pool import avg_pool1d, avg_pool2d
-from .pool3d import _triple, avg_pool3d
+from .pool3d import avg_pool3d
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d"]
 

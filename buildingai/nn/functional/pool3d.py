@@ -27,6 +27,7 @@ from ...autograd.tensor import Tensor
 from ...backend.device import array_namespace
 from ...errors import ShapeError
 from ...ops import pool as pool_ops
+from ._args import _batched
 from .pool import (
     _adaptive_sizes,
     adaptive_avg_pool2d,
@@ -61,19 +62,6 @@ def _triple(value, name: str, op: str) -> tuple[int, int, int]:
             help=f"e.g. {name}=2 or {name}=(1, 2, 2) for (depth, height, width)",
         )
     return values
-
-
-def _batched(x: Tensor, op: str) -> tuple[Tensor, bool]:
-    """Accept (N, C, D, H, W) or the unbatched (C, D, H, W); return the batched form and whether
-    a batch axis was added."""
-    if x.ndim == 4:
-        return x.unsqueeze(0), True
-    if x.ndim != 5:
-        raise ShapeError(
-            f"[{op}] expected a 5-D input (N, C, D, H, W) (or 4-D unbatched), got {tuple(x.shape)}",
-            help="pool an image (N, C, H, W) with the 2-D form",
-        )
-    return x, False
 
 
 def _pool_geometry(op: str, x: Tensor, kernel, stride, padding, dilation, ceil_mode) -> tuple:
@@ -184,7 +172,7 @@ def max_pool3d(
     maximum).
     """
     op = "max_pool3d"
-    x, added = _batched(input, op)
+    x, added = _batched(input, 3, op)
     kernel = _triple(kernel_size, "kernel_size", op)
     stride = None if stride is None or stride == () else _triple(stride, "stride", op)
     padding = _triple(padding, "padding", op)
@@ -225,7 +213,7 @@ def avg_pool3d(
     ``divisor_override`` replaces the divisor altogether (the window sums are divided by it).
     """
     op = "avg_pool3d"
-    x, added = _batched(input, op)
+    x, added = _batched(input, 3, op)
     kernel = _triple(kernel_size, "kernel_size", op)
     stride = None if stride is None or stride == () else _triple(stride, "stride", op)
     padding = _triple(padding, "padding", op)
@@ -261,7 +249,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     keeping a size): (N, C, D, H, W) -> (N, C, od, oh, ow). Window i along an axis of size S
     spans [floor(i * S / o), ceil((i + 1) * S / o)), as PyTorch's."""
     op = "adaptive_avg_pool3d"
-    x, added = _batched(input, op)
+    x, added = _batched(input, 3, op)
     od, oh, ow = _adaptive_sizes(op, x, output_size, 3)
     d, h, w = x.shape[2:]
     if od == oh == ow == 1:  # a global average: rows of d * h * w values, summed as rows
@@ -280,7 +268,7 @@ def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False
     the flat positions ``d * H * W + h * W + w`` (int64). The gradient goes to each window's
     first maximum in (d, h, w) order."""
     op = "adaptive_max_pool3d"
-    x, added = _batched(input, op)
+    x, added = _batched(input, 3, op)
     od, oh, ow = _adaptive_sizes(op, x, output_size, 3)
     d, h, w = x.shape[2:]
 
