@@ -1,6 +1,6 @@
 """Fixtures shared across test packages.
 
-``BUILDINGAI_TEST_WITHOUT=numba,scipy_openblas64`` runs the suite as on an install without
+``BUILDINGAI_TEST_WITHOUT=numba,scipy_openblas64,mkl`` runs the suite as on an install without
 those packages (a NumPy-only install, without the ``fast`` extra): importing them fails, as it
 would there. CI runs the op table and the kernel tests this way too.
 """

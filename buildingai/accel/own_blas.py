@@ -1,16 +1,21 @@
-"""A copy of OpenBLAS of BuildingAI's own, held at one thread: the library the products of one
-pool (``set_num_threads(n, gemm=True)``) call from BuildingAI's threads.
+"""A BLAS of BuildingAI's own, held at one thread: the library the products of one pool
+(``set_num_threads(n, gemm=True)``) call from BuildingAI's threads.
 
 One pool cuts each large product into single-threaded BLAS calls, one per thread. Holding
 NumPy's OpenBLAS at one thread for that would hold the program's own NumPy products on one core
-as well, process-wide. The ``scipy-openblas64`` wheel (``pip install buildingai[fast]``) ships
-the same OpenBLAS NumPy's wheels bundle, as a library of its own: loaded here, it is a second
-copy with a thread count of its own, set to one, and NumPy's BLAS keeps its threads.
+as well, process-wide. So the products go to a second library, with a thread count of its own:
 
-:func:`library` returns the loaded ``ctypes.CDLL`` or None where the wheel is not installed;
-its symbols are 64-bit-integer CBLAS with a ``scipy_`` prefix (``scipy_cblas_sgemm64_``). It is
-loaded only when acceleration is enabled with the ``blas.own_copy`` switch on
-(``products.py``), never on import.
+- ``openblas``: the ``scipy-openblas64`` wheel (``pip install buildingai[fast]``), the OpenBLAS
+  NumPy's wheels bundle, as a library of its own, set to one thread;
+- ``mkl``: Intel's MKL from the ``mkl`` wheel (``pip install buildingai[mkl]``), its
+  sequential threading layer (it starts no threads at all). Where it is installed and the
+  ``blas.mkl`` switch is on (the default), it is the one used: on CPUs with AVX-512 its
+  float32 products run 1.1-1.6x faster than OpenBLAS's (``python -m benchmarks.products``).
+
+Both are CBLAS with 64-bit integers; :class:`Library` names each one's symbols
+(``scipy_cblas_sgemm64_``, ``cblas_sgemm_64``). :func:`choose` loads the library when
+acceleration is enabled with the ``blas.own_copy`` switch on (``products.py``), never on
+import; :func:`library` returns the one chosen, or None.
 """
 
 from __future__ import annotations
@@ -18,13 +23,58 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import importlib.metadata
 import os
+from typing import NamedTuple
 
 ROW_MAJOR, NO_TRANSPOSE, TRANSPOSE = 101, 111, 112  # CBLAS's enumerations
+_MKL_SEQUENTIAL = 1  # MKL_Set_Threading_Layer's MKL_THREADING_SEQUENTIAL
+
+
+class Library(NamedTuple):
+    """A loaded BLAS of BuildingAI's own: its name (``"openblas"`` or ``"mkl"``), the
+    ``ctypes.CDLL``, and how its 64-bit-integer CBLAS symbols are spelt (``prefix`` + routine
+    + ``suffix``)."""
+
+    name: str
+    handle: ctypes.CDLL
+    prefix: str
+    suffix: str
+
+    def routine(self, name: str):
+        """The CBLAS routine ``name`` (``"sgemm"``, ``"daxpby"``...), or None where missing."""
+        return getattr(self.handle, f"{self.prefix}{name}{self.suffix}", None)
+
+
+# The library chosen, and its set_num_threads where it has threads to hold at one
+_chosen: dict = {"library": None, "hold": None}
+
+
+def choose(prefer_mkl: bool) -> Library | None:
+    """Load the own BLAS (MKL where ``prefer_mkl`` and it is installed, else OpenBLAS) and make
+    it the one :func:`library` returns; None, and no own BLAS, where neither is installed."""
+    found = (prefer_mkl and mkl()) or openblas()
+    hold = (
+        found.handle.scipy_openblas_set_num_threads64_
+        if found and found.name == "openblas"
+        else None
+    )
+    _chosen.update(library=found, hold=hold)
+    return found
+
+
+def choose_none() -> None:
+    """No own BLAS: :func:`library` returns None (the libraries stay loaded for later)."""
+    _chosen.update(library=None, hold=None)
+
+
+def library() -> Library | None:
+    """The own BLAS :func:`choose` loaded last, or None."""
+    return _chosen["library"]
 
 
 @functools.cache
-def library():
+def openblas() -> Library | None:
     """scipy-openblas64's OpenBLAS, loaded and held at one thread; None where not installed."""
     try:
         import scipy_openblas64
@@ -40,13 +90,46 @@ def library():
         loaded.scipy_openblas_get_num_threads64_.restype = ctypes.c_int
     except (OSError, AttributeError):  # another platform's file, or another naming
         return None
-    return loaded
+    return Library("openblas", loaded, "scipy_cblas_", "64_")
 
 
-def hold_at_one_thread(loaded) -> None:
-    """Set ``loaded`` (:func:`library`'s) back to one thread: threadpoolctl's limits, which
-    reach every OpenBLAS in the process, may have raised it."""
-    loaded.scipy_openblas_set_num_threads64_(_ONE)
+@functools.cache
+def mkl() -> Library | None:
+    """The ``mkl`` wheel's single-library MKL (``libmkl_rt``) on its sequential threading
+    layer, chosen before any other MKL call; None where the wheel is not installed."""
+    path = mkl_path()
+    if path is None:
+        return None
+    try:
+        loaded = ctypes.CDLL(path)
+        loaded.MKL_Set_Threading_Layer(ctypes.c_int(_MKL_SEQUENTIAL))
+    except (OSError, AttributeError):
+        return None
+    found = Library("mkl", loaded, "cblas_", "_64")
+    return found if found.routine("sgemm") is not None else None
+
+
+def mkl_path() -> str | None:
+    """Where the ``mkl`` wheel put ``libmkl_rt`` (under the environment's ``lib``), or None
+    where the wheel is not installed."""
+    try:
+        files = importlib.metadata.distribution("mkl").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name.startswith("libmkl_rt.so") or file.name.startswith("libmkl_rt."):
+            path = str(file.locate())
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def hold_at_one_thread() -> None:
+    """Set the own OpenBLAS back to one thread: threadpoolctl's limits, which reach every
+    OpenBLAS in the process, may have raised it (MKL's sequential layer has no threads)."""
+    hold = _chosen["hold"]
+    if hold is not None:
+        hold(_ONE)
 
 
 _ONE = ctypes.c_int(1)

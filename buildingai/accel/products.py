@@ -35,6 +35,7 @@ for other accelerated kernels whose products should run in one pool too.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -67,8 +68,16 @@ OWN_GEMV_ELEMENTS = 1 << 20
 OWN_COPY = register_switch(
     "blas.own_copy",
     requires=("numba", "scipy_openblas64"),
-    description="one pool's products and the optimizer's scaled sums on a copy of OpenBLAS "
-    "of BuildingAI's own, held at one thread: NumPy's BLAS keeps its threads",
+    description="one pool's products and the optimizer's scaled sums on a BLAS of "
+    "BuildingAI's own (a copy of OpenBLAS, or MKL), held at one thread: NumPy's BLAS keeps "
+    "its threads",
+)
+MKL = register_switch(
+    "blas.mkl",
+    requires=("numba", "scipy_openblas64", "mkl"),
+    description="with blas.own_copy, the own BLAS is Intel's MKL on its sequential layer (pip "
+    "install 'buildingai[mkl]'), not OpenBLAS: faster float32 products with AVX-512 "
+    "(python -m benchmarks.products)",
 )
 ONE_POOL = register_switch(
     "threads.one_pool",
@@ -77,29 +86,43 @@ ONE_POOL = register_switch(
     "BuildingAI's threads run element-wise work and the products, cut on numba's threads",
 )
 
-# What ``_whole_on_own_blas`` calls, set while one pool's own BLAS is loaded: the own library,
+# What ``_whole_on_own_blas`` calls, set while one pool's own BLAS is loaded:
 # {dtype: (its gemm's address, 1 and 0 of the dtype)} and the compiled loop that calls it.
-_whole = {"library": None, "calls": {}, "call": None}
+_whole = {"calls": {}, "call": None}
 
 
 def _start() -> None:
-    """Load the own BLAS copy and start numba's threads where the switches ask, and offer the
-    arrangement they make possible to ``set_num_threads``."""
-    own = OWN_COPY.active and compiled.own_blas_ready()
-    if own:  # the compiled module own_blas_ready imported, and what its uncut call takes
+    """Load the own BLAS (MKL or OpenBLAS, as the switches ask) and start numba's threads, and
+    offer the arrangement they make possible to ``set_num_threads``."""
+    own = False
+    if OWN_COPY.active:
+        own = compiled.use_own_blas(own_blas_library.choose(prefer_mkl=MKL.active))
+    else:
+        _numpy_blas_again()
+    if own:  # the compiled module use_own_blas imported, and what its uncut call takes
         from .kernels.compiled import gemm
 
         calls = {
             dtype: (address, dtype.type(1.0), dtype.type(0.0))
             for dtype, address in gemm.ADDRESSES.items()
         }
-        _whole.update(library=own_blas_library.library(), calls=calls, call=gemm.whole_product)
+        _whole.update(calls=calls, call=gemm.whole_product)
     threads.offer(own_blas=own, one_pool=own and ONE_POOL.active)
 
 
 def _stop() -> None:
     _whole["calls"] = {}
+    _numpy_blas_again()
     threads.offer(own_blas=False, one_pool=False)
+
+
+def _numpy_blas_again() -> None:
+    """Point the compiled products back at NumPy's BLAS, where an earlier ``enable()`` gave
+    them the own one (the module is not imported for this)."""
+    gemm = sys.modules.get(f"{__package__}.kernels.compiled.gemm")
+    if gemm is not None:
+        gemm.use(None)
+        own_blas_library.choose_none()
 
 
 on_enable(_start, _stop)
@@ -164,7 +187,7 @@ def _whole_on_own_blas(a, b, out, accumulate: bool = False):
     elif out.dtype != a.dtype:
         return None
     address, one, zero = found
-    own_blas_library.hold_at_one_thread(_whole["library"])
+    own_blas_library.hold_at_one_thread()
     try:
         done = _whole["call"](address, a, b, out, one, one if accumulate else zero)
     except Exception:  # a compile or cache failure: compiled.split_product's path says so

@@ -163,7 +163,7 @@ def _sgemm():
     from .kernels.compiled import gemm  # loads numba and the own BLAS: acceleration is on
 
     if gemm.OWN_BLAS:
-        own_blas.hold_at_one_thread(own_blas.library())
+        own_blas.hold_at_one_thread()
     return gemm.ADDRESSES.get(_FLOAT32)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import importlib.util
 import sys
 import threading
@@ -76,7 +77,8 @@ class Kernel:
             return f"switched off (buildingai.accel.set_enabled({self.name!r}, True))"
         missing = self.missing
         if missing:
-            return f"{', '.join(missing)} not installed (pip install 'buildingai[fast]')"
+            extra = "mkl" if "mkl" in missing else "fast"
+            return f"{', '.join(missing)} not installed (pip install 'buildingai[{extra}]')"
         return "on"
 
 
@@ -291,9 +293,17 @@ def too_small(op, arrays) -> bool:
 
 
 def _installed(module: str) -> bool:
+    """Whether ``module`` imports, or names an installed distribution that ships libraries and
+    no module (the ``mkl`` wheel)."""
     if module in sys.modules:
         return sys.modules[module] is not None
     try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
+        if importlib.util.find_spec(module) is not None:
+            return True
+    except (ImportError, ValueError):  # a finder refused it (tests' BUILDINGAI_TEST_WITHOUT)
         return False
+    try:
+        importlib.metadata.distribution(module)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

@@ -151,7 +151,7 @@ def _kernels_for(xp, y, x):
     own = on_own_blas()
     kernels = (_own() if own else _load()).get(y.dtype)
     if kernels is not None and own:
-        own_blas.hold_at_one_thread(own_blas.library())
+        own_blas.hold_at_one_thread()
     return kernels
 
 
@@ -185,11 +185,15 @@ def _load() -> dict:
     return _kernels
 
 
-@functools.cache
 def _own() -> dict:
-    """The kernels of BuildingAI's own OpenBLAS (``own_blas.py``), held at one thread."""
-    library = own_blas.library()
-    return {} if library is None else _bind(library)
+    """The kernels of BuildingAI's own BLAS (``own_blas.py``: MKL or OpenBLAS), held at one
+    thread."""
+    return _bound(own_blas.library())
+
+
+@functools.cache
+def _bound(library) -> dict:
+    return {} if library is None else _bind(library.handle)
 
 
 def _openblas_paths() -> list[str]:
@@ -211,9 +215,11 @@ def _openblas_paths() -> list[str]:
     return paths
 
 
-# (symbol prefix, suffix, BLAS integer): scipy-openblas64, then a plain OpenBLAS build
+# (symbol prefix, suffix, BLAS integer): scipy-openblas64, MKL's 64-bit CBLAS, then a plain
+# OpenBLAS build
 _NAMINGS = (
     ("scipy_cblas_", "64_", ctypes.c_int64),
+    ("cblas_", "_64", ctypes.c_int64),
     ("cblas_", "64_", ctypes.c_int64),
     ("scipy_cblas_", "", None),
     ("cblas_", "", None),

@@ -159,17 +159,26 @@ def test_two_threads_multiply_at_once_on_numba_threads(one_pool):
     assert one_pool  # at least the calls from outside numba's threads were cut
 
 
-@pytest.fixture
-def own_blas_pool(accel_on):
-    """One pool on acceleration's own copy of OpenBLAS; skipped where it has none."""
+@pytest.fixture(params=["openblas", "mkl"])
+def own_blas_pool(request, accel_on):
+    """One pool on acceleration's own BLAS, each library in turn (the ``blas.mkl`` switch picks
+    MKL or the copy of OpenBLAS); skipped where that one is not installed."""
+    from buildingai.accel import own_blas
     from buildingai.backend import threads
 
-    if not compiled.own_blas_ready():
-        pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
-    bai.set_num_threads(2, gemm=True)
-    assert threads.own_blas()
-    yield threads
-    bai.set_num_threads(None)
+    previous = bai.accel.set_enabled("blas.mkl", request.param == "mkl")
+    bai.accel.enable(quiet=True)  # the switch takes effect here
+    try:
+        library = own_blas.library()
+        if not compiled.own_blas_ready() or library is None or library.name != request.param:
+            pytest.skip(f"no {request.param} of BuildingAI's own: pip install 'buildingai[mkl]'")
+        bai.set_num_threads(2, gemm=True)
+        assert threads.own_blas()
+        yield threads
+    finally:
+        bai.set_num_threads(None)
+        bai.accel.set_enabled("blas.mkl", previous)
+        bai.accel.enable(quiet=True)
 
 
 def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, monkeypatch):
@@ -272,10 +281,9 @@ def test_a_batch_one_linear_layer_is_cut_by_the_weights_rows(own_blas_pool, monk
 @pytest.mark.parametrize("a_shape, b_shape", [((1, 300), (300, 70)), ((70, 300), (300, 1)),
                                               ((1, 1), (1, 5)), ((5, 1), (1, 1)),
                                               ((2, 300), (300, 1))])  # fmt: skip
-def test_matrix_vector_products_equal_numpy(dtype, a_shape, b_shape, parts):
+def test_matrix_vector_products_equal_numpy(own_blas_pool, dtype, a_shape, b_shape, parts):
     """One GEMV, or one per block of the matrix's rows (fewer rows than parts included)."""
-    if not gemm.GEMV_ADDRESSES:
-        pytest.skip("no BLAS of BuildingAI's own: pip install scipy-openblas64")
+    assert gemm.GEMV_ADDRESSES
     rng = np.random.default_rng(5)
     a = rng.standard_normal(a_shape).astype(dtype)
     b = rng.standard_normal(b_shape).astype(dtype)

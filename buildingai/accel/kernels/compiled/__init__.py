@@ -314,14 +314,24 @@ def matrix_vector(a, b, out, cut: bool = False) -> bool:
 
 
 def own_blas_ready() -> bool:
-    """Whether products can run on acceleration's own BLAS (``accel/own_blas.py``) from numba's
-    threads: acceleration is enabled, the tier is on, numba imports, and the library loaded
-    (which this loads: ``accel/products.py`` asks when acceleration is enabled)."""
+    """Whether products run on acceleration's own BLAS (``accel/own_blas.py``) from numba's
+    threads: acceleration is enabled, the tier is on, numba imports, and :func:`use_own_blas`
+    was given the library (``accel/products.py`` does when acceleration is enabled)."""
     if not available() or _twin("gemm.product") is None:
         return False
     from . import gemm
 
     return gemm.OWN_BLAS
+
+
+def use_own_blas(library) -> bool:
+    """Have the compiled products call ``library`` (an ``own_blas.Library``), or NumPy's BLAS
+    where it is None; returns :func:`own_blas_ready`."""
+    if not available() or _twin("gemm.product") is None:
+        return False
+    from . import gemm
+
+    return gemm.use(library)
 
 
 def call(xp, kernel, arrays, **params) -> None:

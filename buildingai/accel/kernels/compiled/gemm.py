@@ -7,13 +7,13 @@ Python threads costs a round trip of tens of microseconds through the interprete
 threads, the pool the compiled kernels already run on, each call a CBLAS ``gemm``, so a product
 costs one parallel-loop launch more than a single call.
 
-Which BLAS: acceleration's own copy of OpenBLAS (``accel/own_blas.py``, the ``scipy-openblas64``
-wheel) held at one thread, so that NumPy's BLAS keeps its threads for the program's own products
-(``OWN_BLAS``); else the one NumPy calls (found in NumPy's extension module), which one pool then
-holds at one thread through threadpoolctl. Both are 64-bit-integer CBLAS
-(``scipy_cblas_sgemm64_``); where neither is found, ``ADDRESSES`` is empty and the products stay
-on the Python threads. Importing this module loads the own copy: it is imported only while
-acceleration is enabled.
+Which BLAS: acceleration's own (``accel/own_blas.py``: MKL or a copy of OpenBLAS) held at one
+thread, so that NumPy's BLAS keeps its threads for the program's own products (``OWN_BLAS``),
+once :func:`use` is given it; else the one NumPy calls (found in NumPy's extension module),
+which one pool then holds at one thread through threadpoolctl. All are 64-bit-integer CBLAS
+(``scipy_cblas_sgemm64_``, ``cblas_sgemm_64``); where none is found, ``ADDRESSES`` is empty and
+the products stay on the Python threads. This module is imported only while acceleration is
+enabled.
 
 The NumPy reference is ``a @ b``: each part is the same BLAS routine on a block of the output,
 a product deeper than ``DEEP`` one call per slice of its inner dimension (more accurate than
@@ -32,7 +32,7 @@ from numba.extending import intrinsic
 from ... import own_blas
 from ...own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
 
-_NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # 64-bit integer CBLAS, as NumPy's wheels
+_NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # NumPy's wheels' 64-bit integer CBLAS
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
 
 
@@ -45,23 +45,42 @@ def _numpy_library():
     return ctypes.CDLL(umath.__file__)
 
 
-def _addresses(library, routine: str = "gemm") -> dict:
-    """{dtype: address of ``library``'s ``cblas_?<routine>``} for float32 and float64, where
-    found."""
+def _addresses(find, routine: str = "gemm") -> dict:
+    """{dtype: address of ``cblas_?<routine>``} for float32 and float64, where ``find`` (a
+    routine's name -> function or None) finds it."""
     found = {}
     for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
-        for name in _NAMES:
-            function = getattr(library, name.format(letter + routine), None)
-            if function is not None:
-                found[dtype] = ctypes.cast(function, ctypes.c_void_p).value
-                break
+        function = find(letter + routine)
+        if function is not None:
+            found[dtype] = ctypes.cast(function, ctypes.c_void_p).value
     return found
 
 
-_OWN = own_blas.library()
-OWN_BLAS = _OWN is not None and len(_addresses(_OWN)) == 2
-ADDRESSES = _addresses(_OWN if OWN_BLAS else _numpy_library())
-GEMV_ADDRESSES = _addresses(_OWN, "gemv") if OWN_BLAS else {}  # only on a BLAS held at one thread
+def _numpy_routine(name: str):
+    """NumPy's BLAS's CBLAS routine ``name``, or None."""
+    library = _numpy_library()
+    for naming in _NAMES:
+        function = getattr(library, naming.format(name), None)
+        if function is not None:
+            return function
+    return None
+
+
+# The BLAS the products call: ``use`` sets these (the own BLAS, or NumPy's where it is None)
+OWN_BLAS = False
+ADDRESSES = _addresses(_numpy_routine)
+GEMV_ADDRESSES: dict = {}  # only on a BLAS held at one thread
+
+
+def use(library) -> bool:
+    """Have the products call ``library`` (an ``own_blas.Library``, held at one thread), or
+    NumPy's BLAS where it is None or lacks a routine; returns whether the own one is used."""
+    global OWN_BLAS, ADDRESSES, GEMV_ADDRESSES
+    own = library is not None and len(_addresses(library.routine)) == 2
+    OWN_BLAS = own
+    ADDRESSES = _addresses(library.routine if own else _numpy_routine)
+    GEMV_ADDRESSES = _addresses(library.routine, "gemv") if own else {}
+    return own
 
 
 @intrinsic
@@ -201,7 +220,7 @@ def matrix_vector(a, b, out, parts: int = 1) -> bool:
     transpose, leading = found
     if transpose == TRANSPOSE:  # stored as (columns, rows) row-major: multiply by its transpose
         rows, columns, flip = columns, rows, not flip
-    own_blas.hold_at_one_thread(_OWN)
+    own_blas.hold_at_one_thread()
     plan = (TRANSPOSE if flip else NO_TRANSPOSE, rows, columns, leading, step // size,
             out_step // size)  # fmt: skip
     if parts > 1 and plan[0] == NO_TRANSPOSE:
@@ -321,7 +340,7 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False) -
     (transpose_a, lda), (transpose_b, ldb), (_, ldc) = layouts
     layout = (transpose_a, lda, transpose_b, ldb, ldc)
     if OWN_BLAS:
-        own_blas.hold_at_one_thread(_OWN)
+        own_blas.hold_at_one_thread()
     one = _ONE[a.dtype]
     beta = one if accumulate else a.dtype.type(0.0)
     if parts == 0:
