@@ -172,8 +172,9 @@ def _numpy_blas_alone() -> bool:
     return own_blas_library.numpy_blas_threads() == 1
 
 
-def _whole_on_own_blas(a, b, out, accumulate: bool = False):
-    """``a.dot(b)`` (into ``out`` if given; added to it with ``accumulate``) as one call of the
+def _whole_on_own_blas(a, b, out, accumulate: bool = False, bias=None):
+    """``a.dot(b)`` (into ``out`` if given; added to it with ``accumulate``, or to a ``bias``
+    row it is filled with first, ``gemm.whole_product``'s) as one call of the
     own BLAS on the calling thread, for 2-D float arrays of one dtype (plain NumPy arrays: numba
     types no subclass here), each row-major or the transpose of a row-major one: the commonest
     uncut product in one pool, ``compiled.split_product(..., cut=False)``'s call with its
@@ -186,10 +187,12 @@ def _whole_on_own_blas(a, b, out, accumulate: bool = False):
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     elif out.dtype != a.dtype:
         return None
+    if bias is not None and (type(bias) is not np.ndarray or bias.dtype != a.dtype):
+        return None
     address, one, zero = found
     own_blas_library.hold_at_one_thread()
     try:
-        done = _whole["call"](address, a, b, out, one, one if accumulate else zero)
+        done = _whole["call"](address, a, b, out, one, one if accumulate else zero, bias)
     except Exception:  # a compile or cache failure: compiled.split_product's path says so
         _whole["calls"] = {}
         return None
@@ -197,15 +200,14 @@ def _whole_on_own_blas(a, b, out, accumulate: bool = False):
 
 
 def _compiled_product(
-    a, b, out, work: int, by_columns: bool, cut: bool, own: bool, accumulate: bool = False
+    a, b, out, work: int, by_columns: bool, cut: bool, own: bool, accumulate=False, bias=None
 ) -> bool:
     """``compiled.split_product`` cut when asked (else uncut on the own BLAS, when ``own``);
     True when it ran."""
-    if cut and compiled.split_product(a, b, out, work, by_columns, accumulate=accumulate):
+    options = {"accumulate": accumulate, "bias": bias}
+    if cut and compiled.split_product(a, b, out, work, by_columns, **options):
         return True
-    return own and compiled.split_product(
-        a, b, out, work, by_columns, cut=False, accumulate=accumulate
-    )
+    return own and compiled.split_product(a, b, out, work, by_columns, cut=False, **options)
 
 
 def _matrix_vector(a, b, out, work: int):
@@ -222,13 +224,21 @@ def _matrix_vector(a, b, out, work: int):
     return a.dot(b) if out is None else np.dot(a, b, out=out)
 
 
-def _dot(a, b, out=None, accumulate: bool = False):
+def _dot(a, b, out=None, accumulate: bool = False, bias=None):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
     the larger operand, on BuildingAI's threads: numba's (``compiled.split_product``) where it
     runs, else the Python pool. With ``accumulate``, ``out`` holds values the product is added
-    to (a layer's bias, as PyTorch's addmm): in the BLAS call itself (its beta) where the
-    product runs on the own BLAS, else by one addition after it."""
+    to: in the BLAS call itself (its beta) where the product runs on the own BLAS, else by one
+    addition after it. A ``bias`` row (a layer's, as PyTorch's addmm) is such a start: on the
+    own BLAS each thread fills its block of ``out`` with it just before its call adds into it,
+    elsewhere ``out`` is filled with it first."""
+    if bias is not None:
+        result = _dot_from_bias(a, b, out, bias)
+        if result is not None:
+            return result
+        out[...] = bias
+        accumulate = True
     if not one_pool():  # NumPy's BLAS threads the product itself
         blas_called()
         return _numpy_dot(a, b, out, accumulate)
@@ -281,6 +291,23 @@ def _dot(a, b, out=None, accumulate: bool = False):
     else:
         parallel_for(row_range, rows, work=work)
     return out
+
+
+def _dot_from_bias(a, b, out, bias):
+    """``_dot`` of a product that starts from a ``bias`` row, where the own BLAS runs it (whole,
+    or cut on numba's threads), the bias filled in by the call; None, having done nothing,
+    elsewhere."""
+    (rows, inner), columns = a.shape, b.shape[1]
+    work = rows * inner * columns
+    if not (one_pool() and rows > 1 and columns > 1 and _own_blas_takes(work, a, b)):
+        return None
+    by_columns = b.size > a.size
+    cut = work >= SPLIT_MULTIPLY_ADDS and _splits(a, b, columns if by_columns else rows, work)
+    if not cut:
+        return _whole_on_own_blas(a, b, out, bias=bias)
+    if _compiled_product(a[None], b[None], out[None], work, by_columns, True, True, bias=bias):
+        return out
+    return None
 
 
 def _numpy_dot(a, b, out, accumulate: bool):
@@ -415,13 +442,13 @@ def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
 
 def routed_linear(ctx, xp, x, weight, bias=None):
     """``Linear.forward`` with its product routed. Where the product runs on the own BLAS, it
-    starts from the bias, as PyTorch's addmm does: the output is filled with the bias rows and
-    the BLAS adds the product to them (its beta), with no pass over the output after it."""
+    starts from the bias, as PyTorch's addmm does: each thread fills its block of the output
+    with the bias rows and the BLAS adds the product to them (its beta), with no pass over the
+    output after it."""
     if bias is not None and _bias_in_the_product(xp, x, weight, bias):
         rows = x.reshape(-1, x.shape[-1])
         out = np.empty((rows.shape[0], weight.shape[0]), x.dtype)
-        out[...] = bias
-        _dot(rows, weight.T, out, accumulate=True)
+        _dot(rows, weight.T, out, bias=bias)
         return out.reshape(*x.shape[:-1], weight.shape[0])
     return linear_array(xp, x, weight, bias, product=multiply)
 

@@ -124,16 +124,17 @@ def test_a_layer_on_the_own_blas_starts_its_product_from_the_bias(
     arrangement, dtype, x_shape, monkeypatch
 ):
     """Where a layer's product runs on the own BLAS (whole, or cut on numba's threads), its
-    output starts as the bias rows and the BLAS adds the product (beta 1), as addmm: the
-    record's values."""
+    output starts as the bias rows, filled in the BLAS call's own task, and the BLAS adds the
+    product (beta 1), as addmm: the record's values."""
     accumulated = []
-    dot = products._dot
+    from_bias = products._dot_from_bias
 
-    def spy(a, b, out=None, accumulate=False):
-        accumulated.append(accumulate)
-        return dot(a, b, out, accumulate)
+    def spy(a, b, out, bias):
+        result = from_bias(a, b, out, bias)
+        accumulated.append(result is not None)
+        return result
 
-    monkeypatch.setattr(products, "_dot", spy)
+    monkeypatch.setattr(products, "_dot_from_bias", spy)
     rng = np.random.default_rng(7)
     x = rng.standard_normal(x_shape).astype(dtype)
     weight = rng.standard_normal((96, 128)).astype(dtype)

@@ -76,6 +76,32 @@ def test_deep_products_in_slices_equal_the_product(dtype, accumulate, parts, a_l
     np.testing.assert_allclose(whole, exact, rtol=0, atol=scale)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("parts, by_columns", [(0, False), (1, False), (3, False), (3, True)])
+@pytest.mark.parametrize("deep", [False, True])
+def test_products_that_start_from_a_bias_row_equal_the_product_plus_the_bias(
+    dtype, parts, by_columns, deep
+):
+    """A linear layer's product: each block's rows filled with the bias, then the product added
+    (cut by rows or columns, in turn, whole; shallow and deeper than DEEP). Whatever ``out``
+    held before is overwritten."""
+    rng = np.random.default_rng(9)
+    depth = gemm.DEEP + 7 if deep else 20
+    a = rng.standard_normal((7, depth)).astype(dtype)
+    weight = rng.standard_normal((11, depth)).astype(dtype)
+    bias = rng.standard_normal(11).astype(dtype)
+    exact = a.astype(np.float64) @ weight.T.astype(np.float64) + bias
+    scale = TOLERANCE[dtype] * np.abs(a).sum(1).max() * np.abs(weight).max()
+    out = np.full((1, 7, 11), np.nan, dtype)
+    assert gemm.product(a[None], weight.T[None], out, parts, by_columns, bias=bias)
+    np.testing.assert_allclose(out[0], exact, rtol=0, atol=scale)
+    whole = np.full((7, 11), np.nan, dtype)
+    one, zero = dtype(1), dtype(0)
+    assert gemm.whole_product(gemm.ADDRESSES[np.dtype(dtype)], a, weight.T, whole, one, zero, bias)
+    np.testing.assert_allclose(whole, exact, rtol=0, atol=scale)
+    assert not gemm.product(a[None], weight.T[None], out, parts, by_columns, bias=bias[:5])
+
+
 @pytest.mark.parametrize("entries, parts", [(6, 1), (2, 3)])
 def test_stacks_by_entries_and_by_rows_of_each(entries, parts):
     rng = np.random.default_rng(1)
@@ -126,9 +152,9 @@ def one_pool(monkeypatch, small_products_routed):
     calls = []
     product = gemm.product
 
-    def spy(a, b, out, parts, by_columns, accumulate=False):
+    def spy(a, b, out, parts, by_columns, accumulate=False, bias=None):
         calls.append((a.shape, parts, by_columns))
-        return product(a, b, out, parts, by_columns, accumulate)
+        return product(a, b, out, parts, by_columns, accumulate, bias)
 
     monkeypatch.setattr(gemm, "product", spy)
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
@@ -187,13 +213,13 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     calls = []
     product = gemm.product
 
-    def spy(a, b, out, parts, by_columns, accumulate=False):
+    def spy(a, b, out, parts, by_columns, accumulate=False, bias=None):
         calls.append(parts)
-        return product(a, b, out, parts, by_columns, accumulate)
+        return product(a, b, out, parts, by_columns, accumulate, bias)
 
-    def whole(address, a, b, out, alpha, beta):  # the uncut call products.py makes itself
+    def whole(address, a, b, out, alpha, beta, bias):  # products.py's own uncut call
         calls.append(0)
-        return gemm.whole_product(address, a, b, out, alpha, beta)
+        return gemm.whole_product(address, a, b, out, alpha, beta, bias)
 
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
     monkeypatch.setitem(products._whole, "call", whole)

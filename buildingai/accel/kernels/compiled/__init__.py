@@ -269,14 +269,22 @@ def has_gpu_twin(kernel) -> bool:
 
 
 def split_product(
-    a, b, out, work: int, by_columns: bool = False, cut: bool = True, accumulate: bool = False
+    a,
+    b,
+    out,
+    work: int,
+    by_columns: bool = False,
+    cut: bool = True,
+    accumulate: bool = False,
+    bias=None,
 ) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays, or stacks of two batch
     axes, through ``compiled/gemm.py``'s BLAS: with ``cut``, one single-threaded call per block
     on numba's threads (blocks of rows, of columns with ``by_columns``, or whole entries when
     there are enough of them); without, one call per entry on the calling thread. ``work`` is
-    the multiply-adds; with ``accumulate``, out += a @ b. False, having done nothing, where the
-    call does not fit or, with ``cut``, on one thread."""
+    the multiply-adds; with ``accumulate``, out += a @ b; with a ``bias`` row, out = a @ b +
+    bias (``gemm.product``). False, having done nothing, where the call does not fit or, with
+    ``cut``, on one thread."""
     threads = thread_count(work) if cut else 1
     if not _on() or (cut and threads < 2):
         return False
@@ -288,7 +296,7 @@ def split_product(
     entries = math.prod(a.shape[:-2])  # (Python ints: no array made for a product's count)
     parts = 0 if not cut else 1 if entries >= 2 * threads else threads
     try:
-        return twin(a, b, out, parts, by_columns, accumulate)
+        return twin(a, b, out, parts, by_columns, accumulate, bias)
     except Exception as error:  # a compile or cache failure: the Python threads still work
         _give_up("gemm.product", error)
         return False

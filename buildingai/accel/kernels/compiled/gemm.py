@@ -238,12 +238,22 @@ def _entry_offsets(matrices, entry):
     return group * matrices.strides[0] + index * matrices.strides[1]
 
 
+@njit(inline="always")
+def _fill(out, group, index, row_start, row_stop, column_start, column_stop, bias):
+    """out[group, index, rows, columns] = bias[columns]: a block's rows made the bias."""
+    for row in range(row_start, row_stop):
+        for column in range(column_start, column_stop):
+            out[group, index, row, column] = bias[column]
+
+
 @njit(parallel=True, nogil=True, cache=True)
-def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns):
+def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bias=None):
     """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] for each entry of (groups,
     entries, ...) stacks, each cut into ``parts`` blocks of rows (of columns, ``by_columns``);
     one task per (entry, block) on numba's threads. layout: (transpose a, lda, transpose b, ldb,
-    ldc), the transposes as CBLAS enumerations; ``one`` is 1 of the dtype."""
+    ldc), the transposes as CBLAS enumerations; ``one`` is 1 of the dtype. With a ``bias`` (n,),
+    each task first fills its block's rows with it and adds the product to them (beta 1): the
+    block is still in cache when the product adds into it."""
     transpose_a, lda, transpose_b, ldb, ldc = layout
     m, k = a.shape[2], a.shape[3]
     n = b.shape[3]
@@ -259,14 +269,22 @@ def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns):
         stop = extent * (part + 1) // parts
         if stop == start:
             continue
+        block_beta = beta
+        if bias is not None:
+            group, index = divmod(entry, out.shape[1])
+            if by_columns:
+                _fill(out, group, index, 0, m, start, stop, bias)
+            else:
+                _fill(out, group, index, start, stop, 0, n, bias)
+            block_beta = one
         if by_columns:  # columns of op(b) are its storage's rows when b is transposed
             b_at += (start * ldb if transpose_b == TRANSPOSE else start) * size
             _gemm(address, transpose_a, transpose_b, m, stop - start, k, one, a_at, lda,
-                  b_at, ldb, beta, out_at + start * size, ldc, size)  # fmt: skip
+                  b_at, ldb, block_beta, out_at + start * size, ldc, size)  # fmt: skip
         else:
             a_at += (start if transpose_a == TRANSPOSE else start * lda) * size
             _gemm(address, transpose_a, transpose_b, stop - start, n, k, one, a_at, lda,
-                  b_at, ldb, beta, out_at + start * ldc * size, ldc, size)  # fmt: skip
+                  b_at, ldb, block_beta, out_at + start * ldc * size, ldc, size)  # fmt: skip
 
 
 @njit(nogil=True, cache=True)
@@ -299,11 +317,12 @@ def _layout_of(matrix, rows, columns):
 
 
 @njit(nogil=True, cache=True)
-def whole_product(address, a, b, out, one, beta):
+def whole_product(address, a, b, out, one, beta, bias=None):
     """out = a @ b + beta out for 2-D arrays of one float dtype in one BLAS call (a deep product:
     one per slice, ``_gemm``) on the calling thread, the layouts read off the strides here (a
     product's own checks in Python cost a third of one of 2^19 multiply-adds); ``one`` is 1 of
-    the dtype. False, having done nothing, where a layout does not fit."""
+    the dtype. With a ``bias`` (n,), out = a @ b + bias, each row filled with it first. False,
+    having done nothing, where a layout does not fit."""
     m, k = a.shape
     n = b.shape[1]
     transpose_a, lda = _layout_of(a, m, k)
@@ -311,20 +330,27 @@ def whole_product(address, a, b, out, one, beta):
     transpose_out, ldc = _layout_of(out, m, n)
     if lda == 0 or ldb == 0 or transpose_out != NO_TRANSPOSE or m * n * k == 0:
         return False
+    if bias is not None:
+        for row in range(m):  # (an element loop: numba's row-slice assignment is 3x slower)
+            for column in range(n):
+                out[row, column] = bias[column]
+        beta = one
     _gemm(address, transpose_a, transpose_b, m, n, k, one, a.ctypes.data, lda,
           b.ctypes.data, ldb, beta, out.ctypes.data, ldc, a.itemsize)  # fmt: skip
     return True
 
 
-def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False) -> bool:
+def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, bias=None) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
     (entries, m, n) with unit column steps, or for stacks of two batch axes, (groups, entries,
     m, k) and so on, read through their strides (a model's heads: (batch, heads, ...) views
     that no reshape to one batch axis takes without a copy): cut into ``parts`` blocks per
     entry (of rows, or of columns with ``by_columns``; a block per entry is enough when there
     are many entries) on numba's threads, or with ``parts`` 0 one call per entry on the calling
-    thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta). Returns
-    False, having done nothing, when the layout or dtype does not fit a BLAS call."""
+    thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta); with a
+    ``bias`` (n,) of the dtype, out = a @ b + bias, each block's rows filled with the bias by
+    the thread that then adds its product into them. Returns False, having done nothing, when
+    the layout or dtype does not fit a BLAS call."""
     if a.ndim == 3:  # one batch axis: a single group
         a, b, out = a[None], b[None], out[None]
     address = ADDRESSES.get(a.dtype)
@@ -343,8 +369,13 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False) -
         own_blas.hold_at_one_thread()
     one = _ONE[a.dtype]
     beta = one if accumulate else a.dtype.type(0.0)
+    if bias is not None and (bias.shape != (n,) or bias.dtype != a.dtype):
+        return False
     if parts == 0:
+        if bias is not None:
+            out[...] = bias
+            beta = one
         _products_in_turn(address, a, b, out, layout, one, beta)
     else:
-        _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns)
+        _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bias)
     return True
