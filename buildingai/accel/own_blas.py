@@ -9,8 +9,8 @@ as well, process-wide. So the products go to a second library, with a thread cou
   NumPy's wheels bundle, as a library of its own, set to one thread;
 - ``mkl``: Intel's MKL from the ``mkl`` wheel (``pip install buildingai[mkl]``), its
   sequential threading layer (it starts no threads at all). Where it is installed and the
-  ``blas.mkl`` switch is on (the default), it is the one used: on CPUs with AVX-512 its
-  float32 products run 1.1-1.6x faster than OpenBLAS's (``python -m benchmarks.products``).
+  ``blas.mkl`` switch is on (the default), it is the one used: its float32 products are the
+  faster on CPUs with AVX-512 (``python -m benchmarks.products`` compares the two).
 
 Both are CBLAS with 64-bit integers; :class:`Library` names each one's symbols
 (``scipy_cblas_sgemm64_``, ``cblas_sgemm_64``). :func:`choose` loads the library when
@@ -117,7 +117,7 @@ def mkl_path() -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     for file in files:
-        if file.name.startswith("libmkl_rt.so") or file.name.startswith("libmkl_rt."):
+        if file.name.startswith("libmkl_rt."):
             path = str(file.locate())
             if os.path.exists(path):
                 return path

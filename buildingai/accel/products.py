@@ -97,9 +97,9 @@ def _start() -> None:
     own = False
     if OWN_COPY.active:
         own = compiled.use_own_blas(own_blas_library.choose(prefer_mkl=MKL.active))
-    else:
+    if not own:
         _numpy_blas_again()
-    if own:  # the compiled module use_own_blas imported, and what its uncut call takes
+    else:  # the compiled module use_own_blas imported, and what its uncut call takes
         from .kernels.compiled import gemm
 
         calls = {
@@ -117,12 +117,12 @@ def _stop() -> None:
 
 
 def _numpy_blas_again() -> None:
-    """Point the compiled products back at NumPy's BLAS, where an earlier ``enable()`` gave
-    them the own one (the module is not imported for this)."""
+    """No own BLAS: the compiled products point back at NumPy's, where an earlier ``enable()``
+    gave them the own one (the module is not imported for this)."""
+    own_blas_library.choose_none()
     gemm = sys.modules.get(f"{__package__}.kernels.compiled.gemm")
     if gemm is not None:
         gemm.use(None)
-        own_blas_library.choose_none()
 
 
 on_enable(_start, _stop)
@@ -224,21 +224,13 @@ def _matrix_vector(a, b, out, work: int):
     return a.dot(b) if out is None else np.dot(a, b, out=out)
 
 
-def _dot(a, b, out=None, accumulate: bool = False, bias=None):
+def _dot(a, b, out=None, accumulate: bool = False):
     """``a.dot(b)`` for 2-D NumPy arrays (into ``out`` if given): one BLAS call, or in one pool
     one single-threaded BLAS call per range of output rows, or of output columns where ``b`` is
     the larger operand, on BuildingAI's threads: numba's (``compiled.split_product``) where it
     runs, else the Python pool. With ``accumulate``, ``out`` holds values the product is added
-    to: in the BLAS call itself (its beta) where the product runs on the own BLAS, else by one
-    addition after it. A ``bias`` row (a layer's, as PyTorch's addmm) is such a start: on the
-    own BLAS each thread fills its block of ``out`` with it just before its call adds into it,
-    elsewhere ``out`` is filled with it first."""
-    if bias is not None:
-        result = _dot_from_bias(a, b, out, bias)
-        if result is not None:
-            return result
-        out[...] = bias
-        accumulate = True
+    to (a layer's bias, as PyTorch's addmm): in the BLAS call itself (its beta) where the
+    product runs on the own BLAS, else by one addition after it."""
     if not one_pool():  # NumPy's BLAS threads the product itself
         blas_called()
         return _numpy_dot(a, b, out, accumulate)
@@ -294,13 +286,11 @@ def _dot(a, b, out=None, accumulate: bool = False, bias=None):
 
 
 def _dot_from_bias(a, b, out, bias):
-    """``_dot`` of a product that starts from a ``bias`` row, where the own BLAS runs it (whole,
-    or cut on numba's threads), the bias filled in by the call; None, having done nothing,
-    elsewhere."""
+    """out = a.dot(b) + ``bias`` (a row) for a product ``_bias_in_the_product`` gives the own
+    BLAS: whole, or cut on numba's threads, each call filling its block of ``out`` with the bias
+    just before it adds its product into it. None, having done nothing, where it does not run."""
     (rows, inner), columns = a.shape, b.shape[1]
     work = rows * inner * columns
-    if not (one_pool() and rows > 1 and columns > 1 and _own_blas_takes(work, a, b)):
-        return None
     by_columns = b.size > a.size
     cut = work >= SPLIT_MULTIPLY_ADDS and _splits(a, b, columns if by_columns else rows, work)
     if not cut:
@@ -448,7 +438,9 @@ def routed_linear(ctx, xp, x, weight, bias=None):
     if bias is not None and _bias_in_the_product(xp, x, weight, bias):
         rows = x.reshape(-1, x.shape[-1])
         out = np.empty((rows.shape[0], weight.shape[0]), x.dtype)
-        _dot(rows, weight.T, out, bias=bias)
+        if _dot_from_bias(rows, weight.T, out, bias) is None:
+            out[...] = bias
+            _dot(rows, weight.T, out, accumulate=True)
         return out.reshape(*x.shape[:-1], weight.shape[0])
     return linear_array(xp, x, weight, bias, product=multiply)
 

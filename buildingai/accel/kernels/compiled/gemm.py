@@ -23,6 +23,7 @@ the BLAS's own blocking: see ``DEPTH_SLICE``).
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 from llvmlite import ir
@@ -36,6 +37,7 @@ _NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # NumPy's wheels' 64-bit integer 
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
 
 
+@functools.cache
 def _numpy_library():
     """NumPy's extension module, through which its BLAS's symbols resolve."""
     try:
@@ -239,11 +241,11 @@ def _entry_offsets(matrices, entry):
 
 
 @njit(inline="always")
-def _fill(out, group, index, row_start, row_stop, column_start, column_stop, bias):
-    """out[group, index, rows, columns] = bias[columns]: a block's rows made the bias."""
+def _fill(out, row_start, row_stop, column_start, column_stop, bias):
+    """out[rows, columns] = bias[columns] for a 2-D ``out``: a block's rows made the bias."""
     for row in range(row_start, row_stop):
         for column in range(column_start, column_stop):
-            out[group, index, row, column] = bias[column]
+            out[row, column] = bias[column]
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -273,9 +275,9 @@ def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bia
         if bias is not None:
             group, index = divmod(entry, out.shape[1])
             if by_columns:
-                _fill(out, group, index, 0, m, start, stop, bias)
+                _fill(out[group, index], 0, m, start, stop, bias)
             else:
-                _fill(out, group, index, start, stop, 0, n, bias)
+                _fill(out[group, index], start, stop, 0, n, bias)
             block_beta = one
         if by_columns:  # columns of op(b) are its storage's rows when b is transposed
             b_at += (start * ldb if transpose_b == TRANSPOSE else start) * size
@@ -331,9 +333,7 @@ def whole_product(address, a, b, out, one, beta, bias=None):
     if lda == 0 or ldb == 0 or transpose_out != NO_TRANSPOSE or m * n * k == 0:
         return False
     if bias is not None:
-        for row in range(m):  # (an element loop: numba's row-slice assignment is 3x slower)
-            for column in range(n):
-                out[row, column] = bias[column]
+        _fill(out, 0, m, 0, n, bias)
         beta = one
     _gemm(address, transpose_a, transpose_b, m, n, k, one, a.ctypes.data, lda,
           b.ctypes.data, ldb, beta, out.ctypes.data, ldc, a.itemsize)  # fmt: skip
