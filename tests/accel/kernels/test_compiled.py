@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -431,14 +434,58 @@ print("ok")
 
 
 def test_two_threads_starting_the_tier_at_once():
-    import subprocess
-    import sys
-
     result = subprocess.run(
         [sys.executable, "-c", STARTING_TOGETHER], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+LAYER = """
+import importlib
+import numpy as np
+import buildingai as bai
+from buildingai.accel.kernels import compiled
+
+def loads(layer):  # what numba's own choice tries for each layer
+    try:
+        importlib.import_module({"omp": "numba.np.ufunc.omppool", "tbb": "numba.np.ufunc.tbbpool",
+                                 "workqueue": "numba.np.ufunc.workqueue"}[layer])
+    except ImportError:
+        return False
+    return True
+
+bai.accel.enable(quiet=True)
+x = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
+bai.nn.functional.gelu(bai.tensor(x))
+first = next(layer for layer in compiled.LAYER_PRIORITY if loads(layer))
+print(compiled.threading_layer(), first, compiled.status()["detail"].split(",")[0])
+"""
+
+
+def _layer_in_fresh_process(**chosen) -> list[str]:
+    """LAYER's output in a new process, numba's threading variables those in ``chosen``."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING")}
+    result = subprocess.run(
+        [sys.executable, "-c", LAYER], capture_output=True, text=True, timeout=120,
+        env={**inherited, **chosen},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_numba_threads_start_on_the_first_layer_that_loads_openmp_first():
+    pytest.importorskip("numba")
+    assert compiled.LAYER_PRIORITY[0] == "omp"  # ahead of TBB, numba's own first choice
+    layer, first, *detail = _layer_in_fresh_process()
+    assert layer == first
+    assert f"on the {layer} threading layer" in " ".join(detail)
+
+
+def test_a_threading_layer_order_the_user_set_is_kept():
+    pytest.importorskip("numba")
+    layer, *_ = _layer_in_fresh_process(NUMBA_THREADING_LAYER_PRIORITY="workqueue omp tbb")
+    assert layer == "workqueue"
 
 
 def test_a_changed_source_file_clears_the_cached_machine_code(tmp_path):

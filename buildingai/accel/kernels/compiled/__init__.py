@@ -58,6 +58,9 @@ MIN_WORK = 1 << 14
 # the twin's one call is faster from the smallest call on (benchmarks/small_ops.py)
 ANY_SIZE = 1
 SPIN_COUNT = 3000  # rounds an idle numba thread spins before it sleeps (see _start_threads)
+# numba's threading layers, first choice first: OpenMP, whose short spin the kernels are tuned
+# for, ahead of numba's own order (TBB first), which the ``mkl`` wheel's TBB would otherwise win
+LAYER_PRIORITY = ("omp", "tbb", "workqueue")
 
 TWINS = registry.register_switch(
     "compiled.twins",
@@ -147,10 +150,25 @@ def status() -> dict:
     elif _numba() is None:
         detail = f"numba not importable ({_state['error']}): NumPy kernels run; pip install numba"
     else:
-        detail = f"numba {_state['numba'].__version__}, {len(REGISTRY)} kernels with twins"
+        numba = _state["numba"]
+        detail = (
+            f"numba {numba.__version__} on the {threading_layer()} threading layer, "
+            f"{len(REGISTRY)} kernels with twins"
+        )
         if _failures:
             detail += f"; not in use: {'; '.join(_failures)}"
     return {"active": available(), "detail": detail, "switch": switch}
+
+
+def threading_layer() -> str | None:
+    """The threading layer numba's threads run on ("omp", "tbb" or "workqueue"), or None where
+    twins do not run (see ``LAYER_PRIORITY``)."""
+    if not available():
+        return None
+    try:
+        return _state["numba"].threading_layer()
+    except ValueError:  # threads not launched: _start_threads failed
+        return None
 
 
 def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
@@ -433,8 +451,14 @@ def drop_stale_cache(folder: Path = Path(__file__).parent) -> None:
 
 
 def _start_threads(numba) -> None:
-    """Start numba's thread pool with a short OpenMP spin, unless the user set the wait policy
-    or the spin count.
+    """Start numba's thread pool on OpenMP with a short spin, unless the user chose the
+    threading layer (``NUMBA_THREADING_LAYER``, ``NUMBA_THREADING_LAYER_PRIORITY``), the wait
+    policy or the spin count.
+
+    numba takes TBB first where it is installed (the ``mkl`` wheel brings it). TBB's idle
+    workers go to sleep within a millisecond, so most parallel loops of a training step paid a
+    wake-up: the GPT step ran 10% slower at two threads than on OpenMP. ``LAYER_PRIORITY``
+    puts OpenMP first; TBB, then the workqueue, stand in where numba has no OpenMP layer.
 
     By default an idle OpenMP thread spins on its core for about 300,000 rounds after a parallel
     loop, as OpenBLAS's threads do after a GEMM; a loop followed by a GEMM then finds the other
@@ -446,6 +470,8 @@ def _start_threads(numba) -> None:
     """
     from numba.np.ufunc import parallel
 
+    if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
+        numba.config.THREADING_LAYER_PRIORITY = list(LAYER_PRIORITY)
     chosen = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
     if not chosen:
         os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
