@@ -52,7 +52,7 @@ from .registry import on_enable, register, register_switch
 # below it the hand-off costs more than it saves. Handing a part to the Python pool costs several
 # times what numba's threads take (docs/design_notes/performance.md), so products stay whole
 # longer without numba.
-SPLIT_MULTIPLY_ADDS = 1 << 22
+SPLIT_MULTIPLY_ADDS = 1 << 21
 PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
 # NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
 # (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
@@ -160,8 +160,18 @@ def _on_own_blas(entry_work: int, a, b) -> bool:
 def _own_blas_takes(work: int, a, b) -> bool:
     """Whether ``_dot`` gives a product of ``work`` multiply-adds to the own BLAS (whole, or cut
     on numba's threads): one ``_on_own_blas`` takes, except a product too small to cut while
-    NumPy's BLAS has one thread (``_numpy_blas_alone``)."""
-    return _on_own_blas(work, a, b) and (work >= SPLIT_MULTIPLY_ADDS or not _numpy_blas_alone())
+    NumPy's BLAS has one thread (``_numpy_blas_alone``) and the own BLAS is a copy of it. MKL
+    takes those too: its call, ours included, beats NumPy's OpenBLAS on them
+    (``benchmarks.products``' small cases)."""
+    return _on_own_blas(work, a, b) and (
+        work >= SPLIT_MULTIPLY_ADDS or _own_blas_is_mkl() or not _numpy_blas_alone()
+    )
+
+
+def _own_blas_is_mkl() -> bool:
+    """Whether the own BLAS loaded now is MKL (``blas.mkl``)."""
+    library = own_blas_library.library()
+    return library is not None and library.name == "mkl"
 
 
 def _numpy_blas_alone() -> bool:

@@ -243,6 +243,33 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
     assert not own_blas_pool.blas_spinning()  # ...on its own BLAS too
 
 
+def test_beside_numpys_blas_at_one_thread_mkl_takes_the_products_too_small_to_cut(
+    own_blas_pool, monkeypatch
+):
+    """With NumPy's BLAS at one thread, a product too small to cut stays NumPy's where the own
+    BLAS is a copy of OpenBLAS (no faster, and its call costs more), and goes to MKL, which
+    runs such products faster, where MKL is the own BLAS."""
+    from threadpoolctl import threadpool_limits
+
+    from buildingai.accel import own_blas, products
+
+    calls = []
+
+    def whole(address, a, b, out, alpha, beta, bias):
+        calls.append(a.shape)
+        return gemm.whole_product(address, a, b, out, alpha, beta, bias)
+
+    monkeypatch.setitem(products._whole, "call", whole)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((32, 64)).astype(np.float32)  # an LSTMCell(64, 128)'s input gates
+    b = rng.standard_normal((64, 512)).astype(np.float32)
+    assert products.BLAS_THREADED_MULTIPLY_ADDS < a.size * 512 < products.SPLIT_MULTIPLY_ADDS
+    with threadpool_limits(1, user_api="blas"):
+        got = (bai.tensor(a) @ bai.tensor(b)).numpy()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
+    assert calls == ([(32, 64)] if own_blas.library().name == "mkl" else [])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     "layout", ["plain", "a transposed", "b transposed", "b sliced", "a misaligned"]
