@@ -269,9 +269,9 @@ def test_one_thread_beside_a_cut_product_keeps_to_im2col(monkeypatch, accel_on):
     is cut across a pool of two: im2col runs; a smaller one is not: the direct twin runs."""
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(compiled, "thread_count", lambda work: 1)
-    large = ((4, 32, 24, 24), (32, 32, 3, 3))  # 73728 outputs x 288 >= 1 << 22
+    large = ((4, 32, 24, 24), (32, 32, 3, 3))  # 73728 outputs x 288 >= 1 << 21
     assert not _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=large)
-    small = ((1, 16, 24, 24), (32, 16, 3, 3))  # 18432 outputs x 144 < 1 << 22
+    small = ((1, 16, 16, 16), (32, 16, 3, 3))  # 8192 outputs x 144 < 1 << 21
     assert _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=small)
 
 

@@ -488,6 +488,44 @@ def test_a_threading_layer_order_the_user_set_is_kept():
     assert layer == "workqueue"
 
 
+VECTORS = """
+import os
+import numpy as np
+import buildingai as bai
+from llvmlite import binding
+
+bai.accel.enable(quiet=True)
+bai.nn.functional.gelu(bai.tensor(np.ones((256, 512), np.float32)))
+print(bool(binding.get_host_cpu_features().get("avx512f")), os.environ.get("NUMBA_CPU_FEATURES"))
+"""
+
+
+def _features_in_fresh_process(**chosen) -> tuple[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
+    result = subprocess.run(
+        [sys.executable, "-c", VECTORS], capture_output=True, text=True, timeout=120,
+        env={**inherited, **chosen},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    avx512, features = result.stdout.split()
+    return avx512, features
+
+
+def test_on_avx512_the_twins_are_compiled_for_full_width_vectors():
+    pytest.importorskip("numba")
+    avx512, features = _features_in_fresh_process()
+    if avx512 == "True":
+        assert features.endswith(",-prefer-256-bit") and "+avx512f" in features
+    else:
+        assert features == "None"  # LLVM's own choice for the host
+
+
+def test_cpu_features_the_user_chose_are_kept():
+    pytest.importorskip("numba")
+    _, features = _features_in_fresh_process(NUMBA_CPU_FEATURES="+sse2")
+    assert features == "+sse2"
+
+
 def test_a_changed_source_file_clears_the_cached_machine_code(tmp_path):
     (tmp_path / "expf.py").write_text("VERSION = 1\n")
     (tmp_path / "activations.py").write_text("from .expf import VERSION\n")
