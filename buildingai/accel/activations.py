@@ -437,6 +437,13 @@ _unary(
     fused_kernels.logsigmoid,
     "the stable form in place, or in one pass through its twin",
 )
+register(
+    activation_extra.LOGSIGMOID_GRAD,
+    _grad_fits,
+    lambda ctx, xp, grad, x: _into(np, fused_kernels.logsigmoid_grad, (grad, x))[0],
+    name="logsigmoid_grad.fused",
+    description="grad / (1 + exp(x)) in place, or in one pass through its twin",
+)
 
 
 def _threshold(ctx, xp, x, *, threshold, value):

@@ -461,9 +461,9 @@ class Logsigmoid(FloatFunction):
         x = as_float(x)
         return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
-    def backward(self, ctx, grad):  # d/dx log(sigmoid(x)) = 1 - sigmoid(x) = sigmoid(-x)
+    def backward(self, ctx, grad):
         (x,) = ctx.inputs
-        return (grad * (-x).sigmoid(),)
+        return (LOGSIGMOID_GRAD(grad, x),)
 
     def to_onnx(self, emit, inputs, output, attrs):
         # the stable form: exp(-|x|) <= 1 never overflows (ONNX has no LogSigmoid, no Log1p)
@@ -471,6 +471,29 @@ class Logsigmoid(FloatFunction):
         decay = emit.node("Exp", [emit.node("Neg", [emit.node("Abs", [x])])])
         log_term = emit.node("Log", [emit.node("Add", [decay, emit.scalar(1, x)])])
         emit.node("Sub", [emit.node("Min", [x, emit.scalar(0, x)]), log_term], output)
+
+
+class LogsigmoidGrad(FloatFunction):
+    """logsigmoid's gradient: ``grad * sigmoid(-x)`` = ``grad / (1 + exp(x))`` (d/dx
+    log(sigmoid(x)) = 1 - sigmoid(x)), 0 where exp(x) overflows."""
+
+    name = "logsigmoid_grad"
+    flops_per_element = 4
+
+    def forward(self, ctx, xp, grad, x):
+        x = as_float(x)
+        with np.errstate(over="ignore"):  # exp(x) = inf: the sigmoid of -x is 0
+            return grad / (1 + xp.exp(x))
+
+    def backward(self, ctx, grad_of_output):
+        grad, x = ctx.inputs
+        grad_grad = grad_x = None
+        if grad.requires_grad:
+            grad_grad = LOGSIGMOID_GRAD(grad_of_output, x)
+        if x.requires_grad:  # d/dx sigmoid(-x) = -s (1 - s), s = sigmoid(-x)
+            s = (-x).sigmoid()
+            grad_x = -(grad_of_output * grad * s * (1 - s))
+        return grad_grad, grad_x
 
 
 ELU, SELU, CELU = Elu(), Selu(), Celu()
@@ -482,6 +505,7 @@ HARDTANH, HARDSIGMOID, HARDSWISH, THRESHOLD, PRELU = (
     Prelu(),
 )
 MISH, SOFTSIGN, LOGSIGMOID = Mish(), Softsign(), Logsigmoid()
+LOGSIGMOID_GRAD = LogsigmoidGrad()
 EXPONENTIAL_LINEAR_GRAD, HARDSWISH_GRAD = ExponentialLinearGrad(), HardswishGrad()
 HARDSIGMOID_GRAD = HardsigmoidGrad()
 MISH_GRAD, SOFTSIGN_GRAD = MishGrad(), SoftsignGrad()

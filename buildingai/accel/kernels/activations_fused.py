@@ -1,5 +1,6 @@
 """Activation kernels with a compiled twin (``compiled/activations_fused.py``): the forwards of
-elu/selu/celu, hardsigmoid and hardswish, and their gradients as ``grad * f'(x)`` in one array.
+elu/selu/celu, hardsigmoid, hardswish and logsigmoid, and their gradients as ``grad * f'(x)``
+in one array.
 
 The NumPy forms here are the references the twins are tested against, made of the in-place
 passes of ``activations_extra.py``; a twin reads each input once and writes once, where those
@@ -59,3 +60,10 @@ def hardswish_grad(xp, grad, x, out) -> None:
 def logsigmoid(xp, x, out) -> None:
     """min(x, 0) - log1p(exp(-|x|)) (NaN stays NaN)."""
     extra.logsigmoid(xp, x, out)
+
+
+@compiled_twin("activations_fused.logsigmoid_grad", min_work=ANY_SIZE)
+def logsigmoid_grad(xp, grad, x, out) -> None:
+    """grad * sigmoid(-x) = grad / (1 + exp(x)) (0 where exp overflows; NaN stays NaN)."""
+    extra.logsigmoid_derivative(xp, x, out)
+    out *= grad

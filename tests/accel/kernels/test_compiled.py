@@ -85,6 +85,7 @@ CASES = {
     "hardswish": (fused.hardswish, [_values], 1, {}, 1e-7),
     "hardswish_grad": (fused.hardswish_grad, [_grad, _values], 1, {}, 1e-7),
     "logsigmoid": (fused.logsigmoid, [_values], 1, {}, 4e-7),
+    "logsigmoid_grad": (fused.logsigmoid_grad, [_grad, _values], 1, {}, 4e-7),
     "select": (select.select, [_mask, _values, _grad], 1, {}, 0.0),
     "select_else_value": (select.select_else_value, [_mask, _values], 1, {"value": -0.1}, 0.0),
     "value_else_select": (select.value_else_select, [_mask, _values], 1, {"value": 2.5}, 0.0),

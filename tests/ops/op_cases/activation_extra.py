@@ -1,7 +1,7 @@
 """Cases of the activation records of ``ops/activation_extra.py``: elu, selu, celu, hardtanh,
 hardsigmoid, hardswish, threshold, prelu, mish, softsign, logsigmoid, and the gradient records
 exponential_linear_grad, hardsigmoid_grad, hardswish_grad, mish_grad, softsign_grad,
-prelu_input_grad, prelu_weight_grad."""
+logsigmoid_grad, prelu_input_grad, prelu_weight_grad."""
 
 from __future__ import annotations
 
@@ -145,6 +145,10 @@ def _torch_softsign_grad(grad, x):
     return grad / (1 + x.abs()) ** 2
 
 
+def _torch_logsigmoid_grad(grad, x):
+    return grad * torch.sigmoid(-x)
+
+
 # values and both inputs' gradients (finite differences and PyTorch's autograd of the formula)
 for _name, _forward, _torch, _range in (
     (
@@ -157,6 +161,7 @@ for _name, _forward, _torch, _range in (
     ("hardsigmoid_grad", lambda t: bai.hardsigmoid(t), _torch_hardsigmoid_grad, (-4.0, 4.0)),
     ("mish_grad", lambda t: bai.mish(t), _torch_mish_grad, (-4.0, 4.0)),
     ("softsign_grad", lambda t: bai.softsign(t), _torch_softsign_grad, (-3.0, 3.0)),
+    ("logsigmoid_grad", lambda t: bai.logsigmoid(t), _torch_logsigmoid_grad, (-4.0, 4.0)),
 ):
     case(
         _name,

@@ -109,3 +109,10 @@ def logsigmoid(x, out):
         v = x[i]
         below = v if v < _ZERO else _ZERO  # NaN -> 0 here, and NaN from the log1p below
         out[i] = below - _log1p_small(exp32(-abs(v)))
+
+
+@kernel
+def logsigmoid_grad(grad, x, out):
+    """grad * sigmoid(-x) = grad / (1 + exp(x)): 0 where exp(x) is inf, NaN stays NaN."""
+    for i in prange(x.size):
+        out[i] = grad[i] / (_ONE + exp32(x[i]))
