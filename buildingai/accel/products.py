@@ -162,7 +162,7 @@ def _own_blas_takes(work: int, a, b) -> bool:
     on numba's threads): one ``_on_own_blas`` takes, except a product too small to cut while
     NumPy's BLAS has one thread (``_numpy_blas_alone``) and the own BLAS is a copy of it. MKL
     takes those too: its call, ours included, beats NumPy's OpenBLAS on them
-    (``benchmarks.products``' small cases)."""
+    (``benchmarks.products``' LSTMCell cases)."""
     return _on_own_blas(work, a, b) and (
         work >= SPLIT_MULTIPLY_ADDS or _own_blas_is_mkl() or not _numpy_blas_alone()
     )

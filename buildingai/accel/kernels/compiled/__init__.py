@@ -473,7 +473,7 @@ def _start_threads(numba) -> None:
 
     numba takes TBB first where it is installed (the ``mkl`` wheel brings it). TBB's idle
     workers go to sleep within a millisecond, so most parallel loops of a training step paid a
-    wake-up: the GPT step ran 10% slower at two threads than on OpenMP. ``LAYER_PRIORITY``
+    wake-up: the GPT step ran 8% slower at two threads than on OpenMP. ``LAYER_PRIORITY``
     puts OpenMP first; TBB, then the workqueue, stand in where numba has no OpenMP layer.
 
     By default an idle OpenMP thread spins on its core for about 300,000 rounds after a parallel

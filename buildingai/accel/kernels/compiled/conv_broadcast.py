@@ -5,8 +5,8 @@
 ``correlate`` and ``correlate_transposed`` of ``compiled/conv_strided.py`` (``run``, with a
 table of where each output goes) run it on AVX2's 8-lane vectors for inputs of at
 least ``LEAST_CHANNELS`` channels, where it measured faster than the flat tiles
-(docs/design_notes/performance.md). AVX-512 keeps the flat tiles:
-their speed there was measured, this tile's was not.
+(docs/design_notes/performance.md). AVX-512 keeps the flat tiles: there this tile won on 8x8
+maps only, and a ResNet-18 step did not move beyond its noise (the same notes).
 
 Tasks are (tile of ``positions`` output positions, block of ``vectors * LANES`` output
 channels), in groups of tiles whose input stays in the L2 cache, each block over a group in
