@@ -249,9 +249,10 @@ def markdown(records: list[dict], info: dict, arguments: dict, profiles: dict | 
         "PyTorch's arrangement, where BuildingAI has a BLAS of its own (numba and "
         "scipy-openblas64 installed, as here). Its threads run the element-wise twins, the "
         "direct convolutions and the matrix products, each large product cut into blocks of "
-        "rows, columns or stack entries, one single-threaded call per block to a copy of "
-        "OpenBLAS held at one thread, all in one parallel loop on numba's threads; no BLAS "
-        "thread spins while the twins run.",
+        "rows, columns or stack entries, one single-threaded call per block to BuildingAI's "
+        "own BLAS (MKL on its sequential layer where the `mkl` extra is installed, as here, "
+        "else a copy of OpenBLAS held at one thread), all in one parallel loop on numba's "
+        "OpenMP threads; no BLAS thread spins while the twins run.",
         "- BLAS threads: the `blas threads` columns run BuildingAI with "
         "`buildingai.set_num_threads(1, gemm=False)`, its default where it has no BLAS of its "
         "own: the products on NumPy's OpenBLAS at `threads` threads, and the element-wise work "
