@@ -84,6 +84,7 @@ CASES = {
     "softsign.fused": UNARY,
     "softsign_grad.fused": GRAD_X,
     "logsigmoid.fused": UNARY,
+    "logsigmoid_grad.fused": GRAD_X,
     "threshold.fused": ([_x], {"threshold": 0.5, "value": -2.0}),
     "clamp.scalar_rows": ([_x, lambda r, d: 0.25, lambda r, d: None], {}),
     "where.select": ([lambda r, d: r.random(N) < 0.5, _x, _grad], {}),
