@@ -205,7 +205,9 @@ def section(records: list[dict], failures: list[str] = ()) -> str:
         "- Memory: the peak resident set of a process that imports one library only, builds "
         "the model and runs 5 steps on one thread (its own high-water mark, `VmHWM`; see "
         "`benchmarks/suite/peak_memory.py` for why not `ru_maxrss`); in brackets, the same "
-        "before the first step (library, model and batch).",
+        "before the first step (library, model and batch). A one-step process of BuildingAI "
+        "runs first and fills numba's disk cache, so that LLVM's compile memory (paid once "
+        "per machine) does not count.",
         "- Before timing, a step of each form from the same weights is compared with PyTorch "
         "eager's (losses to 1e-4; parameters as in the method above; `resnet18` to four times "
         "PyTorch's own float32 error against a float64 step, each form's own allowed three times "
