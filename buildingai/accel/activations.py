@@ -396,6 +396,18 @@ def _unary(op, kernel, description: str) -> None:
     )
 
 
+def _fused_gradient(op, kernel, description: str, **params) -> None:
+    """Register ``kernel(xp, grad, x, out, **params)``, grad * f'(x) in one array (one pass
+    through its twin), for the gradient record ``op``."""
+    register(
+        op,
+        _grad_fits,
+        lambda ctx, xp, grad, x: _into(np, kernel, (grad, x), **params)[0],
+        name=f"{op.name}.fused",
+        description=description,
+    )
+
+
 def _gradient(op, kernel, description: str) -> None:
     register(
         op,
@@ -408,21 +420,16 @@ def _gradient(op, kernel, description: str) -> None:
 
 _unary(activation_extra.HARDSIGMOID, fused_kernels.hardsigmoid, "the clipped ramp in place")
 _unary(activation_extra.HARDSWISH, fused_kernels.hardswish, "x times the clipped ramp in place")
-register(
+_fused_gradient(
     activation_extra.HARDSWISH_GRAD,
-    _grad_fits,
-    lambda ctx, xp, grad, x: _into(np, fused_kernels.hardswish_grad, (grad, x))[0],
-    name="hardswish_grad.fused",
-    description="grad times the derivative blended from masks as products",
+    fused_kernels.hardswish_grad,
+    "grad times the derivative blended from masks as products",
 )
-register(
+_fused_gradient(
     activation_extra.HARDSIGMOID_GRAD,
-    _grad_fits,
-    lambda ctx, xp, grad, x: _into(
-        np, fused_kernels.hardsigmoid_grad, (grad, x), one_sixth=activation_extra._ONE_SIXTH
-    )[0],
-    name="hardsigmoid_grad.fused",
-    description="grad / 6 times the inside mask as a product, instead of where",
+    fused_kernels.hardsigmoid_grad,
+    "grad / 6 times the inside mask as a product, instead of where",
+    one_sixth=activation_extra._ONE_SIXTH,
 )
 _unary(activation_extra.MISH, extra_kernels.mish, "log1p(exp(x)) in place of logaddexp")
 _gradient(activation_extra.MISH_GRAD, extra_kernels.mish_derivative, "grad times mish' in place")
@@ -437,12 +444,10 @@ _unary(
     fused_kernels.logsigmoid,
     "the stable form in place, or in one pass through its twin",
 )
-register(
+_fused_gradient(
     activation_extra.LOGSIGMOID_GRAD,
-    _grad_fits,
-    lambda ctx, xp, grad, x: _into(np, fused_kernels.logsigmoid_grad, (grad, x))[0],
-    name="logsigmoid_grad.fused",
-    description="grad / (1 + exp(x)) in place, or in one pass through its twin",
+    fused_kernels.logsigmoid_grad,
+    "grad / (1 + exp(x)) in place, or in one pass through its twin",
 )
 
 

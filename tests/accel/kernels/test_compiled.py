@@ -464,15 +464,20 @@ print(compiled.threading_layer(), first, compiled.status()["detail"].split(",")[
 """
 
 
-def _layer_in_fresh_process(**chosen) -> list[str]:
-    """LAYER's output in a new process, numba's threading variables those in ``chosen``."""
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING")}
+def _in_fresh_process(script: str, variables: str, **chosen) -> list[str]:
+    """``script``'s output words, run in a new process where the environment variables whose
+    names start with ``variables`` are those in ``chosen``, and no others."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(variables)}
     result = subprocess.run(
-        [sys.executable, "-c", LAYER], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
         env={**inherited, **chosen},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout.split()
+
+
+def _layer_in_fresh_process(**chosen) -> list[str]:
+    return _in_fresh_process(LAYER, "NUMBA_THREADING", **chosen)
 
 
 def test_numba_threads_start_on_the_first_layer_that_loads_openmp_first():
@@ -501,15 +506,8 @@ print(bool(binding.get_host_cpu_features().get("avx512f")), os.environ.get("NUMB
 """
 
 
-def _features_in_fresh_process(**chosen) -> tuple[str, str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
-    result = subprocess.run(
-        [sys.executable, "-c", VECTORS], capture_output=True, text=True, timeout=120,
-        env={**inherited, **chosen},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    avx512, features = result.stdout.split()
-    return avx512, features
+def _features_in_fresh_process(**chosen) -> list[str]:
+    return _in_fresh_process(VECTORS, "NUMBA_CPU", **chosen)
 
 
 def test_on_avx512_the_twins_are_compiled_for_full_width_vectors():
