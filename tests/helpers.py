@@ -181,7 +181,9 @@ def check_op(
                 if t is None:
                     assert o is None or np.allclose(o.numpy(), 0), f"input {i}: torch has none"
                     continue
-                assert o is not None, f"input {i}: no second derivative, torch has one"
+                if o is None:  # none recorded: PyTorch's must be zero (a mask's derivative)
+                    assert np.allclose(t.numpy(), 0), f"input {i}: no second derivative"
+                    continue
                 _assert_close(o, t, 1e-8, 1e-6, f"second derivative of input {i}")
 
     if gradcheck:

@@ -25,7 +25,7 @@ stay the reference; these compute the same values another way, each where it pay
 - ``conv2d_input_grad.grid``: stride-1 col2im as one contiguous add per kernel offset on the
   flat grid of ``kernels/conv_grid.py`` instead of a strided add.
 - ``conv2d_relu.direct`` / ``.composed``: the convolution and the ReLU that graph passes join
-  (``graph/passes/conv_activation.py``): the direct tiles storing max(sum, 0), else
+  (``graph/passes/layer_activation.py``): the direct tiles storing max(sum, 0), else
   ``conv2d``'s kernels and the ReLU in place on their output.
 - ``*.im2col``: the records' im2col (its columns made by a compiled twin where numba is
   there: one parallel pass, each input row read once for a kernel row's taps), the product

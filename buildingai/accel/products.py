@@ -24,7 +24,8 @@ Registered here:
   the optimizer's scaled sums (``vector_blas.py``), on it.
 - ``threads.one_pool`` (switch): with ``blas.own_copy``, one pool on every core is the default
   arrangement (``set_num_threads(None)``).
-- ``matmul.routed``, ``linear.routed``, ``einsum.noted``: the kernels that route the products.
+- ``matmul.routed``, ``linear.routed``, ``linear_relu.routed``, ``einsum.noted``: the kernels
+  that route the products.
 
 ``enable()`` starts what the switches ask (numba's threads, the library, the thread default),
 never the import or the first product; a switch changed afterwards takes effect at the next
@@ -43,9 +44,19 @@ from ..backend import threads
 from ..backend.precision import gemm_result_dtype
 from ..backend.threads import blas_called, gemm_threads, one_pool, own_blas, parallel_for
 from ..ops import linalg
-from ..ops.linalg import EINSUM, LINEAR, MATMUL, in_math_precision, linear_array, worth_a_path
+from ..ops.linalg import (
+    EINSUM,
+    LINEAR,
+    LINEAR_RELU,
+    MATMUL,
+    in_math_precision,
+    linear_array,
+    worth_a_path,
+)
 from . import own_blas as own_blas_library
 from .kernels import compiled
+from .kernels.activations import relu
+from .kernels.split import elementwise
 from .registry import on_enable, register, register_switch
 
 # A product of at least this many multiply-adds is cut across BuildingAI's threads in one pool:
@@ -57,8 +68,8 @@ PYTHON_SPLIT_MULTIPLY_ADDS = 1 << 24
 # NumPy's OpenBLAS runs a product of at most this many multiply-adds on the calling thread
 # (65536 x its GEMM_MULTITHREAD_THRESHOLD, 4): smaller products leave its threads asleep.
 BLAS_THREADED_MULTIPLY_ADDS = 1 << 18
-# The smallest call size (``registry.call_size``: a.size * b.size, at least the multiply-adds)
-# that matmul.routed and linear.routed take: smaller products are never routed.
+# The smallest call size that matmul.routed (``registry.call_size``: a.size * b.size, at least
+# the multiply-adds) and linear.routed (its multiply-adds) take: smaller products are never routed.
 ROUTED_MIN_SIZE = BLAS_THREADED_MULTIPLY_ADDS + 1
 # In one pool, a matrix-vector product of a matrix this large or larger runs on the own BLAS, in
 # blocks of rows on numba's threads; a smaller one on NumPy's, whose threads share it faster than
@@ -424,7 +435,13 @@ def _routed_product(xp, a, b, transpose_a=False, transpose_b=False) -> bool:
 
 def _routed_layer(xp, x, weight, bias=None) -> bool:
     """``_routed_product`` for a linear layer: ``x`` (..., in) times ``weight`` (out, in)."""
-    return x.size * weight.shape[0] > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
+    return _layer_multiply_adds(x, weight) > BLAS_THREADED_MULTIPLY_ADDS and _routed(xp)
+
+
+def _layer_multiply_adds(x, weight, bias=None) -> int:
+    """A linear layer's multiply-adds, the size of its calls (``registry.register``'s
+    ``size``): x (..., in) times weight (out, in) makes x.size * out."""
+    return x.size * weight.shape[0]
 
 
 def routed_matmul(ctx, xp, a, b, *, transpose_a=False, transpose_b=False):
@@ -453,6 +470,14 @@ def routed_linear(ctx, xp, x, weight, bias=None):
             _dot(rows, weight.T, out, accumulate=True)
         return out.reshape(*x.shape[:-1], weight.shape[0])
     return linear_array(xp, x, weight, bias, product=multiply)
+
+
+def routed_linear_relu(ctx, xp, x, weight, bias=None):
+    """``LinearRelu.forward`` with the product as ``linear.routed`` computes it, then the ReLU
+    in place on it (a new array no one else holds), split across threads where it is large."""
+    out = routed_linear(ctx, xp, x, weight, bias)
+    elementwise(xp, relu, (out,), (out,))
+    return out
 
 
 def _bias_in_the_product(xp, x, weight, bias) -> bool:
@@ -492,7 +517,17 @@ register(
     routed_linear,
     name="linear.routed",
     min_size=ROUTED_MIN_SIZE,
+    size=_layer_multiply_adds,
     description="the layer's product routed as matmul.routed",
+)
+register(
+    LINEAR_RELU,
+    _routed_layer,
+    routed_linear_relu,
+    name="linear_relu.routed",
+    min_size=ROUTED_MIN_SIZE,
+    size=_layer_multiply_adds,
+    description="linear.routed's product, then the ReLU in place on it across threads",
 )
 register(
     EINSUM,

@@ -10,8 +10,9 @@ kernel is registered beside it::
 ``applies(xp, *arrays, **attrs) -> bool`` is a cheap test of the call (dtype, layout, size);
 ``min_size`` (optional) is a call size below which it never holds (``call_size``: the first
 input's elements, times the second's where there is one, which bounds a product's
+multiply-adds; or the op's own ``size`` rule where that bound is loose, as a layer's
 multiply-adds): a call smaller than every active kernel of the op asks for skips them all
-without calling ``applies`` (``op.accelerated_from``);
+without calling ``applies`` (``op.accelerated_from``, ``op.accelerated_size``);
 ``kernel(ctx, xp, *arrays, **attrs)`` computes what ``forward`` computes, and may return
 ``NotImplemented`` to hand the call back (then the next kernel, or the record, runs it). Dispatch
 asks ``op.accelerated`` (the op's kernels that are on now, in registration order) just before the
@@ -55,7 +56,8 @@ class Kernel:
     run: Callable | None
     requires: tuple[str, ...] = ()
     description: str = ""
-    min_size: int = 0  # ``applies`` is False where ``call_size`` is smaller
+    min_size: int = 0  # ``applies`` is False where ``call_size`` (or ``size``) is smaller
+    size: Callable | None = None  # the op's call size where not ``call_size``: one rule per op
     switched_on: bool = True  # this entry's own switch
 
     @property
@@ -98,10 +100,13 @@ def register(
     requires: tuple[str, ...] = (),
     description: str = "",
     min_size: int = 0,
+    size: Callable | None = None,
 ) -> Kernel:
     """Register ``kernel`` as a faster ``forward`` of ``op`` where ``applies`` holds (never
-    where ``call_size`` is below ``min_size``)."""
-    entry = Kernel(name, op, applies, kernel, tuple(requires), description, min_size)
+    where the call's size is below ``min_size``). ``size(*arrays)`` sizes the op's calls where
+    ``call_size`` bounds them too loosely (a layer's input times its whole weight counts each
+    multiply-add ``in_features`` times); every kernel of the op gives the same rule."""
+    entry = Kernel(name, op, applies, kernel, tuple(requires), description, min_size, size)
     _add(entry)
     return entry
 
@@ -130,18 +135,27 @@ def _add(entry: Kernel) -> None:
                 f"[accel] a kernel named {entry.name!r} is registered already",
                 help="give each registered kernel its own name",
             )
+        for other in _entries.values():
+            if other.op is entry.op and entry.op is not None and other.size is not entry.size:
+                raise ArgumentError(
+                    f"[accel] kernel {entry.name!r} sizes calls of '{entry.op.name}' otherwise "
+                    f"than {other.name!r} does",
+                    help="register every kernel of one op with the same size rule",
+                )
         _entries[entry.name] = entry
         _refresh(entry.op)
 
 
 def _refresh(op) -> None:
-    """Set ``op.accelerated`` to its kernels that are active now, in registration order, and
-    ``op.accelerated_from`` to the smallest ``call_size`` any of them may take."""
+    """Set ``op.accelerated`` to its kernels that are active now, in registration order,
+    ``op.accelerated_from`` to the smallest call size any of them may take, and
+    ``op.accelerated_size`` to the op's size rule (None: ``call_size``)."""
     if op is None:
         return
     active = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
     op.accelerated = active
     op.accelerated_from = min((entry.min_size for entry in active), default=0)
+    op.accelerated_size = active[0].size if active else None
 
 
 def _refresh_all() -> None:
@@ -283,7 +297,10 @@ def call_size(arrays) -> int | None:
 
 def too_small(op, arrays) -> bool:
     """Whether a call of ``op`` on ``arrays`` is smaller than every active kernel of the op
-    takes (``call_size`` below ``op.accelerated_from``)."""
+    takes (its size, ``op.accelerated_size`` or ``call_size``, below ``op.accelerated_from``)."""
+    size_of = op.accelerated_size
+    if size_of is not None:
+        return size_of(*arrays) < op.accelerated_from
     try:  # one or two arrays, the commonest call: their sizes without the general loop
         size = arrays[0].size * arrays[1].size if len(arrays) > 1 else arrays[0].size
     except (AttributeError, IndexError):

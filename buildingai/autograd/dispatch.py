@@ -233,10 +233,13 @@ def binary_operator(op, rank: int = 0, general=None):
             ctx, node = _SCRATCH, None
         try:
             if op.accelerated:  # run_accelerated's steps, written out
-                try:
-                    small = left.size * right.size < op.accelerated_from
-                except AttributeError:  # a Python number: too_small's general rule
+                if op.accelerated_size is not None:  # the op sizes its calls itself
                     small = too_small(op, (left, right))
+                else:
+                    try:
+                        small = left.size * right.size < op.accelerated_from
+                    except AttributeError:  # a Python number: too_small's general rule
+                        small = too_small(op, (left, right))
                 if small:  # smaller than every kernel takes
                     data = op.forward(ctx, np, left, right)
                 else:
@@ -303,8 +306,10 @@ def tensor_operator(op, general=None):
             # a faster kernel may take the call, unless it is smaller than every one of them takes
             if op.accelerated and not (op.accelerated_from and too_small(op, arrays)):
                 data = run_kernels(op, _SCRATCH, np, arrays, attrs)  # (its size test passed)
-            else:
+            elif attrs:
                 data = op.forward(_SCRATCH, np, *arrays, **attrs)
+            else:  # calling without **{} is cheaper
+                data = op.forward(_SCRATCH, np, *arrays)
         except BuildingAIError as error:
             raise _with_module_path(error) from None
         except (ValueError, TypeError, IndexError) as exc:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..autograd.tensor import Tensor
-from ..backend.device import Device, device_of
+from ..backend.device import CPU, Device, device_of
 
 _KEPT_AS_THEY_ARE = (bool, int, float, complex, str, bytes, type(None), np.dtype)
 
@@ -47,7 +47,8 @@ _new_tuple = tuple.__new__
 def _kept(value: Any):
     if isinstance(value, Tensor):
         data = value.array
-        return _new_tuple(TensorShape, (data.shape, data.dtype, device_of(data)))
+        device = CPU if type(data) is np.ndarray else device_of(data)  # (the commonest first)
+        return _new_tuple(TensorShape, (data.shape, data.dtype, device))
     if isinstance(value, _KEPT_AS_THEY_ARE):
         return value
     if type(value) in (tuple, list):
@@ -59,7 +60,12 @@ def _kept(value: Any):
 
 def call_signature(args: tuple, kwargs: dict) -> CallSignature:
     """The signature of a call ``module(*args, **kwargs)``."""
-    kept_kwargs = {key: _kept(value) for key, value in kwargs.items()} if kwargs else {}
+    if kwargs:
+        kept_kwargs = {key: _kept(value) for key, value in kwargs.items()}
+    elif len(args) == 1:  # the commonest call, model(x): no comprehension's frame
+        return _new_tuple(CallSignature, ((_kept(args[0]),), {}))
+    else:
+        kept_kwargs = {}
     return _new_tuple(CallSignature, (tuple([_kept(value) for value in args]), kept_kwargs))
 
 

@@ -379,7 +379,7 @@ class Conv2d(Op):
 
 class Conv2dRelu(Conv2d):
     """``relu(conv2d(x, weight, bias))`` as one op: what the graph passes make of a convolution
-    whose only reader is a ReLU (``graph/passes/conv_activation.py``), so that a kernel can
+    whose only reader is a ReLU (``graph/passes/layer_activation.py``), so that a kernel can
     rectify each block of outputs as it stores it, instead of a second pass over the whole
     output. Inputs, attributes and shapes as ``conv2d``'s.
     """

@@ -58,6 +58,7 @@ def test_the_call_size_multiplies_the_first_two_inputs():
 def test_too_small_reads_the_call_size():
     class Op:
         accelerated_from = 240
+        accelerated_size = None  # no size rule of its own
 
     a, b = np.ones((3, 4)), np.ones((4, 5))
     assert not registry.too_small(Op, [a, b]) and registry.too_small(Op, [a, b[:, :4]])
@@ -118,8 +119,86 @@ def test_the_routed_products_bound_is_where_applies_starts(monkeypatch, accel_on
         if name == "linear.routed":
             second = (int(rng.integers(1, 80)), inner)
         a, b = np.ones(first, np.float32), np.ones(second, np.float32)
-        if registry.call_size([a, b]) < entry.min_size:
+        size = registry.call_size([a, b]) if entry.size is None else entry.size(a, b)
+        if size < entry.min_size:
             assert not entry.applies(np, a, b)
+
+
+def test_a_linear_layer_is_sized_by_its_multiply_adds(accel_on):
+    """(1, 784) times a (256, 784) weight: 200,704 multiply-adds, under the routed bound,
+    though the call size (784 * 200,704) is far above it."""
+    from buildingai.ops.linalg import LINEAR, LINEAR_RELU
+
+    x, weight = np.ones((1, 784), np.float32), np.ones((256, 784), np.float32)
+    for op in (LINEAR, LINEAR_RELU):
+        assert op.accelerated_size is products._layer_multiply_adds
+        assert registry.too_small(op, [x, weight, np.ones(256, np.float32)])
+        assert not registry.too_small(op, [np.ones((2, 784), np.float32), weight])
+    with registry.enabled(False):
+        assert LINEAR.accelerated_size is None
+
+
+@pytest.mark.parametrize("path", ["module", "apply", "frozen"])
+def test_a_small_linear_call_skips_the_routed_kernel(monkeypatch, accel_on, path):
+    entry = registry.kernel("linear.routed")
+    asked = []
+
+    def spy(xp, x, weight, bias=None, _applies=entry.applies):
+        asked.append(x.shape)
+        return _applies(xp, x, weight, bias)
+
+    monkeypatch.setattr(entry, "applies", spy)
+    layer = bai.nn.Linear(784, 256).eval()
+    rng = np.random.default_rng(3)
+    for rows in (1, 4):  # 200,704 and 802,816 multiply-adds
+        x = rng.standard_normal((rows, 784)).astype(np.float32)
+        expected = x @ layer.weight.numpy().T + layer.bias.numpy()
+        if path == "module":
+            with bai.no_grad():
+                out = layer(bai.tensor(x)).numpy()
+        elif path == "apply":
+            out = layer(bai.tensor(x)).detach().numpy()  # the parameters record: apply
+        else:
+            frozen = bai.graph.freeze(layer, [bai.graph.TensorSpec(x.shape)])
+            out = frozen(bai.tensor(x)).numpy()
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    assert asked and set(asked) == {(4, 784)}  # (a frozen graph asks when traced too)
+
+
+def test_kernels_of_one_op_share_its_size_rule(monkeypatch):
+    from buildingai.errors import ArgumentError
+    from buildingai.ops.linalg import LINEAR
+
+    monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    with pytest.raises(ArgumentError, match="sizes calls of 'linear' otherwise"):
+        registry.register(LINEAR, lambda *a: False, lambda *a: None, name="linear.spy")
+    registry._refresh(LINEAR)
+
+
+def test_an_operator_keeps_its_ops_size_rule(monkeypatch, accel_on):
+    """``x * y`` on an op with a size rule of its own: the rule decides, not a.size * b.size."""
+    from buildingai.ops.elementwise import MUL
+
+    asked = []
+
+    def applies(xp, a, b):
+        asked.append(a.shape)
+        return False
+
+    monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    registry.register(
+        MUL, applies, lambda ctx, xp, a, b: a * b, name="mul.spy", min_size=10,
+        size=lambda a, b: a.shape[0],
+    )  # fmt: skip
+    try:
+        small, large = bai.tensor(np.ones((9, 100))), bai.tensor(np.ones((12, 2)))
+        np.testing.assert_array_equal((small * small).numpy(), np.ones((9, 100)))
+        np.testing.assert_array_equal((large * large).numpy(), np.ones((12, 2)))
+        assert asked == [(12, 2)]
+    finally:
+        monkeypatch.undo()
+        registry._refresh(MUL)
+    assert MUL.accelerated == () and MUL.accelerated_size is None
 
 
 def test_an_operator_with_a_python_number_has_no_bound(monkeypatch, accel_on):

@@ -78,6 +78,12 @@ CASES = {
         True,
     ),
     "linear": (linalg.LINEAR, (floats(BATCH, 3, 4), floats(5, 4), floats(5)), {}, True),
+    "linear_relu": (
+        linalg.LINEAR_RELU,
+        (floats(BATCH, 3, 4), floats(5, 4), floats(5)),
+        {},
+        True,
+    ),
     "linear_vector": (linalg.LINEAR, (floats(4), floats(BATCH, 4, dtype=F64)), {}, True),
     "einsum": (
         linalg.EINSUM,

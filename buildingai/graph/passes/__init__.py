@@ -6,22 +6,22 @@ from __future__ import annotations
 from ..graph import Graph
 from .buffer_reuse import reuse_buffers
 from .constant_folding import fold_constants
-from .conv_activation import fuse_conv_relu
 from .cse import eliminate_common_subexpressions
 from .dead_code import eliminate_dead_code
 from .fusion import fuse_elementwise
+from .layer_activation import fuse_layer_relu
 from .slices import assemble_slices
 
 
 def optimize(graph: Graph) -> Graph:
     """Fold constants, merge repeated computations, join scattered slices, drop unused nodes,
-    join convolutions with the ReLU after them, fuse element-wise chains and plan buffer
-    reuse."""
+    join convolutions and linear layers with the ReLU after them, fuse element-wise chains
+    and plan buffer reuse."""
     graph = fold_constants(graph)
     graph = eliminate_common_subexpressions(graph)
     graph = assemble_slices(graph)
     graph = eliminate_dead_code(graph)
-    graph = fuse_conv_relu(graph)
+    graph = fuse_layer_relu(graph)
     graph = fuse_elementwise(graph)
     return reuse_buffers(graph)
 
@@ -31,8 +31,8 @@ __all__ = [
     "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "fold_constants",
-    "fuse_conv_relu",
     "fuse_elementwise",
+    "fuse_layer_relu",
     "optimize",
     "reuse_buffers",
 ]

@@ -71,6 +71,24 @@ case(
 )
 
 
+def _linear_relu(d: Draw) -> Sample:
+    features, out = d.size(1, 4), d.size(1, 4)
+    features = d.choice((features, "m"))
+    x = d.floats("n", *d.sizes(0, 1), features)
+    weight = d.floats(out, features)
+    bias = d.choice((None, d.floats(out)))
+    return d.call("linear_relu", x, weight, *([] if bias is None else [bias]))
+
+
+case(
+    "linear_relu",
+    _linear_relu,
+    torch=lambda x, w, b=None: TF.relu(TF.linear(x, w, b)),
+    gradgrad=True,
+    covered_by=("tests/graph/test_layer_activation.py",),
+)
+
+
 def _einsum(d: Draw) -> Sample:
     i, j, k = d.size(1, 3), d.size(1, 3), d.size(1, 3)
     equation = d.variant(("bij,bjk->bik", "bij,bkj->bki", "bi,bj->bij"))
@@ -141,7 +159,7 @@ case(
     "conv2d_relu",
     _conv2d_relu,
     torch=lambda x, w, b=None, **attrs: TF.relu(TF.conv2d(x, w, b, **attrs)),
-    covered_by=("tests/graph/test_conv_activation.py",),
+    covered_by=("tests/graph/test_layer_activation.py",),
 )
 
 
