@@ -302,7 +302,7 @@ def tensor_operator(op, general=None):
             arrays.append(value.array)
         try:
             if check is not None:
-                check(*arrays, **attrs)
+                check(*arrays, **attrs) if attrs else check(*arrays)
             # a faster kernel may take the call, unless it is smaller than every one of them takes
             if op.accelerated and not (op.accelerated_from and too_small(op, arrays)):
                 data = run_kernels(op, _SCRATCH, np, arrays, attrs)  # (its size test passed)

@@ -105,7 +105,10 @@ class Module:
             # The name under which the calling module holds this one: a cached lookup, checked.
             parent = stack[-1]
             name = parent._child_names.get(id(self))
-            if name is None or not _holds_under(parent, name, self):
+            if name is None or (
+                parent._modules.get(name) is not self  # a direct child: the commonest call
+                and not _holds_under(parent, name, self)
+            ):
                 name = _name_within(parent, self)
         else:
             name = type(self).__name__

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..backend.precision import MULTIPLIED_AS_STORED, gemm_operand, gemm_result_dtype
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
 from .activation import RELU_GRAD
 from .base import Op
@@ -251,6 +251,13 @@ class Linear(Op):
     autocast = "low"
 
     def check(self, x, weight, bias=None):
+        if x.dtype.kind not in "fV":  # NumPy would promote it silently (int64 @ float32: float64)
+            raise DTypeError(
+                f"[linear] input must be a floating-point tensor, got {x.dtype} of shape "
+                f"{tuple(x.shape)} (weight {weight.dtype} {tuple(weight.shape)})",
+                help=f"convert it first: x.float(), or x.astype('{weight.dtype}') to match the "
+                "weight",
+            )
         if weight.ndim != 2:
             raise ShapeError(
                 f"[linear] weight must be 2-D (out_features, in_features), got {tuple(weight.shape)}"
