@@ -50,8 +50,9 @@ from ... import registry
 _FLOAT32 = np.dtype(np.float32)
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
-# waking numba's threads costs more than the split saves.
-MIN_PARALLEL_WORK = 1 << 16
+# the split costs more than it saves, even on an input a split op before left half in each
+# core's cache (docs/design_notes/performance.md).
+MIN_PARALLEL_WORK = 1 << 15
 # Below this many, the NumPy kernel runs: numba's dispatch costs more than the passes it saves.
 MIN_WORK = 1 << 14
 # ``min_work`` of a twin whose NumPy kernel makes several passes, or several NumPy calls per row:
