@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     convolution,
     elementwise,
     embedding,
+    index_into,
     optimizers,
     pooling,
     prelu,

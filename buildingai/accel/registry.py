@@ -18,6 +18,11 @@ without calling ``applies`` (``op.accelerated_from``, ``op.accelerated_size``);
 asks ``op.accelerated`` (the op's kernels that are on now, in registration order) just before the
 record's forward; when acceleration is off that tuple is empty and dispatch pays one truth test.
 
+An op whose gradient the backward engine adds straight into its input's sum
+(``Op.add_grad_into``: a basic index) may have faster kernels for that sum too, registered with
+``register_gradient_into`` and run by ``add_grad_into``; ``op.accelerated_into`` holds the
+active ones.
+
 Accelerations that are not one op's kernel (a BLAS of BuildingAI's own, one thread pool, packed
 optimizer state) are registered as switches (``register_switch``): code that uses them asks
 ``switch.active``.
@@ -58,6 +63,7 @@ class Kernel:
     description: str = ""
     min_size: int = 0  # ``applies`` is False where ``call_size`` (or ``size``) is smaller
     size: Callable | None = None  # the op's call size where not ``call_size``: one rule per op
+    method: str = "forward"  # the op's method it speeds up: "forward" or "add_grad_into"
     switched_on: bool = True  # this entry's own switch
 
     @property
@@ -111,6 +117,23 @@ def register(
     return entry
 
 
+def register_gradient_into(
+    op,
+    applies: Callable,
+    kernel: Callable,
+    *,
+    name: str,
+    requires: tuple[str, ...] = (),
+    description: str = "",
+) -> Kernel:
+    """Register ``kernel(total, grad, attrs)`` as a faster ``op.add_grad_into(total, grad,
+    attrs)`` (the engine's sum of the op's gradient into its input's) where ``applies(total,
+    grad, attrs)`` holds; it may return ``NotImplemented`` to hand the call back."""
+    entry = Kernel(name, op, applies, kernel, tuple(requires), description, method="add_grad_into")
+    _add(entry)
+    return entry
+
+
 def register_switch(name: str, *, requires: tuple[str, ...] = (), description: str = "") -> Kernel:
     """Register an acceleration that is no op's kernel; its users read ``.active``."""
     entry = Kernel(name, None, None, None, tuple(requires), description)
@@ -136,7 +159,12 @@ def _add(entry: Kernel) -> None:
                 help="give each registered kernel its own name",
             )
         for other in _entries.values():
-            if other.op is entry.op and entry.op is not None and other.size is not entry.size:
+            if (
+                other.op is entry.op
+                and entry.op is not None
+                and other.method == entry.method == "forward"
+                and other.size is not entry.size
+            ):
                 raise ArgumentError(
                     f"[accel] kernel {entry.name!r} sizes calls of '{entry.op.name}' otherwise "
                     f"than {other.name!r} does",
@@ -147,15 +175,18 @@ def _add(entry: Kernel) -> None:
 
 
 def _refresh(op) -> None:
-    """Set ``op.accelerated`` to its kernels that are active now, in registration order,
-    ``op.accelerated_from`` to the smallest call size any of them may take, and
-    ``op.accelerated_size`` to the op's size rule (None: ``call_size``)."""
+    """Set ``op.accelerated`` to its forward kernels that are active now, in registration
+    order, ``op.accelerated_from`` to the smallest call size any of them may take,
+    ``op.accelerated_size`` to the op's size rule (None: ``call_size``), and
+    ``op.accelerated_into`` to its active ``add_grad_into`` kernels."""
     if op is None:
         return
-    active = tuple(entry for entry in _entries.values() if entry.op is op and entry.active)
-    op.accelerated = active
-    op.accelerated_from = min((entry.min_size for entry in active), default=0)
-    op.accelerated_size = active[0].size if active else None
+    active = [entry for entry in _entries.values() if entry.op is op and entry.active]
+    forward = tuple(entry for entry in active if entry.method == "forward")
+    op.accelerated = forward
+    op.accelerated_from = min((entry.min_size for entry in forward), default=0)
+    op.accelerated_size = forward[0].size if forward else None
+    op.accelerated_into = tuple(entry for entry in active if entry.method == "add_grad_into")
 
 
 def _refresh_all() -> None:
@@ -280,6 +311,18 @@ def run_kernels(op, ctx, xp, arrays, attrs: dict):
             if data is not NotImplemented:
                 return data
     return op.forward(ctx, xp, *arrays)
+
+
+def add_grad_into(op, total, grad, attrs: dict) -> None:
+    """``op.add_grad_into(total, grad, attrs)``, or the first of the op's active kernels for it
+    that applies (``register_gradient_into``): the backward engine's one call."""
+    for entry in op.accelerated_into:
+        if (
+            entry.applies(total, grad, attrs)
+            and entry.run(total, grad, attrs) is not NotImplemented
+        ):
+            return
+    op.add_grad_into(total, grad, attrs)
 
 
 def call_size(arrays) -> int | None:

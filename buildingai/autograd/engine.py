@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..accel.registry import add_grad_into
 from ..backend.device import array_namespace, is_read_only
 from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
@@ -485,7 +486,7 @@ def _sum_into(previous: Tensor | None, in_place: bool, x: Tensor, node, gradient
         total = previous.array
     else:
         total = np.array(previous.array, dtype=np.result_type(previous.array, source), order="C")
-    node.op.add_grad_into(total, gradient.array, node.attrs)
+    add_grad_into(node.op, total, gradient.array, node.attrs)  # (or a registered kernel)
     return previous if previous is not None and in_place else Tensor(total)
 
 

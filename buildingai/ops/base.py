@@ -62,6 +62,7 @@ class Op:
       zeros (a basic index), the engine then builds no zero array and no full-size sum.
     - ``accelerated``: the faster kernels registered for this op in ``buildingai.accel`` that
       are active now (empty when acceleration is off); set by the registry, never by the record.
+      ``accelerated_into``: the same for ``add_grad_into``.
     """
 
     name: str = "op"
@@ -76,6 +77,7 @@ class Op:
     effectful: bool = False
     add_grad_into = None
     accelerated: tuple = ()
+    accelerated_into: tuple = ()
 
     def __call__(self, *inputs, **attrs):
         """Run this op through dispatch: ``CONV2D(x, w, stride=...)``. Backward rules use this

@@ -1,10 +1,11 @@
-"""Compiled twins of ``accel/embedding.py``: the rows of an embedding's gradient summed into
-the table, one pass over the gradient, in float64 as the record's ``bincount`` sums."""
+"""Compiled twins of ``accel/embedding.py`` (the rows of an embedding's gradient summed into
+the table, one pass over the gradient, in float64 as the record's ``bincount`` sums) and of
+``accel/kernels/column_blocks.py`` (a block of columns added to, row by row)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(nogil=True, cache=True)
@@ -33,3 +34,18 @@ def embedding_rows(indices, rows, out):
         source = sums[s]
         for j in range(dim):
             destination[j] = source[j]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def add_columns(total, grad, start):
+    """total[:, :, start:start + width] += grad for total (a, b, columns) and grad (a, b,
+    width), float32, last axes contiguous: each row's block in one vectorised pass, the rows
+    of each of the a planes on one of numba's threads (NumPy adds such a block one short row
+    at a time, at several times the cost)."""
+    width = grad.shape[2]
+    for outer in prange(grad.shape[0]):
+        for middle in range(grad.shape[1]):
+            block = total[outer, middle, start : start + width]
+            source = grad[outer, middle]
+            for column in range(width):
+                block[column] += source[column]
