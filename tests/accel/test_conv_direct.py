@@ -218,7 +218,9 @@ def test_forward_threads_are_chosen_for_its_multiply_adds(direct_calls, monkeypa
     """A batch-1 1->32 layer holds 22,736 elements in its arrays, below what two threads take
     for element-wise work, but makes 194,688 multiply-adds: those choose its threads."""
     chosen = []
-    monkeypatch.setattr(compiled, "_use_threads", chosen.append)
+    monkeypatch.setattr(
+        compiled, "_use_threads", lambda work, parallel_from=None: chosen.append(work)
+    )
     x, w, b = _inputs((1, 1, 28, 28), (32, 1, 3, 3))
     F.conv2d(bai.tensor(x), bai.tensor(w), bai.tensor(b))
     assert direct_calls == ["correlate"]
@@ -268,7 +270,7 @@ def test_one_thread_beside_a_cut_product_keeps_to_im2col(monkeypatch, accel_on):
     """On one of numba's threads (here forced), a product at least SPLIT_MULTIPLY_ADDS long
     is cut across a pool of two: im2col runs; a smaller one is not: the direct twin runs."""
     pytest.importorskip("threadpoolctl")
-    monkeypatch.setattr(compiled, "thread_count", lambda work: 1)
+    monkeypatch.setattr(compiled, "thread_count", lambda work, parallel_from=None: 1)
     large = ((4, 32, 24, 24), (32, 32, 3, 3))  # 73728 outputs x 288 >= 1 << 21
     assert not _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=large)
     small = ((1, 16, 16, 16), (32, 16, 3, 3))  # 8192 outputs x 144 < 1 << 21

@@ -58,7 +58,9 @@ def _row_span(x_shape, kernel, dilation) -> int:
     return (kernel[0] - 1) * dilation[0] * x_shape[3]
 
 
-@compiled_twin("pooling.window_max", params=("size", "stride", "dilation"))
+# From 2^15 elements touched on both cores: pooling reads the output of the layer before it,
+# which a split kernel left half in each core's cache (docs/design_notes/performance.md).
+@compiled_twin("pooling.window_max", params=("size", "stride", "dilation"), parallel_from=1 << 15)
 def window_max(xp, x, out, *, size, stride, dilation) -> None:
     """Max pooling of a contiguous x (N, C, H, W) whose windows fit (``fits_flat``) into out
     (N, C, Ho, Wo); ``size`` is the window's (kh, kw)."""

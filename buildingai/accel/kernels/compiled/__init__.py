@@ -50,9 +50,9 @@ from ... import registry
 _FLOAT32 = np.dtype(np.float32)
 ENV_VAR = "BUILDINGAI_COMPILED_KERNELS"
 # Below this many elements touched (all arrays of a call together), a kernel runs on one thread:
-# the split costs more than it saves, even on an input a split op before left half in each
-# core's cache (docs/design_notes/performance.md).
-MIN_PARALLEL_WORK = 1 << 15
+# waking numba's threads costs more than the split saves (a twin may say otherwise:
+# ``compiled_twin``'s ``parallel_from``).
+MIN_PARALLEL_WORK = 1 << 16
 # Below this many, the NumPy kernel runs: numba's dispatch costs more than the passes it saves.
 MIN_WORK = 1 << 14
 # ``min_work`` of a twin whose NumPy kernel makes several passes, or several NumPy calls per row:
@@ -90,19 +90,26 @@ _gpu_failures: set = set()  # CUDA twins that failed once
 
 
 def compiled_twin(
-    name: str, params: tuple = (), min_work: int | None = None, strided: bool = False
+    name: str,
+    params: tuple = (),
+    min_work: int | None = None,
+    strided: bool = False,
+    parallel_from: int | None = None,
 ):
     """Mark a NumPy kernel as having the compiled twin ``name`` ("module.function"), which takes
     the kernel's arrays and then the keyword arguments ``params`` positionally; ``min_work``:
     the twin takes calls from this many elements on, where fewer than ``MIN_WORK`` already pay
     (a reference of many small passes); ``strided``: the twin reads arrays through their
-    strides, so it takes any whose last axis is contiguous, not only C-contiguous ones."""
+    strides, so it takes any whose last axis is contiguous, not only C-contiguous ones;
+    ``parallel_from``: the twin splits across threads from this many elements touched, not
+    ``MIN_PARALLEL_WORK``."""
 
     def mark(kernel):
         kernel.compiled_twin = (name, tuple(params))
         # every field set: a missing attribute costs a raised error on each twin call
         kernel.compiled_min_work = MIN_WORK if min_work is None else min_work
         kernel.compiled_strided = strided
+        kernel.compiled_parallel_from = parallel_from
         REGISTRY[kernel] = kernel.compiled_twin
         return kernel
 
@@ -183,9 +190,12 @@ def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
     if fit is None:
         return False
     name, params, twin, arrays, elements = fit
-    if params and type(kernel) is functools.partial:  # its keywords are the params
-        keywords = kernel.keywords
-    _use_threads(elements if work is None else work)
+    marked = kernel
+    if type(kernel) is functools.partial:
+        marked = kernel.func
+        if params:  # its keywords are the params
+            keywords = kernel.keywords
+    _use_threads(elements if work is None else work, marked.compiled_parallel_from)
     try:
         if params:
             twin(*arrays, *[keywords[param] for param in params])
@@ -499,11 +509,12 @@ def _start_threads(numba) -> None:
             del os.environ["GOMP_SPINCOUNT"]
 
 
-def thread_count(work: int) -> int:
+def thread_count(work: int, parallel_from: int | None = None) -> int:
     """The numba threads a twin touching ``work`` elements runs on now: BuildingAI's
-    element-wise thread count for large work; one inside a pool thread, for small work, or
-    while BLAS's threads may still be spinning after a call (``threads.blas_spinning``)."""
-    if work < MIN_PARALLEL_WORK:
+    element-wise thread count for large work (from ``parallel_from`` elements, or
+    ``MIN_PARALLEL_WORK``); one inside a pool thread, for small work, or while BLAS's threads
+    may still be spinning after a call (``threads.blas_spinning``)."""
+    if work < (MIN_PARALLEL_WORK if parallel_from is None else parallel_from):
         return 1
     count = get_num_threads()  # (one thread asked for: numba need not load)
     if count == 1 or not _on() or inside_pool() or blas_spinning():
@@ -512,10 +523,11 @@ def thread_count(work: int) -> int:
     return 1 if numba is None else min(count, numba.config.NUMBA_NUM_THREADS)
 
 
-def _use_threads(work: int) -> None:
-    """Set numba's thread count for this launching thread to ``thread_count(work)``."""
+def _use_threads(work: int, parallel_from: int | None = None) -> None:
+    """Set numba's thread count for this launching thread to ``thread_count(work,
+    parallel_from)``."""
     numba = _state["numba"]
-    count = thread_count(work)
+    count = thread_count(work, parallel_from)
     if _threads.count != count:
         numba.set_num_threads(count)
         _threads.count = count

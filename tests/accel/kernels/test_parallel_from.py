@@ -1,0 +1,41 @@
+"""A twin's own threshold for splitting across threads (``compiled_twin``'s ``parallel_from``):
+max pooling's twin splits from 2^15 elements touched, other twins from ``MIN_PARALLEL_WORK``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import buildingai as bai
+from buildingai.accel.kernels import activations, compiled, pool_flat
+
+pytest.importorskip("numba")
+
+
+def test_the_threshold_is_the_twins_own_or_the_default():
+    assert pool_flat.window_max.compiled_parallel_from == 1 << 15 < compiled.MIN_PARALLEL_WORK
+    assert activations.relu.compiled_parallel_from is None
+    assert compiled.thread_count(40_000) == 1
+    assert compiled.thread_count(40_000, 1 << 15) == compiled.thread_count(1 << 20)
+
+
+def test_a_twin_run_counts_its_threads_from_its_own_threshold(monkeypatch, accel_on):
+    """A 2x2 max pool touching 46,080 elements asks for its threads with its threshold, and
+    gives the record's result at one and two threads."""
+    asked = []
+    use_threads = compiled._use_threads
+
+    def spy(work, parallel_from=None):
+        asked.append((work, parallel_from))
+        return use_threads(work, parallel_from)
+
+    monkeypatch.setattr(compiled, "_use_threads", spy)
+    x = np.random.default_rng(0).standard_normal((1, 64, 24, 24)).astype(np.float32)
+    expected = x.reshape(1, 64, 12, 2, 12, 2).max(axis=(3, 5))
+    for threads in (1, 2):
+        bai.set_num_threads(threads)
+        with bai.no_grad():
+            got = bai.nn.functional.max_pool2d(bai.tensor(x), 2).numpy()
+        np.testing.assert_array_equal(got, expected)
+    bai.set_num_threads(None)
+    assert (46_080, 1 << 15) in asked
