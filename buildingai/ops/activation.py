@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .abstract import total
 from .families import ElementwiseOp, FloatFunction, SameDtypeFunction
 from .promotion import as_float, result_type
 
@@ -60,6 +61,28 @@ class ReluGrad(SameDtypeFunction):
 
 
 RELU_GRAD = ReluGrad()
+
+
+class ReluAfter:
+    """The ReLU after a layer, joined to the layer's record (``conv2d_relu``, ``linear_relu``:
+    what ``graph/passes/layer_activation.py`` makes), mixed in before that record; the joined
+    op's forward rectifies the layer's. One max per output more in the cost; the backward
+    masks the gradient with the output, then is the layer's; the export is the layer's
+    nodes, then a Relu."""
+
+    save_output = True  # the ReLU's mask
+
+    def cost(self, *specs, **attrs):
+        flops, read, written = super().cost(*specs, **attrs)
+        return total((flops, self.infer(*specs, **attrs).numel)), read, written
+
+    def backward(self, ctx, grad):
+        return super().backward(ctx, RELU_GRAD(grad, ctx.tensor(ctx.out_data)))
+
+    def to_onnx(self, emit, inputs, output, attrs):
+        layer = emit.fresh(self.name)
+        super().to_onnx(emit, inputs, layer, attrs)
+        emit.node("Relu", [layer], output)
 
 
 class LeakyRelu(FloatFunction):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..backend.device import strided_view
 from ..errors import DTypeError, ShapeError
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, bytes_of, prod, simplify
-from .activation import RELU_GRAD
+from .activation import ReluAfter
 from .base import Op
 from .linalg import matmul_array
 from .reduce import SUM
@@ -377,7 +377,7 @@ class Conv2d(Op):
         )
 
 
-class Conv2dRelu(Conv2d):
+class Conv2dRelu(ReluAfter, Conv2d):
     """``relu(conv2d(x, weight, bias))`` as one op: what the graph passes make of a convolution
     whose only reader is a ReLU (``graph/passes/layer_activation.py``), so that a kernel can
     rectify each block of outputs as it stores it, instead of a second pass over the whole
@@ -385,23 +385,9 @@ class Conv2dRelu(Conv2d):
     """
 
     name = "conv2d_relu"
-    save_output = True  # the ReLU's mask
 
     def forward(self, ctx, xp, x, weight, bias=None, *, stride, padding, dilation, groups):
         return xp.maximum(_conv(xp, x, weight, stride, padding, dilation, groups, bias), 0)
-
-    def cost(self, x, weight, bias=None, *, stride, padding, dilation, groups):
-        attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-        flops, read, written = super().cost(x, weight, bias, **attrs)
-        return flops + self.infer(x, weight, bias, **attrs).numel, read, written  # one max each
-
-    def backward(self, ctx, grad):
-        return super().backward(ctx, RELU_GRAD(grad, ctx.tensor(ctx.out_data)))
-
-    def to_onnx(self, emit, inputs, output, attrs):
-        convolved = emit.fresh("conv")
-        super().to_onnx(emit, inputs, convolved, attrs)
-        emit.node("Relu", [convolved], output)
 
 
 class Conv2dInputGrad(Op):

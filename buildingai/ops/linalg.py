@@ -14,7 +14,7 @@ import numpy as np
 from ..backend.precision import MULTIPLIED_AS_STORED, gemm_operand, gemm_result_dtype
 from ..errors import DTypeError, ShapeError
 from .abstract import ValueSpec, broadcast_shapes, bytes_of, prod, total
-from .activation import RELU_GRAD
+from .activation import ReluAfter
 from .base import Op
 from .reduce import SUM
 
@@ -319,7 +319,7 @@ class Linear(Op):
         emit.node("Add", [emit.node("MatMul", [x, weight_t]), rest[0]], output)
 
 
-class LinearRelu(Linear):
+class LinearRelu(ReluAfter, Linear):
     """``relu(linear(x, weight, bias))`` as one op: what the graph passes make of a linear
     layer whose only reader is a ReLU (``graph/passes/layer_activation.py``), so that the
     product is rectified in place, with no second step, array or pass. Inputs and shapes as
@@ -327,23 +327,10 @@ class LinearRelu(Linear):
     """
 
     name = "linear_relu"
-    save_output = True  # the ReLU's mask
 
     def forward(self, ctx, xp, x, weight, bias=None):
         out = linear_array(xp, x, weight, bias)
         return xp.maximum(out, 0, out=out)  # in place: the product is a fresh array; NaN stays
-
-    def cost(self, x, weight, bias=None):
-        flops, read, written = super().cost(x, weight, bias)
-        return total((flops, self.infer(x, weight, bias).numel)), read, written  # one max each
-
-    def backward(self, ctx, grad):
-        return super().backward(ctx, RELU_GRAD(grad, ctx.tensor(ctx.out_data)))
-
-    def to_onnx(self, emit, inputs, output, attrs):
-        product = emit.fresh("linear")
-        super().to_onnx(emit, inputs, product, attrs)
-        emit.node("Relu", [product], output)
 
 
 class Einsum(Op):
