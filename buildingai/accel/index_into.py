@@ -3,7 +3,9 @@
 one axis, as ``split`` and ``chunk`` make (a GPT's q, k and v from one product): as a block of
 columns of a row-major array, through ``column_blocks.add_columns``' twin. NumPy's in-place
 sum walks such a block one short row at a time: for a (16, 64, 384) input and a third of its
-last axis, 50-60 us against the twin's 16 (one thread).
+last axis, 50-60 us against the twin's 16 (one thread). A small block (an LSTM cell's h and c
+cut from one (N, 2H) array) stays on NumPy: below ``LEAST_ELEMENTS`` its few rows cost less
+there than the twin's call.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from ..ops.index import GETITEM
 from .kernels import compiled
 from .kernels.column_blocks import add_columns
 from .registry import register_gradient_into
+
+# Gradients of fewer elements go to NumPy's in-place sum (docs/design_notes/performance.md).
+LEAST_ELEMENTS = 1 << 14
 
 
 def column_block(total, grad, index) -> tuple | None:
@@ -60,8 +65,8 @@ def column_block(total, grad, index) -> tuple | None:
     return total.reshape(*folded, -1), block, first * inner
 
 
-def _numpy_arrays(total, grad, attrs) -> bool:
-    return type(total) is np.ndarray and type(grad) is np.ndarray
+def _large_numpy_arrays(total, grad, attrs) -> bool:
+    return type(total) is np.ndarray and type(grad) is np.ndarray and grad.size >= LEAST_ELEMENTS
 
 
 def _add_column_block(total, grad, attrs):
@@ -76,7 +81,7 @@ def _add_column_block(total, grad, attrs):
 
 register_gradient_into(
     GETITEM,
-    _numpy_arrays,
+    _large_numpy_arrays,
     _add_column_block,
     name="getitem.add_columns",
     description="a split's gradient added into its input's sum as a block of columns, in one "

@@ -42,7 +42,9 @@ CASES = {
 
 @pytest.fixture
 def asked(monkeypatch, accel_on):
-    """The indices the kernel computed a block for."""
+    """The indices the kernel computed a block for, with blocks of every size asked (the cases'
+    are below ``LEAST_ELEMENTS``)."""
+    monkeypatch.setattr(index_into, "LEAST_ELEMENTS", 0)
     entry = registry.kernel("getitem.add_columns")
     blocks = []
 
@@ -105,10 +107,22 @@ def test_column_block_reads_whole_slices_and_one_range():
         assert index_into.column_block(total, array, index) is None, index
 
 
-def test_split_gradients_on_two_threads_at_once(accel_on):
+def test_small_blocks_stay_on_numpy_and_large_ones_go_to_the_kernel(accel_on):
+    """An LSTM cell's h and c, cut from one (32, 256) array, are summed by NumPy; a GPT's q, k
+    and v, cut from one (16, 64, 384) array, by the kernel."""
+    entry = registry.kernel("getitem.add_columns")
+    small = np.zeros((32, 256), np.float32), np.ones((32, 128), np.float32)
+    large = np.zeros((16, 64, 384), np.float32), np.ones((16, 64, 128), np.float32)
+    assert not entry.applies(*small, {"index": (slice(None), slice(0, 128))})
+    assert entry.applies(*large, {"index": (Ellipsis, slice(128, 256))})
+    assert small[1].size < index_into.LEAST_ELEMENTS <= large[1].size
+
+
+def test_split_gradients_on_two_threads_at_once(monkeypatch, accel_on):
     """Backward passes through the kernel on two threads together give each one's sums."""
     from concurrent.futures import ThreadPoolExecutor
 
+    monkeypatch.setattr(index_into, "LEAST_ELEMENTS", 0)
     split = CASES["split along the last axis"][0]
     expected = [_gradient(split, seed=seed) for seed in (1, 2)]
     for _ in range(5):
