@@ -214,7 +214,9 @@ def section(records: list[dict], failures: list[str] = ()) -> str:
         "it, see `benchmarks/suite/resnet18.py`"
         "; `gpt` leaves out Adam steps of gradients below 1e-6, see `benchmarks/suite/gpt.py`).",
         "- Where BuildingAI's step spends its time, op by op: `python -m "
-        "benchmarks.real_op_times WORKLOAD [--threads N] [--compiled]`.",
+        "benchmarks.real_op_times WORKLOAD [--threads N] [--compiled]`; phase by phase "
+        "(forward, backward, clipping, update) beside PyTorch's: `python -m "
+        "benchmarks.real_phases WORKLOAD [--threads N]`.",
         "",
         "### Step time and throughput",
         "",
