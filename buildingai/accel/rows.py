@@ -1,6 +1,7 @@
 """Faster kernels of the row ops: softmax, log_softmax and their gradients, standardize, layer
-normalisation and its gradients, cross-entropy and its gradient (the records of ``ops/nn.py``,
-``ops/norm.py``, ``ops/layer_norm.py`` and ``ops/loss.py``).
+normalisation and its gradients, cross-entropy and its gradient, and the joined gradient of
+nll_loss through log_softmax (the records of ``ops/nn.py``, ``ops/norm.py``,
+``ops/layer_norm.py``, ``ops/loss.py`` and ``ops/log_softmax_nll.py``).
 
 Each applies where the op's axes are the trailing axes of C-contiguous arrays, seen as
 (rows, n) views: the rows are cut across BuildingAI's threads (``kernels/split.py``), each part
@@ -18,6 +19,7 @@ import functools
 import numpy as np
 
 from ..ops.layer_norm import LAYER_NORM, LAYER_NORM_INPUT_GRAD, LAYER_NORM_WEIGHT_GRAD
+from ..ops.log_softmax_nll import LOG_SOFTMAX_NLL_GRAD
 from ..ops.loss import CROSS_ENTROPY, CROSS_ENTROPY_GRAD
 from ..ops.nn import LOG_SOFTMAX, LOG_SOFTMAX_GRAD, SOFTMAX, SOFTMAX_GRAD
 from ..ops.norm import STANDARDIZE, STANDARDIZE_GRAD
@@ -190,6 +192,18 @@ def _softmax_minus_one_hot(xp, probs, coefficients, index, out) -> None:
     row's coefficient at its column ``index`` (rows, 1): the gradient of cross-entropy."""
     xp.multiply(probs, coefficients[:, None], out=out)
     out[_row_numbers(xp, len(out)), index[:, 0]] -= coefficients
+
+
+@compiled_twin("rows.exp_minus_one_hot", min_work=ANY_SIZE)
+def _exp_minus_one_hot(xp, log_probs, coefficients, index, out) -> None:
+    """out = -(exp(log_probs) * coefficients) per row (log_probs (rows, C), coefficients
+    (rows,)), plus each row's coefficient at its column ``index`` (rows, 1): the gradient of
+    nll_loss through log_softmax, as ``log_softmax_grad`` computes it from ``nll_loss_grad``'s
+    scattered coefficients."""
+    xp.exp(log_probs, out=out)
+    out *= coefficients[:, None]
+    xp.negative(out, out=out)
+    out[_row_numbers(xp, len(out)), index[:, 0]] += coefficients
 
 
 @compiled_twin("rows.scale_rows")
@@ -544,6 +558,31 @@ def cross_entropy_grad(ctx, xp, grad, x, probs, scale, *, index, axis):
     return out
 
 
+def log_softmax_nll_grad(ctx, xp, grad, log_probs, scale, *, index, axis):
+    """(N, C) float32 log-probabilities: the exponentials of each row scaled by its coefficient
+    and the coefficient added at the target, in one compiled pass over the rows (no scattered
+    array of zeros, no second pass reading it)."""
+    dtype = np.result_type(log_probs.dtype, grad.dtype, scale.dtype)
+    coefficients = (-(grad * scale)).astype(dtype, copy=False)  # nll_loss_grad's (N,)
+    if coefficients.shape != log_probs.shape[:1] or log_probs.dtype != dtype:
+        return NotImplemented
+    out = np.empty_like(log_probs)
+    if not compiled.run(_exp_minus_one_hot, (log_probs, coefficients, index, out)):
+        _exp_minus_one_hot(np, log_probs, coefficients, index, out)
+    return out
+
+
+def _log_softmax_nll_grad_fits(xp, grad, log_probs, scale, *, index, axis) -> bool:
+    """NumPy log-probabilities (N, C) with the classes along axis 1 and one target each."""
+    return (
+        xp is np
+        and log_probs.ndim == 2
+        and axis in (1, -1)
+        and index.shape == (log_probs.shape[0], 1)
+        and log_probs.size > 0
+    )
+
+
 def _at_targets(xp, array, index, axis: int):
     """``take_along_axis(array, index, axis)``; (N, C) along 1 as one fancy index (NumPy's
     take_along_axis builds its index grids in Python)."""
@@ -570,6 +609,14 @@ register(
     cross_entropy,
     name="cross_entropy.rows",
     description="float32 logits: softmax, maximum and log-sum in one pass over each row",
+)
+register(
+    LOG_SOFTMAX_NLL_GRAD,
+    _log_softmax_nll_grad_fits,
+    log_softmax_nll_grad,
+    name="log_softmax_nll_grad.rows",
+    description="(N, C): scaled exponentials and the target's coefficient in one compiled "
+    "pass over the rows",
 )
 register(
     CROSS_ENTROPY_GRAD,

@@ -158,6 +158,13 @@ def _case_softmax_minus_one_hot(rng, rows, n):
     return [probs, coefficient, rng.integers(0, n, (rows, 1))], [_row(rows, n)], {}
 
 
+def _case_exp_minus_one_hot(rng, rows, n):
+    log_probs = _log_probs(_logits(rng, rows, n, edges=False))
+    coefficient = _grad(rng, 1, rows)[0]
+    coefficient[::3] = 0.0  # an ignored sample's row: zeros (a 0 coefficient)
+    return [log_probs, coefficient, rng.integers(0, n, (rows, 1))], [_row(rows, n)], {}
+
+
 def _case_column_sum(rng, rows, n):
     return [_grad(rng, rows, n)], [np.empty(n, np.float32)], {}
 
@@ -214,6 +221,8 @@ CASES = {
     "scale_rows": (row_kernels._scale_rows, _case_scale_rows, 1e-7),
     # the same products and the same subtraction: the same bits
     "softmax_minus_one_hot": (row_kernels._softmax_minus_one_hot, _case_softmax_minus_one_hot, 0.0),
+    # the twin's exp32 against NumPy's exp, and one rounding (a fused multiply-add) at the target
+    "exp_minus_one_hot": (row_kernels._exp_minus_one_hot, _case_exp_minus_one_hot, 1e-6),
 }
 FLOORED = {  # rows of values that are differences of larger ones: errors relative to at least 1
     "cross_entropy_rows",  # log_total: log of a sum >= 1
@@ -262,6 +271,7 @@ SEVERAL_PASSES = {
     "cross_entropy_rows",
     "cross_entropy_targets",
     "softmax_minus_one_hot",
+    "exp_minus_one_hot",
 }
 
 

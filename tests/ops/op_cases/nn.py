@@ -230,6 +230,43 @@ case(
 )
 
 
+def _log_softmax_nll_grad(d: Draw) -> Sample:
+    classes = d.size(2, 5)
+    log_probs = d.floats("n", classes, low=-4.0, high=-0.1)
+    reduced = d.choice((True, False))
+    grad = d.floats() if reduced else d.floats("n")
+    scale = d.floats("n", low=0.0, high=1.0)  # 0 for an ignored sample
+    index = d.rng.integers(0, classes, size=(d.n, 1))
+    return d.call(
+        "log_softmax_nll_grad",
+        grad,
+        log_probs,
+        scale,
+        index=index,
+        axis=1,
+        symbols={(1, 0): "n", (2, 0): "n"} | ({} if reduced else {(0, 0): "n"}),
+    )
+
+
+def _torch_log_softmax_nll_grad(grad, log_probs, scale, *, index, axis):
+    """nll_loss_grad's scatter of -(grad * scale), then log_softmax_grad's rule, in PyTorch."""
+    at_target = -(grad * scale)
+    scattered = torch.zeros_like(log_probs).scatter(
+        axis, torch.as_tensor(index), at_target.unsqueeze(axis)
+    )
+    return scattered - log_probs.exp() * scattered.sum(axis, keepdim=True)
+
+
+case(
+    "log_softmax_nll_grad",
+    _log_softmax_nll_grad,
+    torch=_torch_log_softmax_nll_grad,
+    grad_inputs=(0, 1),  # scale is a constant, as nll_loss_grad's
+    onnx=NO_ONNX_MAPPING,
+    covered_by=("tests/graph/test_loss_gradient.py",),
+)
+
+
 def _standardize(d: Draw) -> Sample:
     x = d.floats("n", *d.sizes(1, 2, 2, 4))
     axes = d.choice(((-1,), (1, -1) if x.ndim > 2 else (-1,), (0,)))

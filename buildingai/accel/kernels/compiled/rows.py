@@ -367,6 +367,22 @@ def softmax_minus_one_hot(probs, coefficients, index, out):
 
 
 @kernel
+def exp_minus_one_hot(log_probs, coefficients, index, out):
+    """out = 0 - exp(log_probs) * coefficients[r] per row r, and coefficients[r] - exp(...) *
+    coefficients[r] at column index[r, 0] (``rows._exp_minus_one_hot``): each value as
+    ``log_softmax_grad_rows`` computes it from the scattered coefficients; an index outside the
+    row adds nothing."""
+    for r in prange(log_probs.shape[0]):
+        c = coefficients[r]
+        y, res = log_probs[r], out[r]
+        for j in range(y.size):
+            res[j] = _ZERO - exp32_nonpositive(y[j]) * c  # log-probabilities: <= 0
+        k = index[r, 0]
+        if 0 <= k < y.size:
+            res[k] = c - exp32_nonpositive(y[k]) * c
+
+
+@kernel
 def scale_rows(a, coefficient, out):
     """out = a * coefficient per row, coefficient (rows, 1) (``rows._scale_rows``)."""
     for r in prange(a.shape[0]):
