@@ -61,6 +61,40 @@ def _nll_and_more(log_probs, y):  # the log-probabilities' gradient also comes f
     return F.nll_loss(log_probs, y) + log_probs.exp().mean()
 
 
+def test_classes_along_a_middle_axis_are_joined_too(acceleration):
+    """(N, C, T) log-probabilities with (N, T) targets, as a sequence model scores its steps:
+    the joined op runs its record (the kernel takes (N, C) rows), with the same results."""
+    rng = np.random.default_rng(1)
+    x = bai.tensor(rng.standard_normal((3, FEATURES, 4)).astype("float32"))
+    y = bai.tensor(rng.integers(0, CLASSES, (3, 4)))
+    results = []
+    for compiled in (False, True):
+        bai.manual_seed(0)
+        model = nn.Conv1d(FEATURES, CLASSES, 1)
+        step = _sequence_step(model, bai.optim.SGD(model.parameters(), lr=0.5))
+        spec = [TensorSpec((None, FEATURES, 4)), TensorSpec((None, 4), "int64")]
+        run = bai.compile(step, spec) if compiled else step
+        losses = [run(x, y).item() for _ in range(2)]
+        results.append((losses, [p.numpy().copy() for p in model.parameters()]))
+        if compiled:
+            assert "log_softmax_nll_grad" in _names(run.graph)
+    (eager_losses, eager_state), (losses, state) = results
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-6)
+    for got, expected in zip(state, eager_state):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def _sequence_step(model, optimizer):
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
 def _run(loss_of, compiled, optimize=True, steps=3):
     """Losses and parameters after ``steps`` steps, and the compiled graph (None in eager)."""
     x, y = _batch()
