@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import statistics
 import time
 from collections.abc import Iterator
 
@@ -108,15 +109,9 @@ def phase_times(
                 rest = elapsed - sum(totals[phase] for phase in PHASES[1:])
                 measured[PHASES[0]].append(rest / steps * 1e3)
     return {
-        framework: {key: _median(values) for key, values in measured.items()}
+        framework: {key: statistics.median(values) for key, values in measured.items()}
         for framework, measured in samples.items()
     }
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def main(argv: list[str] | None = None) -> int:
