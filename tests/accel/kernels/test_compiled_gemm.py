@@ -142,6 +142,30 @@ def test_layouts_blas_cannot_take_are_refused():
     assert np.all(out == 0)
 
 
+@pytest.mark.parametrize("parts", [0, 2])
+def test_entries_not_aligned_to_their_dtype_are_refused(parts):
+    """The layouts are read in the compiled loops: an operand whose matrices start off the
+    dtype's alignment (a byte offset into a buffer) reaches no BLAS call, whole or cut."""
+    raw = np.zeros(4 * 4 * 6 + 1, np.uint8)[1:].view(np.float32).reshape(1, 4, 6)
+    assert not raw.flags.aligned
+    out = np.zeros((1, 4, 3), np.float32)
+    assert not gemm.product(raw, np.ones((1, 6, 3), np.float32), out, parts, False)
+    wide = np.zeros((1, 3, 6), np.float32)
+    assert not gemm.product(np.ones((1, 3, 4), np.float32), raw, wide, parts, False)
+    assert np.all(out == 0) and np.all(wide == 0)
+
+
+@pytest.mark.parametrize("parts", [0, 1])
+def test_a_bias_row_starts_every_entry_of_a_stack(parts):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 5, 8)).astype(np.float32)
+    b = rng.standard_normal((3, 8, 6)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    out = np.full((3, 5, 6), np.nan, np.float32)
+    assert gemm.product(a, b, out, parts, False, bias=bias)
+    np.testing.assert_allclose(out, np.matmul(a, b) + bias, rtol=1e-5, atol=1e-5)
+
+
 @pytest.fixture
 def one_pool(monkeypatch, small_products_routed):
     """Two threads in one pool, every product cut; yields the calls that reached numba."""

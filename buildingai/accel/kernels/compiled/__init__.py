@@ -320,10 +320,11 @@ def split_product(
     twin = _twin("gemm.product")
     if twin is None:
         return False
+    parts = 0
     if cut:
-        _use_threads(work)
-    entries = math.prod(a.shape[:-2])  # (Python ints: no array made for a product's count)
-    parts = 0 if not cut else 1 if entries >= 2 * threads else threads
+        _set_threads(threads)
+        entries = math.prod(a.shape[:-2])  # (Python ints: no array made for a product's count)
+        parts = 1 if entries >= 2 * threads else threads
     try:
         return twin(a, b, out, parts, by_columns, accumulate, bias)
     except Exception as error:  # a compile or cache failure: the Python threads still work
@@ -526,10 +527,13 @@ def thread_count(work: int, parallel_from: int | None = None) -> int:
 def _use_threads(work: int, parallel_from: int | None = None) -> None:
     """Set numba's thread count for this launching thread to ``thread_count(work,
     parallel_from)``."""
-    numba = _state["numba"]
-    count = thread_count(work, parallel_from)
+    _set_threads(thread_count(work, parallel_from))
+
+
+def _set_threads(count: int) -> None:
+    """Set numba's thread count for this launching thread to ``count``."""
     if _threads.count != count:
-        numba.set_num_threads(count)
+        _state["numba"].set_num_threads(count)
         _threads.count = count
 
 

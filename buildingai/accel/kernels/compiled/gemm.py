@@ -35,6 +35,7 @@ from ...own_blas import NO_TRANSPOSE, ROW_MAJOR, TRANSPOSE
 
 _NAMES = ("scipy_cblas_{}64_", "cblas_{}64_")  # NumPy's wheels' 64-bit integer CBLAS
 _ONE = {np.dtype(np.float32): np.float32(1.0), np.dtype(np.float64): np.float64(1.0)}
+_ZERO = {np.dtype(np.float32): np.float32(0.0), np.dtype(np.float64): np.float64(0.0)}
 
 
 @functools.cache
@@ -248,15 +249,65 @@ def _fill(out, row_start, row_stop, column_start, column_stop, bias):
             out[row, column] = bias[column]
 
 
+@njit(inline="always")
+def _steps_layout(row_step, column_step, size, rows, columns):
+    """(CBLAS transpose flag, leading dimension) of a matrix whose rows lie ``row_step`` bytes
+    apart and columns ``column_step`` (elements ``size`` bytes): row-major or the transpose of
+    a row-major one; (0, 0) where neither (no unit step along either axis)."""
+    if column_step == size and row_step % size == 0 and row_step // size >= max(columns, 1):
+        return NO_TRANSPOSE, row_step // size
+    if row_step == size and column_step % size == 0 and column_step // size >= max(rows, 1):
+        return TRANSPOSE, column_step // size
+    return 0, 0
+
+
+@njit(inline="always")
+def _layout_of(matrix, rows, columns):
+    """``own_blas.layout`` of a 2-D ``matrix`` in compiled code, with its alignment checked:
+    (CBLAS transpose flag, leading dimension), or (0, 0) where it does not fit a BLAS call."""
+    size = matrix.itemsize
+    if matrix.ctypes.data % size:
+        return 0, 0
+    return _steps_layout(matrix.strides[0], matrix.strides[1], size, rows, columns)
+
+
+@njit(inline="always")
+def _stack_layout(stack, rows, columns):
+    """``_layout_of`` for every matrix of a (groups, entries, rows, columns) ``stack``: each
+    entry aligned to its dtype as well."""
+    size = stack.itemsize
+    if stack.ctypes.data % size or stack.strides[0] % size or stack.strides[1] % size:
+        return 0, 0
+    return _steps_layout(stack.strides[2], stack.strides[3], size, rows, columns)
+
+
+@njit(inline="always")
+def _stack_layouts(a, b, out):
+    """(transpose a, lda, transpose b, ldb, ldc) of ``a @ b`` into ``out``, (groups, entries,
+    ...) stacks, with ``ldc`` 0 where some layout does not fit a BLAS call (``out`` must be
+    row-major) or the product is empty."""
+    m, k = a.shape[2], a.shape[3]
+    n = b.shape[3]
+    transpose_a, lda = _stack_layout(a, m, k)
+    transpose_b, ldb = _stack_layout(b, k, n)
+    transpose_out, ldc = _stack_layout(out, m, n)
+    if lda == 0 or ldb == 0 or transpose_out != NO_TRANSPOSE or m * n * k == 0:
+        ldc = 0
+    return transpose_a, lda, transpose_b, ldb, ldc
+
+
 @njit(parallel=True, nogil=True, cache=True)
-def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bias=None):
+def _product_tasks(address, a, b, out, one, beta, parts, by_columns, bias=None):
     """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] for each entry of (groups,
     entries, ...) stacks, each cut into ``parts`` blocks of rows (of columns, ``by_columns``);
-    one task per (entry, block) on numba's threads. layout: (transpose a, lda, transpose b, ldb,
-    ldc), the transposes as CBLAS enumerations; ``one`` is 1 of the dtype. With a ``bias`` (n,),
-    each task first fills its block's rows with it and adds the product to them (beta 1): the
-    block is still in cache when the product adds into it."""
-    transpose_a, lda, transpose_b, ldb, ldc = layout
+    one task per (entry, block) on numba's threads; ``one`` is 1 of the dtype. The layouts
+    (``_stack_layouts``) are read off the strides here: False, having done nothing, where
+    they do not fit. With a ``bias`` (n,), each task first fills its block's rows with it and
+    adds the product to them (beta 1): the block is still in cache when the product adds into
+    it."""
+    transpose_a, lda, transpose_b, ldb, ldc = _stack_layouts(a, b, out)
+    if ldc == 0:
+        return False
     m, k = a.shape[2], a.shape[3]
     n = b.shape[3]
     size = a.itemsize
@@ -287,35 +338,31 @@ def _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bia
             a_at += (start if transpose_a == TRANSPOSE else start * lda) * size
             _gemm(address, transpose_a, transpose_b, stop - start, n, k, one, a_at, lda,
                   b_at, ldb, block_beta, out_at + start * ldc * size, ldc, size)  # fmt: skip
+    return True
 
 
 @njit(nogil=True, cache=True)
-def _products_in_turn(address, a, b, out, layout, one, beta):
-    """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e], one BLAS call per entry of
-    (groups, entries, ...) stacks (a deep product: one per slice) on the calling thread."""
-    transpose_a, lda, transpose_b, ldb, ldc = layout
+def _products_in_turn(address, a, b, out, one, beta, bias=None):
+    """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] (+ ``bias``), one BLAS call per
+    entry of (groups, entries, ...) stacks (a deep product: one per slice) on the calling
+    thread; False, having done nothing, where the layouts do not fit (``_stack_layouts``)."""
+    transpose_a, lda, transpose_b, ldb, ldc = _stack_layouts(a, b, out)
+    if ldc == 0:
+        return False
     m, k = a.shape[2], a.shape[3]
     n = b.shape[3]
     for entry in range(a.shape[0] * a.shape[1]):
+        out_at = out.ctypes.data + _entry_offsets(out, entry)
+        entry_beta = beta
+        if bias is not None:
+            group, index = divmod(entry, out.shape[1])
+            _fill(out[group, index], 0, m, 0, n, bias)
+            entry_beta = one
         _gemm(address, transpose_a, transpose_b, m, n, k, one,
               a.ctypes.data + _entry_offsets(a, entry), lda,
-              b.ctypes.data + _entry_offsets(b, entry), ldb, beta,
-              out.ctypes.data + _entry_offsets(out, entry), ldc, a.itemsize)  # fmt: skip
-
-
-@njit(inline="always")
-def _layout_of(matrix, rows, columns):
-    """``own_blas.layout`` of a 2-D ``matrix`` in compiled code, with its alignment checked:
-    (CBLAS transpose flag, leading dimension), or (0, 0) where it does not fit a BLAS call."""
-    size = matrix.itemsize
-    row_step, column_step = matrix.strides
-    if matrix.ctypes.data % size:
-        return 0, 0
-    if column_step == size and row_step % size == 0 and row_step // size >= max(columns, 1):
-        return NO_TRANSPOSE, row_step // size
-    if row_step == size and column_step % size == 0 and column_step // size >= max(rows, 1):
-        return TRANSPOSE, column_step // size
-    return 0, 0
+              b.ctypes.data + _entry_offsets(b, entry), ldb, entry_beta,
+              out_at, ldc, a.itemsize)  # fmt: skip
+    return True
 
 
 @njit(nogil=True, cache=True)
@@ -350,32 +397,21 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, b
     thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta); with a
     ``bias`` (n,) of the dtype, out = a @ b + bias, each block's rows filled with the bias by
     the thread that then adds its product into them. Returns False, having done nothing, when
-    the layout or dtype does not fit a BLAS call."""
+    the layout or dtype does not fit a BLAS call (the layouts are checked in the compiled
+    loops: in Python, with the calling steps, they cost a tenth of a product of 2^23
+    multiply-adds)."""
     if a.ndim == 3:  # one batch axis: a single group
         a, b, out = a[None], b[None], out[None]
-    address = ADDRESSES.get(a.dtype)
-    m, k = a.shape[2:]
-    n = b.shape[3]
-    if address is None or b.dtype != a.dtype or out.dtype != a.dtype or 0 in (m, n, k):
+    dtype = a.dtype
+    address = ADDRESSES.get(dtype)
+    if address is None or b.dtype != dtype or out.dtype != dtype:
         return False
-    layouts = own_blas.layout(a, m, k), own_blas.layout(b, k, n), own_blas.layout(out, m, n)
-    if None in layouts or layouts[2][0] != NO_TRANSPOSE:
+    if bias is not None and (bias.shape != b.shape[3:] or bias.dtype != dtype):
         return False
-    if not (a.flags.aligned and b.flags.aligned and out.flags.aligned):
-        return False
-    (transpose_a, lda), (transpose_b, ldb), (_, ldc) = layouts
-    layout = (transpose_a, lda, transpose_b, ldb, ldc)
     if OWN_BLAS:
         own_blas.hold_at_one_thread()
-    one = _ONE[a.dtype]
-    beta = one if accumulate else a.dtype.type(0.0)
-    if bias is not None and (bias.shape != (n,) or bias.dtype != a.dtype):
-        return False
+    one = _ONE[dtype]
+    beta = one if accumulate else _ZERO[dtype]
     if parts == 0:
-        if bias is not None:
-            out[...] = bias
-            beta = one
-        _products_in_turn(address, a, b, out, layout, one, beta)
-    else:
-        _product_tasks(address, a, b, out, layout, one, beta, parts, by_columns, bias)
-    return True
+        return _products_in_turn(address, a, b, out, one, beta, bias)
+    return _product_tasks(address, a, b, out, one, beta, parts, by_columns, bias)
