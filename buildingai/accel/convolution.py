@@ -5,8 +5,10 @@ stay the reference; these compute the same values another way, each where it pay
 - ``*.direct`` (numba): float32 stride-1 convolutions with one group, on the register tiles of
   ``kernels/compiled/conv.py``: no im2col columns. With AVX2's 8-lane vectors and at least 8
   input channels, lanes over output channels and input values broadcast from a zero-padded
-  copy (``conv_broadcast.py``); otherwise lanes over positions, the input read in place. The
-  input gradient is the correlation of the output gradient with the turned filters.
+  copy (``conv_broadcast.py``); on small images of a whole vector of samples, lanes over
+  samples, the taps that read only padding skipped (``sample_lanes.py``); otherwise lanes
+  over positions, the input read in place. The input gradient is the correlation of the
+  output gradient with the turned filters.
   They run where two of numba's threads are free, or where the im2col product would get no
   more threads than they do (one pool of one thread, or a product too small to cut); where
   they would get one thread and the product more, im2col runs.

@@ -36,6 +36,14 @@ GEOMETRIES = {
     # vectors, and not
     "channels-last-whole": (2, 16, 7, 7, 64, 3, 3, (0, 0), True),
     "channels-last-partial": (2, 32, 8, 9, 40, 3, 3, (0, 0), False),
+    # the sample-lane layout (``sample_lanes.py``): small images of a batch of at least one
+    # vector, whole and partial vectors of samples, tiles of 1 to 3 vectors, taps summed a
+    # channel group at a time and channel by channel
+    "sample-lanes-whole-vectors": (32, 24, 4, 4, 20, 3, 3, (1, 1), True),
+    "sample-lanes-partial-batch": (20, 5, 3, 5, 7, 3, 3, (1, 1), False),
+    "sample-lanes-five-by-five": (17, 6, 4, 4, 9, 5, 5, (2, 2), True),
+    "sample-lanes-grouped-channels": (48, 70, 4, 4, 13, 3, 3, (1, 1), False),
+    "sample-lanes-channel-major": (48, 400, 2, 2, 5, 3, 3, (1, 1), True),
 }
 # the twins this file compares (``conv.*`` and the stride-2 ``conv_strided.*``)
 CASES = {
@@ -200,7 +208,63 @@ def test_inf_and_nan_reach_exactly_the_outputs_that_read_them():
     np.testing.assert_array_equal(np.isnan(wgot), np.isnan(wexpected))
 
 
-def test_one_and_two_threads_give_the_same_bits():
+SAMPLE_LANE_GEOMETRIES = sorted(name for name in GEOMETRIES if name.startswith("sample-lanes"))
+
+
+@pytest.mark.parametrize("name", SAMPLE_LANE_GEOMETRIES)
+def test_small_images_of_a_batch_run_with_samples_in_the_lanes(name, monkeypatch):
+    """The forward and the input gradient of these geometries take the sample-lane layout,
+    whose tiles skip the taps that read only padding, and match im2col."""
+    from buildingai.accel.kernels.compiled import conv as tiles
+
+    calls = []
+    original = tiles._correlate_sample_lanes
+
+    def spy(*arguments, **keywords):
+        calls.append(keywords.get("turned", False))
+        return original(*arguments, **keywords)
+
+    monkeypatch.setattr(tiles, "_correlate_sample_lanes", spy)
+    x, taps, bias, grad, padding = _arrays(GEOMETRIES[name])
+    _close(_forward(x, taps, bias, padding, True), _forward(x, taps, bias, padding, False))
+    _close(_input_grad(grad, taps, padding, True), _input_grad(grad, taps, padding, False))
+    assert calls == [False, True]
+
+
+def test_sample_lanes_leave_out_the_batches_and_images_they_do_not_pay_for():
+    from buildingai.accel.kernels.compiled import sample_lanes
+    from buildingai.accel.kernels.compiled.tile_ir import LANES
+
+    assert sample_lanes.fits(LANES, 4, 4, (3, 3), (1, 1))
+    assert not sample_lanes.fits(LANES - 1, 4, 4, (3, 3), (1, 1))  # lanes left empty
+    assert not sample_lanes.fits(LANES, 8, 8, (3, 3), (1, 1))  # too little padding to skip
+    assert not sample_lanes.fits(LANES, 4, 4, (1, 1), (0, 0))  # no tap reads padding
+
+
+def test_sample_lane_masks_keep_all_lanes_or_none():
+    from buildingai.accel.kernels.compiled import sample_lanes
+    from buildingai.accel.kernels.compiled.tile_ir import LANES
+
+    masks = sample_lanes.lane_masks(3, 3, 2, (3, 3), (1, 1)).view(np.uint32)
+    every = (1 << LANES) - 1
+    assert set(np.unique(masks)) == {0, every}
+    assert masks.shape == (9 * 2, 10)
+    corner, centre = masks[0], masks[4 * 2]  # position (0, 0); position (1, 1)
+    assert list(corner[:9] == every) == [False] * 4 + [True, True, False, True, True]
+    assert np.all(centre == every)
+    assert np.array_equal(masks[0], masks[1])  # a position's vectors read the same taps
+
+
+def test_sample_lane_twins_skip_the_padding_taps_a_non_finite_filter_would_spoil():
+    """A tap that reads only padding is not multiplied: an inf filter value there leaves the
+    border outputs finite (PyTorch's oneDNN kernels do the same); where the tap reads the
+    image, it reaches every output as it does in im2col."""
+    x, taps, bias, _, padding = _arrays(GEOMETRIES["sample-lanes-whole-vectors"])
+    taps[3, 2, 0, 0] = np.inf  # tap (0, 0): inside the image except on the top row and left column
+    got = _forward(np.abs(x), taps, None, padding, True)[:, 3]
+    assert np.all(np.isfinite(got[:, 0, :])) and np.all(np.isfinite(got[:, :, 0]))
+    assert np.all(np.isposinf(got[:, 1:, 1:]))
+
     """Each output value is summed by one task in a fixed order, whatever the thread count."""
     x, taps, bias, grad, padding = _arrays(GEOMETRIES["many-channels"], seed=3)
     x = np.repeat(x, 16, axis=0)  # enough work for two threads

@@ -9,6 +9,9 @@ numba's threads:
 - ``correlate`` with AVX2's 8-lane vectors and at least 8 input channels: output channels in
   the lanes, input values broadcast from a zero-padded copy (``conv_broadcast.py``); the tiles
   below read the input in place;
+- ``correlate`` of a same-size convolution on images of at most 16 positions, for a batch of
+  at least one vector of samples: the flat tiles on the sample-lane layout
+  (``sample_lanes.py``), skipping the taps that read only padding;
 - ``correlate`` without padding: tiles of the output taken on the input's grid
   (``grid_tile``), tasks (sample, grid tile, block of output channels);
 - ``correlate`` with padding: tiles of one output row (``window_tile``), tasks (sample, output
@@ -35,7 +38,7 @@ import math
 import numpy as np
 from numba import njit, prange, uint64
 
-from . import conv_broadcast
+from . import conv_broadcast, sample_lanes
 from .activations import relu
 from .flat_tile import flat_dot_tile, flat_tile
 from .planes import (
@@ -162,6 +165,9 @@ def correlate_turned(grad, weight, out, padding):
     kernel = weight.shape[2:]
     if conv_broadcast.fits(grad.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
         conv_broadcast.correlate(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
+    elif _same_size(kernel, padding) and sample_lanes.fits(*grad.shape[:1], *grad.shape[2:],
+                                                           kernel, padding):  # fmt: skip
+        _correlate_sample_lanes(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
     elif _same_size(kernel, padding):
         _correlate_flat(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
     elif _beyond_same_size(kernel, padding):
@@ -178,7 +184,11 @@ def correlate(x, taps, bias, out, padding, rectify: bool = False):
     if conv_broadcast.fits(x.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
         conv_broadcast.correlate(x, taps, bias, out, padding, rectify=rectify)
         return
-    if _same_size(taps.shape[2:], padding):
+    if _same_size(taps.shape[2:], padding) and sample_lanes.fits(
+        x.shape[0], *x.shape[2:], taps.shape[2:], padding
+    ):
+        _correlate_sample_lanes(x, taps, bias, out, padding)
+    elif _same_size(taps.shape[2:], padding):
         _correlate_flat(x, taps, bias, out, padding)
     elif _beyond_same_size(taps.shape[2:], padding):
         padded, same = _padded_to_same_size(x, taps.shape[2:], padding)
@@ -284,13 +294,35 @@ def _correlate_flat(x, taps, bias, out, padding, turned=False):
     flat_correlation(planes, x.shape, stride, weights, bias, masks, shifts, out, vectors)
 
 
-def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vectors):
+def _correlate_sample_lanes(x, taps, bias, out, padding, turned=False):
+    """``_correlate_flat`` in the sample-lane layout (``sample_lanes.py``): the input copied
+    with the batch in the lanes, the taps that read only padding skipped, the output copied
+    back."""
+    n, c, h, w = x.shape
+    o = taps.shape[0] if not turned else taps.shape[1]
+    kernel = tuple(taps.shape[2:])
+    per_position = sample_lanes.vectors_per_position(n)
+    samples = per_position * LANES
+    vectors = sample_lanes.tile_vectors(per_position)
+    rows = _rows_for(vectors)
+    weights = np.empty((-(-o // rows), c) + kernel + (rows,), np.float32)
+    pack_weights(taps, weights, turned)
+    planes, stride = sample_lanes.to_sample_lanes(x, samples)
+    masks = sample_lanes.lane_masks(h, w, per_position, kernel, tuple(padding))
+    shifts = sample_lanes.tap_shifts(w, samples, kernel, tuple(padding))
+    lanes_out = np.empty((1, o, h, w * samples), np.float32)
+    flat_correlation(planes, (1, c, h, w * samples), stride, weights, bias, masks, shifts,
+                     lanes_out, vectors, skips=True)  # fmt: skip
+    sample_lanes.from_sample_lanes(lanes_out.reshape(o, h, w, samples), out)
+
+
+def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vectors, skips=False):
     """The flat tiles' correlation: out (N, O, H, W) = the sum over channels c and taps k of
     weights[b, c, k, r] (output channel b*rows + r) times x at flat distance ``shifts[k]``
     from each output position, where ``masks`` (Q, taps + 1) lets tap k read, plus bias (O,)
     or shape (0,). ``x`` is flat; ``shape`` (N, C, H, W) and the plane ``stride`` say where
     sample n's channel c starts (``(n*C + c)*stride``), from which ``shifts`` may reach past
-    the batch."""
+    the batch. With ``skips``, the tiles skip the taps whose masks keep no lane."""
     n, c, h, w = shape
     o = out.shape[1]
     blocks, _, *tap_axes, rows = weights.shape
@@ -307,16 +339,22 @@ def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vector
         block = max(1, SUM_BLOCK // taps) if channel_major else SUM_BLOCK
     unrolled = c if c <= UNROLLED_CHANNELS and not channel_major and block is None else None
     grouped = CHANNEL_GROUP if not channel_major and c > CHANNEL_GROUP else None
-    loop = _flat_loop(rows, vectors, block, channel_major, unrolled, grouped)
+    loop = _flat_loop(rows, vectors, block, channel_major, unrolled, grouped, skips)
     loop(x, masks.reshape(-1), shifts, geometry, weights.reshape(-1), shifts_bias,
          out.reshape(-1))  # fmt: skip
 
 
 @functools.cache
 def _flat_loop(
-    rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None, grouped=None
+    rows: int,
+    vectors: int,
+    block: int | None,
+    channel_major: bool,
+    unrolled=None,
+    grouped=None,
+    skips=False,
 ):
-    tile = flat_tile(rows, vectors, block, channel_major, unrolled, grouped)
+    tile = flat_tile(rows, vectors, block, channel_major, unrolled, grouped, skips)
 
     @njit(parallel=True, nogil=True, cache=True)
     def loop(x, masks, tap_shifts, geometry, weights, bias, out):

@@ -34,7 +34,13 @@ def _mask(builder, table, at):
 
 
 def flat_tile(
-    rows: int, vectors: int, block: int | None, channel_major: bool, unrolled=None, grouped=None
+    rows: int,
+    vectors: int,
+    block: int | None,
+    channel_major: bool,
+    unrolled=None,
+    grouped=None,
+    skips: bool = False,
 ):
     """``flat_tile(x, masks, shifts, geometry, first_vector, weights, weight_start, bias, out,
     out_channel, out_rows)``.
@@ -57,7 +63,9 @@ def flat_tile(
     then over the next ``grouped`` (each tap's sum over a group from zero): one group's input
     stays in L1 where every channel's would not. With ``unrolled`` (C itself), each tap's
     channels are unrolled instead of looped: with few channels (an image's 3) the loop's own
-    steps outweighed its multiply-adds (unrolling the taps as well measured slower).
+    steps outweighed its multiply-adds (unrolling the taps as well measured slower). With
+    ``skips``, a tap whose masks keep no lane of any of the tile's vectors is not multiplied at
+    all (the sample-lane layout of ``sample_lanes.py``, where a tap reads all lanes or none).
     """
 
     @intrinsic
@@ -118,6 +126,20 @@ def flat_tile(
                     ]
                 return updated
 
+            def reads_some(k):
+                """i1: whether tap k's masks keep a lane of some vector of the tile."""
+                bits = t.scalar(builder, mask_data, builder.add(mask_rows[0], k))
+                for v in range(1, vectors):
+                    more = t.scalar(builder, mask_data, builder.add(mask_rows[v], k))
+                    bits = builder.or_(bits, more)
+                return builder.icmp_signed("!=", bits, bits.type(0))
+
+            def skipping(k, accumulators, body):
+                """``body(accumulators)``, or with ``skips`` only where tap k reads some lane."""
+                if not skips:
+                    return body(accumulators)
+                return t.when(builder, reads_some(k), accumulators, body)
+
             def tap_reads(k):
                 """(shift, lane masks) of tap k: how far from each position it reads, and which
                 lanes of each vector it may read."""
@@ -140,15 +162,18 @@ def flat_tile(
                         weight_row = builder.add(weight_tap, builder.mul(c, channel_stride))
                         return step(reads, weight_row, lane_masks, sums)
 
-                    if unrolled is not None:
-                        for c in range(unrolled):
-                            accumulators = channel(index(c), accumulators)
-                        return accumulators
-                    if grouped is not None:  # the group's channels summed from zero
-                        return t.blocked_sum(builder, low, high, grouped, accumulators, channel)
-                    if block is None:
-                        return t.loop(builder, low, high, accumulators, channel)
-                    return t.blocked_sum(builder, low, high, block, accumulators, channel)
+                    def channels(accumulators):
+                        if unrolled is not None:
+                            for c in range(unrolled):
+                                accumulators = channel(index(c), accumulators)
+                            return accumulators
+                        if grouped is not None:  # the group's channels summed from zero
+                            return t.blocked_sum(builder, low, high, grouped, accumulators, channel)
+                        if block is None:
+                            return t.loop(builder, low, high, accumulators, channel)
+                        return t.blocked_sum(builder, low, high, block, accumulators, channel)
+
+                    return skipping(k, accumulators, channels)
 
                 return tap_major
 
@@ -165,8 +190,13 @@ def flat_tile(
                 def tap(k, sums):
                     shift, lane_masks = tap_reads(k)
                     weight_row = builder.add(weight_channel, builder.mul(k, index(rows)))
-                    return step([builder.add(r, shift) for r in reads], weight_row, lane_masks,
-                                sums)  # fmt: skip
+                    return skipping(
+                        k,
+                        sums,
+                        lambda sums: step(
+                            [builder.add(r, shift) for r in reads], weight_row, lane_masks, sums
+                        ),
+                    )
 
                 return t.loop(builder, index(0), taps, accumulators, tap)
 
@@ -192,7 +222,7 @@ def flat_tile(
 
         return signature, codegen
 
-    return keyed(tile, "flat_tile", rows, vectors, block, channel_major, unrolled, grouped)
+    return keyed(tile, "flat_tile", rows, vectors, block, channel_major, unrolled, grouped, skips)
 
 
 def flat_dot_tile(rows: int, taps: int):
