@@ -277,8 +277,13 @@ def test_one_thread_beside_a_cut_product_keeps_to_im2col(monkeypatch, accel_on):
     assert _direct_ran(2, gemm=True, monkeypatch=monkeypatch, shapes=small)
 
 
-def test_two_threads_convolve_at_once(direct_calls):
-    x, w, b = _inputs((4, 6, 12, 12), (8, 6, 3, 3), seed=4)
+@pytest.mark.parametrize(
+    "x_shape, w_shape",
+    [((4, 6, 12, 12), (8, 6, 3, 3)), ((32, 16, 4, 4), (16, 16, 3, 3))],  # flat; sample lanes
+    ids=str,
+)
+def test_two_threads_convolve_at_once(direct_calls, x_shape, w_shape):
+    x, w, b = _inputs(x_shape, w_shape, seed=4)
     expected = _forward_backward(x, w, b, {"padding": 1}, twins=True)
     with ThreadPoolExecutor(2) as pool:
         results = list(
