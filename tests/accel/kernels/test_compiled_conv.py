@@ -265,8 +265,11 @@ def test_sample_lane_twins_skip_the_padding_taps_a_non_finite_filter_would_spoil
     assert np.all(np.isfinite(got[:, 0, :])) and np.all(np.isfinite(got[:, :, 0]))
     assert np.all(np.isposinf(got[:, 1:, 1:]))
 
+
+@pytest.mark.parametrize("name", ["many-channels", "sample-lanes-whole-vectors"])
+def test_one_and_two_threads_give_the_same_bits(name):
     """Each output value is summed by one task in a fixed order, whatever the thread count."""
-    x, taps, bias, grad, padding = _arrays(GEOMETRIES["many-channels"], seed=3)
+    x, taps, bias, grad, padding = _arrays(GEOMETRIES[name], seed=3)
     x = np.repeat(x, 16, axis=0)  # enough work for two threads
     grad = np.repeat(grad, 16, axis=0)
     results = []
