@@ -165,9 +165,6 @@ def correlate_turned(grad, weight, out, padding):
     kernel = weight.shape[2:]
     if conv_broadcast.fits(grad.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
         conv_broadcast.correlate(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
-    elif _same_size(kernel, padding) and sample_lanes.fits(*grad.shape[:1], *grad.shape[2:],
-                                                           kernel, padding):  # fmt: skip
-        _correlate_sample_lanes(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
     elif _same_size(kernel, padding):
         _correlate_flat(grad, weight, np.empty(0, np.float32), out, padding, turned=True)
     elif _beyond_same_size(kernel, padding):
@@ -184,11 +181,7 @@ def correlate(x, taps, bias, out, padding, rectify: bool = False):
     if conv_broadcast.fits(x.shape[1], out.shape[1], out.shape[2] * out.shape[3]):
         conv_broadcast.correlate(x, taps, bias, out, padding, rectify=rectify)
         return
-    if _same_size(taps.shape[2:], padding) and sample_lanes.fits(
-        x.shape[0], *x.shape[2:], taps.shape[2:], padding
-    ):
-        _correlate_sample_lanes(x, taps, bias, out, padding)
-    elif _same_size(taps.shape[2:], padding):
+    if _same_size(taps.shape[2:], padding):
         _correlate_flat(x, taps, bias, out, padding)
     elif _beyond_same_size(taps.shape[2:], padding):
         padded, same = _padded_to_same_size(x, taps.shape[2:], padding)
@@ -280,16 +273,17 @@ def _flat_shape(outputs: int) -> tuple[int, int]:
 def _correlate_flat(x, taps, bias, out, padding, turned=False):
     """``correlate`` of a same-size convolution; with ``turned``, taps (C, O, kh, kw) are a
     forward's filters, read turned (O and C swapped, each kernel turned half a circle): the
-    correlation is then the input gradient of that forward."""
+    correlation is then the input gradient of that forward. Small images of a whole vector of
+    samples run in the sample-lane layout (``_correlate_sample_lanes``)."""
     n, c, h, w = x.shape
-    o = taps.shape[0] if not turned else taps.shape[1]
-    kh, kw = taps.shape[2:]
-    rows, vectors = _flat_shape(o)
-    # weights (blocks, C, kh, kw, rows): one tile's taps side by side
-    weights = np.empty((-(-o // rows), c, kh, kw, rows), np.float32)
-    pack_weights(taps, weights, turned)
-    masks = _lane_masks(h, w, (kh, kw), tuple(padding))
-    shifts = _tap_shifts(w, (kh, kw), tuple(padding))
+    kernel = tuple(taps.shape[2:])
+    if sample_lanes.fits(n, h, w, kernel, padding):
+        _correlate_sample_lanes(x, taps, bias, out, padding, turned=turned)
+        return
+    rows, vectors = _flat_shape(out.shape[1])
+    weights = _packed_weights(taps, c, out.shape[1], rows, turned)
+    masks = _lane_masks(h, w, kernel, tuple(padding))
+    shifts = _tap_shifts(w, kernel, tuple(padding))
     planes, stride = spaced_planes(x)
     flat_correlation(planes, x.shape, stride, weights, bias, masks, shifts, out, vectors)
 
@@ -299,21 +293,28 @@ def _correlate_sample_lanes(x, taps, bias, out, padding, turned=False):
     with the batch in the lanes, the taps that read only padding skipped, the output copied
     back."""
     n, c, h, w = x.shape
-    o = taps.shape[0] if not turned else taps.shape[1]
+    o = out.shape[1]
     kernel = tuple(taps.shape[2:])
     per_position = sample_lanes.vectors_per_position(n)
     samples = per_position * LANES
     vectors = sample_lanes.tile_vectors(per_position)
-    rows = _rows_for(vectors)
-    weights = np.empty((-(-o // rows), c) + kernel + (rows,), np.float32)
-    pack_weights(taps, weights, turned)
+    weights = _packed_weights(taps, c, o, _rows_for(vectors), turned)
     planes, stride = sample_lanes.to_sample_lanes(x, samples)
     masks = sample_lanes.lane_masks(h, w, per_position, kernel, tuple(padding))
-    shifts = sample_lanes.tap_shifts(w, samples, kernel, tuple(padding))
+    shifts = _tap_shifts(w, kernel, tuple(padding)) * samples  # one position spans N' values
     lanes_out = np.empty((1, o, h, w * samples), np.float32)
     flat_correlation(planes, (1, c, h, w * samples), stride, weights, bias, masks, shifts,
                      lanes_out, vectors, skips=True)  # fmt: skip
     sample_lanes.from_sample_lanes(lanes_out.reshape(o, h, w, samples), out)
+
+
+def _packed_weights(taps, channels: int, outputs: int, rows: int, turned: bool):
+    """The filters as the flat tiles read them (``planes.pack_weights``): (blocks, C, kh, kw,
+    rows), one tile's taps side by side."""
+    weights = np.empty((-(-outputs // rows), channels) + tuple(taps.shape[2:]) + (rows,),
+                       np.float32)  # fmt: skip
+    pack_weights(taps, weights, turned)
+    return weights
 
 
 def flat_correlation(x, shape, stride, weights, bias, masks, shifts, out, vectors, skips=False):

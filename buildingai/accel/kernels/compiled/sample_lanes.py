@@ -11,8 +11,8 @@ taps that read nothing (``flat_tile``'s ``skips``). The copy in and the copy out
 over the input and over the output each.
 
 The flat tiles then read this layout as one image of C planes (H, W * N'): a tap (i, j) is the
-shift ``((i - ph) * W + j - pw) * N'`` of the flat plane, and the lane masks
-(``lane_masks``) say which taps each vector reads, all lanes or none.
+shift ``((i - ph) * W + j - pw) * N'`` of the flat plane (the flat layout's shift times N'),
+and the lane masks (``lane_masks``) say which taps each vector reads, all lanes or none.
 """
 
 from __future__ import annotations
@@ -73,13 +73,6 @@ def lane_masks(height: int, width: int, per_position: int, kernel: tuple, paddin
     table = np.ascontiguousarray(masks.astype(np.uint32).view(np.int32))
     table.flags.writeable = False
     return table
-
-
-def tap_shifts(width: int, samples: int, kernel: tuple, padding: tuple):
-    """int64 (kh*kw,): tap (i, j)'s shift in the flat (H, W * N') plane."""
-    i = np.arange(kernel[0]).reshape(-1, 1) - padding[0]
-    j = np.arange(kernel[1]).reshape(1, -1) - padding[1]
-    return np.ascontiguousarray(((i * width + j) * samples).reshape(-1).astype(np.int64))
 
 
 def to_sample_lanes(x, samples: int):
