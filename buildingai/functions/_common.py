@@ -7,6 +7,8 @@ from ..errors import ShapeError, tensor_with_dimensions
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """A non-negative axis index, or a ShapeError naming the op."""
+    if type(axis) is int and 0 <= axis < ndim:  # the commonest answer, the cheapest test
+        return axis
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(
             f"[{op}] axis {axis} is out of range for {tensor_with_dimensions(ndim)}",
@@ -67,5 +69,11 @@ def as_shape(shape) -> tuple[int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
+    if type(shape) is tuple:
+        for size in shape:  # plain ints, the commonest call: the tuple as it is
+            if type(size) is not int:
+                break
+        else:
+            return shape
     # ints pass as they are: while freezing, a size can be an int that carries its expression
     return tuple(s if isinstance(s, int) and not isinstance(s, bool) else int(s) for s in shape)

@@ -15,10 +15,11 @@ from ..autograd.dispatch import apply
 from ..autograd.tensor import Tensor
 from ..errors import ShapeError
 from ..ops import reduce as ops
+from ..ops.shape import SQUEEZE
+from ..ops.sort import GATHER_ELEMENTS
 from ._common import as_shape, check_scalar_axis, normalize_axes, normalize_axis, pick
 from .creation import astype
 from .elementwise import maximum, minimum
-from .index import take_along_axis
 
 
 class ValuesIndices(NamedTuple):
@@ -190,10 +191,11 @@ def _extremum_with_indices(arg_op, name: str, x, dim, keepdims, keepdim) -> Valu
             help="check the input is not empty, or reduce a non-empty dimension",
         )
     indices = apply(arg_op, x, axis=axis, keepdims=True)
-    values = take_along_axis(x, indices, axis)
+    # the ops themselves: the indices are in range and the axis normalised
+    values = apply(GATHER_ELEMENTS, x, indices, axis=axis)
     if not keep:
-        values = values.squeeze(axis)
-        indices = indices.squeeze(axis)
+        values = apply(SQUEEZE, values, axes=(axis,))
+        indices = apply(SQUEEZE, indices, axes=(axis,))
     return ValuesIndices(values, indices)
 
 

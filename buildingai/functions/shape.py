@@ -18,6 +18,7 @@ from ..autograd.tensor import Tensor
 from ..backend.device import array_namespace
 from ..errors import ArgumentError, DTypeError, ShapeError, dimensions
 from ..ops import shape as ops
+from ..ops.index import GETITEM
 from ._common import (
     as_shape,
     check_scalar_axis,
@@ -157,10 +158,27 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 def permute(x: Tensor, *axes) -> Tensor:
     """Reorder dimensions: ``x.permute(0, 2, 1)``."""
-    axes = tuple(normalize_axis(a, x.ndim, "permute") for a in as_shape(axes))
-    if axes == tuple(range(x.ndim)):
+    ndim = x.ndim
+    axes = tuple([normalize_axis(a, ndim, "permute") for a in as_shape(axes)])
+    if axes == (_IN_ORDER[ndim] if ndim < len(_IN_ORDER) else tuple(range(ndim))):
         return x
     return apply(ops.PERMUTE, x, axes=axes)
+
+
+def reversed_axes(x: Tensor) -> Tensor:
+    """``x.T``: the dimensions in reverse order (NumPy's ``.T``); a tensor of at most one
+    dimension is itself."""
+    ndim = x.ndim
+    if ndim < 2:
+        return x
+    axes = _REVERSED[ndim] if ndim < len(_REVERSED) else tuple(range(ndim - 1, -1, -1))
+    return apply(ops.PERMUTE, x, axes=axes)
+
+
+# The axes of a tensor of up to 7 dimensions in order and reversed, made once: ``permute`` and
+# ``.T`` run between most layers' ops, and building these tuples cost as much as their op.
+_IN_ORDER = tuple(tuple(range(ndim)) for ndim in range(8))
+_REVERSED = tuple(order[::-1] for order in _IN_ORDER)
 
 
 def transpose(x: Tensor, *axes) -> Tensor:
@@ -189,7 +207,7 @@ def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
     second = normalize_axis(axis2, x.ndim, "swapaxes")
     if first == second:
         return x
-    order = list(range(x.ndim))
+    order = list(_IN_ORDER[x.ndim] if x.ndim < len(_IN_ORDER) else range(x.ndim))
     order[first], order[second] = order[second], order[first]
     return apply(ops.PERMUTE, x, axes=tuple(order))
 
@@ -257,8 +275,10 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
             f"{tuple(x.shape)}",
             help="start_dim must not be after end_dim",
         )
+    if start == end:
+        return x
     merged = int(math.prod(x.shape[start : end + 1]))
-    return reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1 :])
+    return apply(ops.RESHAPE, x, shape=x.shape[:start] + (merged,) + x.shape[end + 1 :])
 
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
@@ -358,7 +378,19 @@ def stack(tensors: Sequence[Tensor], axis: int | None = None, *, dim=None) -> Te
 
 
 def _slice_along(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
-    return x.getitem((slice(None),) * axis + (slice(start, stop),))
+    """``x[:, ..., start:stop]`` along ``axis`` (non-negative): the getitem op itself, with the
+    index as ``getitem`` would normalise it (a trailing '...')."""
+    return apply(GETITEM, x, index=(slice(None),) * axis + (slice(start, stop), Ellipsis))
+
+
+def _pieces(x: Tensor, axis: int, sizes: list) -> tuple:
+    """Views of ``x`` along ``axis`` (non-negative), of ``sizes`` in turn (they sum to it)."""
+    pieces = []
+    start = 0
+    for size in sizes:
+        pieces.append(_slice_along(x, axis, start, start + size))
+        start += size
+    return tuple(pieces)
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -400,8 +432,7 @@ def split(x: Tensor, split_size_or_sections, dim: int | None = None, *, axis=Non
                 help="the sizes must be non-negative and sum to the dimension; pass an int to cut "
                 "equal pieces",
             )
-    bounds = list(itertools.accumulate(sizes, initial=0))
-    return tuple(_slice_along(x, axis, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
+    return _pieces(x, axis, sizes)
 
 
 def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple:
@@ -414,7 +445,8 @@ def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis=None) -> tuple
     extent = x.shape[axis]
     if extent == 0:
         return tuple(_slice_along(x, axis, 0, 0) for _ in range(chunks))
-    return split(x, -(-extent // chunks), axis)
+    size = -(-extent // chunks)
+    return _pieces(x, axis, [size] * (extent // size) + ([extent % size] if extent % size else []))
 
 
 def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
@@ -780,7 +812,7 @@ __all__ = ["reshape", "view", "expand", "broadcast_to", "broadcast_shapes", "bro
 TENSOR_METHODS = {
     "reshape": reshape, "view": view, "expand": expand, "broadcast_to": expand,
     "permute": permute, "transpose": transpose, "swapaxes": swapaxes, "swapdims": swapaxes,
-    "T": property(lambda x: permute(x, tuple(reversed(range(x.ndim))))),
+    "T": property(reversed_axes),
     "mT": property(lambda x: swapaxes(x, -1, -2)),
     "movedim": movedim, "moveaxis": movedim,
     "squeeze": squeeze, "unsqueeze": unsqueeze, "expand_dims": unsqueeze,

@@ -7,6 +7,8 @@ divides the symbolic element count, ``concatenate`` adds symbolic sizes of one s
 
 from __future__ import annotations
 
+import math
+
 from ..errors import BuildingAIError, ShapeError, dimensions, tensor_with_dimensions
 from .abstract import DimExpr, SymbolicSizeError, ValueSpec, prod
 from .families import CopyOp, ViewOp, symbolic_sizes
@@ -43,6 +45,8 @@ class Reshape(ViewOp):
             return x.with_shape(out)
 
     def check(self, x, *, shape):
+        if -1 not in shape and math.prod(shape) == x.size:  # the commonest call: sizes that fit
+            return
         known = 1
         unknown = 0
         for extent in shape:
@@ -64,7 +68,7 @@ class Reshape(ViewOp):
 
     def forward(self, ctx, xp, x, *, shape):
         ctx.input_shape = x.shape
-        return xp.reshape(x, shape)
+        return x.reshape(shape)  # (the array's method: np.reshape adds a Python call around it)
 
     def backward(self, ctx, grad):
         return (grad.reshape(ctx.input_shape),)
@@ -133,7 +137,7 @@ class Permute(ViewOp):
             )
 
     def forward(self, ctx, xp, x, *, axes):
-        return xp.transpose(x, axes)
+        return x.transpose(axes)
 
     def backward(self, ctx, grad):
         axes = ctx.attrs["axes"]
@@ -177,7 +181,7 @@ class Squeeze(ViewOp):
                 )
 
     def forward(self, ctx, xp, x, *, axes):
-        return xp.squeeze(x, axis=axes)
+        return x.squeeze(axis=axes)
 
     def backward(self, ctx, grad):
         return (grad.unsqueeze(ctx.attrs["axes"]),)
@@ -197,6 +201,8 @@ class Unsqueeze(ViewOp):
         return x.with_shape(tuple(1 if axis in axes else next(sizes) for axis in range(ndim)))
 
     def forward(self, ctx, xp, x, *, axes):
+        if len(axes) == 1:  # x[:, ..., None]: the commonest call, without expand_dims's steps
+            return x[(slice(None),) * axes[0] + (None,)]
         return xp.expand_dims(x, axes)
 
     def backward(self, ctx, grad):

@@ -121,6 +121,38 @@ def test_unsqueeze(shape, axis):
     check_op(lambda x: bai.expand_dims(x, axis), shape, torch_fn=lambda x: torch.unsqueeze(x, axis))
 
 
+@pytest.mark.parametrize("shape", [(), (3,), (3, 4), (2, 3, 4), (1, 2, 3, 4, 5, 6, 7, 2)], ids=str)
+def test_t_reverses_every_axis_like_numpy(shape):
+    """``.T`` of any rank (the axis tuples of up to 7 dimensions are made once, the eighth
+    builds its own): NumPy's order, a view, and the gradient flows back."""
+    values = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    x = bai.tensor(values, requires_grad=True)
+    transposed = x.T
+    np.testing.assert_array_equal(transposed.array, values.T)
+    if len(shape) < 2:
+        assert transposed is x
+    else:
+        assert np.shares_memory(transposed.array, x.array)
+    (
+        transposed * bai.tensor(np.arange(values.size, dtype=np.float64).reshape(values.T.shape))
+    ).sum().backward()
+    np.testing.assert_array_equal(
+        x.grad.array, np.arange(values.size, dtype=np.float64).reshape(values.T.shape).T
+    )
+
+
+def test_unsqueeze_of_a_strided_tensor_is_a_view():
+    """One new axis is an index with None in the record: a view of a permuted (not contiguous)
+    tensor as well, sharing its memory and version counter, with NumPy's values."""
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = bai.tensor(values).permute(2, 0, 1)
+    for axis in (0, 1, 3, -1):
+        y = x.unsqueeze(axis)
+        np.testing.assert_array_equal(y.array, np.expand_dims(values.transpose(2, 0, 1), axis))
+        assert np.shares_memory(y.array, x.array)
+        assert y._version is x._version
+
+
 def test_unsqueeze_several_axes_like_numpy():
     check_op(
         lambda x: x.unsqueeze((0, -1)),
