@@ -23,9 +23,9 @@ def _float_numpy(x) -> bool:
 # Below this many elements a sum over leading axes is faster as NumPy's own reduction than as
 # ``ones @ a``: the product's call costs more than it saves.
 COLUMN_SUM_MIN = 1 << 17
-# Below this many elements every sum and mean is faster as the record's own NumPy call: the
-# kernel's steps cost more than its rows save (benchmarks.tensor_methods: 10 against 6 us for
-# the last axis of (8, 16, 32)).
+# Below this many elements a sum is faster as the record's own NumPy call, and a mean as
+# np.mean's own two steps: the kernel's rows cost more than they save (benchmarks.tensor_methods:
+# 10 against 6 us for the sum over the last axis of (8, 16, 32)).
 LEAST_ELEMENTS = 1 << 13
 
 
@@ -63,7 +63,11 @@ def _mean(ctx, xp, x, *, axes, keepdims):
         ctx.input_shape = x.shape
         total = np.add.reduce(x, axis=None, keepdims=keepdims)
         return total / x.dtype.type(x.size)
-    total = _sum(ctx, xp, x, axes=axes, keepdims=keepdims)
+    if x.size < LEAST_ELEMENTS:  # np.mean's sum and divide, without its Python steps
+        ctx.input_shape = x.shape
+        total = np.add.reduce(x, axis=axes, keepdims=keepdims)
+    else:
+        total = _sum(ctx, xp, x, axes=axes, keepdims=keepdims)
     total /= x.dtype.type(reduce.reduced_count(x.shape, axes))
     return total
 
@@ -115,7 +119,6 @@ register(
     _mean_fits,
     _mean,
     name="mean.rows_and_columns",
-    min_size=LEAST_ELEMENTS,
     description="the sum as sum.rows_and_columns takes it, divided by the count; the mean of "
     "every element as NumPy's sum and one divide",
 )

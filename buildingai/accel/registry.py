@@ -298,14 +298,19 @@ def run_accelerated(op, ctx, xp, arrays, attrs: dict):
 def run_kernels(op, ctx, xp, arrays, attrs: dict):
     """``run_accelerated`` for a call already known to be no smaller than the op's kernels
     take (``too_small`` is False): the kernels are asked in turn, then the record."""
+    least = op.accelerated_from
     if attrs:
         for entry in op.accelerated:
+            if entry.min_size > least and _size_below(op, arrays, entry.min_size):
+                continue  # a kernel that takes larger calls than the op's smallest
             if entry.applies(xp, *arrays, **attrs):
                 data = entry.run(ctx, xp, *arrays, **attrs)
                 if data is not NotImplemented:
                     return data
         return op.forward(ctx, xp, *arrays, **attrs)
     for entry in op.accelerated:  # the same without keywords: this runs on every such op
+        if entry.min_size > least and _size_below(op, arrays, entry.min_size):
+            continue
         if entry.applies(xp, *arrays):
             data = entry.run(ctx, xp, *arrays)
             if data is not NotImplemented:
@@ -341,15 +346,21 @@ def call_size(arrays) -> int | None:
 def too_small(op, arrays) -> bool:
     """Whether a call of ``op`` on ``arrays`` is smaller than every active kernel of the op
     takes (its size, ``op.accelerated_size`` or ``call_size``, below ``op.accelerated_from``)."""
+    return _size_below(op, arrays, op.accelerated_from)
+
+
+def _size_below(op, arrays, least: int) -> bool:
+    """Whether a call of ``op`` on ``arrays`` is smaller than ``least`` (its size as
+    ``too_small`` measures it)."""
     size_of = op.accelerated_size
     if size_of is not None:
-        return size_of(*arrays) < op.accelerated_from
+        return size_of(*arrays) < least
     try:  # one or two arrays, the commonest call: their sizes without the general loop
         size = arrays[0].size * arrays[1].size if len(arrays) > 1 else arrays[0].size
     except (AttributeError, IndexError):
         size = call_size(arrays)
-        return size is not None and size < op.accelerated_from
-    return size < op.accelerated_from
+        return size is not None and size < least
+    return size < least
 
 
 def _installed(module: str) -> bool:

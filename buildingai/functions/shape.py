@@ -52,6 +52,8 @@ def view(x: Tensor, *shape) -> Tensor:
     shape = as_shape(shape)
     if tuple(x.shape) == shape:
         return x
+    if x.array.flags.c_contiguous:  # any shape of its size lies over C-ordered memory
+        return apply(ops.RESHAPE, x, shape=shape)
     target = _resolve_shape(shape, int(math.prod(x.shape)))
     if target is not None and _has_torch_layout(x):
         itemsize = x.array.itemsize
@@ -121,16 +123,18 @@ def _strides_allow_view(shape: tuple, strides: tuple, target: tuple) -> bool:
 def expand(x: Tensor, *shape) -> Tensor:
     """Broadcast to ``shape`` without copying; -1 keeps a dimension."""
     shape = as_shape(shape)
-    lead = len(shape) - x.ndim
-    for axis, extent in enumerate(shape[: max(lead, 0)]):
-        if extent == -1:
-            raise ShapeError(
-                f"[expand] -1 at axis {axis} of {shape}: a new leading dimension has no size to keep",
-                help="give the new leading dimensions their sizes; -1 keeps only existing ones",
-            )
-    shape = tuple(
-        x.shape[axis - lead] if extent == -1 else extent for axis, extent in enumerate(shape)
-    )
+    if -1 in shape:  # -1 keeps a dimension
+        lead = len(shape) - x.ndim
+        for axis, extent in enumerate(shape[: max(lead, 0)]):
+            if extent == -1:
+                raise ShapeError(
+                    f"[expand] -1 at axis {axis} of {shape}: a new leading dimension has no "
+                    "size to keep",
+                    help="give the new leading dimensions their sizes; -1 keeps only existing ones",
+                )
+        shape = tuple(
+            x.shape[axis - lead] if extent == -1 else extent for axis, extent in enumerate(shape)
+        )
     if tuple(x.shape) == shape:
         return x
     return apply(ops.EXPAND, x, shape=shape)
@@ -189,7 +193,7 @@ def transpose(x: Tensor, *axes) -> Tensor:
     """
     if not axes:
         return permute(x, tuple(reversed(range(x.ndim))))
-    if len(axes) == 2 and all(isinstance(a, int) for a in axes):
+    if len(axes) == 2 and isinstance(axes[0], int) and isinstance(axes[1], int):
         return swapaxes(x, *axes)
     return permute(x, *axes)
 

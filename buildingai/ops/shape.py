@@ -99,9 +99,11 @@ class Expand(ViewOp):
         return x.with_shape(shape)
 
     def check(self, x, *, shape):
-        if len(shape) < x.ndim or any(
-            have != 1 and have != want for have, want in zip(x.shape[::-1], shape[::-1])
-        ):
+        fits = len(shape) >= x.ndim
+        for have, want in zip(x.shape[::-1], shape[::-1]):  # a loop: no generator's frame
+            if have != 1 and have != want:
+                fits = False
+        if not fits:
             raise ShapeError(
                 f"[expand] cannot expand {tuple(x.shape)} to {tuple(shape)}",
                 help="only dimensions of size 1 can grow; new dimensions go in front",

@@ -207,6 +207,24 @@ def test_the_mean_of_every_element_gives_numpy_s_bits(dtype, shape, accel_on):
     assert not entry.applies(np, x[:0] if x.ndim else x.reshape(1)[:0], axes=None, keepdims=False)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "axes"), [((8, 16, 32), (2,)), ((8, 16, 32), (0, 2)),
+                                             ((5, 7), (0,)), ((3,), (0,))], ids=str)  # fmt: skip
+def test_a_small_mean_over_axes_gives_numpy_s_bits(dtype, shape, axes, accel_on):
+    """Below ``reductions.LEAST_ELEMENTS`` the mean kernel takes np.mean's own two steps (a sum
+    and one divide): NumPy's bits, shape and dtype."""
+    from buildingai.accel import reductions
+
+    entry = registry.kernel("mean.rows_and_columns")
+    x = np.asarray(np.random.default_rng(3).standard_normal(shape) * 100, dtype)
+    assert x.size < reductions.LEAST_ELEMENTS
+    for keepdims in (False, True):
+        got = np.asarray(entry.run(types.SimpleNamespace(), np, x, axes=axes, keepdims=keepdims))
+        expected = np.asarray(np.mean(x, axis=axes, keepdims=keepdims))
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        assert np.array_equal(got, expected)
+
+
 @pytest.mark.parametrize("number_side", [1, 2])
 def test_where_selects_an_array_against_a_number_exactly(number_side, accel_on):
     pytest.importorskip("numba")

@@ -223,3 +223,33 @@ def test_an_operator_with_a_python_number_has_no_bound(monkeypatch, accel_on):
         monkeypatch.undo()
         registry._refresh(MUL)
     assert MUL.accelerated == ()
+
+
+def test_a_kernel_bound_above_the_op_s_smallest_still_holds(monkeypatch, accel_on):
+    """Of an op's kernels, one that takes only larger calls than another is never asked about
+    a smaller call, while the other still is: ``mean`` with ``mean.rows_and_columns`` bound
+    above ``mean.channels`` (which takes any size); both give NumPy's mean."""
+    from buildingai.ops.reduce import MEAN
+
+    entry = registry.kernel("mean.rows_and_columns")
+    monkeypatch.setattr(entry, "min_size", 1 << 13)
+    registry._refresh(MEAN)
+    asked = []
+
+    def spy(xp, x, _applies=entry.applies, **attrs):
+        asked.append(x.size)
+        return _applies(xp, x, **attrs)
+
+    monkeypatch.setattr(entry, "applies", spy)
+    try:
+        assert MEAN.accelerated_from == 0  # mean.channels' bound: the op's smallest
+        rng = np.random.default_rng(0)
+        small = rng.standard_normal((8, 16, 32)).astype(np.float32)
+        large = rng.standard_normal((64, 16, 32)).astype(np.float32)
+        for x in (small, large):
+            out = bai.tensor(x).mean(-1).numpy()
+            np.testing.assert_allclose(out, x.mean(-1), rtol=1e-6, atol=1e-7)
+        assert asked == [large.size]
+    finally:
+        monkeypatch.undo()
+        registry._refresh(MEAN)
