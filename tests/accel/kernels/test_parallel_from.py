@@ -39,3 +39,21 @@ def test_a_twin_run_counts_its_threads_from_its_own_threshold(monkeypatch, accel
         np.testing.assert_array_equal(got, expected)
     bai.set_num_threads(None)
     assert (46_080, 1 << 15) in asked
+
+
+def test_a_threads_only_twin_leaves_one_thread_calls_to_numpy(monkeypatch, accel_on):
+    """``tanh``'s twin takes only the calls it splits: on one thread NumPy's own tanh runs
+    (``compiled.run`` says False), on two threads of large work the twin; both give tanh."""
+    pytest.importorskip("numba")
+    assert activations.tanh.compiled_threads_only and not activations.relu.compiled_threads_only
+    x = np.random.default_rng(0).standard_normal(1 << 17).astype(np.float32)
+    out = np.empty_like(x)
+    monkeypatch.setattr(compiled, "get_num_threads", lambda: 1)
+    assert not compiled.run(activations.tanh, (x, out))
+    monkeypatch.setattr(compiled, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(compiled, "blas_spinning", lambda: False)
+    monkeypatch.setattr(compiled, "inside_pool", lambda: False)
+    assert compiled.thread_count(2 * x.size) == 2
+    assert compiled.run(activations.tanh, (x, out))
+    np.testing.assert_allclose(out, np.tanh(x), rtol=2e-6, atol=2e-7)
+    assert not compiled.run(activations.tanh, (x[:1000], out[:1000]))  # small work: one thread

@@ -95,6 +95,7 @@ def compiled_twin(
     min_work: int | None = None,
     strided: bool = False,
     parallel_from: int | None = None,
+    threads_only: bool = False,
 ):
     """Mark a NumPy kernel as having the compiled twin ``name`` ("module.function"), which takes
     the kernel's arrays and then the keyword arguments ``params`` positionally; ``min_work``:
@@ -102,7 +103,8 @@ def compiled_twin(
     (a reference of many small passes); ``strided``: the twin reads arrays through their
     strides, so it takes any whose last axis is contiguous, not only C-contiguous ones;
     ``parallel_from``: the twin splits across threads from this many elements touched, not
-    ``MIN_PARALLEL_WORK``."""
+    ``MIN_PARALLEL_WORK``; ``threads_only``: the twin takes only calls it runs on more than one
+    thread (one NumPy call of the kernel is faster on one: a ufunc with its own vector loop)."""
 
     def mark(kernel):
         kernel.compiled_twin = (name, tuple(params))
@@ -110,6 +112,7 @@ def compiled_twin(
         kernel.compiled_min_work = MIN_WORK if min_work is None else min_work
         kernel.compiled_strided = strided
         kernel.compiled_parallel_from = parallel_from
+        kernel.compiled_threads_only = threads_only
         REGISTRY[kernel] = kernel.compiled_twin
         return kernel
 
@@ -195,7 +198,10 @@ def run(kernel, arrays, keywords=None, work: int | None = None) -> bool:
         marked = kernel.func
         if params:  # its keywords are the params
             keywords = kernel.keywords
-    _use_threads(elements if work is None else work, marked.compiled_parallel_from)
+    work = elements if work is None else work
+    if marked.compiled_threads_only and thread_count(work, marked.compiled_parallel_from) == 1:
+        return False
+    _use_threads(work, marked.compiled_parallel_from)
     try:
         if params:
             twin(*arrays, *[keywords[param] for param in params])
