@@ -147,6 +147,12 @@ register(
 # ----- sigmoid, silu, softplus --------------------------------------------------------------------
 
 
+# Elements from which sigmoid and SiLU take their kernels: below, the record's few NumPy calls
+# cost less than the kernel's steps (sigmoid of 256 values: 9.7 against 5.3 us; about even from
+# 4096 to 8192 values; docs/design_notes/performance.md).
+SIGMOID_MIN_SIZE = 1 << 13
+
+
 def _sigmoid_fits(xp, x) -> bool:
     return x.ndim and x.dtype.kind == "f" and _kernel_runs(xp, kernels.sigmoid, x)
 
@@ -220,6 +226,7 @@ register(
     _sigmoid_fits,
     _sigmoid,
     name="sigmoid.fused",
+    min_size=SIGMOID_MIN_SIZE,
     description="1 / (1 + exp(-x)) in place, cut across threads or through its compiled twin",
 )
 register(
@@ -234,6 +241,7 @@ register(
     _silu_fits,
     _silu,
     name="silu.fused",
+    min_size=SIGMOID_MIN_SIZE,
     description="the sigmoid and x times it in one pass",
 )
 register(

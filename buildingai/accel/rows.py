@@ -226,8 +226,9 @@ def softmax(ctx, xp, x, *, axis):
     rows = trailing_rows((axis,), x, out)
     if rows is None:
         return NotImplemented
-    if xp is np and x.dtype in _SHARED_SHIFT_FLOOR and not compiled.takes(_softmax_kernel, rows):
-        split_rows(xp, functools.partial(_softmax_rows_shifted, shift=x.max()), *rows)
+    if xp is np and x.dtype in _SHARED_SHIFT_FLOOR:
+        if not compiled.run(_softmax_kernel, rows):  # the twin, else the shared shift
+            split_rows(xp, functools.partial(_softmax_rows_shifted, shift=x.max()), *rows)
     else:
         split_rows(xp, _softmax_kernel, *rows)
     return out

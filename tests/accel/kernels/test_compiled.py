@@ -389,9 +389,24 @@ def test_twins_of_several_numpy_passes_take_the_smallest_calls(monkeypatch):
 
 def test_a_small_element_wise_op_runs_a_twin_that_takes_any_size(twin_calls):
     x = np.linspace(-3.0, 3.0, 12, dtype=np.float32).reshape(3, 4)
+    y = bai.nn.functional.softplus(bai.tensor(x))
+    assert twin_calls == [("softplus_float32", True)]
+    np.testing.assert_allclose(y.numpy(), np.log1p(np.exp(x)), rtol=1e-6)
+
+
+def test_a_sigmoid_below_its_kernel_s_size_is_the_record_s(twin_calls):
+    """sigmoid's kernel (and its twin) start at ``SIGMOID_MIN_SIZE`` values: a smaller call is
+    the record's few NumPy calls, with the same values."""
+    from buildingai.accel import activations as accelerated
+
+    x = np.linspace(-3.0, 3.0, 12, dtype=np.float32).reshape(3, 4)
     y = bai.nn.functional.sigmoid(bai.tensor(x))
-    assert twin_calls == [("sigmoid", True)]
+    assert twin_calls == []
     np.testing.assert_allclose(y.numpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
+    large = np.linspace(-3.0, 3.0, accelerated.SIGMOID_MIN_SIZE, dtype=np.float32)
+    y = bai.nn.functional.sigmoid(bai.tensor(large))
+    assert twin_calls == [("sigmoid", True)]
+    np.testing.assert_allclose(y.numpy(), 1 / (1 + np.exp(-large)), rtol=1e-6)
 
 
 def test_a_failing_twin_is_dropped_with_a_warning_and_its_numpy_kernel_runs(monkeypatch):
