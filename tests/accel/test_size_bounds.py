@@ -231,6 +231,7 @@ def test_a_kernel_bound_above_the_op_s_smallest_still_holds(monkeypatch, accel_o
     above ``mean.channels`` (which takes any size); both give NumPy's mean."""
     from buildingai.ops.reduce import MEAN
 
+    pytest.importorskip("numba")  # mean.channels, the kernel for any size, needs it
     entry = registry.kernel("mean.rows_and_columns")
     monkeypatch.setattr(entry, "min_size", 1 << 13)
     registry._refresh(MEAN)
