@@ -105,13 +105,13 @@ def _call(kernel, shape: tuple, rng):
 
 @contextlib.contextmanager
 def _taking_any_size(kernel):
-    """The twin of ``kernel`` takes every call inside the block."""
-    previous = kernel.compiled_min_work
-    kernel.compiled_min_work = compiled.ANY_SIZE
+    """The twin of ``kernel`` takes every call inside the block, on one thread as well."""
+    previous = kernel.compiled_min_work, kernel.compiled_threads_only
+    kernel.compiled_min_work, kernel.compiled_threads_only = compiled.ANY_SIZE, False
     try:
         yield
     finally:
-        kernel.compiled_min_work = previous
+        kernel.compiled_min_work, kernel.compiled_threads_only = previous
 
 
 def bench_twins(quick: bool) -> list[dict]:
