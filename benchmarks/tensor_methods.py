@@ -23,7 +23,8 @@ from .common import accelerate, format_table, measure, save_run
 
 SHAPE = (8, 16, 32)
 
-# (label, the call on a tensor ``x`` (3-D) and ``m`` (2-D, x[0]), NumPy's nearest call or None)
+# (label, the call on the tensors ``x`` (8, 16, 32), ``m`` = x[0] and ``s`` = x[:, :1], NumPy's
+# nearest call on the same arrays or None)
 CASES = [
     ("m.T", "m.T", "m.T"),
     ("x.reshape(8, 512)", "x.reshape(8, 512)", "x.reshape(8, 512)"),
@@ -47,6 +48,7 @@ CASES = [
 
 
 def _calls(code: str, namespace: dict):
+    """The call ``code`` on the values ``namespace`` names, as a function of no arguments."""
     return eval(f"lambda: {code}", namespace)  # noqa: S307 - the fixed table above
 
 
