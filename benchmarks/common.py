@@ -61,6 +61,15 @@ def measure(
     }
 
 
+def in_microseconds(results: dict, calls: int = 1) -> dict:
+    """``measure``'s results in microseconds per call, where each timed call makes ``calls``
+    of them: ``{name: {"median": us, "min": us, "max": us}}``."""
+    return {
+        name: {key: value * 1e6 / calls for key, value in stats.items()}
+        for name, stats in results.items()
+    }
+
+
 def accelerate() -> bool:
     """Turn ``buildingai.accel`` on for a benchmark run, as a user who wants speed does, unless
     ``BUILDINGAI_ACCEL=0`` asks to time the op records' reference code; returns the setting.

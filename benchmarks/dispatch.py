@@ -26,7 +26,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import accelerate, format_table, measure, save_run
+from .common import accelerate, format_table, in_microseconds, measure, save_run
 
 CHAIN = 50
 
@@ -106,8 +106,7 @@ def run(quick: bool = False, threads: int | None = None, cpu_time: bool = False)
             results = measure(candidates, repeats=2 if quick else 11, number=number, settle=0.0,
                               clock=clock)  # fmt: skip
             record = {"op": f"{kind} ({size}x{size})", "mode": mode, "ops_per_call": ops_per_call}
-            for name, stats in results.items():
-                record[name] = {k: v * 1e6 / ops_per_call for k, v in stats.items()}
+            record.update(in_microseconds(results, ops_per_call))
             record["ratio_to_pytorch"] = (
                 record["buildingai"]["median"] / record["pytorch"]["median"]
             )

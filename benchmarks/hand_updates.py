@@ -26,7 +26,15 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import accelerate, format_table, measure, save_run, set_threads, settle_for
+from .common import (
+    accelerate,
+    format_table,
+    in_microseconds,
+    measure,
+    save_run,
+    set_threads,
+    settle_for,
+)
 
 LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
 # the LSTM language model's parameters (vocabulary 10000, width 256, 2 layers, tied decoder)
@@ -165,9 +173,7 @@ def run(quick: bool = False, threads: int | None = None, cpu_time: bool = False)
             candidates, repeats=2 if quick else 9, number=1, warmup=1,
             settle=settle_for(quick), clock=clock,
         )  # fmt: skip
-        record = {"case": case}
-        for name, stats in results.items():
-            record[name] = {k: v * 1e6 / count for k, v in stats.items()}  # us a call
+        record = {"case": case, **in_microseconds(results, count)}
         for reference in ("pytorch", "numpy"):
             record[f"ratio to {reference}"] = (
                 record["buildingai"]["median"] / record[reference]["median"]

@@ -19,7 +19,7 @@ import numpy as np
 
 import buildingai as bai
 
-from .common import accelerate, format_table, measure, save_run
+from .common import accelerate, format_table, in_microseconds, measure, save_run
 
 SHAPE = (8, 16, 32)
 
@@ -77,9 +77,7 @@ def run(quick: bool = False, cpu_time: bool = False) -> list[dict]:
                 candidates["numpy"] = _calls(numpy_code, numpy_names)
             results = measure(candidates, repeats=2 if quick else 9,
                               number=2 if quick else 2000, settle=0.0, clock=clock)  # fmt: skip
-            record = {"call": label, "mode": mode}
-            for name, stats in results.items():
-                record[name] = {k: v * 1e6 for k, v in stats.items()}
+            record = {"call": label, "mode": mode, **in_microseconds(results)}
             record["ratio_to_pytorch"] = (
                 record["buildingai"]["median"] / record["pytorch"]["median"]
             )

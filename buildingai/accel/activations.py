@@ -148,8 +148,7 @@ register(
 
 
 # Elements from which sigmoid and SiLU take their kernels: below, the record's few NumPy calls
-# cost less than the kernel's steps (sigmoid of 256 values: 9.7 against 5.3 us; about even from
-# 4096 to 8192 values; docs/design_notes/performance.md).
+# cost less than the kernel's own steps (docs/design_notes/performance.md).
 SIGMOID_MIN_SIZE = 1 << 13
 
 

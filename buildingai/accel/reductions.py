@@ -24,8 +24,7 @@ def _float_numpy(x) -> bool:
 # ``ones @ a``: the product's call costs more than it saves.
 COLUMN_SUM_MIN = 1 << 17
 # Below this many elements a sum is faster as the record's own NumPy call, and a mean as
-# np.mean's own two steps: the kernel's rows cost more than they save (benchmarks.tensor_methods:
-# 10 against 6 us for the sum over the last axis of (8, 16, 32)).
+# np.mean's own two steps: the kernel's rows cost more than they save.
 LEAST_ELEMENTS = 1 << 13
 
 

@@ -397,9 +397,8 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, b
     thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta); with a
     ``bias`` (n,) of the dtype, out = a @ b + bias, each block's rows filled with the bias by
     the thread that then adds its product into them. Returns False, having done nothing, when
-    the layout or dtype does not fit a BLAS call (the layouts are checked in the compiled
-    loops: in Python, with the calling steps, they cost a tenth of a product of 2^23
-    multiply-adds)."""
+    the layout or dtype does not fit a BLAS call (the layouts are read in the compiled loops,
+    where checking them costs no Python steps)."""
     if a.ndim == 3:  # one batch axis: a single group
         a, b, out = a[None], b[None], out[None]
     dtype = a.dtype

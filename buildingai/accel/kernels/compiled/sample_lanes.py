@@ -25,9 +25,8 @@ from numba import njit, prange
 from .planes import plane_stride
 from .tile_ir import LANES
 
-# The sample-lane layout runs for images of at most this many positions (4x4: 14% faster than
-# the flat layout for 512 channels): on 8x8 images the tiles over samples ran 4-8% slower than
-# the flat ones before skipping, which ate the padding's 16% (docs/design_notes/performance.md).
+# The sample-lane layout runs for images of at most this many positions: on larger ones the
+# padding it skips no longer pays for its slower tiles (docs/design_notes/performance.md).
 MOST_POSITIONS = 16
 
 
