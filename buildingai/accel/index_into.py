@@ -14,7 +14,7 @@ from math import prod
 
 import numpy as np
 
-from ..ops.index import GETITEM
+from ..ops.index import GETITEM, one_axis_range
 from .kernels import compiled
 from .kernels.column_blocks import add_columns
 from .registry import register_gradient_into
@@ -29,29 +29,13 @@ def column_block(total, grad, index) -> tuple | None:
     one step-1 range there; total is C-contiguous, grad has the block's shape and dtype and its
     rows (that axis and the ones after it) contiguous, its leading axes but the last one
     foldable into one. None otherwise."""
-    if type(index) is not tuple or total.size == 0 or not total.flags.c_contiguous:
-        return None
-    if total.dtype != grad.dtype:
-        return None
-    if Ellipsis in index:  # (one at most: the index is checked) whole slices in its place
-        at = index.index(Ellipsis)
-        whole = (slice(None),) * (total.ndim - len(index) + 1)
-        index = index[:at] + whole + index[at + 1 :]
-    if len(index) > total.ndim:
-        return None
-    axis = first = last = None
-    for position, entry in enumerate(index):
-        if type(entry) is not slice:
-            return None
-        start, stop, step = entry.indices(total.shape[position])
-        if start == 0 and stop == total.shape[position] and step == 1:
-            continue  # a whole slice
-        if axis is not None or step != 1 or stop <= start:
-            return None
-        axis, first, last = position, start, stop
-    if axis is None:
+    if total.size == 0 or not total.flags.c_contiguous or total.dtype != grad.dtype:
         return None
     shape = total.shape
+    block = one_axis_range(shape, index)
+    if block is None:
+        return None
+    axis, first, last = block
     if grad.shape != (*shape[:axis], last - first, *shape[axis + 1 :]):
         return None
     outer, inner = shape[:axis], prod(shape[axis + 1 :])

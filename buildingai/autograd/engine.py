@@ -24,6 +24,7 @@ from ..errors import AutogradError, ShapeError
 from ..ops.cast import CAST
 from ..ops.elementwise import ADD
 from ..ops.reduce import SUM_TO
+from . import block_sums
 from .dispatch import apply, binary_operator
 from .gradients import Gradients
 from .mode import set_grad_enabled
@@ -248,6 +249,7 @@ def _run(
     # Not while the walk is recorded (create_graph, a traced step) or a dispatch mode watches.
     in_place = not (create_graph or _RECORDING.active or current_state().observed)
     owned: set = set()
+    unwritten: block_sums.Unwritten = {}  # sums a split's pieces fill, with blocks to come
 
     # leaves with post-accumulate hooks are finished as soon as their last gradient arrives
     waiting = _hooked_leaf_uses(dependencies) if targets is None and hooked_leaves() else None
@@ -261,6 +263,8 @@ def _run(
                 _RUNNING.node = node
             gradient = node_grads.pop(node, None)
             owned.discard(node)
+            if unwritten and node in unwritten:
+                block_sums.fill(gradient.array, unwritten, node)  # a piece never came: zeros
             if gradient is not None and node._hooks:
                 gradient = _run_hooks(node._hooks, gradient, node)
             if node in target_nodes:
@@ -295,7 +299,7 @@ def _run(
                     continue
                 if into is not None:
                     node_grads[child] = _sum_into(
-                        node_grads.get(child), child in owned, value, into, gradient
+                        node_grads.get(child), child in owned, value, into, gradient, unwritten
                     )
                     owned.add(child)
                 elif input_grad is not None:
@@ -303,6 +307,8 @@ def _run(
                     if previous is None:
                         node_grads[child] = input_grad
                     elif in_place:
+                        if unwritten and child in unwritten:
+                            block_sums.fill(previous.array, unwritten, child)
                         node_grads[child] = _sum(previous, input_grad, child in owned)
                         owned.add(child)
                     else:
@@ -327,7 +333,9 @@ def _run(
     if targets is not None:
         for target in targets:  # a target that is also a root receives its own root gradient
             if id(target) not in found and target._node in node_grads:
-                found[id(target)] = node_grads[target._node]
+                gradient = node_grads[target._node]
+                block_sums.fill(gradient.array, unwritten, target._node)
+                found[id(target)] = gradient
     return found
 
 
@@ -475,15 +483,35 @@ def _fits_into(gradient: Tensor, x: Tensor) -> bool:
     return type(data) is np.ndarray and type(source) is np.ndarray and data.dtype == source.dtype
 
 
-def _sum_into(previous: Tensor | None, in_place: bool, x: Tensor, node, gradient: Tensor):
+def _sum_into(
+    previous: Tensor | None,
+    in_place: bool,
+    x: Tensor,
+    node,
+    gradient: Tensor,
+    unwritten: block_sums.Unwritten | None = None,
+):
     """previous (or zeros) + ``node``'s gradient for x, as an array of the walk's own, the
     gradient added in by the op's ``add_grad_into`` (a basic index: into the slice, without
-    ``zeros_index_add``'s zero array and the full-size sum after it)."""
+    ``zeros_index_add``'s zero array and the full-size sum after it). With ``unwritten`` (the
+    walk's record for x's node), a gradient that fills one block (``Op.grad_block``: a piece
+    of a split) is copied where no gradient has written yet (``block_sums``)."""
     source = x.array
+    block = None
+    if unwritten is not None and node.op.grad_block is not None:
+        block = node.op.grad_block(source.shape, node.attrs)
+    key = x._node
     if previous is None:
+        if block is not None:
+            return Tensor(block_sums.start(source.shape, source.dtype, block, gradient.array,
+                                           unwritten, key))  # fmt: skip
         total = np.zeros(source.shape, source.dtype)
     elif in_place:
         total = previous.array
+        if unwritten and key in unwritten:
+            if block_sums.write(total, block, gradient.array, unwritten, key):
+                return previous
+            block_sums.fill(total, unwritten, key)  # another kind of gradient: added below
     else:
         total = np.array(previous.array, dtype=np.result_type(previous.array, source), order="C")
     add_grad_into(node.op, total, gradient.array, node.attrs)  # (or a registered kernel)

@@ -60,6 +60,10 @@ class Op:
       adds the gradient for the op's one input straight into ``total``, an array of that
       input's shape the backward engine owns: for an op whose gradient scatters ``grad`` into
       zeros (a basic index), the engine then builds no zero array and no full-size sum.
+    - ``grad_block``: ``None`` or a method ``grad_block(self, shape, attrs)`` that names the
+      part of its input's gradient (``shape``) that the op's gradient fills, as ``(axis, start,
+      stop)`` along one axis, or None for a call that fills no such block: the engine then
+      copies the pieces of a split into one new array instead of adding them into zeros.
     - ``accelerated``: the faster kernels registered for this op in ``buildingai.accel`` that
       are active now (empty when acceleration is off); set by the registry, never by the record.
       ``accelerated_into``: the same for ``add_grad_into``.
@@ -76,6 +80,7 @@ class Op:
     autocast: str = "promote"
     effectful: bool = False
     add_grad_into = None
+    grad_block = None
     accelerated: tuple = ()
     accelerated_into: tuple = ()
 

@@ -275,6 +275,32 @@ def _expand_ellipsis(index: tuple, ndim: int) -> list:
     return parts + whole
 
 
+def one_axis_range(shape: tuple, index: tuple) -> tuple | None:
+    """``(axis, start, stop)`` where the basic ``index`` into an array of ``shape`` takes one
+    non-empty step-1 range along one axis and every other axis whole, as ``split`` and
+    ``chunk`` do; None for any other index (ints, None, steps, two ranges, or all whole)."""
+    if type(index) is not tuple:
+        return None
+    for at, part in enumerate(index):
+        if part is Ellipsis:  # (not ``in``: that would compare index arrays element-wise)
+            whole = (_WHOLE,) * (len(shape) - len(index) + 1)
+            index = index[:at] + whole + index[at + 1 :]
+            break
+    if len(index) > len(shape):
+        return None
+    found = None
+    for axis, part in enumerate(index):
+        if type(part) is not slice:
+            return None
+        start, stop, step = part.indices(shape[axis])
+        if start == 0 and stop == shape[axis] and step == 1:
+            continue
+        if found is not None or step != 1 or stop <= start:
+            return None
+        found = (axis, start, stop)
+    return found
+
+
 def index_shape(shape: tuple, index: tuple) -> tuple:
     """The shape of ``x[index]`` for ``x`` of ``shape`` (ints and ``DimExpr``), with NumPy's
     rules: basic parts (slices, None) keep their places; advanced parts (arrays, and ints
@@ -348,6 +374,12 @@ class GetItem(ViewOp):
     def add_grad_into(self, total, grad, attrs):
         """``total[index] += grad``: backward's scatter, added into a sum the engine holds."""
         total[attrs["index"]] += grad
+
+    def grad_block(self, shape, attrs):
+        """The part of its input's gradient this op's gradient fills, ``(axis, start, stop)``,
+        where the index is one range along one axis (a piece of ``split`` or ``chunk``);
+        else None."""
+        return one_axis_range(shape, attrs["index"])
 
     def to_onnx(self, emit, inputs, output, attrs):
         _basic_index_onnx(emit, inputs[0], attrs["index"], output)

@@ -298,13 +298,15 @@ class Linear(Op):
     def backward(self, ctx, grad):
         x, weight, *rest = ctx.inputs
         bias = rest[0] if rest else None
-        grad_x = grad @ weight if x.requires_grad else None
-        grad_weight = grad_bias = None
+        grad_x = grad_weight = grad_bias = None
+        if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
+            # first, while the gradient its op just wrote is still in cache
+            grad_bias = SUM(grad, axes=tuple(range(grad.ndim - 1)), keepdims=False)
+        if x.requires_grad:
+            grad_x = grad @ weight
         if weight.requires_grad:
             rows_grad, rows_x = (grad, x) if x.ndim == 2 else (_rows(grad), _rows(x))
             grad_weight = _matmul(rows_grad, rows_x, transpose_a=True)
-        if bias is not None and hasattr(bias, "requires_grad") and bias.requires_grad:
-            grad_bias = SUM(grad, axes=tuple(range(grad.ndim - 1)), keepdims=False)
         return (grad_x, grad_weight) if bias is None else (grad_x, grad_weight, grad_bias)
 
     def to_onnx(self, emit, inputs, output, attrs):
