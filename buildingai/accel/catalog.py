@@ -17,5 +17,6 @@ from . import (  # noqa: F401
     resize,
     rnn_cell_step,
     rows,
+    sums,
     updates,
 )
