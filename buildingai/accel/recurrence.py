@@ -426,8 +426,9 @@ def _cell_fits(
             return False
     if gates_x.shape != wide or gates_h.shape != wide:
         return False
-    if any(bias.shape != wide[1:] for bias in biases):
-        return False
+    for bias in biases:
+        if bias.shape != wide[1:]:
+            return False
     if grad is not None and (
         type(grad) is not np.ndarray
         or grad.dtype != _FLOAT32
@@ -513,8 +514,11 @@ def _elman_cell(kernel, *arrays, nonlinearity):
     """``kernel``'s twin on ``arrays`` (the first two (N, H)) and the nonlinearity, into a new
     (N, H) float32 array."""
     out = np.empty(arrays[1].shape, _FLOAT32)
-    contiguous = (np.ascontiguousarray(array) for array in arrays)
-    compiled.twin_of(kernel)(*contiguous, out, nonlinearity == "relu")
+    for array in arrays:  # contiguous rows let LLVM vectorise the twin's loops
+        if not array.flags.c_contiguous:
+            arrays = [np.ascontiguousarray(array) for array in arrays]
+            break
+    compiled.twin_of(kernel)(*arrays, out, nonlinearity == "relu")
     return out
 
 

@@ -19,9 +19,10 @@ _FLOAT32 = np.dtype(np.float32)
 
 def _fits(xp, x, h, w_ih, w_hh, *biases, nonlinearity) -> bool:
     """float32 NumPy operands (``rnn_cell``'s kernel then takes the two products)."""
-    if not all(type(a) is np.ndarray and a.dtype == _FLOAT32 for a in (x, h, w_ih, w_hh)):
-        return False
-    return _rnn_cell_fits(xp, h, h, *biases, nonlinearity=nonlinearity)
+    for array in (x, w_ih, w_hh):  # a loop, not all(): asked on every step of a cell loop
+        if type(array) is not np.ndarray or array.dtype != _FLOAT32:
+            return False
+    return _rnn_cell_fits(xp, h, h, *biases, nonlinearity=nonlinearity)  # (h's own test)
 
 
 def rnn_cell_step(ctx, xp, x, h, w_ih, w_hh, *biases, nonlinearity):
