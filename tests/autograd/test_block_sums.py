@@ -117,3 +117,21 @@ def test_a_walk_copies_pieces_and_adds_nothing(monkeypatch):
     assert added == []
     expected = _split_input_gradients(PROGRAMS["every piece"])[1][0]
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_split_sums_on_two_threads_at_once():
+    """Two walks with split pieces at once: each keeps its own record of unwritten blocks."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ["a piece unused", "pieces along two axes"]
+    expected = [_split_input_gradients(PROGRAMS[name])[1][0] for name in names]
+
+    def walk(name):
+        x = bai.tensor(X, requires_grad=True)
+        PROGRAMS[name](bai, x * 1.5).backward()
+        return x.grad.numpy()
+
+    for _ in range(10):
+        with ThreadPoolExecutor(2) as pool:
+            for got, want in zip(pool.map(walk, names), expected):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
