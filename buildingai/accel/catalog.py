@@ -17,6 +17,5 @@ from . import (  # noqa: F401
     resize,
     rnn_cell_step,
     rows,
-    sums,
     updates,
 )

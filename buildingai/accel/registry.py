@@ -21,8 +21,7 @@ record's forward; when acceleration is off that tuple is empty and dispatch pays
 An op whose gradient the backward engine adds straight into its input's sum
 (``Op.add_grad_into``: a basic index) may have faster kernels for that sum too, registered with
 ``register_gradient_into`` and run by ``add_grad_into``; ``op.accelerated_into`` holds the
-active ones. The engine's own in-place sums of two gradients (``total += addend``) run through
-``sum_into``, whose faster kernels are registered with ``register_sum_into``.
+active ones.
 
 Accelerations that are not one op's kernel (a BLAS of BuildingAI's own, one thread pool, packed
 optimizer state) are registered as switches (``register_switch``): code that uses them asks
@@ -46,8 +45,6 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..backend.switches import env_switch
 from ..errors import ArgumentError
 
@@ -66,7 +63,7 @@ class Kernel:
     description: str = ""
     min_size: int = 0  # ``applies`` is False where ``call_size`` (or ``size``) is smaller
     size: Callable | None = None  # the op's call size where not ``call_size``: one rule per op
-    method: str = "forward"  # what it speeds up: "forward", "add_grad_into" or "sum_into"
+    method: str = "forward"  # the op's method it speeds up: "forward" or "add_grad_into"
     switched_on: bool = True  # this entry's own switch
 
     @property
@@ -93,7 +90,7 @@ class Kernel:
         return "on"
 
 
-_state = {"enabled": env_switch(ENV_VAR, default=False), "announced": False, "sums": ()}
+_state = {"enabled": env_switch(ENV_VAR, default=False), "announced": False}
 _entries: dict[str, Kernel] = {}
 _on_enable: list[Callable[[], None]] = []  # what enable() starts, registered by accel modules
 _on_disable: list[Callable[[], None]] = []
@@ -137,22 +134,6 @@ def register_gradient_into(
     return entry
 
 
-def register_sum_into(
-    applies: Callable,
-    kernel: Callable,
-    *,
-    name: str,
-    requires: tuple[str, ...] = (),
-    description: str = "",
-) -> Kernel:
-    """Register ``kernel(total, addend)`` as a faster ``total += addend`` for the backward
-    engine's in-place sums of gradients (``sum_into``) where ``applies(total, addend)`` holds;
-    it may return ``NotImplemented`` to hand the call back."""
-    entry = Kernel(name, None, applies, kernel, tuple(requires), description, method="sum_into")
-    _add(entry)
-    return entry
-
-
 def register_switch(name: str, *, requires: tuple[str, ...] = (), description: str = "") -> Kernel:
     """Register an acceleration that is no op's kernel; its users read ``.active``."""
     entry = Kernel(name, None, None, None, tuple(requires), description)
@@ -191,7 +172,6 @@ def _add(entry: Kernel) -> None:
                 )
         _entries[entry.name] = entry
         _refresh(entry.op)
-        _refresh_sums()
 
 
 def _refresh(op) -> None:
@@ -209,17 +189,9 @@ def _refresh(op) -> None:
     op.accelerated_into = tuple(entry for entry in active if entry.method == "add_grad_into")
 
 
-def _refresh_sums() -> None:
-    """The active ``sum_into`` kernels, in registration order."""
-    _state["sums"] = tuple(
-        entry for entry in _entries.values() if entry.method == "sum_into" and entry.active
-    )
-
-
 def _refresh_all() -> None:
     for op in {id(entry.op): entry.op for entry in _entries.values()}.values():
         _refresh(op)
-    _refresh_sums()
 
 
 def enable(*, quiet: bool = False) -> None:
@@ -279,7 +251,6 @@ def set_enabled(name: str, flag: bool) -> bool:
         previous = entry.switched_on
         entry.switched_on = bool(flag)
         _refresh(entry.op)
-        _refresh_sums()
     return previous
 
 
@@ -357,16 +328,6 @@ def add_grad_into(op, total, grad, attrs: dict) -> None:
         ):
             return
     op.add_grad_into(total, grad, attrs)
-
-
-def sum_into(total, addend) -> None:
-    """``total += addend`` for two NumPy arrays of one shape and dtype, or the first active
-    kernel registered for it (``register_sum_into``) that applies: the backward engine's
-    in-place sum of two gradients."""
-    for entry in _state["sums"]:
-        if entry.applies(total, addend) and entry.run(total, addend) is not NotImplemented:
-            return
-    np.add(total, addend, out=total)
 
 
 def call_size(arrays) -> int | None:

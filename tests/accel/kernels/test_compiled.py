@@ -23,7 +23,6 @@ from buildingai.accel.kernels import (
     pool_flat,
     select,
     separable_resize,
-    sums,
 )
 from buildingai.accel.kernels import activations_fused as fused
 
@@ -33,7 +32,7 @@ pytest.importorskip("numba")
 @pytest.fixture(autouse=True)
 def _accelerated(monkeypatch, accel_on):
     """Twins run only while acceleration is on; a product of an earlier test does not keep the
-    twins that take only split calls (tanh, add) on one thread."""
+    twin that takes only split calls (tanh) on one thread."""
     from buildingai.backend import threads
 
     monkeypatch.setattr(threads, "BLAS_SPIN_SECONDS", 0.0)
@@ -94,7 +93,6 @@ CASES = {
     "select": (select.select, [_mask, _values, _grad], 1, {}, 0.0),
     "select_else_value": (select.select_else_value, [_mask, _values], 1, {"value": -0.1}, 0.0),
     "value_else_select": (select.value_else_select, [_mask, _values], 1, {"value": 2.5}, 0.0),
-    "add": (sums.add, [_values, _values], 1, {}, 0.0),
 }  # fmt: skip
 
 
