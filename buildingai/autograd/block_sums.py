@@ -27,12 +27,10 @@ def _region(axis: int, start: int, stop: int) -> tuple:
 def start(shape: tuple, dtype, block: tuple, grad: np.ndarray, unwritten: Unwritten, key):
     """A new array of ``shape`` holding ``grad`` in ``block`` (``(axis, start, stop)``), the
     rest recorded as unwritten under ``key``."""
-    axis, first, last = block
     total = np.empty(shape, dtype)
-    total[_region(axis, first, last)] = grad
-    gaps = [(low, high) for low, high in ((0, first), (last, shape[axis])) if low < high]
-    if gaps:
-        unwritten[key] = (axis, gaps)
+    axis = block[0]
+    unwritten[key] = (axis, [(0, shape[axis])])  # all of it unwritten, then the first block
+    write(total, block, grad, unwritten, key)
     return total
 
 

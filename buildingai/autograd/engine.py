@@ -497,11 +497,9 @@ def _sum_into(
     walk's record for x's node), a gradient that fills one block (``Op.grad_block``: a piece
     of a split) is copied where no gradient has written yet (``block_sums``)."""
     source = x.array
-    block = None
-    if unwritten is not None and node.op.grad_block is not None:
-        block = node.op.grad_block(source.shape, node.attrs)
     key = x._node
     if previous is None:
+        block = _block(node, source, unwritten)
         if block is not None:
             return Tensor(block_sums.start(source.shape, source.dtype, block, gradient.array,
                                            unwritten, key))  # fmt: skip
@@ -509,6 +507,7 @@ def _sum_into(
     elif in_place:
         total = previous.array
         if unwritten and key in unwritten:
+            block = _block(node, source, unwritten)
             if block_sums.write(total, block, gradient.array, unwritten, key):
                 return previous
             block_sums.fill(total, unwritten, key)  # another kind of gradient: added below
@@ -516,6 +515,14 @@ def _sum_into(
         total = np.array(previous.array, dtype=np.result_type(previous.array, source), order="C")
     add_grad_into(node.op, total, gradient.array, node.attrs)  # (or a registered kernel)
     return previous if previous is not None and in_place else Tensor(total)
+
+
+def _block(node, source, unwritten) -> tuple | None:
+    """The block of ``source``'s gradient that ``node``'s gradient fills (``Op.grad_block``),
+    where the walk copies such blocks (``unwritten`` given); else None."""
+    if unwritten is None or node.op.grad_block is None:
+        return None
+    return node.op.grad_block(source.shape, node.attrs)
 
 
 def _add_leaf_into(leaf_grads: dict, leaf: Tensor, node, gradient: Tensor, owned: set):

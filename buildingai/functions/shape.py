@@ -192,7 +192,7 @@ def transpose(x: Tensor, *axes) -> Tensor:
     are a full order, as ``permute``.
     """
     if not axes:
-        return permute(x, tuple(reversed(range(x.ndim))))
+        return reversed_axes(x)
     if len(axes) == 2 and isinstance(axes[0], int) and isinstance(axes[1], int):
         return swapaxes(x, *axes)
     return permute(x, *axes)
