@@ -98,7 +98,8 @@ ONE_POOL = register_switch(
 )
 
 # What ``_whole_on_own_blas`` calls, set while one pool's own BLAS is loaded:
-# {dtype: (its gemm's address, 1 and 0 of the dtype)} and the compiled loop that calls it.
+# {dtype: (its gemm's address, 1 and 0 of the dtype, the slice depth)} and the compiled loop
+# that calls it.
 _whole = {"calls": {}, "call": None}
 
 
@@ -114,7 +115,7 @@ def _start() -> None:
         from .kernels.compiled import gemm
 
         calls = {
-            dtype: (address, dtype.type(1.0), dtype.type(0.0))
+            dtype: (address, dtype.type(1.0), dtype.type(0.0), gemm.SLICE_DEPTH)
             for dtype, address in gemm.ADDRESSES.items()
         }
         _whole.update(calls=calls, call=gemm.whole_product)
@@ -210,10 +211,11 @@ def _whole_on_own_blas(a, b, out, accumulate: bool = False, bias=None):
         return None
     if bias is not None and (type(bias) is not np.ndarray or bias.dtype != a.dtype):
         return None
-    address, one, zero = found
+    address, one, zero, slice_depth = found
     own_blas_library.hold_at_one_thread()
     try:
-        done = _whole["call"](address, a, b, out, one, one if accumulate else zero, bias)
+        beta = one if accumulate else zero
+        done = _whole["call"](address, a, b, out, one, beta, slice_depth, bias)
     except Exception:  # a compile or cache failure: compiled.split_product's path says so
         _whole["calls"] = {}
         return None

@@ -56,10 +56,13 @@ def test_product_equals_one_blas_call(dtype, by_columns, parts, a_layout, b_layo
 @pytest.mark.parametrize("parts", [0, 2])
 @pytest.mark.parametrize("a_layout", ["row-major", "transposed", "window"])
 @pytest.mark.parametrize("b_layout", ["row-major", "transposed", "window"])
-def test_deep_products_in_slices_equal_the_product(dtype, accumulate, parts, a_layout, b_layout):
+@pytest.mark.parametrize("slice_depth", [gemm.DEPTH_SLICE, 0])
+def test_deep_products_in_slices_equal_the_product(
+    dtype, accumulate, parts, a_layout, b_layout, slice_depth
+):
     """Deeper than DEEP, one BLAS call per DEPTH_SLICE of the inner dimension (the last one
-    shorter), each adding into the output: cut and uncut, into a fresh output and added to
-    one, and through the whole-product call."""
+    shorter), each adding into the output, or one call (slice depth 0, as on MKL): cut and
+    uncut, into a fresh output and added to one, and through the whole-product call."""
     depth = gemm.DEEP + gemm.DEPTH_SLICE + gemm.DEPTH_SLICE // 3  # three slices, one short
     rng = np.random.default_rng(2)
     a = _layouts(rng.standard_normal((5, depth)).astype(dtype))[a_layout]
@@ -68,11 +71,14 @@ def test_deep_products_in_slices_equal_the_product(dtype, accumulate, parts, a_l
     exact = start.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
     scale = TOLERANCE[dtype] * np.abs(a).sum(1).max() * np.abs(b).max()
     out = start[None].copy() if accumulate else np.full((1, 5, 6), np.nan, dtype)
-    assert gemm.product(a[None], b[None], out, parts, False, accumulate=accumulate)
+    assert gemm.product(
+        a[None], b[None], out, parts, False, accumulate=accumulate, slice_depth=slice_depth
+    )
     np.testing.assert_allclose(out[0], exact, rtol=0, atol=scale)
     whole = start.copy() if accumulate else np.full((5, 6), np.nan, dtype)
     one, beta = dtype(1), dtype(1 if accumulate else 0)
-    assert gemm.whole_product(gemm.ADDRESSES[np.dtype(dtype)], a, b, whole, one, beta)
+    address = gemm.ADDRESSES[np.dtype(dtype)]
+    assert gemm.whole_product(address, a, b, whole, one, beta, slice_depth)
     np.testing.assert_allclose(whole, exact, rtol=0, atol=scale)
 
 
@@ -97,7 +103,8 @@ def test_products_that_start_from_a_bias_row_equal_the_product_plus_the_bias(
     np.testing.assert_allclose(out[0], exact, rtol=0, atol=scale)
     whole = np.full((7, 11), np.nan, dtype)
     one, zero = dtype(1), dtype(0)
-    assert gemm.whole_product(gemm.ADDRESSES[np.dtype(dtype)], a, weight.T, whole, one, zero, bias)
+    address, depth = gemm.ADDRESSES[np.dtype(dtype)], gemm.SLICE_DEPTH
+    assert gemm.whole_product(address, a, weight.T, whole, one, zero, depth, bias)
     np.testing.assert_allclose(whole, exact, rtol=0, atol=scale)
     assert not gemm.product(a[None], weight.T[None], out, parts, by_columns, bias=bias[:5])
 
@@ -231,6 +238,26 @@ def own_blas_pool(request, accel_on):
         bai.accel.enable(quiet=True)
 
 
+def test_deep_products_are_sliced_on_openblas_and_whole_on_mkl(own_blas_pool):
+    """OpenBLAS's own blocking sums longer chains than PyTorch's BLAS: there a deep product is
+    cut into DEPTH_SLICE-deep calls. MKL is PyTorch's BLAS: there it is one call, whose float32
+    result is the single call's, bit for bit, at every depth."""
+    from buildingai.accel import own_blas
+
+    library = own_blas.library()
+    sliced = library.name != "mkl"
+    in_use = gemm.SLICE_DEPTH  # set when the library was loaded
+    assert in_use == (gemm.DEPTH_SLICE if sliced else 0)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((48, 3 * gemm.DEPTH_SLICE + 16)).astype(np.float32)
+    b = rng.standard_normal((a.shape[1], 40)).astype(np.float32)
+    address, one, zero = gemm.ADDRESSES[a.dtype], np.float32(1), np.float32(0)
+    whole, routed = np.empty((48, 40), np.float32), np.empty((1, 48, 40), np.float32)
+    assert gemm.whole_product(address, a, b, whole, one, zero, 0)
+    assert gemm.product(a[None], b[None], routed, 0, False)
+    assert np.array_equal(routed[0], whole) != sliced  # sliced sums round differently
+
+
 def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, monkeypatch):
     from buildingai.accel import products
 
@@ -241,9 +268,9 @@ def test_uncut_products_numpy_would_thread_run_on_its_own_blas(own_blas_pool, mo
         calls.append(parts)
         return product(a, b, out, parts, by_columns, accumulate, bias)
 
-    def whole(address, a, b, out, alpha, beta, bias):  # products.py's own uncut call
+    def whole(address, a, b, out, alpha, beta, slice_depth, bias):  # products.py's uncut call
         calls.append(0)
-        return gemm.whole_product(address, a, b, out, alpha, beta, bias)
+        return gemm.whole_product(address, a, b, out, alpha, beta, slice_depth, bias)
 
     monkeypatch.setitem(compiled._twins, "gemm.product", spy)
     monkeypatch.setitem(products._whole, "call", whole)
@@ -279,9 +306,9 @@ def test_beside_numpys_blas_at_one_thread_mkl_takes_the_products_too_small_to_cu
 
     calls = []
 
-    def whole(address, a, b, out, alpha, beta, bias):
+    def whole(address, a, b, out, alpha, beta, slice_depth, bias):
         calls.append(a.shape)
-        return gemm.whole_product(address, a, b, out, alpha, beta, bias)
+        return gemm.whole_product(address, a, b, out, alpha, beta, slice_depth, bias)
 
     monkeypatch.setitem(products._whole, "call", whole)
     rng = np.random.default_rng(5)
@@ -391,13 +418,13 @@ def test_the_whole_product_refuses_what_blas_cannot_write():
     CBLAS's column-major call) and multiplies nothing empty: it says False and leaves out as
     it was."""
     address = gemm.ADDRESSES[np.dtype(np.float32)]
-    one, zero = np.float32(1.0), np.float32(0.0)
+    one, zero, depth = np.float32(1.0), np.float32(0.0), gemm.SLICE_DEPTH
     a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
     out = np.full((5, 4), np.nan, np.float32).T  # (4, 5), column steps of 16 bytes
-    assert not gemm.whole_product(address, a, b, out, one, zero)
+    assert not gemm.whole_product(address, a, b, out, one, zero, depth)
     assert np.isnan(out).all()
-    empty = np.ones((4, 0), np.float32)
-    assert not gemm.whole_product(address, empty, np.ones((0, 5), np.float32), out.T.T, one, zero)
+    empty, nothing = np.ones((4, 0), np.float32), np.ones((0, 5), np.float32)
+    assert not gemm.whole_product(address, empty, nothing, out.T.T, one, zero, depth)
     done = np.full((4, 5), np.nan, np.float32)
-    assert gemm.whole_product(address, a, b, done, one, zero)
+    assert gemm.whole_product(address, a, b, done, one, zero, depth)
     np.testing.assert_array_equal(done, np.full((4, 5), 3.0, np.float32))

@@ -16,8 +16,8 @@ the products stay on the Python threads. This module is imported only while acce
 enabled.
 
 The NumPy reference is ``a @ b``: each part is the same BLAS routine on a block of the output,
-a product deeper than ``DEEP`` one call per slice of its inner dimension (more accurate than
-the BLAS's own blocking: see ``DEPTH_SLICE``).
+on OpenBLAS a product deeper than ``DEEP`` one call per slice of its inner dimension (more
+accurate than its own blocking: see ``DEPTH_SLICE``); on MKL, PyTorch's BLAS, one call.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ GEMV_ADDRESSES: dict = {}  # only on a BLAS held at one thread
 def use(library) -> bool:
     """Have the products call ``library`` (an ``own_blas.Library``, held at one thread), or
     NumPy's BLAS where it is None or lacks a routine; returns whether the own one is used."""
-    global OWN_BLAS, ADDRESSES, GEMV_ADDRESSES
+    global OWN_BLAS, ADDRESSES, GEMV_ADDRESSES, SLICE_DEPTH
     own = library is not None and len(_addresses(library.routine)) == 2
     OWN_BLAS = own
+    SLICE_DEPTH = 0 if own and library.name == "mkl" else DEPTH_SLICE
     ADDRESSES = _addresses(library.routine if own else _numpy_routine)
     GEMV_ADDRESSES = _addresses(library.routine, "gemv") if own else {}
     return own
@@ -124,21 +125,25 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
 
 
 # Products deeper than ``DEEP``: one BLAS call per ``DEPTH_SLICE``-deep slice, each added into
-# the output, so every entry sums chains at most that long (nearer float64 than the BLAS's own
-# deeper blocking; figures in docs/design_notes/performance.md).
+# the output, so every entry sums chains at most that long (nearer float64 than OpenBLAS's own
+# deeper blocking; figures in docs/design_notes/performance.md). MKL's blocking is PyTorch's own
+# (its float32 products are PyTorch's, bit for bit), so on MKL a product is one call at any depth.
 DEPTH_SLICE = 256
 DEEP = 512
+# The slices the products use, set by ``use``: DEPTH_SLICE, or 0 for one call at any depth (MKL)
+SLICE_DEPTH = DEPTH_SLICE
 
 
 @njit(nogil=True, cache=True)
-def _gemm(address, transpose_a, transpose_b, m, n, k, one, a, lda, b, ldb, beta, c, ldc, size):
+def _gemm(address, transpose_a, transpose_b, m, n, k, one, a, lda, b, ldb, beta, c, ldc, size,
+          slice_depth):  # fmt: skip
     """``_call_gemm`` with alpha ``one`` (1 of the product's dtype), a product deeper than
-    ``DEEP`` in ``DEPTH_SLICE``-deep slices; ``size`` is the bytes of one entry."""
-    if k <= DEEP:
+    ``DEEP`` in ``slice_depth``-deep slices (0: one call); ``size`` is the bytes of one entry."""
+    if k <= DEEP or slice_depth == 0:
         _call_gemm(address, transpose_a, transpose_b, m, n, k, one, a, lda, b, ldb, beta, c, ldc)
         return
-    for start in range(0, k, DEPTH_SLICE):
-        depth = min(DEPTH_SLICE, k - start)
+    for start in range(0, k, slice_depth):
+        depth = min(slice_depth, k - start)
         # slice ``start`` of op(a)'s columns and op(b)'s rows, in their storage
         a_at = a + (start * lda if transpose_a == TRANSPOSE else start) * size
         b_at = b + (start if transpose_b == TRANSPOSE else start * ldb) * size
@@ -297,7 +302,7 @@ def _stack_layouts(a, b, out):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _product_tasks(address, a, b, out, one, beta, parts, by_columns, bias=None):
+def _product_tasks(address, a, b, out, one, beta, parts, by_columns, slice_depth, bias=None):
     """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] for each entry of (groups,
     entries, ...) stacks, each cut into ``parts`` blocks of rows (of columns, ``by_columns``);
     one task per (entry, block) on numba's threads; ``one`` is 1 of the dtype. The layouts
@@ -333,16 +338,16 @@ def _product_tasks(address, a, b, out, one, beta, parts, by_columns, bias=None):
         if by_columns:  # columns of op(b) are its storage's rows when b is transposed
             b_at += (start * ldb if transpose_b == TRANSPOSE else start) * size
             _gemm(address, transpose_a, transpose_b, m, stop - start, k, one, a_at, lda,
-                  b_at, ldb, block_beta, out_at + start * size, ldc, size)  # fmt: skip
+                  b_at, ldb, block_beta, out_at + start * size, ldc, size, slice_depth)  # fmt: skip
         else:
             a_at += (start if transpose_a == TRANSPOSE else start * lda) * size
-            _gemm(address, transpose_a, transpose_b, stop - start, n, k, one, a_at, lda,
-                  b_at, ldb, block_beta, out_at + start * ldc * size, ldc, size)  # fmt: skip
+            _gemm(address, transpose_a, transpose_b, stop - start, n, k, one, a_at, lda, b_at,
+                  ldb, block_beta, out_at + start * ldc * size, ldc, size, slice_depth)  # fmt: skip
     return True
 
 
 @njit(nogil=True, cache=True)
-def _products_in_turn(address, a, b, out, one, beta, bias=None):
+def _products_in_turn(address, a, b, out, one, beta, slice_depth, bias=None):
     """out[g, e] = op(a[g, e]) @ op(b[g, e]) + beta out[g, e] (+ ``bias``), one BLAS call per
     entry of (groups, entries, ...) stacks (a deep product: one per slice) on the calling
     thread; False, having done nothing, where the layouts do not fit (``_stack_layouts``)."""
@@ -361,14 +366,14 @@ def _products_in_turn(address, a, b, out, one, beta, bias=None):
         _gemm(address, transpose_a, transpose_b, m, n, k, one,
               a.ctypes.data + _entry_offsets(a, entry), lda,
               b.ctypes.data + _entry_offsets(b, entry), ldb, entry_beta,
-              out_at, ldc, a.itemsize)  # fmt: skip
+              out_at, ldc, a.itemsize, slice_depth)  # fmt: skip
     return True
 
 
 @njit(nogil=True, cache=True)
-def whole_product(address, a, b, out, one, beta, bias=None):
+def whole_product(address, a, b, out, one, beta, slice_depth, bias=None):
     """out = a @ b + beta out for 2-D arrays of one float dtype in one BLAS call (a deep product:
-    one per slice, ``_gemm``) on the calling thread, the layouts read off the strides here (a
+    one per ``slice_depth`` slice, ``_gemm``) on the calling thread, the layouts read off the strides here (a
     product's own checks in Python cost a third of one of 2^19 multiply-adds); ``one`` is 1 of
     the dtype. With a ``bias`` (n,), out = a @ b + bias, each row filled with it first. False,
     having done nothing, where a layout does not fit."""
@@ -383,11 +388,13 @@ def whole_product(address, a, b, out, one, beta, bias=None):
         _fill(out, 0, m, 0, n, bias)
         beta = one
     _gemm(address, transpose_a, transpose_b, m, n, k, one, a.ctypes.data, lda,
-          b.ctypes.data, ldb, beta, out.ctypes.data, ldc, a.itemsize)  # fmt: skip
+          b.ctypes.data, ldb, beta, out.ctypes.data, ldc, a.itemsize, slice_depth)  # fmt: skip
     return True
 
 
-def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, bias=None) -> bool:
+def product(
+    a, b, out, parts: int, by_columns: bool, accumulate: bool = False, bias=None, slice_depth=None
+) -> bool:
     """out = a @ b for (entries, m, k) and (entries, k, n) NumPy arrays of one float dtype, out
     (entries, m, n) with unit column steps, or for stacks of two batch axes, (groups, entries,
     m, k) and so on, read through their strides (a model's heads: (batch, heads, ...) views
@@ -396,9 +403,10 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, b
     are many entries) on numba's threads, or with ``parts`` 0 one call per entry on the calling
     thread; with ``accumulate``, out += a @ b, the sum in the BLAS call (its beta); with a
     ``bias`` (n,) of the dtype, out = a @ b + bias, each block's rows filled with the bias by
-    the thread that then adds its product into them. Returns False, having done nothing, when
-    the layout or dtype does not fit a BLAS call (the layouts are read in the compiled loops,
-    where checking them costs no Python steps)."""
+    the thread that then adds its product into them; a product deeper than ``DEEP`` in
+    ``slice_depth``-deep slices (0: one call; None: ``SLICE_DEPTH``, the BLAS's). Returns False,
+    having done nothing, when the layout or dtype does not fit a BLAS call (the layouts are
+    read in the compiled loops, where checking them costs no Python steps)."""
     if a.ndim == 3:  # one batch axis: a single group
         a, b, out = a[None], b[None], out[None]
     dtype = a.dtype
@@ -411,6 +419,8 @@ def product(a, b, out, parts: int, by_columns: bool, accumulate: bool = False, b
         own_blas.hold_at_one_thread()
     one = _ONE[dtype]
     beta = one if accumulate else _ZERO[dtype]
+    if slice_depth is None:
+        slice_depth = SLICE_DEPTH
     if parts == 0:
-        return _products_in_turn(address, a, b, out, one, beta, bias)
-    return _product_tasks(address, a, b, out, one, beta, parts, by_columns, bias)
+        return _products_in_turn(address, a, b, out, one, beta, slice_depth, bias)
+    return _product_tasks(address, a, b, out, one, beta, parts, by_columns, slice_depth, bias)
