@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..backend.precision import gemm_result_dtype
+from ..backend.threads import get_num_threads
 from ..ops import conv
 from .kernels import compiled
 from .kernels.compiled import compiled_twin
@@ -43,6 +44,9 @@ from .products import matmul_array as product
 # and at least LEAST_TILES tiles in all (fewer: the transforms cost more than the product saves).
 LEAST_CHANNELS = 64
 LEAST_CHANNELS_AVX2 = 16
+# On one thread with AVX-512 it pays from LEAST_CHANNELS_ONE_THREAD channels where the filters
+# are at least LEAST_CHANNELS (on two, the direct twin's weight gradient keeps up there)
+LEAST_CHANNELS_ONE_THREAD = 32
 LEAST_TILES = 64
 # Samples are taken in passes whose transformed planes (16 per input channel and per filter,
 # each one value per tile) take at most PASS_BYTES, so that they stay in cache for the product,
@@ -151,17 +155,16 @@ def weight_grad(x, grad, padding):
 
 def fits(xp, x, grad, *, weight_size, stride, padding, dilation, groups) -> bool:
     """float32 NumPy arrays, a 3x3 kernel at stride 1, undilated, one group, an even output,
-    channels and tiles where the path pays (``least_channels()``, ``LEAST_TILES``), and the
+    channels and tiles where the path pays (``channels_pay``, ``LEAST_TILES``), and the
     compiled transforms running (in NumPy they cost more than the product saves)."""
     ho, wo = grad.shape[2:]
-    narrowest = min(x.shape[1], grad.shape[1])
     return (
         computes(xp, x, weight_size, stride, padding, dilation, groups, (ho, wo))
         and grad.dtype == np.float32
         and x.shape[0] * (ho // 2) * (wo // 2) >= LEAST_TILES
         and conv.output_hw(x.shape[2:], (3, 3), (1, 1), padding, (1, 1)) == (ho, wo)
         and compiled.available()
-        and narrowest >= least_channels()
+        and channels_pay(x.shape[1], grad.shape[1])
     )
 
 
@@ -188,6 +191,19 @@ def least_channels() -> int:
     """The fewest channels and filters this path takes on this CPU's vector width (asked once
     the compiled tier runs)."""
     return LEAST_CHANNELS_AVX2 if compiled.vector_lanes() == 8 else LEAST_CHANNELS
+
+
+def channels_pay(channels: int, filters: int) -> bool:
+    """Whether a layer of ``channels`` input channels and ``filters`` filters is wide enough
+    for this path: both at least ``least_channels()``, or, at one thread, at least
+    ``LEAST_CHANNELS_ONE_THREAD`` channels and ``LEAST_CHANNELS`` filters."""
+    if min(channels, filters) >= least_channels():
+        return True
+    return (
+        channels >= LEAST_CHANNELS_ONE_THREAD
+        and filters >= LEAST_CHANNELS
+        and get_num_threads() == 1
+    )
 
 
 def registered_weight_grad(ctx, xp, x, grad, *, weight_size, stride, padding, dilation, groups):

@@ -179,9 +179,10 @@ def test_calls_it_does_not_take(kernels_run, x_shape, w_shape, options):
 
 @pytest.mark.parametrize("lanes, least", [(8, 16), (16, 64)])
 def test_fewest_channels_follow_the_vector_width(kernels_run, monkeypatch, lanes, least):
-    """AVX2's 8-lane tiles leave layers from 16 channels and filters to it, AVX-512's from 64:
-    below, the direct twin's weight gradient is as fast there."""
+    """AVX2's 8-lane tiles leave layers from 16 channels and filters to it, AVX-512's from 64
+    (at two threads): below, the direct twin's weight gradient is as fast there."""
     monkeypatch.setattr(compiled, "vector_lanes", lambda: lanes)
+    monkeypatch.setattr(winograd, "get_num_threads", lambda: 2)
     assert winograd.least_channels() == least
     rng = np.random.default_rng(9)
     for channels, taken in ((least, True), (least - 1, False)):
@@ -190,6 +191,29 @@ def test_fewest_channels_follow_the_vector_width(kernels_run, monkeypatch, lanes
         weight = rng.standard_normal((least, channels, 3, 3)).astype(np.float32)
         _weight_grad_through_conv2d(x, weight, 1)
         assert (NAME in kernels_run) is taken, (channels, lanes)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_at_one_thread_with_avx512_it_takes_32_channels_and_64_filters(
+    kernels_run, monkeypatch, threads
+):
+    """With AVX-512's tiles at one thread, 32 input channels and 64 filters pay already (the
+    direct twin's weight gradient is the slower there); at two threads they keep to 64."""
+    monkeypatch.setattr(compiled, "vector_lanes", lambda: 16)
+    rng = np.random.default_rng(10)
+    cases = [(32, 64, threads == 1), (31, 64, False), (32, 63, False), (64, 64, True)]
+    previous = bai.get_num_threads()
+    bai.set_num_threads(threads)
+    try:
+        for channels, filters, taken in cases:
+            assert winograd.channels_pay(channels, filters) is taken, (channels, filters)
+            kernels_run.clear()
+            x = rng.standard_normal((4, channels, 8, 8)).astype(np.float32)
+            weight = rng.standard_normal((filters, channels, 3, 3)).astype(np.float32)
+            _weight_grad_through_conv2d(x, weight, 1)
+            assert (NAME in kernels_run) is taken, (channels, filters, threads)
+    finally:
+        bai.set_num_threads(previous)
 
 
 def test_switched_off_it_leaves_the_call_to_the_others(kernels_run):
