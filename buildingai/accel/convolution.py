@@ -18,8 +18,8 @@ stay the reference; these compute the same values another way, each where it pay
   phase images (rows and columns of each parity), each tap one shift on one of them, summed by
   the same flat tiles, or by the channel-vector tiles where they take the call. Their weight gradient keeps im2col, whose one long product is faster.
 - ``conv2d_weight_grad.winograd`` (``winograd.py``): 3x3 stride-1 weight gradients of layers
-  of at least 64 channels and filters by Winograd's minimal filtering, 2.25 times fewer
-  multiply-adds.
+  of at least 64 channels and filters (16 with AVX2's 8 lanes; 32 channels and 64 filters at
+  one thread) by Winograd's minimal filtering, 2.25 times fewer multiply-adds.
 - ``*.depthwise``: one input channel per group, whose per-group products are tiny: in float32
   numba loops (``kernels/compiled/depthwise.py``), each plane copied once into the padded
   image's phase planes and each tap one contiguous loop over them; elsewhere whole-array
