@@ -126,8 +126,8 @@ def _call_gemm(typing_context, address, transpose_a, transpose_b, m, n, k, alpha
 
 # Products deeper than ``DEEP``: one BLAS call per ``DEPTH_SLICE``-deep slice, each added into
 # the output, so every entry sums chains at most that long (nearer float64 than OpenBLAS's own
-# deeper blocking; figures in docs/design_notes/performance.md). MKL's blocking is PyTorch's own
-# (its float32 products are PyTorch's, bit for bit), so on MKL a product is one call at any depth.
+# deeper blocking; figures in docs/design_notes/performance.md). MKL is PyTorch's own BLAS: one
+# MKL call has PyTorch's float32 error, so on MKL a product is one call at any depth.
 DEPTH_SLICE = 256
 DEEP = 512
 # The slices the products use, set by ``use``: DEPTH_SLICE, or 0 for one call at any depth (MKL)
@@ -373,9 +373,9 @@ def _products_in_turn(address, a, b, out, one, beta, slice_depth, bias=None):
 @njit(nogil=True, cache=True)
 def whole_product(address, a, b, out, one, beta, slice_depth, bias=None):
     """out = a @ b + beta out for 2-D arrays of one float dtype in one BLAS call (a deep product:
-    one per ``slice_depth`` slice, ``_gemm``) on the calling thread, the layouts read off the strides here (a
-    product's own checks in Python cost a third of one of 2^19 multiply-adds); ``one`` is 1 of
-    the dtype. With a ``bias`` (n,), out = a @ b + bias, each row filled with it first. False,
+    one per ``slice_depth``-deep slice, ``_gemm``) on the calling thread, the layouts read off
+    the strides here (a product's own checks in Python cost a third of one of 2^19
+    multiply-adds); ``one`` is 1 of the dtype. With a ``bias`` (n,), out = a @ b + bias, each row filled with it first. False,
     having done nothing, where a layout does not fit."""
     m, k = a.shape
     n = b.shape[1]
