@@ -55,6 +55,10 @@ class DispatchMode:
 
     transforms = False  # overrides __dispatch__ (set for each subclass)
     observes = False  # overrides before_op or after_op (set for each subclass)
+    # Whether a backward walk under this mode adds gradients up through dispatch, so that every
+    # sum is an op the mode sees. False (a profiler) leaves the walk as it runs unwatched: sums
+    # in place and a split's pieces copied into their blocks, none of them an op.
+    sees_gradient_sums = True
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

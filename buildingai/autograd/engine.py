@@ -246,8 +246,9 @@ def _run(
     # Sums of gradients the walk made itself (``owned``: nodes, and leaves by id) are NumPy
     # arrays no one else holds: later gradients are added into them in place, and an op with
     # ``add_grad_into`` (``x[index]``) adds its gradient into x's sum, without a zero array.
-    # Not while the walk is recorded (create_graph, a traced step) or a dispatch mode watches.
-    in_place = not (create_graph or _RECORDING.active or current_state().observed)
+    # Not while the walk is recorded (create_graph, a traced step) or a dispatch mode watches
+    # that must see every sum (``DispatchMode.sees_gradient_sums``).
+    in_place = not (create_graph or _RECORDING.active or _sums_seen(current_state()))
     owned: set = set()
     unwritten: block_sums.Unwritten = {}  # sums a split's pieces fill, with blocks to come
 
@@ -523,6 +524,11 @@ def _block(node, source, unwritten) -> tuple | None:
     if unwritten is None or node.op.grad_block is None:
         return None
     return node.op.grad_block(source.shape, node.attrs)
+
+
+def _sums_seen(state) -> bool:
+    """Whether a mode on the stack must see the walk's gradient sums as ops."""
+    return state.observed and any(mode.sees_gradient_sums for mode in state.modes)
 
 
 def _add_leaf_into(leaf_grads: dict, leaf: Tensor, node, gradient: Tensor, owned: set):

@@ -13,7 +13,9 @@ the graph node the engine is running (``engine.running_node()``), which the trac
 its module path when the forward op ran. Ops outside any module with recording off (optimizer
 steps, evaluation) are filed under ``no_grad``; a DataLoader's wait for its next batch is its own
 ``data wait`` frame. A frozen graph runs its plan without dispatch, so its ops are not seen
-(its time shows as Python outside ops): trace the eager function to see them.
+(its time shows as Python outside ops): trace the eager function to see them. The backward walk
+runs as it does untraced (``sees_gradient_sums`` False): the gradient sums it makes in place and
+a split's pieces it copies into their blocks are no ops, and their time is the engine's own.
 
 A child of a ``Sequential`` or ``ModuleList`` is named by its index and class, ``0 (Linear)``.
 The first call of each op (per op and input dtypes and ranks) is marked ``first_call``: in a
@@ -106,6 +108,10 @@ class TimeTracer(DispatchMode):
             they are recorded and marked (``OpEvent.first_call``), and the summary says how
             much more than later calls they took.
     """
+
+    # the backward runs as it does unwatched: its in-place sums and block copies are no ops, and
+    # their time is the engine's own (outside the ops), as in a step nobody profiles
+    sees_gradient_sums = False
 
     def __init__(self, *, skip_first_calls: bool = False) -> None:
         self.skip_first_calls = skip_first_calls

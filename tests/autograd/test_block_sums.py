@@ -135,3 +135,48 @@ def test_split_sums_on_two_threads_at_once():
         with ThreadPoolExecutor(2) as pool:
             for got, want in zip(pool.map(walk, names), expected):
                 np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+class _OpNames(bai.DispatchMode):
+    """An observer that notes the name of every op it sees, gradient sums included."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def after_op(self, op, inputs, output, attrs) -> None:
+        self.names.append(op.name)
+
+
+def _backward_under(context, name):
+    """x's gradient for the program ``name``, its backward walk run inside ``context``."""
+    x = bai.tensor(X, requires_grad=True)
+    loss = PROGRAMS[name](bai, x * 1.5)
+    with context:
+        loss.backward()
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_profile_times_the_walk_as_it_runs_unwatched(name):
+    """A TimeTracer leaves the walk's sums to the walk (``sees_gradient_sums`` False): the pieces
+    are copied into their blocks, no ``zeros_index_add`` runs, and the gradients are PyTorch's."""
+    from buildingai.profile import TimeTracer
+
+    tracer = TimeTracer()
+    got = _backward_under(tracer, name)
+    names = {event.name for event in tracer.events}
+    assert "zeros_index_add" not in names
+    assert "add" not in names  # the walk's own sums are no ops
+    expected = _split_input_gradients(PROGRAMS[name])[1][0]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_mode_that_sees_sums_sees_each_piece_added():
+    """An observer left at the default (``sees_gradient_sums`` True) sees every sum as an op:
+    each piece's gradient scattered into zeros and the pieces added."""
+    mode = _OpNames()
+    got = _backward_under(bai.dispatch_mode(mode), "every piece")
+    assert mode.names.count("zeros_index_add") == 3
+    assert mode.names.count("add") >= 2
+    expected = _split_input_gradients(PROGRAMS["every piece"])[1][0]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
