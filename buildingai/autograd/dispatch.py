@@ -49,6 +49,8 @@ class DispatchMode:
       None to pass the op on unchanged. Ops called inside it go to the modes below this one.
     - ``before_op`` / ``after_op`` / ``before_inplace`` / ``after_inplace`` to watch the ops
       that run.
+    - ``sees_gradient_sums = False`` to let a backward walk under the mode sum gradients as it
+      does under no mode (in place, no ops), where the mode needs no view of those sums.
 
     ``with dispatch_mode(mode):`` puts a mode on this thread's stack for a block.
     """
