@@ -15,7 +15,9 @@ steps, evaluation) are filed under ``no_grad``; a DataLoader's wait for its next
 ``data wait`` frame. A frozen graph runs its plan without dispatch, so its ops are not seen
 (its time shows as Python outside ops): trace the eager function to see them. The backward walk
 runs as it does untraced (``sees_gradient_sums`` False): the gradient sums it makes in place and
-a split's pieces it copies into their blocks are no ops, and their time is the engine's own.
+a split's pieces it copies into their blocks are no ops, and their time is the engine's own; as
+in an untraced step, their arrays are not among the tensors ``buildingai.memory`` counts (the
+step peaks here).
 
 A child of a ``Sequential`` or ``ModuleList`` is named by its index and class, ``0 (Linear)``.
 The first call of each op (per op and input dtypes and ranks) is marked ``first_call``: in a
