@@ -281,15 +281,8 @@ def one_axis_range(shape: tuple, index: tuple) -> tuple | None:
     ``chunk`` do; None for any other index (ints, None, steps, two ranges, or all whole)."""
     if type(index) is not tuple:
         return None
-    for at, part in enumerate(index):
-        if part is Ellipsis:  # (not ``in``: that would compare index arrays element-wise)
-            whole = (_WHOLE,) * (len(shape) - len(index) + 1)
-            index = index[:at] + whole + index[at + 1 :]
-            break
-    if len(index) > len(shape):
-        return None
     found = None
-    for axis, part in enumerate(index):
+    for axis, part in enumerate(_expand_ellipsis(index, len(shape))):
         if type(part) is not slice:
             return None
         start, stop, step = part.indices(shape[axis])
